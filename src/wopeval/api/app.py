@@ -1,0 +1,47 @@
+"""The FastAPI application: routers, middleware and the error stack assembled once (G11, G12)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from wopeval import __version__
+from wopeval.api import errors as error_handlers
+from wopeval.api.host import Host
+from wopeval.api.middleware import LegacyPathIds, VersionNegotiation
+from wopeval.api.routes import catalog, discovery, events, host_routes, runs
+from wopeval.settings import Settings
+
+
+def create_app(settings: Settings) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        host = await Host.start(settings)
+        app.state.host = host
+        try:
+            yield
+        finally:
+            await host.stop()
+
+    app = FastAPI(
+        title="wopeval",
+        version=__version__,
+        description="An OpenWOP v2 host that turns real agent runs into regression tests.",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+    )
+    for router in (
+        discovery.router,
+        runs.router,
+        events.router,
+        catalog.router,
+        host_routes.router,
+    ):
+        app.include_router(router)
+    error_handlers.install(app)
+    app.add_middleware(VersionNegotiation)
+    app.add_middleware(LegacyPathIds)
+    return app

@@ -1,0 +1,88 @@
+"""Start-up and shutdown of a host: store, keys, catalog, engine (G14: settings passed in)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from wopeval.api.auth import Authenticator, hash_key, key_id
+from wopeval.engine.catalog import Catalog, seed_conformance
+from wopeval.engine.host import Engine
+from wopeval.engine.project import load_project
+from wopeval.engine.runlog import Notifier, now
+from wopeval.settings import Settings
+from wopeval.store import Store, replace_keys
+from wopeval.tools import CounterTool
+
+DEV_TENANT = "dev"
+
+
+@dataclass
+class Host:
+    settings: Settings
+    store: Store
+    catalog: Catalog
+    engine: Engine
+    auth: Authenticator
+    http: httpx.AsyncClient
+
+    @classmethod
+    async def start(cls, settings: Settings) -> Host:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        store = await Store.open(settings.resolved_database_url())
+        http = httpx.AsyncClient(timeout=settings.tool_timeout_seconds)
+        try:
+            auth = await _authenticator(settings, store)
+            catalog = Catalog()
+            seed_conformance(catalog)
+            catalog.tools.add(CounterTool(store))
+            if settings.project is not None:
+                load_project(settings.project, catalog, http)
+            engine = Engine(settings=settings, store=store, catalog=catalog, notifier=Notifier())
+            await engine.recover()
+        except BaseException:
+            await http.aclose()
+            await store.close()
+            raise
+        return cls(settings, store, catalog, engine, auth, http)
+
+    async def stop(self) -> None:
+        await self.engine.shutdown()
+        await self.http.aclose()
+        await self.store.close()
+
+
+async def _authenticator(settings: Settings, store: Store) -> Authenticator:
+    async with store.transaction() as uow:
+        if settings.api_keys:
+            entries = [(hash_key(k), key_id(k), t) for t, k in settings.api_keys.items()]
+            await replace_keys(uow.keys, entries, now())
+        else:
+            entries = [e for e in await uow.keys.all() if e[2] == DEV_TENANT]
+            if not entries:
+                key = _new_dev_key(settings.data_dir)
+                entries = [(hash_key(key), key_id(key), DEV_TENANT)]
+            await replace_keys(uow.keys, entries, now())
+    return Authenticator(entries)
+
+
+def _new_dev_key(data_dir: Path) -> str:
+    """Generate the `dev` tenant's key, print it once, and leave it in a 0600 file."""
+    key = "wop_" + secrets.token_urlsafe(32)
+    path = data_dir / "dev-api-key"
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(key + "\n")
+    print(
+        f"wopeval: generated the API key of tenant 'dev' (saved to {path}):\n  {key}",
+        file=sys.stderr,
+    )
+    return key

@@ -1,0 +1,113 @@
+"""Runs: create, read, list, cancel (runs.md)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Query, Request, Response
+from fastapi.responses import JSONResponse
+
+from wopeval.api import idempotency
+from wopeval.api.deps import EngineDep, HostDep, PrincipalDep, path_run_id
+from wopeval.api.snapshots import created, snapshot
+from wopeval.store import decode_cursor, encode_cursor
+from wopeval.wire import errors
+from wopeval.wire.runs import CancelRunRequest, CreateRunRequest, RunKind, RunStatus
+
+router = APIRouter(tags=["runs"])
+
+_EVAL_ONLY = ("evalSuiteRef", "agentId", "evalModes", "baselineRunId", "fixtureRuns")
+
+
+@router.post("/runs", operation_id="createRun", status_code=201)
+async def create_run(
+    request: Request, principal: PrincipalDep, engine: EngineDep, body: CreateRunRequest
+) -> Response:
+    async def produce() -> Response:
+        _check_common(body, principal.tenant)
+        if body.mode == "eval":
+            record = await engine.create_eval_run(principal, body)
+        else:
+            present = [name for name in _EVAL_ONLY if getattr(body, name) is not None]
+            if present:
+                raise errors.ValidationFailed(f"'{present[0]}' is only valid with mode 'eval'.")
+            if body.workflowId is None:
+                raise errors.ValidationFailed("'workflowId' is required unless mode is 'eval'.")
+            record = await engine.create_workflow_run(principal, body)
+        return JSONResponse(created(record), status_code=201)
+
+    return await idempotency.guard(request, principal, "createRun", produce)
+
+
+def _check_common(body: CreateRunRequest, tenant: str) -> None:
+    if body.tenantId is not None and body.tenantId != tenant:
+        raise errors.ValidationFailed("'tenantId' must be the caller's own tenant.")
+    for tag in body.tags or []:
+        if len(tag) > 256:
+            raise errors.ValidationFailed("each tag must be at most 256 characters.")
+
+
+@router.get("/runs/{runId}", operation_id="getRun")
+async def get_run(runId: str, principal: PrincipalDep, engine: EngineDep) -> JSONResponse:
+    record = await engine.get_run(principal, path_run_id(runId, principal))
+    return JSONResponse(snapshot(record))
+
+
+@router.get("/runs", operation_id="listRuns")
+async def list_runs(
+    principal: PrincipalDep,
+    host: HostDep,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    cursor: str | None = None,
+    workflowId: str | None = None,
+    status: RunStatus | None = None,
+) -> JSONResponse:
+    if not host.settings.run_list:
+        raise errors.NotFound()
+    before = decode_cursor(cursor) if cursor is not None else None
+    async with host.store.reading() as uow:
+        page = await uow.runs.page(
+            principal.tenant,
+            limit=limit + 1,
+            before_seq=before,
+            workflow_id=workflowId,
+            status=status.value if status else None,
+        )
+    body: dict[str, object] = {"runs": [snapshot(record) for record in page[:limit]]}
+    if len(page) > limit:
+        body["nextCursor"] = encode_cursor(page[limit - 1].created_seq)
+    return JSONResponse(body)
+
+
+@router.post("/runs/{runId}/cancel", operation_id="cancelRun")
+async def cancel_run(
+    runId: str,
+    request: Request,
+    principal: PrincipalDep,
+    engine: EngineDep,
+    body: Annotated[CancelRunRequest | None, Body()] = None,
+) -> Response:
+    run_id = path_run_id(runId, principal)
+
+    async def produce() -> Response:
+        record = await engine.cancel_run(principal, run_id)
+        return JSONResponse({"runId": record.run_id, "status": record.status.value})
+
+    return await idempotency.guard(request, principal, "cancelRun", produce)
+
+
+@router.get("/runs/{runId}/eval-summary", operation_id="getEvalSummary")
+async def get_eval_summary(runId: str, principal: PrincipalDep, host: HostDep) -> JSONResponse:
+    """RFC 0081 §C: 200 when terminal, 409 while active, 404 for a run that is not an eval run."""
+    if not host.settings.eval.enabled:
+        raise errors.NotFound()
+    record = await host.engine.get_run(principal, path_run_id(runId, principal))
+    if record.kind is not RunKind.EVAL:
+        raise errors.NotFound("This run is not an eval run.")
+    if not record.status.is_terminal:
+        raise errors.RunStateConflict(
+            "The eval run is still active.", details={"runStatus": record.status.value}
+        )
+    if record.summary is None:
+        raise errors.NotFound("This eval run ended without a summary.")
+    return JSONResponse(record.summary)

@@ -1,0 +1,118 @@
+"""The tool boundary as a transport (G8): live, fixture replay, and the recorder around either.
+
+Every tool call of every agent passes through `Invocation.call_tool` (see
+invocation.py), which hands it to one of these transports and records the
+result as executed. Exceptions from tools are translated here, at the edge.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from pydantic import JsonValue
+
+from wopeval import evals
+from wopeval.tools import ToolContext, ToolFailure, ToolRegistry
+from wopeval.wire.events import ToolStatus
+
+ServedBy = Literal["live", "fixture"]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    tool: str
+    args: JsonValue
+    call_id: str
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    status: ToolStatus
+    result: JsonValue | None
+    error: dict[str, Any] | None
+    served_by: ServedBy
+    duration_ms: int | None
+    fixture_miss: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+class ToolTransport(Protocol):
+    async def handle(self, call: ToolCall) -> ToolResult: ...
+
+
+class LiveTransport:
+    """Runs the registered tool; failures of any kind become tool errors, never crashed runs."""
+
+    def __init__(self, registry: ToolRegistry, context: ToolContext, timeout: float) -> None:
+        self._registry = registry
+        self._context = context
+        self._timeout = timeout
+
+    async def handle(self, call: ToolCall) -> ToolResult:
+        tool = self._registry.get(call.tool)
+        if tool is None:
+            failure = ToolFailure("unknown_tool", f"no tool named {call.tool!r} is registered")
+            return _failed(failure, "live", None)
+        started = time.perf_counter()
+        try:
+            result = await asyncio.wait_for(tool.call(call.args, self._context), self._timeout)
+        except ToolFailure as raised:
+            return _failed(raised, "live", _elapsed(started))
+        except TimeoutError:
+            timed_out = ToolFailure(
+                "tool_timeout", f"{call.tool} did not answer in {self._timeout:g}s", retryable=True
+            )
+            return _failed(timed_out, "live", _elapsed(started))
+        except Exception as exc:  # any tool crash is the agent's tool error, not the run's
+            crashed = ToolFailure("tool_raised", f"{call.tool} raised {type(exc).__name__}")
+            return _failed(crashed, "live", _elapsed(started))
+        return ToolResult("ok", result, None, "live", _elapsed(started))
+
+
+class FixtureTransport:
+    """Serves fixture entries (RFC 0244 §D); a miss under `fail` runs nothing live."""
+
+    def __init__(self, cursor: evals.FixtureCursor, live: ToolTransport) -> None:
+        self._cursor = cursor
+        self._live = live
+
+    async def handle(self, call: ToolCall) -> ToolResult:
+        outcome = self._cursor.serve(call.tool, call.args)
+        if isinstance(outcome, evals.Served):
+            entry = outcome.entry
+            if entry.is_error:
+                return _failed(ToolFailure.from_error(_as_error(entry.response)), "fixture", 0)
+            return ToolResult("ok", entry.response, None, "fixture", 0)
+        if isinstance(outcome, evals.Missed):
+            failure = ToolFailure(
+                "fixture_miss", f"no unconsumed fixture matches this call to {call.tool}"
+            )
+            return ToolResult("error", None, failure.to_error(), "fixture", 0, fixture_miss=True)
+        return await self._live.handle(call)
+
+
+def _as_error(response: JsonValue) -> dict[str, Any]:
+    """An `isError` entry's response as a tool error (RFC 0245); a bare value is wrapped."""
+    if isinstance(response, dict) and isinstance(response.get("code"), str):
+        error = dict(response)
+        error.setdefault("message", "The tool failed.")
+        return error
+    return {"code": "tool_error", "message": "The tool failed.", "details": {"response": response}}
+
+
+def _failed(failure: ToolFailure, served_by: ServedBy, duration: int | None) -> ToolResult:
+    status: ToolStatus = "error"
+    if failure.status in ("forbidden", "rate_limited"):
+        status = "forbidden" if failure.status == "forbidden" else "rate_limited"
+        duration = None
+    return ToolResult(status, None, failure.to_error(), served_by, duration)
+
+
+def _elapsed(started: float) -> int:
+    return int((time.perf_counter() - started) * 1000)

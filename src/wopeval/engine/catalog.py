@@ -1,0 +1,81 @@
+"""What a host can run: agents, tools, workflows and suites, seeded and from the project."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+from wopeval.agents import SCRIPTED_AGENT_ID, AgentRegistry, AgentSpec, ScriptedAgent
+from wopeval.tools import ToolRegistry
+from wopeval.wire.workflows import Workflow
+
+
+@dataclass(frozen=True)
+class GlobalSuite:
+    """A suite every tenant can run: seeded, or loaded from the project directory."""
+
+    fixture_id: str | None
+    document: dict[str, Any]
+
+    @property
+    def suite_id(self) -> str:
+        return str(self.document["suiteId"])
+
+    @property
+    def version(self) -> str:
+        return str(self.document["version"])
+
+
+@dataclass
+class Catalog:
+    agents: AgentRegistry = field(default_factory=AgentRegistry)
+    tools: ToolRegistry = field(default_factory=ToolRegistry)
+    workflows: dict[str, Workflow] = field(default_factory=dict)
+    suites: list[GlobalSuite] = field(default_factory=list)
+    fixture_ids: list[str] = field(default_factory=list)
+
+    def add_workflow(self, workflow: Workflow) -> None:
+        if workflow.id in self.workflows:
+            raise ValueError(f"workflow {workflow.id!r} is defined twice")
+        self.workflows[workflow.id] = workflow
+
+    def add_suite(self, suite: GlobalSuite) -> None:
+        for known in self.suites:
+            if (known.suite_id, known.version) == (suite.suite_id, suite.version):
+                raise ValueError(f"suite {suite.suite_id}@{suite.version} is defined twice")
+            if suite.fixture_id and known.fixture_id == suite.fixture_id:
+                raise ValueError(f"suite fixture {suite.fixture_id!r} is defined twice")
+        self.suites.append(suite)
+
+    def suite_by_fixture(self, fixture_id: str) -> GlobalSuite | None:
+        return next((s for s in self.suites if s.fixture_id == fixture_id), None)
+
+    def suite_by_version(self, suite_id: str, version: str) -> GlobalSuite | None:
+        return next(
+            (s for s in self.suites if (s.suite_id, s.version) == (suite_id, version)), None
+        )
+
+
+def seed_conformance(catalog: Catalog) -> None:
+    """The conformance fixtures of DESIGN.md §4, listed in discovery `fixtures`."""
+    catalog.agents.add(
+        AgentSpec(
+            SCRIPTED_AGENT_ID,
+            ScriptedAgent(),
+            lane="scripted",
+            description="Makes the calls its input lists, in order, then decides the answer.",
+        )
+    )
+    folder = resources.files("wopeval.conformance").joinpath("fixtures")
+    for entry in sorted(folder.iterdir(), key=lambda item: item.name):
+        if not entry.name.endswith(".json"):
+            continue
+        fixture_id = entry.name.removesuffix(".json")
+        fixture = json.loads(entry.read_text(encoding="utf-8"))
+        if fixture["kind"] == "workflow":
+            catalog.add_workflow(Workflow.model_validate(fixture["document"]))
+        else:
+            catalog.add_suite(GlobalSuite(fixture_id, fixture["document"]))
+        catalog.fixture_ids.append(fixture_id)

@@ -1,0 +1,237 @@
+"""Resolve, then run (G6): an eval createRun becomes a frozen plan before anything executes.
+
+The order follows DESIGN.md §2: gates and field rules first, the run lookups
+(baseline, fixture sources) last, each through one refusal path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from wopeval import evals
+from wopeval.agents import AgentSpec
+from wopeval.engine.catalog import Catalog
+from wopeval.settings import EvalFeatures
+from wopeval.store import UnitOfWork
+from wopeval.wire import errors
+from wopeval.wire.runs import CreateRunRequest, EvalMode, RunKind
+from wopeval.wire.suite import OnMiss, Suite, Task, ToolResponse, parse_suite
+from wopeval.wire.summary import EvalSummary
+
+# One message each, never carrying the id: every unusable baseline or source gets
+# the same status, code and body bytes (RFC 0251 §C, RFC 0252 §C).
+UNUSABLE_BASELINE = "baselineRunId does not name a usable baseline run."
+UNUSABLE_SOURCE = "fixtureRuns names a run that cannot serve as a fixture source."
+
+
+@dataclass(frozen=True)
+class TaskPlan:
+    task: Task
+    trials: int
+    policy: evals.PassPolicy
+    fixtures: tuple[ToolResponse, ...] | None
+    """The entries served to this task; None means every call runs live."""
+    on_miss: OnMiss
+    source_run_id: str | None = None
+
+
+@dataclass(frozen=True)
+class EvalPlan:
+    suite: Suite
+    agent: AgentSpec
+    modes: tuple[EvalMode, ...]
+    tasks: tuple[TaskPlan, ...]
+    baseline_run_id: str | None = None
+    baseline_summary: EvalSummary | None = None
+    fixture_runs: dict[str, str] | None = None
+
+    def stored(self) -> dict[str, Any]:
+        """What the run row keeps of the plan (derived entries live in their own table)."""
+        return {
+            "suite": self.suite.to_document(),
+            "agentId": self.agent.agent_id,
+            "modes": list(self.modes),
+            "baselineRunId": self.baseline_run_id,
+            "fixtureRuns": self.fixture_runs,
+        }
+
+    def derived_copies(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "task_id": plan.task.taskId,
+                "source_run_id": plan.source_run_id,
+                "entries": [e.model_dump(mode="json", exclude_unset=True) for e in plan.fixtures],
+            }
+            for plan in self.tasks
+            if plan.source_run_id is not None and plan.fixtures is not None
+        ]
+
+
+async def resolve_eval(
+    request: CreateRunRequest,
+    *,
+    tenant: str,
+    features: EvalFeatures,
+    catalog: Catalog,
+    uow: UnitOfWork,
+) -> EvalPlan:
+    _gate(request, features)
+    suite = await _suite(request.evalSuiteRef or "", tenant, catalog, uow)
+    agent = _agent(request.agentId or "", suite, catalog)
+    _check_suite(suite, features)
+    modes = evals.resolve_eval_modes(
+        request.evalModes,
+        suite.modes,
+        features.modes,
+        features.modes,
+        has_baseline=request.baselineRunId is not None,
+    )
+    evals.check_baseline_fields(modes, request.baselineRunId)
+    evals.check_fixture_runs_fields(request.fixtureRuns, suite, modes)
+    baseline = None
+    if request.baselineRunId is not None:
+        baseline = await load_baseline(uow, tenant, request.baselineRunId, suite.suiteId)
+    derived: dict[str, tuple[str, list[ToolResponse]]] = {}
+    for task_id, source in (request.fixtureRuns or {}).items():
+        entries = await load_source(uow, tenant, source, agent.agent_id, features.fixture_errors)
+        derived[task_id] = (source, entries)
+    return EvalPlan(
+        suite=suite,
+        agent=agent,
+        modes=modes,
+        tasks=tuple(_task_plan(suite, task, modes, derived) for task in suite.tasks),
+        baseline_run_id=request.baselineRunId,
+        baseline_summary=baseline,
+        fixture_runs=dict(request.fixtureRuns) if request.fixtureRuns is not None else None,
+    )
+
+
+def _gate(request: CreateRunRequest, features: EvalFeatures) -> None:
+    # runs.md §Create: a host without agents.evalSuite refuses 422 and creates nothing.
+    if not features.enabled:
+        raise errors.CapabilityNotProvided("This host does not advertise agents.evalSuite.")
+    # RFC 0251 §A / RFC 0252 §A: a member switched off means the property is refused.
+    if not features.baseline_selection and (
+        request.evalModes is not None or request.baselineRunId is not None
+    ):
+        raise errors.ValidationFailed("This host does not accept evalModes or baselineRunId.")
+    if request.fixtureRuns is not None and not (
+        features.recorded_fixtures and features.fixture_matching
+    ):
+        raise errors.ValidationFailed("This host does not accept fixtureRuns.")
+    if not request.evalSuiteRef:
+        raise errors.ValidationFailed("evalSuiteRef is required with mode 'eval'.")
+    if not request.agentId:
+        raise errors.ValidationFailed("agentId is required with mode 'eval'.")
+
+
+async def _suite(ref: str, tenant: str, catalog: Catalog, uow: UnitOfWork) -> Suite:
+    parsed = evals.parse_suite_ref(ref)
+    document: dict[str, Any] | None = None
+    if isinstance(parsed, evals.FixtureSuiteRef):
+        found = catalog.suite_by_fixture(parsed.fixture_id)
+        document = found.document if found else None
+    else:
+        document = await uow.suites.get(tenant, parsed.suite_id, parsed.version)
+        if document is None:
+            shared = catalog.suite_by_version(parsed.suite_id, parsed.version)
+            document = shared.document if shared else None
+    if document is None:
+        raise errors.ValidationFailed("evalSuiteRef does not name a suite this host holds.")
+    return parse_suite(document)
+
+
+def _agent(agent_id: str, suite: Suite, catalog: Catalog) -> AgentSpec:
+    agent = catalog.agents.get(agent_id)
+    if agent is None:
+        raise errors.ValidationFailed("agentId does not name an agent of this host.")
+    # RFC 0081 §A: a host SHOULD reject a run whose agentId differs from targetAgentId.
+    if suite.targetAgentId is not None and suite.targetAgentId != agent_id:
+        raise errors.ValidationFailed("agentId differs from the suite's targetAgentId.")
+    return agent
+
+
+def _check_suite(suite: Suite, features: EvalFeatures) -> None:
+    if len(suite.tasks) > features.max_tasks_per_suite:
+        raise errors.ValidationFailed(
+            f"The suite has {len(suite.tasks)} tasks; this host runs at most "
+            f"{features.max_tasks_per_suite} (maxTasksPerSuite)."
+        )
+    for index, task in enumerate(suite.tasks):
+        if task.expected.kind == "rubric":
+            raise errors.ValidationFailed(
+                f"tasks[{index}].expected.kind: this host grades golden and trajectory tasks only."
+            )
+        fixtures = task.fixtures
+        entries = (fixtures.toolResponses or []) if fixtures else []
+        if not features.fixture_errors and any(e.is_error for e in entries):
+            raise errors.ValidationFailed(
+                f"tasks[{index}].fixtures: this host does not replay tool errors (isError)."
+            )
+        if not features.fixture_matching and (
+            any(e.has_args or e.argsMatch for e in entries) or (fixtures and fixtures.onMiss)
+        ):
+            raise errors.ValidationFailed(
+                f"tasks[{index}].fixtures: this host does not match fixtures by args or onMiss."
+            )
+
+
+def _task_plan(
+    suite: Suite,
+    task: Task,
+    modes: tuple[EvalMode, ...],
+    derived: Mapping[str, tuple[str, list[ToolResponse]]],
+) -> TaskPlan:
+    trials, policy = evals.effective_trials(suite, task), evals.effective_policy(suite, task)
+    if task.taskId in derived:
+        source, entries = derived[task.taskId]
+        # RFC 0252 §D: "The task runs with onMiss: fail".
+        return TaskPlan(task, trials, policy, tuple(entries), "fail", source)
+    # RFC 0081 §D: live-shadow ignores fixtures; so does a task that declares none.
+    if "live-shadow" in modes or task.fixtures is None:
+        return TaskPlan(task, trials, policy, None, "fail")
+    served = tuple(task.fixtures.toolResponses or ())
+    return TaskPlan(task, trials, policy, served, task.fixtures.on_miss)
+
+
+async def load_baseline(uow: UnitOfWork, tenant: str, run_id: str, suite_id: str) -> EvalSummary:
+    """RFC 0251 §C through one path: the same query and the same refusal for every reason."""
+    record = await uow.runs.get(tenant, run_id)
+    facts = None
+    if record is not None:
+        facts = evals.BaselineFacts(
+            tenant=record.tenant,
+            is_eval=record.kind is RunKind.EVAL,
+            suite_id=record.suite_id,
+            status=record.status,
+            has_summary=record.summary is not None,
+        )
+    if record is None or not evals.is_usable_baseline(facts, tenant=tenant, suite_id=suite_id):
+        raise errors.ValidationFailed(UNUSABLE_BASELINE)
+    return EvalSummary.model_validate(record.summary)
+
+
+async def load_source(
+    uow: UnitOfWork, tenant: str, run_id: str, agent_id: str, fixture_errors: bool
+) -> list[ToolResponse]:
+    """RFC 0252 §C through one path, then §D: the derived entries of a usable source."""
+    record = await uow.runs.get(tenant, run_id)
+    # The call query runs whatever the run lookup found, so every refusal costs the same.
+    calls, all_held = await uow.tool_calls.held_calls(run_id, agent_id)
+    facts = None
+    if record is not None:
+        facts = evals.SourceFacts(
+            tenant=record.tenant,
+            status=record.status,
+            agent_id=agent_id,
+            invocation_count=record.agent_ids.count(agent_id),
+            all_calls_held=all_held,
+            has_failed_call=evals.has_failed_call(calls, agent_id),
+        )
+    if not evals.is_usable_source(
+        facts, tenant=tenant, agent_id=agent_id, fixture_errors_enabled=fixture_errors
+    ):
+        raise errors.ValidationFailed(UNUSABLE_SOURCE)
+    return evals.derive_fixtures(calls, agent_id)

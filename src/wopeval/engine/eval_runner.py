@@ -1,0 +1,140 @@
+"""The eval executor (G6): short named steps over a resolved plan — run_task, run_trial, finish.
+
+It never goes back to the request and never reads a source run: the plan
+already holds every fixture entry a task is served.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+
+from wopeval import evals
+from wopeval.agents import AgentRegistry
+from wopeval.engine.boundary import FixtureTransport, ToolTransport
+from wopeval.engine.eval_plan import EvalPlan, TaskPlan
+from wopeval.engine.invocation import Invocation, run_invocation
+from wopeval.engine.outcome import Terminal
+from wopeval.engine.runlog import RunLog, Step
+from wopeval.wire import events
+from wopeval.wire.runs import RunStatus
+from wopeval.wire.summary import EvalSummary
+
+
+@dataclass(frozen=True)
+class EvalContext:
+    log: RunLog
+    agents: AgentRegistry
+    live: ToolTransport
+    concurrency: int
+    alpha: float
+    regression_verdict: bool
+    invoked: set[str]
+
+
+async def run_eval(plan: EvalPlan, context: EvalContext) -> Terminal:
+    outcomes: dict[str, list[evals.TrialOutcome]] = {}
+    gate = asyncio.Semaphore(context.concurrency)
+
+    async def bounded(task_plan: TaskPlan) -> None:
+        async with gate:
+            outcomes[task_plan.task.taskId] = await run_task(plan, task_plan, context)
+
+    async with asyncio.TaskGroup() as group:
+        for task_plan in plan.tasks:
+            group.create_task(bounded(task_plan))
+    return finish(plan, outcomes, context)
+
+
+async def run_task(
+    plan: EvalPlan, task_plan: TaskPlan, context: EvalContext
+) -> list[evals.TrialOutcome]:
+    cursor = None
+    if task_plan.fixtures is not None:
+        cursor = evals.FixtureCursor(task_plan.fixtures, task_plan.on_miss)
+    trials: list[evals.TrialOutcome] = []
+    for trial in range(task_plan.trials):
+        step = Step()
+        trials.append(await run_trial(plan, task_plan, cursor, step, context))
+        if trial == task_plan.trials - 1:
+            step.emit(scored(plan, task_plan, trials))
+        await context.log.commit(step)
+    return trials
+
+
+async def run_trial(
+    plan: EvalPlan,
+    task_plan: TaskPlan,
+    cursor: evals.FixtureCursor | None,
+    step: Step,
+    context: EvalContext,
+) -> evals.TrialOutcome:
+    transport = context.live
+    if cursor is not None:
+        # RFC 0244 §D: consumption resets at each trial.
+        cursor.reset()
+        transport = FixtureTransport(cursor, context.live)
+    invocation = Invocation(
+        spec=plan.agent,
+        input=task_plan.task.input,
+        step=step,
+        transport=transport,
+        agents=context.agents,
+    )
+    started = time.perf_counter()
+    result = await run_invocation(invocation, source="run-api")
+    latency = int((time.perf_counter() - started) * 1000)
+    context.invoked.update(result.invoked_agents)
+    misses = cursor.miss_count if cursor is not None else 0
+    # DESIGN.md §3: a miss under `fail` fails the task, whatever the agent decided after it.
+    passed = (
+        not result.failed
+        and misses == 0
+        and evals.grade_task(task_plan.task.expected, result.decision, result.executed)
+    )
+    return evals.TrialOutcome(passed=passed, latency_ms=latency, fixture_miss_count=misses)
+
+
+def scored(
+    plan: EvalPlan, task_plan: TaskPlan, trials: list[evals.TrialOutcome]
+) -> events.EvalScored:
+    summary = evals.summarise_task(plan.suite, task_plan.task, trials)
+    return events.EvalScored(
+        taskId=summary.taskId,
+        score=summary.score,
+        passed=summary.passed,
+        latencyMs=summary.latencyMs,
+        x_trials=summary.trials,
+        x_passed_trials=summary.passedTrials,
+        x_fixture_miss_count=summary.fixtureMissCount,
+    )
+
+
+def finish(
+    plan: EvalPlan, outcomes: dict[str, list[evals.TrialOutcome]], context: EvalContext
+) -> Terminal:
+    summary = evals.summarise(plan.suite, outcomes)
+    if plan.baseline_run_id is not None and plan.baseline_summary is not None:
+        summary = evals.with_regression(
+            summary,
+            plan.baseline_run_id,
+            plan.baseline_summary,
+            context.alpha,
+            include_verdict=context.regression_verdict,
+        )
+    step = Step()
+    step.emit(completed(summary))
+    wire = summary.to_wire()
+    return Terminal(RunStatus.COMPLETED, step, outputs={"evalSummary": wire}, summary=wire)
+
+
+def completed(summary: EvalSummary) -> events.EvalCompleted:
+    return events.EvalCompleted(
+        aggregateScore=summary.aggregateScore,
+        passed=summary.passed,
+        taskCount=summary.taskCount,
+        passedCount=summary.passedCount,
+        regressionVsBaseline=summary.regression.scoreDelta if summary.regression else None,
+        x_fixture_miss_count=summary.fixtureMissCount,
+    )

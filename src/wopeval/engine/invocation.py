@@ -1,0 +1,158 @@
+"""One agent invocation: the bracket events, the context the agent sees, the calls it made."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import JsonValue
+
+from wopeval import evals
+from wopeval.agents import AgentRegistry, AgentSpec, ToolCallError
+from wopeval.engine.boundary import ToolCall, ToolResult, ToolTransport
+from wopeval.engine.runlog import Step
+from wopeval.wire import events
+
+Source = Literal["workflow-node", "run-api", "chat-mention"]
+
+
+class AgentCrashed(Exception):
+    """The agent's own code raised; the invocation ends `failed`."""
+
+
+@dataclass
+class InvocationResult:
+    decision: JsonValue
+    failed: bool
+    executed: list[evals.ExecutedCall] = field(default_factory=list)
+    fixture_misses: int = 0
+    invoked_agents: set[str] = field(default_factory=set)
+
+
+@dataclass
+class Invocation:
+    """The AgentContext of one invocation; also collects what it executed."""
+
+    spec: AgentSpec
+    input: JsonValue
+    step: Step
+    transport: ToolTransport
+    agents: AgentRegistry
+    node_id: str | None = None
+    is_delegate: bool = False
+    shared: InvocationResult = field(
+        default_factory=lambda: InvocationResult(decision=None, failed=False)
+    )
+    invocation_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+    @property
+    def agent_id(self) -> str:
+        return self.spec.agent_id
+
+    async def call_tool(self, name: str, args: JsonValue) -> JsonValue:
+        call = ToolCall(name, args, uuid.uuid4().hex)
+        full = self.spec.wire_content == "full"
+        called = self.step.emit(
+            events.ToolCalled(
+                agentId=self.agent_id,
+                toolName=name,
+                callId=call.call_id,
+                inputs=args if full else None,
+                argsHash=None if full else evals.args_hash(args),
+            ),
+            node_id=self.node_id,
+        )
+        result = await self.transport.handle(call)
+        self.step.emit(_returned(self.agent_id, call, result, full), node_id=self.node_id)
+        self.step.record_call(called, self._record_row(call, result))
+        self.shared.executed.append(evals.ExecutedCall(name, args, self.is_delegate))
+        if result.fixture_miss:
+            self.shared.fixture_misses += 1
+        if not result.ok:
+            error = result.error or {}
+            raise ToolCallError(str(error.get("code")), str(error.get("message")), error)
+        return result.result
+
+    async def delegate(self, agent_id: str, input: JsonValue) -> JsonValue:
+        spec = self.agents.get(agent_id)
+        if spec is None:
+            raise AgentCrashed(f"no agent named {agent_id!r} to delegate to")
+        child = Invocation(
+            spec=spec,
+            input=input,
+            step=self.step,
+            transport=self.transport,
+            agents=self.agents,
+            node_id=self.node_id,
+            is_delegate=True,
+            shared=self.shared,
+        )
+        outcome = await run_invocation(child, source="run-api")
+        if outcome.failed:
+            raise AgentCrashed(f"delegate {agent_id!r} failed")
+        return outcome.decision
+
+    def _record_row(self, call: ToolCall, result: ToolResult) -> dict[str, Any]:
+        # With `record` off the call is still listed, without content, so a source
+        # that needs it is refused rather than silently derived short (RFC 0252 §C).
+        keep = self.spec.record
+        return {
+            "invocation_id": self.invocation_id,
+            "agent_id": self.agent_id,
+            "is_delegate": self.is_delegate,
+            "tool": call.tool,
+            "call_id": call.call_id,
+            "status": result.status,
+            "served_by": result.served_by,
+            "duration_ms": result.duration_ms,
+            "recorded": keep,
+            "inputs": call.args if keep else None,
+            "result": result.result if keep else None,
+            "error": result.error if keep else None,
+        }
+
+
+def _returned(agent_id: str, call: ToolCall, result: ToolResult, full: bool) -> events.ToolReturned:
+    return events.ToolReturned(
+        agentId=agent_id,
+        toolName=call.tool,
+        callId=call.call_id,
+        status=result.status,
+        outcome=result.result if full and result.ok else None,
+        error=events.ToolError(**result.error) if result.error and full else None,
+        durationMs=result.duration_ms,
+    )
+
+
+async def run_invocation(invocation: Invocation, *, source: Source) -> InvocationResult:
+    """Emit the bracket around one agent run; an agent crash ends the invocation `failed`."""
+    step, agent_id = invocation.step, invocation.agent_id
+    invocation.shared.invoked_agents.add(agent_id)
+    step.emit(
+        events.InvocationStarted(
+            invocationId=invocation.invocation_id, agentId=agent_id, source=source
+        ),
+        node_id=invocation.node_id,
+    )
+    try:
+        decision = await invocation.spec.agent.invoke(invocation)
+    except Exception:
+        step.emit(
+            events.InvocationCompleted(
+                invocationId=invocation.invocation_id, agentId=agent_id, outcome="failed"
+            ),
+            node_id=invocation.node_id,
+        )
+        return InvocationResult(None, True, invocation.shared.executed)
+    step.emit(events.Decided(agentId=agent_id, decision=decision), node_id=invocation.node_id)
+    step.emit(
+        events.InvocationCompleted(
+            invocationId=invocation.invocation_id, agentId=agent_id, outcome="completed"
+        ),
+        node_id=invocation.node_id,
+    )
+    result = invocation.shared
+    return InvocationResult(
+        decision, False, result.executed, result.fixture_misses, result.invoked_agents
+    )

@@ -1,0 +1,131 @@
+"""The eval domain: pure rules, no I/O (DESIGN.md §1).
+
+Suite references, the fixture matcher, derived fixtures (RFC 0252 §D), graders,
+pass policies, the summary, the paired verdict (RFC 0244 §F) and the create-time
+rules of RFC 0251 / RFC 0252 §B–§C. Call sites use `evals.<name>`.
+"""
+
+from wopeval.evals._canonical import args_hash, canonical_json, compact_json, json_equal
+from wopeval.evals._create_rules import (
+    BaselineFacts,
+    SourceFacts,
+    check_baseline_fields,
+    check_eval_only_fields,
+    check_fixture_runs_fields,
+    is_usable_baseline,
+    is_usable_source,
+    resolve_eval_modes,
+)
+from wopeval.evals._derive import (
+    CallStatus,
+    RecordedCall,
+    ServedBy,
+    derive_fixtures,
+    has_failed_call,
+    own_calls,
+)
+from wopeval.evals._graders import (
+    ExecutedCall,
+    grade_golden,
+    grade_task,
+    grade_trajectory,
+    stringify,
+)
+from wopeval.evals._matcher import (
+    FixtureCursor,
+    FixtureHit,
+    FixtureMiss,
+    GoLive,
+    Missed,
+    Served,
+    args_match,
+    is_json_subset,
+    select_entry,
+)
+from wopeval.evals._policy import (
+    DEFAULT_POLICY,
+    DEFAULT_TRIALS,
+    PassPolicy,
+    effective_policy,
+    effective_trials,
+    trials_pass,
+)
+from wopeval.evals._suite_ref import (
+    FixtureSuiteRef,
+    SuiteRef,
+    VersionedSuiteRef,
+    parse_suite_ref,
+)
+from wopeval.evals._summary import (
+    DEFAULT_PASS_SCORE,
+    TrialOutcome,
+    p95,
+    summarise,
+    summarise_task,
+    with_regression,
+)
+from wopeval.evals._verdict import (
+    DEFAULT_ALPHA,
+    PairedVerdict,
+    TaskVerdict,
+    holm_adjust,
+    paired_verdict,
+)
+from wopeval.wire.summary import Verdict
+
+__all__ = [
+    "DEFAULT_ALPHA",
+    "DEFAULT_PASS_SCORE",
+    "DEFAULT_POLICY",
+    "DEFAULT_TRIALS",
+    "BaselineFacts",
+    "CallStatus",
+    "ExecutedCall",
+    "FixtureCursor",
+    "FixtureHit",
+    "FixtureMiss",
+    "FixtureSuiteRef",
+    "GoLive",
+    "Missed",
+    "PairedVerdict",
+    "PassPolicy",
+    "RecordedCall",
+    "Served",
+    "ServedBy",
+    "SourceFacts",
+    "SuiteRef",
+    "TaskVerdict",
+    "TrialOutcome",
+    "Verdict",
+    "VersionedSuiteRef",
+    "args_hash",
+    "args_match",
+    "canonical_json",
+    "check_baseline_fields",
+    "check_eval_only_fields",
+    "check_fixture_runs_fields",
+    "compact_json",
+    "derive_fixtures",
+    "effective_policy",
+    "effective_trials",
+    "grade_golden",
+    "grade_task",
+    "grade_trajectory",
+    "has_failed_call",
+    "holm_adjust",
+    "is_json_subset",
+    "is_usable_baseline",
+    "is_usable_source",
+    "json_equal",
+    "own_calls",
+    "p95",
+    "paired_verdict",
+    "parse_suite_ref",
+    "resolve_eval_modes",
+    "select_entry",
+    "stringify",
+    "summarise",
+    "summarise_task",
+    "trials_pass",
+    "with_regression",
+]

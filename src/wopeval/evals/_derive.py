@@ -1,0 +1,84 @@
+"""Fixtures derived from a recorded run (RFC 0252 §D).
+
+The engine reads a source run's as-executed calls from the store as
+`RecordedCall`s; this module turns them into the task's `toolResponses`.
+Nothing here reads an egress request: `inputs` are the args as the agent
+passed them, before the tool layer injected any credential (SR-1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import JsonValue
+
+from wopeval.wire.suite import ToolResponse
+
+CallStatus = Literal["ok", "error", "forbidden", "rate_limited"]
+"""`agent.tool-returned.status`; `forbidden` and `rate_limited` never ran the tool."""
+
+ServedBy = Literal["live", "fixture"]
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedCall:
+    """One tool call as executed, as the host records it (DESIGN.md §3 "Recording")."""
+
+    sequence: int
+    """Event sequence of the call's `agent.tool-called` in its run."""
+    invocation_id: str
+    agent_id: str
+    is_delegate: bool
+    """Made inside a handed-off or dispatched child of the agent, not by the agent itself."""
+    tool: str
+    call_id: str
+    inputs: JsonValue
+    """The args as the agent passed them."""
+    status: CallStatus
+    result: JsonValue
+    """The tool's result when `status` is `ok`."""
+    error: dict[str, JsonValue] | None
+    """The error (`{code, message, ...}`) when the call failed or never ran."""
+    served_by: ServedBy
+    duration_ms: int | None
+    """Absent when the call never started."""
+
+
+def own_calls(calls: Iterable[RecordedCall], agent_id: str) -> list[RecordedCall]:
+    """RFC 0252 §D: calls "of the eval's agentId, excluding delegates", in sequence order."""
+    return sorted(
+        (c for c in calls if c.agent_id == agent_id and not c.is_delegate),
+        key=lambda c: c.sequence,
+    )
+
+
+def derive_fixtures(calls: Iterable[RecordedCall], agent_id: str) -> list[ToolResponse]:
+    """RFC 0252 §D: one `toolResponses` entry per own call of the agent, in sequence order.
+
+    The caller passes every invocation's calls (UQ 1); the task then runs
+    under `onMiss: fail`.
+    """
+    return [_entry(call) for call in own_calls(calls, agent_id)]
+
+
+def has_failed_call(calls: Iterable[RecordedCall], agent_id: str) -> bool:
+    """RFC 0252 §C: whether any own call of the agent failed or never ran."""
+    return any(call.status != "ok" for call in own_calls(calls, agent_id))
+
+
+def _entry(call: RecordedCall) -> ToolResponse:
+    # "`tool` is the call's toolName; `args` is the call's inputs as the agent
+    # passed them, with `argsMatch: "exact"`; `response` is its result."
+    if call.status == "ok":
+        return ToolResponse(
+            tool=call.tool, args=call.inputs, argsMatch="exact", response=call.result
+        )
+    # "A call that failed, or never ran (`forbidden` or `rate_limited`), yields
+    # `isError: true` with its error as `response`." A record without an error
+    # object still carries its status as the code, so the agent sees a failure.
+    error: JsonValue = call.error if call.error is not None else {"code": call.status}
+    return ToolResponse(
+        tool=call.tool, args=call.inputs, argsMatch="exact", response=error, isError=True
+    )

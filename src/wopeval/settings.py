@@ -1,0 +1,71 @@
+"""Host settings, built at the edge (CLI or test) and passed down explicitly (G14)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from wopeval.wire.runs import EvalMode
+
+
+class EvalFeatures(BaseSettings):
+    """Every advertised eval member can be switched off; the host then behaves as one without it."""
+
+    model_config = SettingsConfigDict(env_prefix="WOPEVAL_EVAL_", extra="forbid")
+
+    enabled: bool = True
+    modes: tuple[EvalMode, ...] = ("golden", "regression", "live-shadow")
+    max_tasks_per_suite: int = Field(default=1000, ge=1)
+    fixture_matching: bool = True
+    fixture_errors: bool = True
+    regression_verdict: bool = True
+    baseline_selection: bool = True
+    recorded_fixtures: bool = True
+    concurrency: int = Field(default=32, ge=1, le=1024)
+    alpha: float = Field(default=0.05, gt=0, lt=1)
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="WOPEVAL_", extra="forbid")
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8737, ge=0, le=65535)
+    data_dir: Path = Path(".wopeval")
+    database_url: str | None = None
+    api_keys: Annotated[dict[str, str], NoDecode] = Field(default_factory=dict)
+    """tenant → key; `WOPEVAL_API_KEYS=acme=k1,beta=k2`."""
+    project: Path | None = None
+    replay: bool = True
+    run_list: bool = True
+    retention_days: int | None = Field(default=None, ge=1)
+    purge_interval_seconds: float = Field(default=3600.0, gt=0)
+    tool_timeout_seconds: float = Field(default=30.0, gt=0)
+    eval: EvalFeatures = Field(default_factory=EvalFeatures)
+
+    @field_validator("api_keys", mode="before")
+    @classmethod
+    def _parse_keys(cls, value: object) -> object:
+        if isinstance(value, str):
+            return parse_api_keys(value.split(",") if value else [])
+        return value
+
+    def resolved_database_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite+aiosqlite:///{(self.data_dir / 'wopeval.db').resolve()}"
+
+
+def parse_api_keys(pairs: list[str]) -> dict[str, str]:
+    """`TENANT=KEY` pairs → mapping; refuses a malformed pair rather than guessing."""
+    keys: dict[str, str] = {}
+    for pair in pairs:
+        tenant, sep, key = pair.strip().partition("=")
+        if not sep or not tenant or not key:
+            raise ValueError(f"API key must be TENANT=KEY, got {pair.strip()!r}")
+        if key in keys.values():
+            raise ValueError(f"The same key is given for two tenants ({tenant!r})")
+        keys[tenant] = key
+    return keys

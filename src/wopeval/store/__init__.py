@@ -1,0 +1,108 @@
+"""Persistence: one repository per aggregate, grouped in a unit of work per transaction."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from wopeval.store._events import EventsRepo
+from wopeval.store._idempotency import IdempotencyRecord, IdempotencyRepo
+from wopeval.store._runs import RunRecord, RunsRepo, decode_cursor, encode_cursor, next_created_seq
+from wopeval.store._small_repos import (
+    CountersRepo,
+    DerivedFixturesRepo,
+    KeysRepo,
+    SuitesRepo,
+    replace_keys,
+)
+from wopeval.store._tool_calls import ToolCallsRepo
+from wopeval.store.db import create_engine, migrate, sqlite_url
+
+
+@dataclass(frozen=True)
+class UnitOfWork:
+    """The repositories of one transaction: what they write commits together or not at all."""
+
+    connection: AsyncConnection
+
+    @property
+    def runs(self) -> RunsRepo:
+        return RunsRepo(self.connection)
+
+    @property
+    def events(self) -> EventsRepo:
+        return EventsRepo(self.connection)
+
+    @property
+    def tool_calls(self) -> ToolCallsRepo:
+        return ToolCallsRepo(self.connection)
+
+    @property
+    def counters(self) -> CountersRepo:
+        return CountersRepo(self.connection)
+
+    @property
+    def suites(self) -> SuitesRepo:
+        return SuitesRepo(self.connection)
+
+    @property
+    def keys(self) -> KeysRepo:
+        return KeysRepo(self.connection)
+
+    @property
+    def derived_fixtures(self) -> DerivedFixturesRepo:
+        return DerivedFixturesRepo(self.connection)
+
+    @property
+    def idempotency(self) -> IdempotencyRepo:
+        return IdempotencyRepo(self.connection)
+
+
+class Store:
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+
+    @classmethod
+    async def open(cls, url: str) -> Store:
+        engine = create_engine(url)
+        await migrate(engine)
+        return cls(engine)
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[UnitOfWork]:
+        async with self.engine.begin() as connection:
+            yield UnitOfWork(connection)
+
+    @asynccontextmanager
+    async def reading(self) -> AsyncIterator[UnitOfWork]:
+        async with self.engine.connect() as connection:
+            yield UnitOfWork(connection)
+
+    async def close(self) -> None:
+        await self.engine.dispose()
+
+
+__all__ = [
+    "CountersRepo",
+    "DerivedFixturesRepo",
+    "EventsRepo",
+    "IdempotencyRecord",
+    "IdempotencyRepo",
+    "KeysRepo",
+    "RunRecord",
+    "RunsRepo",
+    "Store",
+    "SuitesRepo",
+    "ToolCallsRepo",
+    "UnitOfWork",
+    "create_engine",
+    "decode_cursor",
+    "encode_cursor",
+    "migrate",
+    "next_created_seq",
+    "replace_keys",
+    "sqlite_url",
+]

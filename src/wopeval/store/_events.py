@@ -1,0 +1,35 @@
+"""The append-only event log. Rows are written only by the engine's run log writer."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import and_, select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from wopeval.store.tables import events
+
+
+class EventsRepo:
+    def __init__(self, connection: AsyncConnection) -> None:
+        self._connection = connection
+
+    async def append(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Insert rows `{run_id, sequence, type, doc}`; a sequence taken twice fails the step."""
+        if rows:
+            await self._connection.execute(events.insert(), list(rows))
+
+    async def read(self, run_id: str, *, after: int, limit: int = 1000) -> list[str]:
+        """Serialized RunEventDocs with sequence > `after`, in order.
+
+        The caller has already checked the run belongs to its tenant: run ids
+        are tenant-bound, so the run id alone scopes the read.
+        """
+        result = await self._connection.execute(
+            select(events.c.doc)
+            .where(and_(events.c.run_id == run_id, events.c.sequence > after))
+            .order_by(events.c.sequence)
+            .limit(limit)
+        )
+        return list(result.scalars())

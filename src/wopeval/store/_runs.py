@@ -1,0 +1,169 @@
+"""The runs aggregate: one row per run, always read through the caller's tenant (G9)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import and_, select, update
+from sqlalchemy.engine import RowMapping
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from wopeval.store.tables import runs
+from wopeval.wire import errors
+from wopeval.wire.runs import RunKind, RunStatus
+
+_ACTIVE = [s.value for s in RunStatus if not s.is_terminal]
+_last_created_seq = 0
+
+
+def utc(at: datetime) -> datetime:
+    """SQLite returns naive datetimes, PostgreSQL the session's zone; stored times are UTC."""
+    return at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
+
+
+def aware(at: datetime | None) -> datetime | None:
+    return None if at is None else utc(at)
+
+
+def next_created_seq() -> int:
+    """Strictly increasing in this process, and ordered by wall time across restarts."""
+    global _last_created_seq
+    _last_created_seq = max(_last_created_seq + 1, time.time_ns())
+    return _last_created_seq
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    run_id: str
+    tenant: str
+    kind: RunKind
+    workflow_id: str
+    status: RunStatus
+    owner: dict[str, Any]
+    request: dict[str, Any]
+    plan: dict[str, Any] | None
+    created_at: datetime
+    started_at: datetime | None
+    completed_at: datetime | None
+    error: dict[str, Any] | None
+    outputs: dict[str, Any] | None
+    summary: dict[str, Any] | None
+    suite_id: str | None
+    agent_ids: list[str] = field(default_factory=list)
+    last_sequence: int = -1
+    parent_run_id: str | None = None
+    created_seq: int = 0
+
+    @classmethod
+    def from_row(cls, row: RowMapping) -> RunRecord:
+        return cls(
+            run_id=row["run_id"],
+            tenant=row["tenant"],
+            kind=RunKind(row["kind"]),
+            workflow_id=row["workflow_id"],
+            status=RunStatus(row["status"]),
+            owner=row["owner"],
+            request=row["request"],
+            plan=row["plan"],
+            created_at=utc(row["created_at"]),
+            started_at=aware(row["started_at"]),
+            completed_at=aware(row["completed_at"]),
+            error=row["error"],
+            outputs=row["outputs"],
+            summary=row["summary"],
+            suite_id=row["suite_id"],
+            agent_ids=list(row["agent_ids"]),
+            last_sequence=row["last_sequence"],
+            parent_run_id=row["parent_run_id"],
+            created_seq=row["created_seq"],
+        )
+
+    def to_row(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "tenant": self.tenant,
+            "kind": self.kind.value,
+            "workflow_id": self.workflow_id,
+            "status": self.status.value,
+            "owner": self.owner,
+            "request": self.request,
+            "plan": self.plan,
+            "created_at": self.created_at,
+            "started_at": self.started_at,
+            "completed_at": self.completed_at,
+            "error": self.error,
+            "outputs": self.outputs,
+            "summary": self.summary,
+            "suite_id": self.suite_id,
+            "agent_ids": self.agent_ids,
+            "last_sequence": self.last_sequence,
+            "parent_run_id": self.parent_run_id,
+            "created_seq": self.created_seq,
+        }
+
+
+def encode_cursor(created_seq: int) -> str:
+    return base64.urlsafe_b64encode(f"v1:{created_seq}".encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> int:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        prefix, _, value = raw.partition(":")
+        if prefix != "v1":
+            raise ValueError(prefix)
+        return int(value)
+    except (ValueError, binascii.Error, UnicodeDecodeError) as exc:
+        raise errors.ValidationFailed("cursor was not minted by this host.") from exc
+
+
+class RunsRepo:
+    def __init__(self, connection: AsyncConnection) -> None:
+        self._connection = connection
+
+    async def insert(self, record: RunRecord) -> None:
+        await self._connection.execute(runs.insert().values(**record.to_row()))
+
+    async def get(self, tenant: str, run_id: str) -> RunRecord | None:
+        result = await self._connection.execute(
+            select(runs).where(and_(runs.c.tenant == tenant, runs.c.run_id == run_id))
+        )
+        row = result.mappings().first()
+        return RunRecord.from_row(row) if row else None
+
+    async def page(
+        self,
+        tenant: str,
+        *,
+        limit: int,
+        before_seq: int | None,
+        workflow_id: str | None,
+        status: str | None,
+    ) -> list[RunRecord]:
+        query = select(runs).where(runs.c.tenant == tenant)
+        if before_seq is not None:
+            query = query.where(runs.c.created_seq < before_seq)
+        if workflow_id is not None:
+            query = query.where(runs.c.workflow_id == workflow_id)
+        if status is not None:
+            query = query.where(runs.c.status == status)
+        query = query.order_by(runs.c.created_seq.desc()).limit(limit)
+        result = await self._connection.execute(query)
+        return [RunRecord.from_row(row) for row in result.mappings()]
+
+    async def update(self, tenant: str, run_id: str, **values: Any) -> None:
+        await self._connection.execute(
+            update(runs)
+            .where(and_(runs.c.tenant == tenant, runs.c.run_id == run_id))
+            .values(**values)
+        )
+
+    async def active(self) -> list[RunRecord]:
+        """Runs left active by a host that stopped; only start-up recovery reads across tenants."""
+        result = await self._connection.execute(select(runs).where(runs.c.status.in_(_ACTIVE)))
+        return [RunRecord.from_row(row) for row in result.mappings()]

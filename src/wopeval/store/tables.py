@@ -1,0 +1,135 @@
+"""The relational schema. ORM-free Core tables, kept apart from the wire models (G9)."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Column,
+    DateTime,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+)
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(column_0_label)s",
+        "uq": "uq_%(table_name)s_%(column_0_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+api_keys = Table(
+    "api_keys",
+    metadata,
+    Column("key_hash", String(64), primary_key=True),
+    Column("key_id", String(32), nullable=False),
+    Column("tenant", String(128), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+)
+
+runs = Table(
+    "runs",
+    metadata,
+    Column("run_id", String(300), primary_key=True),
+    Column("tenant", String(128), nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("workflow_id", String(128), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("owner", JSON, nullable=False),
+    Column("request", JSON, nullable=False),
+    Column("plan", JSON, nullable=True),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("started_at", DateTime(timezone=True), nullable=True),
+    Column("completed_at", DateTime(timezone=True), nullable=True),
+    Column("error", JSON, nullable=True),
+    Column("outputs", JSON, nullable=True),
+    Column("summary", JSON, nullable=True),
+    Column("suite_id", String(200), nullable=True),
+    Column("agent_ids", JSON, nullable=False),
+    Column("last_sequence", Integer, nullable=False),
+    Column("parent_run_id", String(300), nullable=True),
+    # Monotonic insertion order; newest-first listing and cursors ride on it.
+    Column("created_seq", BigInteger, nullable=False),
+    Index("ix_runs_tenant_created", "tenant", "created_seq"),
+)
+
+events = Table(
+    "events",
+    metadata,
+    Column("run_id", String(300), primary_key=True),
+    Column("sequence", Integer, primary_key=True),
+    Column("type", String(64), nullable=False),
+    # The serialized RunEventDoc: served byte for byte by poll, SSE and replays.
+    Column("doc", Text, nullable=False),
+)
+
+tool_calls = Table(
+    "tool_calls",
+    metadata,
+    Column("run_id", String(300), primary_key=True),
+    Column("sequence", Integer, primary_key=True),
+    Column("invocation_id", String(64), nullable=False),
+    Column("agent_id", String(128), nullable=False),
+    Column("is_delegate", Boolean, nullable=False),
+    Column("tool", String(256), nullable=False),
+    Column("call_id", String(64), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("served_by", String(8), nullable=False),
+    Column("duration_ms", Integer, nullable=True),
+    Column("recorded", Boolean, nullable=False),
+    # Content columns: nulled by erasure and retention, which set erased_at.
+    Column("inputs", JSON, nullable=True),
+    Column("result", JSON, nullable=True),
+    Column("error", JSON, nullable=True),
+    Column("erased_at", DateTime(timezone=True), nullable=True),
+)
+
+derived_fixtures = Table(
+    "derived_fixtures",
+    metadata,
+    Column("eval_run_id", String(300), primary_key=True),
+    Column("task_id", String(128), primary_key=True),
+    Column("source_run_id", String(300), nullable=False),
+    Column("entries", JSON, nullable=True),
+    Column("erased_at", DateTime(timezone=True), nullable=True),
+    Index("ix_derived_fixtures_source", "source_run_id"),
+)
+
+suites = Table(
+    "suites",
+    metadata,
+    Column("tenant", String(128), primary_key=True),
+    Column("suite_id", String(200), primary_key=True),
+    Column("version", String(64), primary_key=True),
+    Column("document", JSON, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+)
+
+counters = Table(
+    "counters",
+    metadata,
+    Column("tenant", String(128), primary_key=True),
+    Column("key", String(256), primary_key=True),
+    Column("count", BigInteger, nullable=False),
+)
+
+idempotency = Table(
+    "idempotency",
+    metadata,
+    Column("tenant", String(128), primary_key=True),
+    Column("endpoint", String(128), primary_key=True),
+    Column("key", String(128), primary_key=True),
+    Column("digest", String(64), nullable=False),
+    Column("status_code", Integer, nullable=True),
+    Column("body", Text, nullable=True),
+    Column("headers", JSON, nullable=True),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+)

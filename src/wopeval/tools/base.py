@@ -1,0 +1,77 @@
+"""The tool interface and its error type (RFC 0245: a tool error is data that replays unchanged)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from pydantic import JsonValue
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What a live tool may know about the call it serves."""
+
+    tenant: str
+    run_id: str
+
+
+class ToolFailure(Exception):
+    """A tool's failure as the agent sees it: `{code, message, details?, retryable?}`."""
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        *,
+        details: dict[str, Any] | None = None,
+        retryable: bool = False,
+        status: str = "error",
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.details = details
+        self.retryable = retryable
+        self.status = status
+
+    def to_error(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.details:
+            error["details"] = self.details
+        if self.retryable:
+            error["retryable"] = True
+        return error
+
+    @classmethod
+    def from_error(cls, error: dict[str, Any], status: str = "error") -> ToolFailure:
+        return cls(
+            str(error.get("code", "tool_error")),
+            str(error.get("message", "The tool failed.")),
+            details=error.get("details"),
+            retryable=bool(error.get("retryable", False)),
+            status=status,
+        )
+
+
+class Tool(Protocol):
+    name: str
+
+    async def call(self, args: JsonValue, context: ToolContext) -> JsonValue:
+        """Run the tool; raise ToolFailure for a failure the agent should see."""
+        ...
+
+
+@dataclass(frozen=True)
+class Secret:
+    """A credential that hides itself from repr and logs; a string only at egress."""
+
+    _value: str = field(repr=False)
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('**********')"
+
+    __str__ = __repr__

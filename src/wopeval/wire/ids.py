@@ -1,0 +1,85 @@
+"""Tenant-bound ids and their one-segment path projection (identity.md §5, RFC 0184)."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+from wopeval.wire import errors
+
+_TENANT = re.compile(r"^(anon:)?[A-Za-z0-9._~-]{1,128}$")
+_RUN_ID = re.compile(r"^(anon:)?[A-Za-z0-9._~-]{1,128}/[A-Za-z0-9._~-]{16,128}$")
+_PASSTHROUGH = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+_ESCAPE = re.compile(r"~([0-9A-F]{2})")
+_AUTHOR_ID = re.compile(r"^[A-Za-z0-9._~:-]{1,128}$")
+
+
+def is_tenant_id(value: str) -> bool:
+    return bool(_TENANT.match(value))
+
+
+def is_run_id(value: str) -> bool:
+    return bool(_RUN_ID.match(value))
+
+
+def is_author_id(value: str) -> bool:
+    """agentId, workflowId and nodeId grammar (ids.schema.json)."""
+    return bool(_AUTHOR_ID.match(value))
+
+
+def mint_run_id(tenant: str) -> str:
+    # The opaque part never contains `~`: a host must not mint one (identity.md §5).
+    return f"{tenant}/{uuid.uuid4().hex}"
+
+
+def mint_event_id() -> str:
+    return uuid.uuid4().hex
+
+
+def project(bound_id: str) -> str:
+    """Render a bound id as one path segment: bytes outside [A-Za-z0-9._-] become ~XX."""
+    return "".join(chr(b) if b in _PASSTHROUGH else f"~{b:02X}" for b in bound_id.encode("utf-8"))
+
+
+def unproject(segment: str) -> str:
+    """Decode a path segment's ~XX escapes; a `~` not followed by two hex digits is refused.
+
+    Legacy `%2F` never reaches this function: the ASGI layer has already
+    percent-decoded the path, and the path-id middleware keeps such a slash
+    inside one segment.
+    """
+    out = bytearray()
+    pos = 0
+    while pos < len(segment):
+        char = segment[pos]
+        if char == "~":
+            match = _ESCAPE.match(segment, pos)
+            if match is None:
+                raise errors.ValidationFailed(
+                    "A `~` in a path id must be followed by two uppercase hex digits."
+                )
+            out.append(int(match.group(1), 16))
+            pos = match.end()
+        else:
+            out += char.encode("utf-8")
+            pos += 1
+    try:
+        return out.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise errors.ValidationFailed("A path id does not decode to UTF-8.") from exc
+
+
+def run_id_from_path(segment: str, tenant: str) -> str:
+    """Decode a `{runId}` path segment for the caller's tenant.
+
+    A foreign tenant segment is 403 `id_tenant_mismatch` whether or not such a
+    run exists (runs.md §Identity); an id that does not fit the grammar is 404,
+    as no run can have it.
+    """
+    run_id = unproject(segment)
+    owner, sep, _ = run_id.partition("/")
+    if sep and owner != tenant:
+        raise errors.IdTenantMismatch()
+    if not is_run_id(run_id):
+        raise errors.NotFound("No such run.")
+    return run_id

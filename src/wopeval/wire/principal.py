@@ -1,0 +1,17 @@
+"""The authenticated caller: a tenant and the key it used."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from wopeval.wire.runs import owner_for
+
+
+@dataclass(frozen=True)
+class Principal:
+    tenant: str
+    key_id: str
+
+    def owner(self) -> dict[str, Any]:
+        return owner_for(self.tenant, self.key_id)

@@ -1,0 +1,130 @@
+"""Run resources on the v2 wire: the createRun body, the snapshot, owner and lists (runs.md)."""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+EvalMode = Literal["golden", "rubric", "adversarial", "regression", "live-shadow"]
+
+
+class RunStatus(enum.StrEnum):
+    """Run lifecycle (runs.md §Statuses); the last three are terminal."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    CANCELLING = "cancelling"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in _TERMINAL
+
+
+_TERMINAL = frozenset({RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED})
+
+
+class RunKind(enum.StrEnum):
+    WORKFLOW = "workflow"
+    EVAL = "eval"
+    FORK = "fork"
+
+
+class _Closed(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Configurable(_Closed):
+    """RFC 0171 run configuration; closed, `version: 1` required (configurable.schema.json)."""
+
+    version: Literal[1]
+    """Schema version of the configurable object."""
+    run: dict[str, JsonValue] | None = None
+    """Run-level settings section."""
+    ai: dict[str, JsonValue] | None = None
+    """Model settings section."""
+    distillation: dict[str, JsonValue] | None = None
+    """Distillation section."""
+    budget: dict[str, JsonValue] | None = None
+    """Budget section."""
+    extensions: dict[str, JsonValue] | None = None
+    """Vendor sections keyed `<org>.<name>`."""
+
+
+class CreateRunRequest(_Closed):
+    """The closed `POST /runs` body (runs.md §Create; RFC 0251 §B; RFC 0252 §B)."""
+
+    workflowId: str | None = Field(default=None, min_length=1)
+    """Workflow to run; required unless `mode` is `eval` (runs.md §Create)."""
+    inputs: dict[str, JsonValue] | None = None
+    """Run inputs handed to the workflow's nodes."""
+    residency: dict[str, JsonValue] | None = None
+    """Data residency request (residency.schema.json); accepted, not acted on."""
+    tenantId: str | None = None
+    """Tenant hint; must equal the caller's tenant when given."""
+    scopeId: str | None = None
+    """Dedup scope for `OpenWOP-Dedup`."""
+    callbackUrl: str | None = None
+    """Completion callback; accepted, not called (no webhooks family is advertised)."""
+    mode: Literal["eval"] | None = None
+    """`eval` makes this an eval run (RFC 0081 §B)."""
+    evalSuiteRef: str | None = Field(default=None, min_length=1)
+    """The suite to run: a fixture id, `suite://<suiteId>@<version>` or `<suiteId>@<version>`."""
+    agentId: str | None = Field(default=None, min_length=1)
+    """The agent under evaluation."""
+    evalModes: list[EvalMode] | None = None
+    """RFC 0251 §B: the modes this run exercises."""
+    baselineRunId: str | None = None
+    """RFC 0251 §B: the prior eval run this run is compared against."""
+    fixtureRuns: dict[str, str] | None = None
+    """RFC 0252 §B: taskId → the run whose recorded tool calls become that task's fixtures."""
+    configurable: Configurable | None = None
+    """RFC 0171 configurable (closed)."""
+    tags: list[str] | None = Field(default=None, max_length=100)
+    """Free labels, each at most 256 characters."""
+    metadata: dict[str, JsonValue] | None = None
+    """Free-form caller metadata."""
+
+
+class ForkRunRequest(_Closed):
+    """`POST /runs/{runId}:fork` body (runs.md §Fork)."""
+
+    mode: Literal["replay", "branch"]
+    """`replay` re-emits the recorded log; `branch` is not offered by this host."""
+    fromSeq: int | None = Field(default=None, ge=0)
+    """First sequence not taken as fixed history; replay defaults to 0."""
+    runOptionsOverlay: dict[str, JsonValue] | None = None
+    """Branch-only overlay; must be empty for a replay."""
+
+
+class CancelRunRequest(_Closed):
+    """`POST /runs/{runId}/cancel` body."""
+
+    reason: str | None = None
+    """Why the caller cancelled."""
+
+
+def subject_for(tenant: str, key_id: str) -> dict[str, Any]:
+    """The api-key Subject of a caller (identity.md §1.1)."""
+    return {
+        "issuer": "urn:wopeval:api-key",
+        "subjectId": key_id,
+        "tenant": tenant,
+        "lane": "api-key",
+        "kind": "workload",
+    }
+
+
+def owner_for(tenant: str, key_id: str) -> dict[str, Any]:
+    return {"tenant": tenant, "subject": subject_for(tenant, key_id)}
+
+
+def error_body(code: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"code": code, "message": message}
+    if details:
+        body["details"] = details
+    return body

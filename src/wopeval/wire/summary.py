@@ -1,0 +1,123 @@
+"""`EvalSummary`: RFC 0081 fields plus this host's additions (DESIGN.md §3).
+
+The RFC 0081 shape is `schemas/v2/eval-summary.schema.json` (wire digest §2.5).
+RFC 0251 §D fixes `regression.baselineRunId` and `regression.scoreDelta`. The
+rest — `fixtureMissCount` (root and per task), per-task `trials` /
+`passedTrials`, and the paired verdict under `regression` (RFC 0244 §F) — is
+this host's provisional answer to digest gap G1; the SDK ignores unknown keys.
+
+The summary is content-free (invariant `eval-summary-no-content-leak`): ids,
+numbers and verdicts only, never task output, fixture content or rubric prose.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from wopeval.wire.suite import SEMVER_PATTERN, SUITE_ID_PATTERN, TASK_ID_PATTERN
+
+
+class Verdict(enum.StrEnum):
+    """RFC 0244 §F paired verdict vocabulary (DESIGN.md §3)."""
+
+    IMPROVED = "improved"
+    REGRESSED = "regressed"
+    UNCHANGED = "unchanged"
+    INCONCLUSIVE = "inconclusive"
+
+
+class _Closed(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TaskSummary(_Closed):
+    """`tasks[]` of the summary (RFC 0081 §C; trial and miss counts per DESIGN.md §3)."""
+
+    taskId: str = Field(pattern=TASK_ID_PATTERN)
+    """RFC 0081 §C: the suite task."""
+    score: float = Field(ge=0, le=1)
+    """RFC 0081 §C: 0..1; here passed trials / trials."""
+    passed: bool
+    """RFC 0081 §C: the task's result under its pass policy."""
+    latencyMs: int | None = Field(default=None, ge=0)
+    """RFC 0081 §C: mean wall time of the task's trials."""
+    trials: int | None = Field(default=None, ge=1)
+    """DESIGN.md §3: trials run."""
+    passedTrials: int | None = Field(default=None, ge=0)
+    """DESIGN.md §3: trials that passed."""
+    fixtureMissCount: int | None = Field(default=None, ge=0)
+    """DESIGN.md §3 (RFC 0252 §E): fixture misses under `onMiss: fail`, over all trials."""
+
+
+class TaskRegression(_Closed):
+    """`regression.tasks[]`: one paired task (RFC 0244 §F as DESIGN.md §3 defines it)."""
+
+    taskId: str = Field(pattern=TASK_ID_PATTERN)
+    """RFC 0244 §F: tasks pair by `taskId`."""
+    baselineScore: float = Field(ge=0, le=1)
+    """The baseline run's score for the task."""
+    score: float = Field(ge=0, le=1)
+    """This run's score for the task."""
+    delta: float = Field(ge=-1, le=1)
+    """`score - baselineScore`."""
+    verdict: Verdict
+    """DESIGN.md §3: the task's paired verdict."""
+    pValue: float | None = Field(default=None, ge=0, le=1)
+    """DESIGN.md §3: Holm-adjusted two-sided Fisher exact p; only for multi-trial tasks."""
+    flaky: bool | None = None
+    """DESIGN.md §3: a multi-trial side passed some trials and failed others."""
+
+
+class Regression(_Closed):
+    """`regression` (RFC 0081 §C, RFC 0251 §D; verdict members per DESIGN.md §3)."""
+
+    baselineRunId: str = Field(min_length=1)
+    """RFC 0251 §D: equals `eval.started.baselineRunId`."""
+    scoreDelta: float = Field(ge=-1, le=1)
+    """RFC 0251 §D: this run's `aggregateScore` minus the baseline's."""
+    verdict: Verdict | None = None
+    """DESIGN.md §3: the run's paired verdict; absent when `regressionVerdict` is off."""
+    pairedTaskCount: int | None = Field(default=None, ge=0)
+    """DESIGN.md §3: tasks present on both sides."""
+    baselineOnlyTaskIds: list[str] | None = None
+    """DESIGN.md §3: tasks only the baseline ran, in its suite order; they never count."""
+    candidateOnlyTaskIds: list[str] | None = None
+    """DESIGN.md §3: tasks only this run ran, in its suite order; they never count."""
+    tasks: list[TaskRegression] | None = None
+    """DESIGN.md §3: the paired tasks, in this run's suite order."""
+
+
+class EvalSummary(_Closed):
+    """The summary of an eval run (RFC 0081 §C; DESIGN.md §3)."""
+
+    suiteId: str = Field(pattern=SUITE_ID_PATTERN)
+    """RFC 0081 §C: the suite run."""
+    suiteVersion: str = Field(pattern=SEMVER_PATTERN)
+    """RFC 0081 §C: its version."""
+    aggregateScore: float = Field(ge=0, le=1)
+    """RFC 0081 §C: host-defined; here the mean task score."""
+    passed: bool
+    """RFC 0081 §C: `aggregateScore >= passScore` and the declared cost and latency bars."""
+    taskCount: int = Field(ge=0)
+    """RFC 0081 §C: tasks scored."""
+    passedCount: int = Field(ge=0)
+    """RFC 0081 §C: tasks passed."""
+    tasks: list[TaskSummary]
+    """RFC 0081 §C: per task, in suite order."""
+    totalCostUsd: float | None = Field(default=None, ge=0)
+    """RFC 0081 §C: cost over every trial, when any trial reported one."""
+    fixtureMissCount: int = Field(default=0, ge=0)
+    """DESIGN.md §3 (RFC 0252 §E): fixture misses over the whole run."""
+    regression: Regression | None = None
+    """RFC 0251 §D: present when the run had a baseline."""
+
+    def task(self, task_id: str) -> TaskSummary | None:
+        """The summary entry for this task, if the run scored it."""
+        return next((t for t in self.tasks if t.taskId == task_id), None)
+
+    def to_wire(self) -> dict[str, Any]:
+        """The JSON body: JSON-mode, absent members omitted."""
+        return self.model_dump(mode="json", exclude_none=True)

@@ -1,0 +1,115 @@
+"""`evals/_derive.py`: RFC 0252 §D fixtures from recorded calls."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from wopeval import evals
+from wopeval.wire.suite import ToolResponse
+
+AGENT = "conformance.scripted-agent"
+
+
+def recorded(sequence: int, **overrides: Any) -> evals.RecordedCall:
+    fields: dict[str, Any] = {
+        "sequence": sequence,
+        "invocation_id": "inv-1",
+        "agent_id": AGENT,
+        "is_delegate": False,
+        "tool": "conformance.eval:counter",
+        "call_id": f"call-{sequence}",
+        "inputs": {"op": "inc", "key": "k"},
+        "status": "ok",
+        "result": {"key": "k", "count": sequence},
+        "error": None,
+        "served_by": "live",
+        "duration_ms": 3,
+    }
+    fields.update(overrides)
+    return evals.RecordedCall(**fields)
+
+
+def test_one_exact_entry_per_call_in_sequence_order() -> None:
+    calls = [
+        recorded(9, inputs={"op": "read", "key": "k"}, invocation_id="inv-2"),
+        recorded(4),
+    ]
+    entries = evals.derive_fixtures(calls, AGENT)
+    assert [e.model_dump(exclude_unset=True) for e in entries] == [
+        {
+            "tool": "conformance.eval:counter",
+            "args": {"op": "inc", "key": "k"},
+            "argsMatch": "exact",
+            "response": {"key": "k", "count": 4},
+        },
+        {
+            "tool": "conformance.eval:counter",
+            "args": {"op": "read", "key": "k"},
+            "argsMatch": "exact",
+            "response": {"key": "k", "count": 9},
+        },
+    ]
+
+
+def test_other_agents_and_delegates_are_excluded() -> None:
+    calls = [
+        recorded(1, agent_id="someone-else"),
+        recorded(2, is_delegate=True),
+        recorded(3),
+    ]
+    entries = evals.derive_fixtures(calls, AGENT)
+    assert [e.response for e in entries] == [{"key": "k", "count": 3}]
+    assert [c.sequence for c in evals.own_calls(calls, AGENT)] == [3]
+
+
+def test_failed_and_never_ran_calls_become_error_entries() -> None:
+    failure = {"code": "tool_error", "message": "boom"}
+    calls = [
+        recorded(1, status="error", result=None, error=failure),
+        recorded(2, status="forbidden", result=None, error={"code": "forbidden"}),
+        recorded(3, status="rate_limited", result=None, error=None, duration_ms=None),
+    ]
+    entries = evals.derive_fixtures(calls, AGENT)
+    assert all(e.is_error and e.args_match == "exact" for e in entries)
+    assert [e.response for e in entries] == [
+        failure,
+        {"code": "forbidden"},
+        {"code": "rate_limited"},
+    ]
+
+
+def test_fixture_served_calls_derive_too() -> None:
+    # RFC 0252 UQ 4: an eval run may be a source; the agent saw what it saw.
+    entries = evals.derive_fixtures([recorded(1, served_by="fixture")], AGENT)
+    assert len(entries) == 1
+
+
+def test_null_inputs_stay_a_value() -> None:
+    (entry,) = evals.derive_fixtures([recorded(1, inputs=None)], AGENT)
+    assert entry.has_args
+    assert entry.args is None
+
+
+def test_has_failed_call_counts_own_calls_only() -> None:
+    delegate_failure = recorded(1, is_delegate=True, status="error", error={"code": "x"})
+    assert not evals.has_failed_call([delegate_failure, recorded(2)], AGENT)
+    assert evals.has_failed_call([recorded(3, status="forbidden", error={})], AGENT)
+    assert not evals.has_failed_call([], AGENT)
+
+
+def test_derived_entries_replay_through_the_cursor() -> None:
+    source = [
+        recorded(1, inputs={"op": "inc", "key": "k"}, result={"key": "k", "count": 1}),
+        recorded(2, inputs={"op": "read", "key": "k"}, result={"key": "k", "count": 1}),
+    ]
+    entries: list[ToolResponse] = evals.derive_fixtures(source, AGENT)
+    replay = evals.FixtureCursor(entries, on_miss="fail")
+    served = [
+        replay.serve("conformance.eval:counter", {"key": "k", "op": "inc"}),
+        replay.serve("conformance.eval:counter", {"op": "read", "key": "k"}),
+    ]
+    assert [s.entry.response for s in served if isinstance(s, evals.Served)] == [
+        {"key": "k", "count": 1},
+        {"key": "k", "count": 1},
+    ]
+    assert replay.miss_count == 0

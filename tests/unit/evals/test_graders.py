@@ -1,0 +1,123 @@
+"""`evals/_graders.py`: golden match strategies and trajectory orders."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import JsonValue
+
+from wopeval import evals
+from wopeval.wire.suite import Expected, Match
+
+
+def match(strategy: str, value: JsonValue) -> Match:
+    return Match.model_validate({"strategy": strategy, "value": value})
+
+
+@pytest.mark.parametrize(
+    ("strategy", "value", "decision", "passes"),
+    [
+        ("exact", "done", "done", True),
+        ("exact", "done", "done ", False),
+        ("exact", "done", "Done", False),
+        ("exact", "42", 42, True),
+        ("exact", 42, "42", True),
+        ("exact", {"b": 1, "a": 2}, {"a": 2, "b": 1}, True),
+        ("exact", '{"a":2}', {"a": 2}, True),
+        ("exact", "true", True, True),
+        ("exact", "null", None, True),
+        ("exact", "done", None, False),
+        ("contains", "refund", "issued a refund of $5", True),
+        ("contains", "refund", "declined", False),
+        ("contains", '"ok":true', {"ok": True, "id": 1}, True),
+        ("contains", 5, "5 items", True),
+        ("json-match", {"a": [1, 2]}, {"a": [1, 2]}, True),
+        ("json-match", {"a": [1, 2]}, {"a": [2, 1]}, False),
+        ("json-match", {"n": 1}, {"n": 1.0}, True),
+        ("json-match", {"n": 1}, {"n": True}, False),
+        ("json-match", "1", 1, False),
+        ("json-match", None, None, True),
+    ],
+)
+def test_grade_golden(strategy: str, value: JsonValue, decision: JsonValue, passes: bool) -> None:
+    assert evals.grade_golden(match(strategy, value), decision) is passes
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [("done", "done"), (1, "1"), (1.5, "1.5"), ({"b": [1], "a": None}, '{"a":null,"b":[1]}')],
+)
+def test_stringify(value: JsonValue, text: str) -> None:
+    assert evals.stringify(value) == text
+
+
+def trajectory(order: str, *calls: dict[str, Any]) -> Expected:
+    return Expected.model_validate({"kind": "trajectory", "order": order, "calls": list(calls)})
+
+
+def call(tool: str, args: JsonValue = None, *, delegate: bool = False) -> evals.ExecutedCall:
+    return evals.ExecutedCall(tool=tool, args=args, is_delegate=delegate)
+
+
+INC: dict[str, Any] = {"tool": "c:counter", "args": {"op": "inc", "key": "k"}}
+READ: dict[str, Any] = {"tool": "c:counter", "args": {"op": "read", "key": "k"}}
+ANY_COUNTER: dict[str, Any] = {"tool": "c:counter"}
+
+
+def made_inc() -> evals.ExecutedCall:
+    return call("c:counter", {"key": "k", "op": "inc"})
+
+
+def made_read() -> evals.ExecutedCall:
+    return call("c:counter", {"op": "read", "key": "k"})
+
+
+@pytest.mark.parametrize(
+    ("expected", "made", "passes"),
+    [
+        # strict: the same sequence.
+        (trajectory("strict", INC, READ), [made_inc(), made_read()], True),
+        (trajectory("strict", INC, READ), [made_read(), made_inc()], False),
+        (trajectory("strict", INC, READ), [made_inc()], False),
+        (trajectory("strict", INC), [made_inc(), made_read()], False),
+        (trajectory("strict"), [], True),
+        # unordered: the same multiset.
+        (trajectory("unordered", INC, READ), [made_read(), made_inc()], True),
+        (trajectory("unordered", INC, INC), [made_inc(), made_read()], False),
+        (trajectory("unordered", INC, READ), [made_inc(), made_read(), made_read()], False),
+        # subset: every executed call is among the expected.
+        (trajectory("subset", INC, READ), [made_read()], True),
+        (trajectory("subset", INC, READ), [], True),
+        (trajectory("subset", INC), [made_inc(), made_inc()], False),
+        (trajectory("subset", INC), [made_read()], False),
+        # superset: every expected call appears among the executed.
+        (trajectory("superset", READ), [made_inc(), made_read()], True),
+        (trajectory("superset", READ, READ), [made_inc(), made_read()], False),
+        (trajectory("superset"), [made_inc()], True),
+    ],
+)
+def test_grade_trajectory(expected: Expected, made: list[evals.ExecutedCall], passes: bool) -> None:
+    assert evals.grade_trajectory(expected, made) is passes
+
+
+def test_delegate_calls_are_not_graded() -> None:
+    expected = trajectory("strict", INC)
+    delegate_read = call("c:counter", {"op": "read", "key": "k"}, delegate=True)
+    assert evals.grade_trajectory(expected, [delegate_read, made_inc()])
+    assert not evals.grade_trajectory(expected, [call("c:counter", INC["args"], delegate=True)])
+
+
+def test_expected_args_use_fixture_args_match() -> None:
+    expected = trajectory(
+        "strict", {"tool": "c:counter", "args": {"op": "inc"}, "argsMatch": "subset"}
+    )
+    assert evals.grade_trajectory(expected, [made_inc()])
+    assert not evals.grade_trajectory(expected, [made_read()])
+
+
+def test_overlapping_patterns_pair_optimally() -> None:
+    # A greedy pairing gives the only `inc` to the catch-all and fails the `inc` pattern.
+    expected = trajectory("unordered", ANY_COUNTER, INC)
+    assert evals.grade_trajectory(expected, [made_inc(), made_read()])
+    assert not evals.grade_trajectory(expected, [made_read(), made_read()])
