@@ -39,6 +39,7 @@ def create_app(settings: Settings) -> FastAPI:
         events.router,
         catalog.router,
         host_routes.router,
+        host_routes.seams_router,
     ):
         app.include_router(router)
     error_handlers.install(app)

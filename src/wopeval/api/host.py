@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import logging
 import os
 import secrets
 import sys
@@ -13,6 +15,7 @@ import httpx
 
 from wopeval.api.auth import Authenticator, hash_key, key_id
 from wopeval.engine.catalog import Catalog, seed_conformance
+from wopeval.engine.erasure import purge_expired
 from wopeval.engine.host import Engine
 from wopeval.engine.project import load_project
 from wopeval.engine.runlog import Notifier, now
@@ -21,6 +24,7 @@ from wopeval.store import Store, replace_keys
 from wopeval.tools import CounterTool
 
 DEV_TENANT = "dev"
+log = logging.getLogger("wopeval.host")
 
 
 @dataclass
@@ -31,6 +35,7 @@ class Host:
     engine: Engine
     auth: Authenticator
     http: httpx.AsyncClient
+    purger: asyncio.Task[None] | None = None
 
     @classmethod
     async def start(cls, settings: Settings) -> Host:
@@ -50,12 +55,33 @@ class Host:
             await http.aclose()
             await store.close()
             raise
-        return cls(settings, store, catalog, engine, auth, http)
+        host = cls(settings, store, catalog, engine, auth, http)
+        if settings.retention_days is not None:
+            host.purger = asyncio.create_task(
+                _purge_forever(store, settings.retention_days, settings.purge_interval_seconds),
+                name="retention",
+            )
+        return host
 
     async def stop(self) -> None:
+        if self.purger is not None:
+            self.purger.cancel()
+            await asyncio.gather(self.purger, return_exceptions=True)
         await self.engine.shutdown()
         await self.http.aclose()
         await self.store.close()
+
+
+async def _purge_forever(store: Store, days: int, interval: float) -> None:
+    """Retention inside `serve`: erase expired tool content on a schedule."""
+    while True:
+        try:
+            erased = await purge_expired(store, days)
+            if erased.runs:
+                log.info("retention erased the tool content of %d runs", erased.runs)
+        except Exception:
+            log.exception("retention purge failed; retrying at the next interval")
+        await asyncio.sleep(interval)
 
 
 async def _authenticator(settings: Settings, store: Store) -> Authenticator:

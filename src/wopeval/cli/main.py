@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from wopeval.cli.purge import purge
 from wopeval.cli.serve import serve
 
 app = typer.Typer(
@@ -13,6 +14,7 @@ app = typer.Typer(
     add_completion=False,
 )
 app.command("serve")(serve)
+app.command("purge")(purge)
 
 
 @app.callback()

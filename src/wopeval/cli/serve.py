@@ -36,6 +36,14 @@ def serve(
     project: Annotated[
         Path | None, typer.Option(envvar="WOPEVAL_PROJECT", help="Directory holding wopeval.toml.")
     ] = None,
+    retention_days: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            envvar="WOPEVAL_RETENTION_DAYS",
+            help="Erase recorded tool content of runs finished more than this many days ago.",
+        ),
+    ] = None,
 ) -> None:
     """Start an OpenWOP v2 host on HOST:PORT."""
     overrides: dict[str, object] = {"host": host, "port": port, "data_dir": data_dir}
@@ -48,5 +56,7 @@ def serve(
             raise typer.BadParameter(str(exc), param_hint="--api-key") from exc
     if project is not None:
         overrides["project"] = project
+    if retention_days is not None:
+        overrides["retention_days"] = retention_days
     settings = Settings(**overrides)  # type: ignore[arg-type]
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info")

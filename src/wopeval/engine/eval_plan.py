@@ -127,17 +127,23 @@ def _gate(request: CreateRunRequest, features: EvalFeatures) -> None:
         raise errors.ValidationFailed("agentId is required with mode 'eval'.")
 
 
-async def _suite(ref: str, tenant: str, catalog: Catalog, uow: UnitOfWork) -> Suite:
+async def find_suite(
+    ref: str, tenant: str, catalog: Catalog, uow: UnitOfWork
+) -> dict[str, Any] | None:
+    """The document a suite ref names for this tenant: its own suites first, then the host's."""
     parsed = evals.parse_suite_ref(ref)
-    document: dict[str, Any] | None = None
     if isinstance(parsed, evals.FixtureSuiteRef):
         found = catalog.suite_by_fixture(parsed.fixture_id)
-        document = found.document if found else None
-    else:
-        document = await uow.suites.get(tenant, parsed.suite_id, parsed.version)
-        if document is None:
-            shared = catalog.suite_by_version(parsed.suite_id, parsed.version)
-            document = shared.document if shared else None
+        return found.document if found else None
+    document = await uow.suites.get(tenant, parsed.suite_id, parsed.version)
+    if document is None:
+        shared = catalog.suite_by_version(parsed.suite_id, parsed.version)
+        document = shared.document if shared else None
+    return document
+
+
+async def _suite(ref: str, tenant: str, catalog: Catalog, uow: UnitOfWork) -> Suite:
+    document = await find_suite(ref, tenant, catalog, uow)
     if document is None:
         raise errors.ValidationFailed("evalSuiteRef does not name a suite this host holds.")
     return parse_suite(document)

@@ -9,9 +9,11 @@ from dataclasses import replace
 
 from wopeval.engine.boundary import LiveTransport
 from wopeval.engine.catalog import Catalog
+from wopeval.engine.erasure import Erasure, erase_tool_content
 from wopeval.engine.eval_plan import resolve_eval
 from wopeval.engine.eval_runner import EvalContext, run_eval
 from wopeval.engine.outcome import RunFailure, Terminal
+from wopeval.engine.replay import check_fork, replay
 from wopeval.engine.runlog import Notifier, RunLog, Step, now, render_rows
 from wopeval.engine.workflow_runner import run_workflow
 from wopeval.settings import Settings
@@ -19,7 +21,7 @@ from wopeval.store import RunRecord, Store, UnitOfWork, next_created_seq
 from wopeval.tools import ToolContext
 from wopeval.wire import errors, events, ids
 from wopeval.wire.principal import Principal
-from wopeval.wire.runs import CreateRunRequest, RunKind, RunStatus
+from wopeval.wire.runs import CreateRunRequest, ForkRunRequest, RunKind, RunStatus
 
 log = logging.getLogger("wopeval.engine")
 
@@ -235,6 +237,34 @@ class Engine:
             error=terminal.error,
             agent_ids=sorted(invoked),
         )
+
+    # ── replay forks ─────────────────────────────────────────────────
+
+    async def fork_run(
+        self, principal: Principal, run_id: str, request: ForkRunRequest
+    ) -> tuple[RunRecord, int]:
+        async with self.store.transaction() as uow:
+            source = await uow.runs.get(principal.tenant, run_id)
+            if source is None:
+                raise errors.NotFound("No such run.")
+            from_seq = check_fork(request, source)
+            record = await replay(uow, principal, source)
+        self.notifier.notify(record.run_id)
+        return record, from_seq
+
+    # ── erasure ──────────────────────────────────────────────────────
+
+    async def erase_tool_content(self, principal: Principal, run_id: str) -> Erasure:
+        async with self.store.transaction() as uow:
+            record = await uow.runs.get(principal.tenant, run_id)
+            if record is None:
+                raise errors.NotFound("No such run.")
+            if not record.status.is_terminal:
+                raise errors.RunStateConflict(
+                    "An active run's tool content cannot be erased yet.",
+                    details={"runStatus": record.status.value},
+                )
+            return await erase_tool_content(uow, principal.tenant, run_id)
 
     # ── reads and cancel ─────────────────────────────────────────────
 

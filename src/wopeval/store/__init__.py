@@ -16,6 +16,7 @@ from wopeval.store._small_repos import (
     DerivedFixturesRepo,
     KeysRepo,
     SuitesRepo,
+    copy_derived,
     replace_keys,
 )
 from wopeval.store._tool_calls import ToolCallsRepo
@@ -98,6 +99,7 @@ __all__ = [
     "SuitesRepo",
     "ToolCallsRepo",
     "UnitOfWork",
+    "copy_derived",
     "create_engine",
     "decode_cursor",
     "encode_cursor",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import and_, select
+from sqlalchemy import and_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from wopeval.store.tables import events
@@ -33,3 +33,26 @@ class EventsRepo:
             .limit(limit)
         )
         return list(result.scalars())
+
+    async def all_docs(self, run_id: str) -> list[str]:
+        result = await self._connection.execute(
+            select(events.c.doc).where(events.c.run_id == run_id).order_by(events.c.sequence)
+        )
+        return list(result.scalars())
+
+    async def rewrite(self, run_id: str, docs: dict[int, str]) -> None:
+        """Replace stored docs by sequence; only the erasure path calls this (G7)."""
+        for sequence, doc in docs.items():
+            await self._connection.execute(
+                update(events)
+                .where(and_(events.c.run_id == run_id, events.c.sequence == sequence))
+                .values(doc=doc)
+            )
+
+    async def docs_of_types(self, run_id: str, types: Sequence[str]) -> dict[int, str]:
+        result = await self._connection.execute(
+            select(events.c.sequence, events.c.doc).where(
+                and_(events.c.run_id == run_id, events.c.type.in_(list(types)))
+            )
+        )
+        return {row.sequence: row.doc for row in result}

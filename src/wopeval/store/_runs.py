@@ -167,3 +167,12 @@ class RunsRepo:
         """Runs left active by a host that stopped; only start-up recovery reads across tenants."""
         result = await self._connection.execute(select(runs).where(runs.c.status.in_(_ACTIVE)))
         return [RunRecord.from_row(row) for row in result.mappings()]
+
+    async def children(self, tenant: str, run_id: str) -> list[str]:
+        """Runs replayed from `run_id`."""
+        result = await self._connection.execute(
+            select(runs.c.run_id).where(
+                and_(runs.c.tenant == tenant, runs.c.parent_run_id == run_id)
+            )
+        )
+        return list(result.scalars())

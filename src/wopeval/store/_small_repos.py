@@ -140,6 +140,26 @@ class DerivedFixturesRepo:
         )
         return {row.task_id: row.entries for row in result}
 
+    async def rows(self, eval_run_id: str) -> list[dict[str, Any]]:
+        result = await self._connection.execute(
+            select(
+                derived_fixtures.c.task_id,
+                derived_fixtures.c.source_run_id,
+                derived_fixtures.c.entries,
+                derived_fixtures.c.erased_at,
+            ).where(derived_fixtures.c.eval_run_id == eval_run_id)
+        )
+        return [dict(row) for row in result.mappings()]
+
+    async def takers(self, source_run_id: str) -> list[str]:
+        """Eval runs that took fixtures from `source_run_id`."""
+        result = await self._connection.execute(
+            select(derived_fixtures.c.eval_run_id).where(
+                derived_fixtures.c.source_run_id == source_run_id
+            )
+        )
+        return sorted(set(result.scalars()))
+
     async def erase_from_source(self, source_run_id: str, at: datetime) -> int:
         result = await self._connection.execute(
             update(derived_fixtures)
@@ -162,3 +182,9 @@ async def replace_keys(repo: KeysRepo, entries: list[tuple[str, str, str]], at: 
             await repo.remove(key_hash)
     for key_hash, kid, tenant in entries:
         await repo.ensure(key_hash, kid, tenant, at)
+
+
+async def copy_derived(repo: DerivedFixturesRepo, source_run_id: str, target_run_id: str) -> None:
+    """A replay keeps its own copy of the derived fixtures, erased with their source's."""
+    copies = await repo.rows(source_run_id)
+    await repo.store(target_run_id, copies)

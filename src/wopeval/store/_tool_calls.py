@@ -74,3 +74,11 @@ class ToolCallsRepo:
             .where(and_(tool_calls.c.run_id == run_id, tool_calls.c.served_by == "live"))
         )
         return int(result.scalar_one())
+
+    async def copy(self, source_run_id: str, target_run_id: str) -> None:
+        """Give a replay the record of the run it re-emits (same content, same erasure)."""
+        result = await self._connection.execute(
+            select(tool_calls).where(tool_calls.c.run_id == source_run_id)
+        )
+        rows = [{**row, "run_id": target_run_id} for row in result.mappings()]
+        await self.append(rows)

@@ -68,6 +68,11 @@ class ErrorCode(enum.Enum):
         409,
         "A request with this Idempotency-Key is still being processed.",
     )
+    SUITE_VERSION_EXISTS = (
+        "wopeval.suite_version_exists",
+        409,
+        "This suiteId and version already hold a different document; publish a new version.",
+    )
     RECORDED_FIXTURES_GONE = (
         "wopeval.eval_recorded_fixtures_gone",
         410,
@@ -155,6 +160,10 @@ class IdempotencyKeyMismatch(WireError):
 
 class IdempotencyInFlight(WireError):
     code = ErrorCode.IDEMPOTENCY_IN_FLIGHT
+
+
+class SuiteVersionExists(WireError):
+    code = ErrorCode.SUITE_VERSION_EXISTS
 
 
 class RecordedFixturesGone(WireError):

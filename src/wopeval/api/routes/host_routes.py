@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body
 from fastapi.responses import JSONResponse
 
-from wopeval.api.deps import HostDep, PrincipalDep
+from wopeval.api.deps import HostDep, PrincipalDep, path_run_id
+from wopeval.engine.eval_plan import find_suite
+from wopeval.engine.runlog import now
+from wopeval.wire import errors
+from wopeval.wire.suite import parse_suite
 
 router = APIRouter(prefix="/host/wopeval", tags=["host"])
 
@@ -16,3 +22,111 @@ async def read_counter(key: str, principal: PrincipalDep, host: HostDep) -> JSON
     async with host.store.reading() as uow:
         count = await uow.counters.read(principal.tenant, key)
     return JSONResponse({"key": key, "count": count})
+
+
+@router.put("/suites", operation_id="wopevalPutSuite")
+async def put_suite(
+    principal: PrincipalDep, host: HostDep, document: Annotated[dict[str, Any], Body()]
+) -> JSONResponse:
+    """Publish a suite version for the caller's tenant; versions are immutable once published."""
+    suite = parse_suite(document)
+    stored = suite.to_document()
+    async with host.store.transaction() as uow:
+        created = await uow.suites.put(
+            principal.tenant, suite.suiteId, suite.version, stored, now()
+        )
+        if not created:
+            existing = await uow.suites.get(principal.tenant, suite.suiteId, suite.version)
+            if existing != stored:
+                raise errors.SuiteVersionExists()
+    return JSONResponse(_listing(stored, "tenant"), status_code=201 if created else 200)
+
+
+@router.get("/suites", operation_id="wopevalListSuites")
+async def list_suites(principal: PrincipalDep, host: HostDep) -> JSONResponse:
+    """The caller's own suites, then the host's (seeded and project) suites."""
+    async with host.store.reading() as uow:
+        own = await uow.suites.list(principal.tenant)
+    shared = [_listing(s.document, "host", fixture_id=s.fixture_id) for s in host.catalog.suites]
+    return JSONResponse({"suites": [_listing(d, "tenant") for d in own] + shared})
+
+
+@router.get("/suites/{ref}", operation_id="wopevalGetSuite")
+async def get_suite(ref: str, principal: PrincipalDep, host: HostDep) -> JSONResponse:
+    """One suite document by fixture id or `<suiteId>@<version>`."""
+    async with host.store.reading() as uow:
+        document = await find_suite(ref, principal.tenant, host.catalog, uow)
+    if document is None:
+        raise errors.NotFound("No such suite.")
+    return JSONResponse(document)
+
+
+@router.get("/runs/{runId}/live-calls", operation_id="wopevalCountLiveCalls")
+async def count_live_calls(runId: str, principal: PrincipalDep, host: HostDep) -> JSONResponse:
+    """How many of the run's tool calls reached a live tool (a replay should show 0)."""
+    record = await host.engine.get_run(principal, path_run_id(runId, principal))
+    async with host.store.reading() as uow:
+        live = await uow.tool_calls.count_live(record.run_id)
+    return JSONResponse({"runId": record.run_id, "liveCalls": live})
+
+
+def _listing(
+    document: dict[str, Any], scope: str, *, fixture_id: str | None = None
+) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "suiteId": document["suiteId"],
+        "version": document["version"],
+        "scope": scope,
+        "taskCount": len(document.get("tasks", [])),
+    }
+    if fixture_id:
+        entry["fixtureId"] = fixture_id
+    return entry
+
+
+seams_router = APIRouter(tags=["replay"])
+
+
+@seams_router.get("/host/effect-seams", operation_id="getEffectSeamManifest")
+async def effect_seams(_principal: PrincipalDep, host: HostDep) -> JSONResponse:
+    """Where this host's runs reach the outside world, and what guards each seam on replay."""
+    if not host.settings.replay:
+        raise errors.NotFound()
+    guard = "replay re-emits the recorded log; no tool, agent or HTTP call runs"
+    return JSONResponse(
+        {
+            "manifestVersion": "1",
+            "host": {"name": "wopeval"},
+            "seams": [
+                {
+                    "seam": "tools.http",
+                    "kind": "http",
+                    "guarded": True,
+                    "guardedBy": guard,
+                    "note": "HTTP tools; credentials are injected at egress only",
+                },
+                {
+                    "seam": "tools.storage",
+                    "kind": "storage",
+                    "guarded": True,
+                    "guardedBy": guard,
+                    "note": "builtin and python tools, e.g. conformance.eval:counter",
+                },
+            ],
+        }
+    )
+
+
+@router.post("/runs/{runId}:erase-tool-content", operation_id="wopevalEraseToolContent")
+async def erase_tool_content(runId: str, principal: PrincipalDep, host: HostDep) -> JSONResponse:
+    """Erase the run's recorded tool content and every copy derived from it (RFC 0252 Security)."""
+    run_id = path_run_id(runId, principal)
+    erased = await host.engine.erase_tool_content(principal, run_id)
+    return JSONResponse(
+        {
+            "runId": run_id,
+            "erasedRuns": erased.runs,
+            "erasedCalls": erased.calls,
+            "erasedCopies": erased.copies,
+        }
+    )

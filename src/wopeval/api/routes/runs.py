@@ -9,10 +9,16 @@ from fastapi.responses import JSONResponse
 
 from wopeval.api import idempotency
 from wopeval.api.deps import EngineDep, HostDep, PrincipalDep, path_run_id
-from wopeval.api.snapshots import created, snapshot
+from wopeval.api.snapshots import created, run_links, snapshot
 from wopeval.store import decode_cursor, encode_cursor
 from wopeval.wire import errors
-from wopeval.wire.runs import CancelRunRequest, CreateRunRequest, RunKind, RunStatus
+from wopeval.wire.runs import (
+    CancelRunRequest,
+    CreateRunRequest,
+    ForkRunRequest,
+    RunKind,
+    RunStatus,
+)
 
 router = APIRouter(tags=["runs"])
 
@@ -111,3 +117,27 @@ async def get_eval_summary(runId: str, principal: PrincipalDep, host: HostDep) -
     if record.summary is None:
         raise errors.NotFound("This eval run ended without a summary.")
     return JSONResponse(record.summary)
+
+
+@router.post("/runs/{runId}:fork", operation_id="forkRun", status_code=201)
+async def fork_run(
+    runId: str, request: Request, principal: PrincipalDep, host: HostDep, body: ForkRunRequest
+) -> Response:
+    """A replay fork: re-emits the recorded log; never re-runs a tool or re-resolves a source."""
+    if not host.settings.replay:
+        raise errors.NotFound()
+    run_id = path_run_id(runId, principal)
+
+    async def produce() -> Response:
+        record, from_seq = await host.engine.fork_run(principal, run_id, body)
+        answer = {
+            "runId": record.run_id,
+            "sourceRunId": run_id,
+            "fromSeq": from_seq,
+            "mode": body.mode,
+            "status": record.status.value,
+            "eventsUrl": run_links(record.run_id)["eventsUrl"],
+        }
+        return JSONResponse(answer, status_code=201)
+
+    return await idempotency.guard(request, principal, "forkRun", produce)

@@ -1,0 +1,44 @@
+"""`wopeval purge`: erase recorded tool content past the retention period."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from wopeval.engine.erasure import Erasure, purge_expired
+from wopeval.settings import Settings
+from wopeval.store import Store
+
+
+def purge(
+    older_than_days: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            envvar="WOPEVAL_RETENTION_DAYS",
+            help="Erase tool content of runs that finished more than this many days ago.",
+        ),
+    ] = None,
+    data_dir: Annotated[Path, typer.Option(envvar="WOPEVAL_DATA_DIR")] = Path(".wopeval"),
+    database_url: Annotated[str | None, typer.Option(envvar="WOPEVAL_DATABASE_URL")] = None,
+) -> None:
+    """Erase the recorded tool content (and every copy derived from it) of expired runs."""
+    if older_than_days is None:
+        raise typer.BadParameter("give --older-than-days (or WOPEVAL_RETENTION_DAYS)")
+    settings = Settings(data_dir=data_dir, database_url=database_url)
+    erased = asyncio.run(_purge(settings.resolved_database_url(), older_than_days))
+    typer.echo(
+        f"erased tool content of {erased.runs} runs "
+        f"({erased.calls} calls, {erased.copies} derived copies)"
+    )
+
+
+async def _purge(url: str, days: int) -> Erasure:
+    store = await Store.open(url)
+    try:
+        return await purge_expired(store, days)
+    finally:
+        await store.close()

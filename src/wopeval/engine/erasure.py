@@ -1,0 +1,75 @@
+"""Erasure and retention of recorded tool content (RFC 0252 Security; DESIGN.md §3).
+
+Erasing a run's tool content reaches every copy of it: the derived fixtures
+taken from the run, the eval runs that were served them (their own record of
+those calls), and replays of any of these. What is left is the shape of each
+call — tool, status, duration, `argsHash` — never its content.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from wopeval import evals
+from wopeval.engine.runlog import now
+from wopeval.store import Store, UnitOfWork
+from wopeval.wire import events
+
+_TOOL_EVENTS = (events.ToolCalled.TYPE, events.ToolReturned.TYPE)
+
+
+@dataclass(frozen=True)
+class Erasure:
+    runs: int
+    calls: int
+    copies: int
+
+
+async def erase_tool_content(uow: UnitOfWork, tenant: str, run_id: str) -> Erasure:
+    at = now()
+    pending, seen = [run_id], set[str]()
+    calls = copies = 0
+    while pending:
+        current = pending.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        calls += await uow.tool_calls.erase(current, at)
+        await _scrub_events(uow, current)
+        pending.extend(await uow.derived_fixtures.takers(current))
+        copies += await uow.derived_fixtures.erase_from_source(current, at)
+        pending.extend(await uow.runs.children(tenant, current))
+    return Erasure(runs=len(seen), calls=calls, copies=copies)
+
+
+async def _scrub_events(uow: UnitOfWork, run_id: str) -> None:
+    docs = await uow.events.docs_of_types(run_id, _TOOL_EVENTS)
+    rewritten = {}
+    for sequence, doc in docs.items():
+        event = json.loads(doc)
+        payload = event["payload"]
+        if "inputs" in payload:
+            # The hash keeps a scrubbed call comparable without keeping what it said.
+            payload["argsHash"] = evals.args_hash(payload.pop("inputs"))
+        payload.pop("outcome", None)
+        if isinstance(payload.get("error"), dict):
+            payload["error"].pop("details", None)
+        rewritten[sequence] = json.dumps(event, separators=(",", ":"), ensure_ascii=False)
+    await uow.events.rewrite(run_id, rewritten)
+
+
+async def purge_expired(store: Store, retention_days: int) -> Erasure:
+    """Erase the tool content of every run that finished more than `retention_days` ago."""
+    cutoff: datetime = now() - timedelta(days=retention_days)
+    async with store.reading() as uow:
+        expired = await uow.tool_calls.run_ids_older_than(cutoff)
+    total = Erasure(0, 0, 0)
+    for run_id in expired:
+        async with store.transaction() as uow:
+            done = await erase_tool_content(uow, run_id.partition("/")[0], run_id)
+        total = Erasure(
+            total.runs + done.runs, total.calls + done.calls, total.copies + done.copies
+        )
+    return total
