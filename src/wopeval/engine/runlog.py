@@ -90,8 +90,21 @@ class Step:
         self.calls.extend((index + offset, row) for index, row in other.calls)
 
 
+@dataclass
+class _Queued:
+    step: Step
+    run_values: dict[str, Any]
+    done: asyncio.Future[None]
+
+
 class RunLog:
-    """Appends to one run's log. One instance per active run, owned by the engine."""
+    """Appends to one run's log. One instance per active run, owned by the engine.
+
+    Commits are grouped: while one transaction is being written, the steps that
+    arrive queue up and go out together in the next one. Each step still lands
+    whole or not at all, in arrival order, and its caller resumes only once it
+    is durable.
+    """
 
     def __init__(self, store: Store, notifier: Notifier, run_id: str, tenant: str, last: int):
         self._store = store
@@ -99,20 +112,50 @@ class RunLog:
         self.run_id = run_id
         self.tenant = tenant
         self._next = last + 1
-        self._lock = asyncio.Lock()
+        self._queue: list[_Queued] = []
+        self._flusher: asyncio.Task[None] | None = None
 
     async def commit(self, step: Step, **run_values: Any) -> None:
         """Write the step's events, its tool records and `run_values` in one transaction."""
-        async with self._lock:
+        queued = _Queued(step, run_values, asyncio.get_running_loop().create_future())
+        self._queue.append(queued)
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush(), name=f"runlog:{self.run_id}")
+        # The flusher owns the write: a caller cancelled while waiting still gets its step
+        # written, in order, before anything queued after it.
+        await asyncio.shield(queued.done)
+
+    async def _flush(self) -> None:
+        while self._queue:
+            batch, self._queue = self._queue, []
             first = self._next
-            rows, calls = render_rows(self.run_id, first, step)
-            last = first + len(rows) - 1
-            async with self._store.transaction() as uow:
-                await uow.events.append(rows)
-                await uow.tool_calls.append(calls)
-                await uow.runs.update(self.tenant, self.run_id, last_sequence=last, **run_values)
-            self._next = last + 1
-        self._notifier.notify(self.run_id)
+            rows: list[dict[str, Any]] = []
+            calls: list[dict[str, Any]] = []
+            run_values: dict[str, Any] = {}
+            for queued in batch:
+                step_rows, step_calls = render_rows(self.run_id, first + len(rows), queued.step)
+                rows += step_rows
+                calls += step_calls
+                run_values.update(queued.run_values)
+            try:
+                async with self._store.transaction() as uow:
+                    await uow.events.append(rows)
+                    await uow.tool_calls.append(calls)
+                    await uow.runs.update(
+                        self.tenant, self.run_id, last_sequence=first + len(rows) - 1, **run_values
+                    )
+            except BaseException as exc:
+                for queued in batch:
+                    if not queued.done.done():
+                        queued.done.set_exception(exc)
+                if not isinstance(exc, Exception):
+                    raise
+                continue
+            self._next = first + len(rows)
+            for queued in batch:
+                if not queued.done.done():
+                    queued.done.set_result(None)
+            self._notifier.notify(self.run_id)
 
 
 def render(run_id: str, sequence: int, staged: _Staged) -> str:

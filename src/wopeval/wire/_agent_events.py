@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from pydantic import Field, JsonValue
+from pydantic import Field
 
-from wopeval.wire._event_base import Payload
+from wopeval.wire._event_base import AnyJson, Payload
 
 ToolStatus = Literal["ok", "error", "forbidden", "rate_limited"]
 
@@ -26,7 +26,7 @@ class ToolError(Payload):
     """Machine code of the tool failure (e.g. `fixture_miss`, `tool_timeout`)."""
     message: str
     """A human description."""
-    details: dict[str, JsonValue] | None = None
+    details: dict[str, AnyJson] | None = None
     """Structured context."""
     retryable: bool | None = None
     """Whether the same call may succeed later (RFC 0245)."""
@@ -40,7 +40,7 @@ class ToolCalled(Payload):
     """The tool's `<scope>:<tool-id>`."""
     callId: str
     """Pairs the call with its return."""
-    inputs: JsonValue | None = None
+    inputs: AnyJson | None = None
     """The args as the agent passed them (`wireContent: full` only)."""
     argsHash: str | None = None
     """`sha256:` + hex of the JCS args (`wireContent: hash` only)."""
@@ -56,7 +56,7 @@ class ToolReturned(Payload):
     """Pairs with `agent.tool-called`."""
     status: ToolStatus
     """`forbidden` and `rate_limited` mean the tool never ran."""
-    outcome: JsonValue | None = None
+    outcome: AnyJson | None = None
     """The result (`wireContent: full`, status `ok`)."""
     error: ToolError | None = None
     """The failure (status other than `ok`)."""
@@ -68,7 +68,7 @@ class Decided(Payload):
     TYPE: ClassVar[str] = "agent.decided"
     agentId: str
     """The deciding agent."""
-    decision: JsonValue
+    decision: AnyJson
     """What the agent decided."""
 
 

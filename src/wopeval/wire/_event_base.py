@@ -6,6 +6,13 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, JsonValue
 
+AnyJson = Any
+"""Tool and agent content inside a payload: any JSON, produced by the host itself.
+
+It is not re-validated on the way out: it already passed the tool boundary as
+JSON, and walking every value again would cost more than the rest of the event.
+"""
+
 SCHEMA_VERSION = 1
 """`schemaVersion` written on every event this host emits."""
 

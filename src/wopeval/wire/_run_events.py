@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import JsonValue
-
-from wopeval.wire._event_base import Payload
+from wopeval.wire._event_base import AnyJson, Payload
 
 
 class RunStarted(Payload):
@@ -23,7 +21,7 @@ class RunStarted(Payload):
 
 class RunCompleted(Payload):
     TYPE: ClassVar[str] = "run.completed"
-    outputs: dict[str, JsonValue]
+    outputs: dict[str, AnyJson]
     """The run's outputs; `{}` is valid."""
 
 
@@ -60,7 +58,7 @@ class NodeCompleted(Payload):
     TYPE: ClassVar[str] = "node.completed"
     nodeId: str
     """The node that finished."""
-    outputs: dict[str, JsonValue] | None = None
+    outputs: dict[str, AnyJson] | None = None
     """What the node produced."""
 
 

@@ -2,7 +2,8 @@
 
 The code table follows `spec/v2/errors.json` (errors.md) for registered codes,
 RFC 0251 §C / RFC 0252 §C for the uniform eval refusals, and versioning.md §5
-for the one vendor code (`wopeval.eval_recorded_fixtures_gone`).
+for the vendor codes (`wopeval.eval_recorded_fixtures_gone`,
+`wopeval.method_not_allowed`), used where no registered code fits.
 
 Hierarchy::
 
@@ -50,7 +51,12 @@ class ErrorCode(enum.Enum):
         "The id names a tenant other than the caller's.",
     )
     NOT_FOUND = ("not_found", 404, "No such resource.")
-    METHOD_NOT_ALLOWED = ("method_not_allowed", 405, "That method is not allowed on this path.")
+    # No registered code covers a wrong method (errors.json 2.46), so it is a vendor code.
+    METHOD_NOT_ALLOWED = (
+        "wopeval.method_not_allowed",
+        405,
+        "That method is not allowed on this path.",
+    )
     PROTOCOL_VERSION_UNSUPPORTED = (
         "protocol_version_unsupported",
         406,
