@@ -5,10 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from wopeval.wire.runs import EvalMode
+
+_LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
 class EvalFeatures(BaseSettings):
@@ -51,6 +53,16 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return parse_api_keys(value.split(",") if value else [])
         return value
+
+    @model_validator(mode="after")
+    def _refuse_unsafe_defaults(self) -> Settings:
+        # The generated dev key is a convenience for one machine, never for a network.
+        if not self.api_keys and self.host not in _LOOPBACK:
+            raise ValueError(
+                f"binding {self.host} needs explicit API keys (--api-key TENANT=KEY); "
+                "the generated dev key is for loopback only"
+            )
+        return self
 
     def resolved_database_url(self) -> str:
         if self.database_url:

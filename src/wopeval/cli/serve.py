@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 import uvicorn
+from pydantic import ValidationError
 
 from wopeval.api.app import create_app
 from wopeval.settings import Settings, parse_api_keys
@@ -58,5 +59,10 @@ def serve(
         overrides["project"] = project
     if retention_days is not None:
         overrides["retention_days"] = retention_days
-    settings = Settings(**overrides)  # type: ignore[arg-type]
+    try:
+        settings = Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        raise typer.BadParameter(
+            "; ".join(str(error["msg"]).removeprefix("Value error, ") for error in exc.errors())
+        ) from exc
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info")

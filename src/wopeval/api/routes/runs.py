@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Query, Request, Response
 from fastapi.responses import JSONResponse
 
+from wopeval import evals
 from wopeval.api import idempotency
 from wopeval.api.deps import EngineDep, HostDep, PrincipalDep, path_run_id
 from wopeval.api.snapshots import created, run_links, snapshot
@@ -22,8 +23,6 @@ from wopeval.wire.runs import (
 
 router = APIRouter(tags=["runs"])
 
-_EVAL_ONLY = ("evalSuiteRef", "agentId", "evalModes", "baselineRunId", "fixtureRuns")
-
 
 @router.post("/runs", operation_id="createRun", status_code=201)
 async def create_run(
@@ -34,9 +33,12 @@ async def create_run(
         if body.mode == "eval":
             record = await engine.create_eval_run(principal, body)
         else:
-            present = [name for name in _EVAL_ONLY if getattr(body, name) is not None]
-            if present:
-                raise errors.ValidationFailed(f"'{present[0]}' is only valid with mode 'eval'.")
+            evals.check_eval_only_fields(
+                False, body.evalModes, body.baselineRunId, body.fixtureRuns
+            )
+            for name in ("evalSuiteRef", "agentId"):
+                if getattr(body, name) is not None:
+                    raise errors.ValidationFailed(f'{name} is only valid with mode "eval"')
             if body.workflowId is None:
                 raise errors.ValidationFailed("'workflowId' is required unless mode is 'eval'.")
             record = await engine.create_workflow_run(principal, body)
