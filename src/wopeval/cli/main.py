@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from wopeval.cli.conformance import conformance
 from wopeval.cli.purge import purge
 from wopeval.cli.serve import serve
 
@@ -14,6 +15,7 @@ app = typer.Typer(
     add_completion=False,
 )
 app.command("serve")(serve)
+app.command("conformance")(conformance)
 app.command("purge")(purge)
 
 
