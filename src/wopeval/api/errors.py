@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -15,9 +16,13 @@ from wopeval.wire import errors
 log = logging.getLogger("wopeval.api")
 
 
-def envelope_response(error: errors.WireError) -> JSONResponse:
-    headers = {"WWW-Authenticate": "Bearer"} if isinstance(error, errors.Unauthenticated) else None
-    return JSONResponse(error.envelope(), status_code=error.status, headers=headers)
+def envelope_response(
+    error: errors.WireError, headers: Mapping[str, str] | None = None
+) -> JSONResponse:
+    extra = dict(headers or {})
+    if isinstance(error, errors.Unauthenticated):
+        extra["WWW-Authenticate"] = "Bearer"
+    return JSONResponse(error.envelope(), status_code=error.status, headers=extra or None)
 
 
 def describe_validation(problems: list[Any]) -> str:
@@ -54,7 +59,11 @@ def install(app: FastAPI) -> None:
         if exc.status_code == 404:
             return envelope_response(errors.NotFound())
         if exc.status_code == 405:
-            return envelope_response(errors.MethodNotAllowed())
+            # RFC 9110 §15.5.6: a 405 names the methods the path does allow.
+            allow = (
+                {"Allow": exc.headers["Allow"]} if exc.headers and "Allow" in exc.headers else None
+            )
+            return envelope_response(errors.MethodNotAllowed(), allow)
         return envelope_response(errors.InternalError())
 
     async def on_crash(_request: Request, exc: Exception) -> JSONResponse:

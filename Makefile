@@ -1,0 +1,42 @@
+# wopeval — the two commands a new user needs: `make demo` and `make test`.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+INSTALLED := $(VENV)/.installed
+DATA_DIR ?= .wopeval
+
+.PHONY: install demo test lint format clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+# Reinstalled whenever pyproject.toml changes.
+$(INSTALLED): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	touch $(INSTALLED)
+
+install: $(INSTALLED)
+
+## demo: install, then start the host on http://127.0.0.1:8737 with the embedded SQLite store
+demo: install
+	@echo "wopeval: data and the 'dev' tenant's API key live in $(DATA_DIR)/ (key file: $(DATA_DIR)/dev-api-key)"
+	$(BIN)/wopeval serve --data-dir $(DATA_DIR)
+
+## lint: ruff (lint + format check) over the repository, mypy --strict over src and tests
+lint: install
+	$(BIN)/ruff check
+	$(BIN)/ruff format --check
+	$(BIN)/mypy
+
+## test: lint, then the whole test suite (unit, migration, end-to-end on SQLite and PostgreSQL)
+test: lint
+	$(BIN)/pytest
+
+## format: rewrite the code in the house style
+format: install
+	$(BIN)/ruff format
+	$(BIN)/ruff check --fix
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -1,0 +1,68 @@
+"""Fixtures shared by every tier: a clean environment and the database backends.
+
+The backend fixture runs each test that asks for it on the embedded SQLite
+default and on PostgreSQL. PostgreSQL is named by `WOPEVAL_TEST_POSTGRES_URL`
+(default: the local `test` database); each test session creates its own
+`wopeval_test_<random>_<n>` databases there and drops them at the end. An
+unreachable PostgreSQL skips its parameters on a developer machine and fails
+the run under CI (`CI` set).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy.engine import make_url
+
+from _backends import DEFAULT_POSTGRES_URL, Backend, PostgresDatabases
+
+_PROXY_VARIABLES = {"http_proxy", "https_proxy", "all_proxy", "no_proxy"}
+
+
+def _host_variable(name: str) -> bool:
+    return name.upper().startswith("WOPEVAL_") or name.lower() in _PROXY_VARIABLES
+
+
+@pytest.fixture(scope="session", autouse=True)
+def clean_environ() -> Iterator[dict[str, str]]:
+    """Remove `WOPEVAL_*` and proxy variables for the whole session (G15).
+
+    Settings are built explicitly by each test; nothing from the developer's
+    shell may reach a host. Yields what was removed, so the test harness can
+    read its own `WOPEVAL_TEST_*` knobs from it.
+    """
+    removed = {name: value for name, value in os.environ.items() if _host_variable(name)}
+    with pytest.MonkeyPatch.context() as patch:
+        for name in removed:
+            patch.delenv(name)
+        yield removed
+
+
+@pytest.fixture(scope="session")
+def postgres_databases(clean_environ: dict[str, str]) -> Iterator[PostgresDatabases]:
+    url = clean_environ.get("WOPEVAL_TEST_POSTGRES_URL", DEFAULT_POSTGRES_URL)
+    databases = PostgresDatabases(url)
+    problem = databases.reachable()
+    if problem is not None:
+        message = f"PostgreSQL at {make_url(url).render_as_string()} is unreachable ({problem})"
+        if os.environ.get("CI"):
+            pytest.fail(f"{message}; under CI the PostgreSQL backend is required")
+        pytest.skip(f"{message}; set WOPEVAL_TEST_POSTGRES_URL or start PostgreSQL")
+    try:
+        yield databases
+    finally:
+        databases.drop_all()
+
+
+@pytest.fixture(
+    scope="session",
+    params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)],
+)
+def backend(request: pytest.FixtureRequest) -> Backend:
+    name: str = request.param
+    if name == "sqlite":
+        return Backend(name)
+    databases: PostgresDatabases = request.getfixturevalue("postgres_databases")
+    return Backend(name, databases)

@@ -1,0 +1,145 @@
+"""The real app under uvicorn in a background thread, on a fixed loopback port.
+
+`ServerHandle.restart()` stops the host (lifespan shutdown included) and starts
+a new app object on the same settings, database and port, so a client made
+before the restart keeps working after it.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+
+import httpx
+import uvicorn
+from openwop_client import OpenwopClient
+
+from wopeval.api.app import create_app
+from wopeval.settings import Settings
+
+TENANT_A = "tenant-a"
+TENANT_B = "tenant-b"
+START_DEADLINE_SECONDS = 60.0
+STOP_DEADLINE_SECONDS = 60.0
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _listening_socket(port: int) -> socket.socket:
+    # An explicit IPPROTO_TCP makes asyncio set TCP_NODELAY on accepted connections;
+    # with protocol 0 every request on a kept-alive connection waits ~40 ms (Nagle).
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(("127.0.0.1", port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+@dataclass
+class _Running:
+    server: uvicorn.Server
+    thread: threading.Thread
+    sock: socket.socket
+    errors: list[BaseException] = field(default_factory=list)
+
+
+class ServerHandle:
+    """A started wopeval host; `keys` maps tenant → bearer key."""
+
+    def __init__(self, settings: Settings, *, backend: str) -> None:
+        self.settings = settings
+        self.backend = backend
+        self.port = settings.port
+        self.keys = dict(settings.api_keys)
+        self._running: _Running | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def key_a(self) -> str:
+        return self.keys[TENANT_A]
+
+    @property
+    def key_b(self) -> str:
+        return self.keys[TENANT_B]
+
+    @property
+    def database_url(self) -> str:
+        return self.settings.resolved_database_url()
+
+    def client(self, tenant: str = TENANT_A) -> OpenwopClient:
+        """The official client, authenticated as `tenant`."""
+        return OpenwopClient(self.base_url, self.keys[tenant], timeout=60.0)
+
+    def http(self, tenant: str | None = TENANT_A) -> httpx.Client:
+        """A raw HTTP client (for what the official client cannot send); close it after use."""
+        headers = {"OpenWOP-Version": "2.0"}
+        if tenant is not None:
+            headers["Authorization"] = f"Bearer {self.keys[tenant]}"
+        return httpx.Client(base_url=self.base_url, headers=headers, timeout=60.0, trust_env=False)
+
+    # ── lifecycle ────────────────────────────────────────────────────
+
+    def start(self) -> None:
+        if self._running is not None:
+            raise RuntimeError("the server is already running")
+        config = uvicorn.Config(
+            create_app(self.settings),
+            lifespan="on",
+            loop="asyncio",
+            http="h11",
+            ws="none",
+            log_level="warning",
+            access_log=False,
+            timeout_graceful_shutdown=10,
+        )
+        server = uvicorn.Server(config)
+        sock = _listening_socket(self.port)
+        errors: list[BaseException] = []
+
+        def serve() -> None:
+            try:
+                server.run(sockets=[sock])
+            except BaseException as exc:  # reported by start() / stop()
+                errors.append(exc)
+
+        thread = threading.Thread(target=serve, name=f"wopeval-{self.backend}", daemon=True)
+        running = _Running(server, thread, sock, errors)
+        thread.start()
+        deadline = time.monotonic() + START_DEADLINE_SECONDS
+        while not server.started:
+            if not running.thread.is_alive() or time.monotonic() > deadline:
+                server.should_exit = True
+                running.thread.join(STOP_DEADLINE_SECONDS)
+                sock.close()
+                raise RuntimeError(f"the wopeval host did not start: {running.errors!r}")
+            time.sleep(0.01)
+        self._running = running
+
+    def stop(self) -> None:
+        running, self._running = self._running, None
+        if running is None:
+            return
+        running.server.should_exit = True
+        running.thread.join(STOP_DEADLINE_SECONDS)
+        running.sock.close()
+        if running.thread.is_alive():
+            raise RuntimeError("the wopeval host did not stop")
+        if running.errors:
+            raise RuntimeError(f"the wopeval host failed: {running.errors!r}")
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()

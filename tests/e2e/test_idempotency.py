@@ -1,0 +1,160 @@
+"""`Idempotency-Key` on createRun (idempotency.md Layer 1)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import httpx
+import pytest
+from openwop_client import WopError
+
+from ._server import TENANT_A, TENANT_B, ServerHandle
+from ._support import (
+    COUNTER_WORKFLOW,
+    assert_error,
+    assert_wop_error,
+    counter_inputs,
+    counter_request,
+    list_all_runs,
+    read_counter,
+    store_unchanged,
+    unique,
+    wait_terminal,
+)
+
+REPLAY = "OpenWOP-Idempotent-Replay"
+
+
+def new_key() -> str:
+    return f"idem-{uuid.uuid4().hex}"
+
+
+def run_ids(http: httpx.Client) -> set[str]:
+    return {run["runId"] for run in list_all_runs(http)}
+
+
+def test_same_key_and_body_replays_the_same_run(server: ServerHandle, http_a: httpx.Client) -> None:
+    counter_key, key = unique("idem"), new_key()
+    before = run_ids(http_a)
+    first = server.client().runs_create(counter_request(counter_key), idempotency_key=key)
+    again = server.client().runs_create(counter_request(counter_key), idempotency_key=key)
+    assert again.runId == first.runId
+    assert again.eventsUrl == first.eventsUrl
+
+    body = {"workflowId": COUNTER_WORKFLOW, "inputs": counter_inputs(counter_key)}
+    raw = http_a.post("/runs", json=body, headers={"Idempotency-Key": key})
+    assert raw.status_code == 201
+    assert raw.headers[REPLAY] == "true"
+    assert raw.json()["runId"] == first.runId
+
+    assert run_ids(http_a) - before == {first.runId}
+    wait_terminal(server.client(), first.runId)
+    assert read_counter(http_a, counter_key) == 1
+
+
+def test_the_body_is_compared_canonically(server: ServerHandle, http_a: httpx.Client) -> None:
+    key = new_key()
+    body = {"workflowId": COUNTER_WORKFLOW, "inputs": counter_inputs(unique("canon"))}
+    first = http_a.post("/runs", json=body, headers={"Idempotency-Key": key})
+    assert first.status_code == 201
+    assert REPLAY not in first.headers
+    reordered = json.dumps(dict(reversed(list(body.items()))), indent=2)
+    again = http_a.post(
+        "/runs",
+        content=reordered,
+        headers={"Idempotency-Key": key, "Content-Type": "application/json"},
+    )
+    assert again.status_code == 201
+    assert again.headers[REPLAY] == "true"
+    assert again.content == first.content
+
+
+def test_same_key_with_another_body_is_409(server: ServerHandle, http_a: httpx.Client) -> None:
+    key = new_key()
+    first = server.client().runs_create(counter_request(unique("one")), idempotency_key=key)
+    wait_terminal(server.client(), first.runId)
+    with store_unchanged(server.database_url), pytest.raises(WopError) as caught:
+        server.client().runs_create(counter_request(unique("two")), idempotency_key=key)
+    assert_wop_error(caught.value, 409, "idempotency_key_mismatch")
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["short", "x" * 21, "x" * 129, "has space in it 0123456789", "slash/in/the/key/0123456789"],
+    ids=["short", "21-chars", "129-chars", "space", "slash"],
+)
+def test_an_invalid_key_is_400_and_creates_nothing(
+    server: ServerHandle, http_a: httpx.Client, key: str
+) -> None:
+    body = {"workflowId": COUNTER_WORKFLOW, "inputs": counter_inputs(unique("invalid"))}
+    with store_unchanged(server.database_url):
+        response = http_a.post("/runs", json=body, headers={"Idempotency-Key": key})
+    assert_error(response, 400, "idempotency_key_invalid")
+
+
+def test_a_refused_body_does_not_consume_the_key(
+    server: ServerHandle, http_a: httpx.Client
+) -> None:
+    key = new_key()
+    with store_unchanged(server.database_url):
+        bad = http_a.post(
+            "/runs", json={"workflowId": "no-such-workflow"}, headers={"Idempotency-Key": key}
+        )
+    assert_error(bad, 400, "validation_error")
+    good = http_a.post(
+        "/runs",
+        json={"workflowId": COUNTER_WORKFLOW, "inputs": counter_inputs(unique("after"))},
+        headers={"Idempotency-Key": key},
+    )
+    assert good.status_code == 201
+    assert REPLAY not in good.headers
+    wait_terminal(server.client(), good.json()["runId"])
+
+
+def test_keys_are_scoped_to_the_tenant(
+    server: ServerHandle, http_a: httpx.Client, http_b: httpx.Client
+) -> None:
+    key, counter_key = new_key(), unique("scoped")
+    a = server.client(TENANT_A).runs_create(counter_request(counter_key), idempotency_key=key)
+    b = server.client(TENANT_B).runs_create(counter_request(counter_key), idempotency_key=key)
+    assert a.runId.startswith(f"{TENANT_A}/")
+    assert b.runId.startswith(f"{TENANT_B}/")
+    wait_terminal(server.client(TENANT_A), a.runId)
+    wait_terminal(server.client(TENANT_B), b.runId)
+    assert read_counter(http_a, counter_key) == 1
+    assert read_counter(http_b, counter_key) == 1
+
+
+def test_concurrent_requests_with_one_key_create_exactly_one_run(
+    server: ServerHandle, http_a: httpx.Client
+) -> None:
+    key, counter_key = new_key(), unique("race")
+    body = {"workflowId": COUNTER_WORKFLOW, "inputs": counter_inputs(counter_key)}
+    senders = 8
+    barrier = threading.Barrier(senders)
+    before = run_ids(http_a)
+
+    def send(_: int) -> tuple[int, dict[str, Any], bool]:
+        with server.http(TENANT_A) as http:
+            barrier.wait()
+            response = http.post("/runs", json=body, headers={"Idempotency-Key": key})
+            return response.status_code, response.json(), response.headers.get(REPLAY) == "true"
+
+    with ThreadPoolExecutor(senders) as pool:
+        results = list(pool.map(send, range(senders)))
+
+    created = [body for status, body, replay in results if status == 201 and not replay]
+    replays = [body for status, body, replay in results if status == 201 and replay]
+    assert len(created) == 1, results
+    run_id = created[0]["runId"]
+    assert all(body["runId"] == run_id for body in replays)
+    # A request that found the first still in flight may be told so; it never creates a run.
+    others = [body for status, body, _ in results if status != 201]
+    assert all(body["error"] == "idempotency_in_flight" for body in others), others
+    assert run_ids(http_a) - before == {run_id}
+    wait_terminal(server.client(), run_id)
+    assert read_counter(http_a, counter_key) == 1

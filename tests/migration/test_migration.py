@@ -1,0 +1,93 @@
+"""The migrations build exactly the schema the models declare, on SQLite and PostgreSQL (G10)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, inspect
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from _backends import Backend
+from wopeval.store import create_engine, migrate
+from wopeval.store.db import alembic_config
+from wopeval.store.tables import metadata
+
+VERSION_TABLE = "alembic_version"
+
+
+@pytest.fixture
+async def empty_database(backend: Backend, tmp_path: Path) -> AsyncIterator[AsyncEngine]:
+    url = backend.new_database() or f"sqlite+aiosqlite:///{tmp_path / 'empty.db'}"
+    engine = create_engine(url)
+    try:
+        yield engine
+    finally:
+        await engine.dispose()
+
+
+def _schema_diff(connection: Connection) -> list[Any]:
+    context = MigrationContext.configure(
+        connection, opts={"compare_type": True, "compare_server_default": True}
+    )
+    diff: list[Any] = compare_metadata(context, metadata)
+    return diff
+
+
+def _tables(connection: Connection) -> set[str]:
+    return set(inspect(connection).get_table_names())
+
+
+def _current_revision(connection: Connection) -> str | None:
+    revision: str | None = MigrationContext.configure(connection).get_current_revision()
+    return revision
+
+
+def _head() -> str | None:
+    head: str | None = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    return head
+
+
+def _downgrade_to_base(connection: Connection) -> None:
+    config = alembic_config()
+    config.attributes["connection"] = connection
+    command.downgrade(config, "base")
+
+
+async def test_an_empty_database_upgraded_to_head_equals_the_models(
+    empty_database: AsyncEngine,
+) -> None:
+    async with empty_database.connect() as connection:
+        assert await connection.run_sync(_tables) == set()
+    await migrate(empty_database)
+    async with empty_database.connect() as connection:
+        assert await connection.run_sync(_schema_diff) == []
+        assert await connection.run_sync(_tables) == set(metadata.tables) | {VERSION_TABLE}
+        current = await connection.run_sync(_current_revision)
+    assert current is not None
+    assert current == _head()
+
+
+async def test_migrating_again_changes_nothing(empty_database: AsyncEngine) -> None:
+    await migrate(empty_database)
+    await migrate(empty_database)
+    async with empty_database.connect() as connection:
+        assert await connection.run_sync(_schema_diff) == []
+
+
+async def test_downgrade_to_base_and_back_up(empty_database: AsyncEngine) -> None:
+    await migrate(empty_database)
+    async with empty_database.begin() as connection:
+        await connection.run_sync(_downgrade_to_base)
+    async with empty_database.connect() as connection:
+        assert await connection.run_sync(_tables) <= {VERSION_TABLE}
+        assert await connection.run_sync(_current_revision) is None
+    await migrate(empty_database)
+    async with empty_database.connect() as connection:
+        assert await connection.run_sync(_schema_diff) == []
