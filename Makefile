@@ -29,9 +29,11 @@ lint: install
 	$(BIN)/ruff format --check
 	$(BIN)/mypy
 
-## test: lint, then the whole test suite (unit, migration, end-to-end on SQLite and PostgreSQL)
+## test: lint, the whole test suite (unit, migration, end-to-end on SQLite and PostgreSQL),
+## then `wopeval conformance` against a fresh `wopeval serve` on both databases
 test: lint
 	$(BIN)/pytest
+	$(BIN)/python scripts/conformance_self_check.py
 
 ## format: rewrite the code in the house style
 format: install
