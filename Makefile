@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 DATA_DIR ?= .wopeval
 
-.PHONY: install demo test lint format clean
+.PHONY: install demo serve test lint format clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -18,8 +18,13 @@ $(INSTALLED): pyproject.toml | $(BIN)/python
 
 install: $(INSTALLED)
 
-## demo: install, then start the host on http://127.0.0.1:8737 with the embedded SQLite store
+## demo: install, then run the main job on the embedded SQLite store: record five production
+## runs, change the agent, replay them against the change and compare with the baseline
 demo: install
+	$(BIN)/wopeval demo
+
+## serve: install, then start the host on http://127.0.0.1:8737 with the embedded SQLite store
+serve: install
 	@echo "wopeval: data and the 'dev' tenant's API key live in $(DATA_DIR)/ (key file: $(DATA_DIR)/dev-api-key)"
 	$(BIN)/wopeval serve --data-dir $(DATA_DIR)
 

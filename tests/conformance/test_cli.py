@@ -120,7 +120,7 @@ def test_only_must_match_a_leg_and_list_shows_the_selection() -> None:
     runner = CliRunner()
     refused = runner.invoke(app, ["conformance", "--base-url", "http://h", "--api-key", "k",
                                   "--only", "*nothing*"])  # fmt: skip
-    assert refused.exit_code == 2
+    assert refused.exit_code == 4  # the CLI's usage-error code (cli/_exit.py)
     assert "matches no leg id" in refused.output
     listed = runner.invoke(app, ["conformance", "--list", "--only", "*0251*"])
     assert listed.exit_code == 0

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import typer
 
+from wopeval.cli import compare, demo, evaluate, report, runs, suites
+from wopeval.cli._exit import Group
 from wopeval.cli.conformance import conformance
 from wopeval.cli.purge import purge
 from wopeval.cli.serve import serve
 
 app = typer.Typer(
+    cls=Group,
     name="wopeval",
     help="Turn real agent runs into regression tests on an OpenWOP v2 host.",
     no_args_is_help=True,
@@ -17,6 +20,12 @@ app = typer.Typer(
 app.command("serve")(serve)
 app.command("conformance")(conformance)
 app.command("purge")(purge)
+app.command("demo", **demo.SETTINGS)(demo.demo)
+app.command("eval", **evaluate.SETTINGS)(evaluate.evaluate)
+app.command("compare", **compare.SETTINGS)(compare.compare)
+app.command("report", **report.SETTINGS)(report.report)
+app.add_typer(runs.app, name="runs")
+app.add_typer(suites.app, name="suites")
 
 
 @app.callback()

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from wopeval.engine.erasure import Erasure, purge_expired
 from wopeval.settings import Settings
-from wopeval.store import Store
+
+if TYPE_CHECKING:
+    from wopeval.engine.erasure import Erasure
 
 
 def purge(
@@ -37,6 +38,10 @@ def purge(
 
 
 async def _purge(url: str, days: int) -> Erasure:
+    # The store loads only for this command, so other commands start fast.
+    from wopeval.engine.erasure import purge_expired
+    from wopeval.store import Store
+
     store = await Store.open(url)
     try:
         return await purge_expired(store, days)

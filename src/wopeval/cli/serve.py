@@ -6,10 +6,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-import uvicorn
 from pydantic import ValidationError
 
-from wopeval.api.app import create_app
 from wopeval.settings import Settings, parse_api_keys
 
 
@@ -65,4 +63,9 @@ def serve(
         raise typer.BadParameter(
             "; ".join(str(error["msg"]).removeprefix("Value error, ") for error in exc.errors())
         ) from exc
+    # The server stack loads only for this command, so other commands start fast.
+    import uvicorn
+
+    from wopeval.api.app import create_app
+
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info")

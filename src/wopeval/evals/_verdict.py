@@ -14,8 +14,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scipy.stats import fisher_exact
-
 from wopeval.wire.summary import EvalSummary, TaskSummary, Verdict
 
 DEFAULT_ALPHA = 0.05
@@ -158,6 +156,9 @@ def _fisher_p(base: TaskSummary, cand: TaskSummary) -> float:
 
     The rows are sorted first, so swapping the sides gives the identical float.
     """
+    # SciPy costs ~0.4 s to import; only multi-trial pairs need it.
+    from scipy.stats import fisher_exact
+
     rows = sorted(
         [
             [_passed_trials(base), _trials(base) - _passed_trials(base)],

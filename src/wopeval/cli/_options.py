@@ -1,0 +1,136 @@
+"""Options every host-facing command shares, and the one place that turns them into a client.
+
+Without `--url` a command starts an embedded host over the data directory and
+project `wopeval serve` would use (same options, same `WOPEVAL_*` names);
+with `--url` it talks to that host over the wire and starts nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, NoReturn, TypeVar
+
+import typer
+from rich.console import Console, RenderableType
+
+from wopeval import client
+from wopeval.cli._exit import CliError, ExitCode
+
+UrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--url",
+        envvar="WOPEVAL_URL",
+        help="A running OpenWOP host; without it an embedded host is started.",
+        rich_help_panel="Host",
+    ),
+]
+ApiKeyOption = Annotated[
+    str | None,
+    typer.Option(
+        "--api-key",
+        envvar="WOPEVAL_API_KEY",
+        help="Bearer key (embedded default: DATA_DIR/dev-api-key or the configured key).",
+        rich_help_panel="Host",
+    ),
+]
+DataDirOption = Annotated[
+    Path,
+    typer.Option(
+        "--data-dir",
+        envvar="WOPEVAL_DATA_DIR",
+        help="Embedded host: where the SQLite file and dev key live (as `wopeval serve`).",
+        rich_help_panel="Host",
+    ),
+]
+ProjectOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--project",
+        envvar="WOPEVAL_PROJECT",
+        help="Embedded host: the directory holding wopeval.toml.",
+        rich_help_panel="Host",
+    ),
+]
+DatabaseUrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--database-url",
+        envvar="WOPEVAL_DATABASE_URL",
+        help="Embedded host: postgresql+psycopg://… (default: SQLite in DATA_DIR).",
+        rich_help_panel="Host",
+    ),
+]
+DEFAULT_DATA_DIR = Path(".wopeval")
+T = TypeVar("T")
+PIPED_WIDTH = 120
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a command's requests go."""
+
+    url: str | None
+    api_key: str | None
+    data_dir: Path
+    project: Path | None
+    database_url: str | None
+
+
+@contextlib.contextmanager
+def connect(target: Target) -> Iterator[client.WireClient]:
+    """A client on the remote host, or on an embedded one started (and stopped) here."""
+    if target.url:
+        if not target.api_key:
+            raise CliError("--url needs --api-key (or WOPEVAL_API_KEY)")
+        with client.WireClient(target.url, target.api_key) as host:
+            yield host
+        return
+    settings = client.embedded_settings(
+        data_dir=target.data_dir, project=target.project, database_url=target.database_url
+    )
+    with client.embedded_client(settings, target.api_key) as host:
+        yield host
+
+
+def stderr_console() -> Console:
+    return Console(stderr=True, soft_wrap=True)
+
+
+def stdout_console() -> Console:
+    console = Console(soft_wrap=True)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        # Piped or captured output (CI logs): Rich's 80-column default truncates the tables.
+        console.width = PIPED_WIDTH
+    return console
+
+
+def emit(document: Any, as_json: bool, render: Callable[[], RenderableType]) -> None:
+    """Print a listing: `document` as JSON with `--json`, else the rendered table."""
+    if as_json:
+        typer.echo(json.dumps(document, indent=2, ensure_ascii=False))
+    else:
+        stdout_console().print(render(), highlight=False)
+
+
+def fail(message: str) -> NoReturn:
+    """Report an error the way every command does, and exit 4."""
+    stderr_console().print(f"[bold red]error:[/] {message}", highlight=False)
+    raise typer.Exit(ExitCode.ERROR)
+
+
+def guarded(action: Callable[[], T]) -> T:
+    """Run a command body; usage, connection and host errors become one message and exit 4."""
+    try:
+        return action()
+    except client.HostError as exc:
+        fail(f"the host refused: {exc}")
+    except (CliError, client.ClientError) as exc:
+        fail(str(exc))
+    except OSError as exc:  # a file that cannot be read or written
+        fail(f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc))

@@ -1,0 +1,224 @@
+"""Rendering: wire values in, Rich renderables out. Nothing here prints (G13, `httpx._main`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from wopeval.cli._exit import ExitCode
+from wopeval.wire.summary import EvalSummary, TaskRegression, Verdict
+
+VERDICT_STYLES = {
+    Verdict.REGRESSED: "bold red",
+    Verdict.IMPROVED: "bold green",
+    Verdict.UNCHANGED: "dim",
+    Verdict.INCONCLUSIVE: "yellow",
+}
+
+EXIT_MEANINGS = {
+    ExitCode.OK: "passed, no regression",
+    ExitCode.THRESHOLD_FAILED: "the suite's thresholds failed",
+    ExitCode.REGRESSED: "regression against the baseline",
+    ExitCode.INCONCLUSIVE: "only inconclusive differences (--strict)",
+    ExitCode.ERROR: "usage, connection or host error",
+}
+
+
+def score(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
+
+
+def delta(value: float | None) -> str:
+    return "—" if value is None else f"{value:+.2f}"
+
+
+def verdict_text(verdict: Verdict | str | None) -> Text:
+    if verdict is None:
+        return Text("—", style="dim")
+    name = Verdict(verdict) if isinstance(verdict, str) else verdict
+    return Text(name.value, style=VERDICT_STYLES[name])
+
+
+def task_table(summary: EvalSummary, *, title: str | None = None) -> Table:
+    """Per task: baseline and candidate scores, delta, trials, misses and verdict.
+
+    Without a baseline the table has the run's own columns only.
+    """
+    table = Table(title=title, title_justify="left", header_style="bold")
+    table.add_column("Task", no_wrap=True)
+    paired: dict[str, TaskRegression] = {}
+    if summary.regression is not None:
+        paired = {t.taskId: t for t in summary.regression.tasks or []}
+        table.add_column("Baseline", justify="right")
+        table.add_column("Candidate", justify="right")
+        table.add_column("Δ", justify="right")
+    else:
+        table.add_column("Score", justify="right")
+    table.add_column("Trials", justify="right")
+    table.add_column("Misses", justify="right")
+    table.add_column("Passed", justify="center")
+    if summary.regression is not None:
+        table.add_column("Verdict", no_wrap=True)
+    for task in summary.tasks:
+        trials = f"{task.passedTrials}/{task.trials}" if task.trials is not None else "—"
+        misses = str(task.fixtureMissCount) if task.fixtureMissCount is not None else "—"
+        passed = Text("yes", style="green") if task.passed else Text("no", style="red")
+        if summary.regression is None:
+            table.add_row(task.taskId, score(task.score), trials, misses, passed)
+            continue
+        pair = paired.get(task.taskId)
+        table.add_row(
+            task.taskId,
+            score(pair.baselineScore if pair else None),
+            score(task.score),
+            delta(pair.delta if pair else None),
+            trials,
+            misses,
+            passed,
+            verdict_text(pair.verdict) if pair else Text("candidate only", style="dim"),
+        )
+    if summary.regression is not None:
+        for task_id in summary.regression.baselineOnlyTaskIds or []:
+            table.add_row(task_id, "—", "—", "—", "—", "—", "—", Text("baseline only", style="dim"))
+    return table
+
+
+def verdict_counts(summary: EvalSummary) -> str:
+    """`1 regressed · 4 unchanged`, in a fixed order."""
+    if summary.regression is None:
+        return ""
+    tasks = summary.regression.tasks or []
+    counts = [(v, sum(1 for t in tasks if t.verdict is v)) for v in Verdict]
+    return " · ".join(f"{n} {v.value}" for v, n in counts if n)
+
+
+def result_lines(
+    summary: EvalSummary,
+    *,
+    run_id: str | None = None,
+    live_calls: int | None = None,
+    exit_code: ExitCode | None = None,
+) -> Group:
+    """The run's headline facts under the table."""
+    rows: list[RenderableType] = []
+    suite = f"{summary.suiteId}@{summary.suiteVersion}"
+    rows.append(_line("Suite", suite + (f"   run {run_id}" if run_id else "")))
+    verdict_bar = "passed" if summary.passed else "FAILED"
+    rows.append(
+        _line(
+            "Score",
+            f"{summary.aggregateScore:.2f} ({summary.passedCount}/{summary.taskCount} tasks "
+            f"passed) — thresholds {verdict_bar}",
+        )
+    )
+    if summary.regression is not None:
+        regression = summary.regression
+        rows.append(
+            _line(
+                "Baseline",
+                f"{regression.baselineRunId}   Δ aggregate {regression.scoreDelta:+.2f}",
+            )
+        )
+        headline = verdict_text(regression.verdict)
+        headline.plain = headline.plain.upper()
+        counts = verdict_counts(summary)
+        rows.append(
+            Text.assemble(
+                ("Paired verdict".ljust(17), "bold"),
+                headline,
+                f"  ({counts})" if counts else "",
+            )
+        )
+    rows.append(_line("Fixture misses", str(summary.fixtureMissCount)))
+    if live_calls is not None:
+        rows.append(_line("Live tool calls", str(live_calls)))
+    if exit_code is not None:
+        rows.append(_line("Exit", f"{int(exit_code)} ({EXIT_MEANINGS[exit_code]})"))
+    return Group(*rows)
+
+
+def _line(label: str, value: str) -> Text:
+    return Text.assemble((label.ljust(17), "bold"), value)
+
+
+# ── listings ─────────────────────────────────────────────────────────
+
+
+def runs_table(runs: Sequence[dict[str, Any]]) -> Table:
+    table = Table(header_style="bold")
+    for name in ("Run", "Workflow / suite", "Status", "Started"):
+        table.add_column(name, no_wrap=True)
+    for run in runs:
+        table.add_row(
+            str(run.get("runId")),
+            str(run.get("workflowId")),
+            _status(str(run.get("status"))),
+            short_time(run.get("startedAt")),
+        )
+    return table
+
+
+def short_time(value: object) -> str:
+    """`2026-11-29T21:52:49.084Z` → `2026-11-29 21:52:49` (listings only; --json keeps it all)."""
+    if not isinstance(value, str):
+        return ""
+    return value.replace("T", " ")[:19]
+
+
+def run_details(snapshot: dict[str, Any], summary: EvalSummary | None) -> Group:
+    rows: list[RenderableType] = [
+        _line("Run", str(snapshot.get("runId"))),
+        _line("Workflow / suite", str(snapshot.get("workflowId"))),
+        Text.assemble(("Status".ljust(17), "bold"), _status(str(snapshot.get("status")))),
+        _line("Started", str(snapshot.get("startedAt", ""))),
+        _line("Completed", str(snapshot.get("completedAt", ""))),
+    ]
+    error = snapshot.get("error")
+    if isinstance(error, dict):
+        rows.append(_line("Error", f"{error.get('code')}: {error.get('message')}"))
+    if summary is not None:
+        rows.append(task_table(summary))
+        rows.append(result_lines(summary))
+    return Group(*rows)
+
+
+def events_table(events: Iterable[dict[str, Any]], *, width: int = 70) -> Table:
+    table = Table(header_style="bold")
+    table.add_column("Seq", justify="right")
+    table.add_column("Type", no_wrap=True)
+    table.add_column("Node", no_wrap=True)
+    table.add_column("Payload", overflow="ellipsis", no_wrap=True, max_width=width)
+    for event in events:
+        payload = json.dumps(event.get("payload"), separators=(",", ":"), ensure_ascii=False)
+        table.add_row(
+            str(event.get("sequence")),
+            str(event.get("type")),
+            str(event.get("nodeId") or ""),
+            Text(payload),
+        )
+    return table
+
+
+def suites_table(suites: Sequence[dict[str, Any]]) -> Table:
+    table = Table(header_style="bold")
+    for name in ("Suite", "Version", "Scope", "Tasks", "Fixture id"):
+        table.add_column(name, no_wrap=True)
+    for suite in suites:
+        table.add_row(
+            str(suite.get("suiteId")),
+            str(suite.get("version")),
+            str(suite.get("scope", "")),
+            str(suite.get("taskCount", "")),
+            str(suite.get("fixtureId") or ""),
+        )
+    return table
+
+
+def _status(status: str) -> Text:
+    style = {"completed": "green", "failed": "red", "cancelled": "yellow"}.get(status, "cyan")
+    return Text(status, style=style)

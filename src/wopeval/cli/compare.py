@@ -1,0 +1,82 @@
+"""`wopeval compare`: the paired verdict between two finished eval runs of one suiteId."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from wopeval import client
+from wopeval.cli._exit import EXIT_CODES_HELP, Command, ExitCode, exit_code_for
+from wopeval.cli._options import (
+    DEFAULT_DATA_DIR,
+    ApiKeyOption,
+    DatabaseUrlOption,
+    DataDirOption,
+    ProjectOption,
+    Target,
+    UrlOption,
+    connect,
+    guarded,
+    stdout_console,
+)
+from wopeval.cli._outputs import HtmlOption, JsonFileOption, JunitOption, ReportFiles, write_reports
+from wopeval.cli._render import result_lines, task_table
+
+SETTINGS: dict[str, Any] = {"cls": Command, "epilog": EXIT_CODES_HELP}
+"""How main.py registers the command: usage errors exit 4; the exit codes in --help."""
+
+
+def compare(
+    baseline_run: Annotated[str, typer.Argument(help="The earlier eval run.", show_default=False)],
+    candidate_run: Annotated[
+        str, typer.Argument(help="The eval run to judge.", show_default=False)
+    ],
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Exit 3 when the only differences are inconclusive.")
+    ] = False,
+    alpha: Annotated[
+        float,
+        typer.Option(
+            "--alpha", min=0.0001, max=0.5, help="Family-wise error rate of the multi-trial tests."
+        ),
+    ] = client.DEFAULT_ALPHA,
+    junit: JunitOption = None,
+    json_file: JsonFileOption = None,
+    html: HtmlOption = None,
+    url: UrlOption = None,
+    api_key: ApiKeyOption = None,
+    data_dir: DataDirOption = DEFAULT_DATA_DIR,
+    project: ProjectOption = None,
+    database_url: DatabaseUrlOption = None,
+) -> None:
+    """Judge CANDIDATE_RUN against BASELINE_RUN task by task (RFC 0244 §F pairing by taskId).
+
+    Both summaries are read over the wire and paired here, so any OpenWOP host
+    serving eval summaries will do. Runs of different suiteIds are refused.
+    """
+    target = Target(url, api_key, data_dir, project, database_url)
+    files = ReportFiles(junit=junit, json=json_file, html=html)
+    code = guarded(lambda: run_compare(target, baseline_run, candidate_run, strict, alpha, files))
+    raise typer.Exit(code)
+
+
+def run_compare(
+    target: Target,
+    baseline_run: str,
+    candidate_run: str,
+    strict: bool,
+    alpha: float,
+    files: ReportFiles,
+) -> ExitCode:
+    with connect(target) as host:
+        summary = client.compare_runs(host, baseline_run, candidate_run, alpha=alpha)
+        facts = client.run_facts(host, candidate_run)
+    code = exit_code_for(summary, strict=strict)
+    written = write_reports(files, summary, facts, code)
+    out = stdout_console()
+    out.print(task_table(summary))
+    out.print(result_lines(summary, run_id=candidate_run, exit_code=code))
+    for kind, path in written:
+        out.print(f"{kind}: {path}", highlight=False)
+    return code

@@ -1,0 +1,216 @@
+"""`wopeval suites validate|push|list|show`: suite documents, checked here or published to a host.
+
+`validate` needs no host: it runs the host's own parser (`parse_suite`) and
+prints each problem with its JSON pointer (`tasks[2].fixtures.toolResponses[0]
+.argsMatch: ...`). Exit 0 when every file is valid, 1 when one is not, 4 when
+a file cannot be read.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Group as RichGroup
+from rich.console import RenderableType
+from rich.text import Text
+
+from wopeval.cli._exit import CliError, Group
+from wopeval.cli._options import (
+    DEFAULT_DATA_DIR,
+    ApiKeyOption,
+    DatabaseUrlOption,
+    DataDirOption,
+    ProjectOption,
+    Target,
+    UrlOption,
+    connect,
+    emit,
+    guarded,
+)
+from wopeval.cli._render import suites_table
+from wopeval.wire import errors
+from wopeval.wire.suite import parse_suite
+
+app = typer.Typer(
+    cls=Group,
+    name="suites",
+    help="Validate suite documents, publish them to a host, list and show them.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+FilesArgument = Annotated[
+    list[Path], typer.Argument(help="Suite documents (JSON).", show_default=False)
+]
+INVALID = 1
+"""`validate`'s exit code when a document is not a valid suite."""
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
+
+
+@dataclass(frozen=True)
+class FileCheck:
+    """One file's verdict: the suite it holds, or the problems with their pointers."""
+
+    path: Path
+    suite_id: str | None = None
+    version: str | None = None
+    task_count: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def valid(self) -> bool:
+        return not self.problems
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "file": str(self.path),
+            "valid": self.valid,
+            "suiteId": self.suite_id,
+            "version": self.version,
+            "taskCount": self.task_count,
+            "errors": self.problems,
+        }
+
+
+def read_document(path: Path) -> Any:
+    """The file's JSON value; `CliError` when it cannot be read, ValueError when not JSON."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return json.loads(text)
+
+
+def check_suite_file(path: Path) -> FileCheck:
+    """Parse one file as a suite, with the same parser the host applies on PUT and createRun."""
+    try:
+        document = read_document(path)
+    except json.JSONDecodeError as exc:
+        return FileCheck(path, problems=[f"(json) line {exc.lineno} column {exc.colno}: {exc.msg}"])
+    try:
+        suite = parse_suite(document)
+    except errors.ValidationFailed as exc:
+        return FileCheck(path, problems=exc.message.split("; "))
+    return FileCheck(path, suite.suiteId, suite.version, len(suite.tasks))
+
+
+def check_lines(checks: list[FileCheck]) -> RenderableType:
+    lines: list[RenderableType] = []
+    for check in checks:
+        if check.valid:
+            lines.append(
+                Text.assemble(
+                    ("valid   ", "bold green"),
+                    f"{check.path}: {check.suite_id}@{check.version} ({check.task_count} tasks)",
+                )
+            )
+            continue
+        lines.append(Text.assemble(("invalid ", "bold red"), str(check.path)))
+        lines.extend(Text(f"    {problem}") for problem in check.problems)
+    return RichGroup(*lines)
+
+
+@app.command("validate")
+def validate(files: FilesArgument, as_json: JsonFlag = False) -> None:
+    """Check suite documents locally. Exit 0 all valid, 1 any invalid, 4 unreadable file."""
+
+    def body() -> int:
+        checks = [check_suite_file(path) for path in files]
+        emit([c.to_json() for c in checks], as_json, lambda: check_lines(checks))
+        return 0 if all(c.valid for c in checks) else INVALID
+
+    raise typer.Exit(guarded(body))
+
+
+@app.command("push")
+def push(
+    files: FilesArgument,
+    as_json: JsonFlag = False,
+    url: UrlOption = None,
+    api_key: ApiKeyOption = None,
+    data_dir: DataDirOption = DEFAULT_DATA_DIR,
+    project: ProjectOption = None,
+    database_url: DatabaseUrlOption = None,
+) -> None:
+    """Publish suite versions to the host (PUT /host/wopeval/suites); a version is immutable."""
+    target = Target(url, api_key, data_dir, project, database_url)
+
+    def body() -> None:
+        documents = [(path, _json_document(path)) for path in files]
+        results: list[dict[str, Any]] = []
+        with connect(target) as host:
+            for path, document in documents:
+                created, listing = host.put_suite(document)
+                results.append({"file": str(path), "created": created, **listing})
+        emit(results, as_json, lambda: _pushed_lines(results))
+
+    guarded(body)
+
+
+def _json_document(path: Path) -> Any:
+    try:
+        return read_document(path)
+    except json.JSONDecodeError as exc:
+        raise CliError(
+            f"{path} is not JSON: line {exc.lineno} column {exc.colno}: {exc.msg}"
+        ) from None
+
+
+def _pushed_lines(results: list[dict[str, Any]]) -> RenderableType:
+    return RichGroup(
+        *(
+            Text.assemble(
+                ("created   " if r["created"] else "unchanged ", "bold"),
+                f"{r['suiteId']}@{r['version']} ({r['file']})",
+            )
+            for r in results
+        )
+    )
+
+
+@app.command("list")
+def list_suites(
+    as_json: JsonFlag = False,
+    url: UrlOption = None,
+    api_key: ApiKeyOption = None,
+    data_dir: DataDirOption = DEFAULT_DATA_DIR,
+    project: ProjectOption = None,
+    database_url: DatabaseUrlOption = None,
+) -> None:
+    """The suites the host holds for you: your own, then the host's."""
+    target = Target(url, api_key, data_dir, project, database_url)
+
+    def body() -> None:
+        with connect(target) as host:
+            listing = host.list_suites()
+        if listing is None:
+            raise CliError("this host does not serve GET /host/wopeval/suites")
+        emit(listing, as_json, lambda: suites_table(listing.get("suites") or []))
+
+    guarded(body)
+
+
+@app.command("show")
+def show(
+    ref: Annotated[str, typer.Argument(show_default=False)],
+    url: UrlOption = None,
+    api_key: ApiKeyOption = None,
+    data_dir: DataDirOption = DEFAULT_DATA_DIR,
+    project: ProjectOption = None,
+    database_url: DatabaseUrlOption = None,
+) -> None:
+    """Print one suite document (JSON) by fixture id or <suiteId>@<version>."""
+    target = Target(url, api_key, data_dir, project, database_url)
+
+    def body() -> None:
+        with connect(target) as host:
+            document = host.get_suite(ref)
+        if document is None:
+            raise CliError(f"the host holds no suite {ref!r}")
+        typer.echo(json.dumps(document, indent=2, ensure_ascii=False))
+
+    guarded(body)

@@ -1,0 +1,73 @@
+"""Driving a host over the OpenWOP v2 wire: the client, an embedded host, the eval flows.
+
+The CLI and the demo are shells over this package (G13). It imports the
+server stack only when an embedded host starts, and the eval domain only when
+it judges, so a command that just reads a remote host starts quickly.
+"""
+
+from wopeval.client._embedded import (
+    EmbeddedHost,
+    embedded_client,
+    embedded_key,
+    embedded_settings,
+)
+from wopeval.client._follow import (
+    POLL_WAIT_SECONDS,
+    RunWatch,
+    all_events,
+    follow,
+    require_completed,
+)
+from wopeval.client._request import (
+    DERIVED_PATCH_BASE,
+    EVAL_MODES,
+    EvalRequest,
+    default_modes,
+    parse_fixture_runs,
+    parse_modes,
+    planned_trials,
+    publish_trials_variant,
+    trials_version,
+    with_trials,
+)
+from wopeval.client._summaries import (
+    DEFAULT_ALPHA,
+    compare_runs,
+    ensure_verdict,
+    fetch_summary,
+    run_facts,
+    summary_from_wire,
+)
+from wopeval.client._wire import ClientError, HostError, Unreachable, WireClient
+
+__all__ = [
+    "DEFAULT_ALPHA",
+    "DERIVED_PATCH_BASE",
+    "EVAL_MODES",
+    "POLL_WAIT_SECONDS",
+    "ClientError",
+    "EmbeddedHost",
+    "EvalRequest",
+    "HostError",
+    "RunWatch",
+    "Unreachable",
+    "WireClient",
+    "all_events",
+    "compare_runs",
+    "default_modes",
+    "embedded_client",
+    "embedded_key",
+    "embedded_settings",
+    "ensure_verdict",
+    "fetch_summary",
+    "follow",
+    "parse_fixture_runs",
+    "parse_modes",
+    "planned_trials",
+    "publish_trials_variant",
+    "require_completed",
+    "run_facts",
+    "summary_from_wire",
+    "trials_version",
+    "with_trials",
+]

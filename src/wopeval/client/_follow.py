@@ -1,0 +1,110 @@
+"""Following a run over the wire: long-poll its events until it is terminal.
+
+`RunWatch` keeps only counts and ids (the `eval.*` events are content-free),
+which is all a progress bar or a verdict needs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from wopeval.client._wire import ClientError, WireClient
+
+POLL_WAIT_SECONDS = 5
+
+
+@dataclass
+class RunWatch:
+    """What the event log has shown so far (content-free: counts and ids)."""
+
+    run_id: str
+    agent_id: str | None = None
+    status: str = "pending"
+    task_count: int | None = None
+    trials_done: int = 0
+    scored: dict[str, bool] = field(default_factory=dict)
+    scored_trials: int = 0
+    started: dict[str, Any] = field(default_factory=dict)
+    last_sequence: int = -1
+
+    @property
+    def passed_tasks(self) -> int:
+        return sum(self.scored.values())
+
+    @property
+    def failed_tasks(self) -> int:
+        return len(self.scored) - self.passed_tasks
+
+    @property
+    def trials_seen(self) -> int:
+        """Finished trials: invocations of the agent, never fewer than the scored tasks ran."""
+        return max(self.trials_done, self.scored_trials)
+
+    def apply(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        payload = event.get("payload") or {}
+        if kind == "eval.started":
+            self.started = payload
+            self.task_count = payload.get("taskCount")
+        elif kind == "eval.scored":
+            self.scored[str(payload.get("taskId"))] = bool(payload.get("passed"))
+            self.scored_trials += int(payload.get("x-trials") or 1)
+        elif kind == "agent.invocation-completed" and (
+            self.agent_id is None or payload.get("agentId") == self.agent_id
+        ):
+            self.trials_done += 1
+        self.last_sequence = int(event.get("sequence", self.last_sequence))
+
+
+def follow(
+    client: WireClient,
+    run_id: str,
+    *,
+    agent_id: str | None = None,
+    on_update: Callable[[RunWatch], None] | None = None,
+    deadline_seconds: float | None = None,
+) -> RunWatch:
+    """Long-poll the run's events until it is terminal and every event has been read."""
+    watch = RunWatch(run_id=run_id, agent_id=agent_id)
+    started = time.monotonic()
+    after: int | None = None
+    while True:
+        page = client.poll_events(run_id, after=after, wait_seconds=POLL_WAIT_SECONDS)
+        for event in page.get("events") or []:
+            watch.apply(event)
+            after = watch.last_sequence
+        watch.status = str(page.get("status"))
+        if on_update is not None:
+            on_update(watch)
+        last = int(page.get("lastSequence", -1))
+        if page.get("isTerminal") and (after if after is not None else -1) >= last:
+            return watch
+        if deadline_seconds is not None and time.monotonic() - started > deadline_seconds:
+            raise ClientError(f"run {run_id} did not finish within {deadline_seconds:.0f} s")
+
+
+def require_completed(client: WireClient, watch: RunWatch) -> None:
+    """A run that failed or was cancelled judged nothing: that is an error, never a verdict."""
+    if watch.status == "completed":
+        return
+    snapshot = client.get_run(watch.run_id)
+    error = snapshot.get("error") or {}
+    detail = f": {error.get('code')}: {error.get('message')}" if error else ""
+    raise ClientError(f"run {watch.run_id} ended {watch.status}{detail}")
+
+
+def all_events(client: WireClient, run_id: str) -> list[dict[str, Any]]:
+    """Every event the run has logged so far (poll pages until the last sequence)."""
+    collected: list[dict[str, Any]] = []
+    after: int | None = None
+    while True:
+        page = client.poll_events(run_id, after=after, wait_seconds=1)
+        events = page.get("events") or []
+        collected.extend(events)
+        if events:
+            after = int(events[-1]["sequence"])
+        if not events or (after if after is not None else -1) >= int(page.get("lastSequence", -1)):
+            return collected

@@ -1,0 +1,138 @@
+"""What an eval run asks for: the createRun body, its modes and fixture runs, `--trials`.
+
+The wire has no trials property, so `--trials N` publishes a variant of the
+suite (see `trials_version`) and runs that.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from wopeval.client._wire import ClientError, HostError, WireClient
+from wopeval.wire import errors
+from wopeval.wire.suite import SEMVER_PATTERN, parse_suite
+
+EVAL_MODES = ("golden", "rubric", "adversarial", "regression", "live-shadow")
+"""RFC 0081 §D modes a client may name in `evalModes`."""
+
+DERIVED_PATCH_BASE = 1_000_000
+"""`--trials` publishes `X.Y.(1000000 + 1000·Z + N)`: see `trials_version`."""
+
+
+@dataclass(frozen=True)
+class EvalRequest:
+    """What `wopeval eval` asks the host for: an RFC 0081 eval createRun body."""
+
+    suite_ref: str
+    agent_id: str
+    modes: tuple[str, ...] | None = None
+    baseline_run_id: str | None = None
+    fixture_runs: Mapping[str, str] = field(default_factory=dict)
+
+    def body(self) -> dict[str, Any]:
+        """The closed createRun body; RFC 0251/0252 members only when used (never sent empty)."""
+        body: dict[str, Any] = {
+            "mode": "eval",
+            "evalSuiteRef": self.suite_ref,
+            "agentId": self.agent_id,
+        }
+        if self.modes:
+            body["evalModes"] = list(self.modes)
+        if self.baseline_run_id:
+            body["baselineRunId"] = self.baseline_run_id
+        if self.fixture_runs:
+            body["fixtureRuns"] = dict(self.fixture_runs)
+        return body
+
+
+def default_modes(baseline_run_id: str | None) -> tuple[str, ...]:
+    """RFC 0251 §B: regression exactly when a baseline is named."""
+    return ("golden", "regression") if baseline_run_id else ("golden",)
+
+
+def parse_modes(text: str) -> tuple[str, ...]:
+    """`golden,regression` → a tuple of distinct known modes; ValueError otherwise."""
+    modes = tuple(part.strip() for part in text.split(",") if part.strip())
+    unknown = [m for m in modes if m not in EVAL_MODES]
+    if not modes or unknown:
+        raise ValueError(f"modes must be a comma list of {', '.join(EVAL_MODES)}")
+    if len(set(modes)) != len(modes):
+        raise ValueError("modes must be distinct")
+    return modes
+
+
+def parse_fixture_runs(pairs: list[str]) -> dict[str, str]:
+    """`TASK=RUN_ID` pairs (RFC 0252 §B `fixtureRuns`); ValueError if malformed or repeated."""
+    runs: dict[str, str] = {}
+    for pair in pairs:
+        task, sep, run_id = pair.partition("=")
+        if not sep or not task or not run_id:
+            raise ValueError(f"--from-run must be TASK=RUN_ID, got {pair!r}")
+        if task in runs:
+            raise ValueError(f"--from-run names task {task!r} twice")
+        runs[task] = run_id
+    return runs
+
+
+def trials_version(version: str, trials: int) -> str:
+    """The version a `--trials N` variant of `version` is published under.
+
+    The wire has no trials property, so the variant is a suite document of its
+    own. It keeps the `suiteId` (a baseline matches on it, RFC 0251 §C) and
+    needs a plain SemVer (no build metadata), so the patch number carries the
+    origin: `X.Y.Z` with N trials becomes `X.Y.(1000000 + 1000·Z + N)`. It is
+    deterministic (the same override republishes the identical document, 200),
+    far above any hand-written patch, and reversible by eye.
+    """
+    if not re.fullmatch(SEMVER_PATTERN, version):
+        raise ClientError(f"suite version {version!r} is not X.Y.Z")
+    major, minor, patch = (int(part) for part in version.split("."))
+    return f"{major}.{minor}.{DERIVED_PATCH_BASE + 1000 * patch + trials}"
+
+
+def with_trials(document: dict[str, Any], trials: int) -> dict[str, Any]:
+    """The document with every task run `trials` times (suite level and task overrides)."""
+    derived = dict(document)
+    derived["version"] = trials_version(str(document["version"]), trials)
+    derived["trials"] = trials
+    derived["tasks"] = [
+        {**task, "trials": trials} if "trials" in task else task for task in document["tasks"]
+    ]
+    return derived
+
+
+def publish_trials_variant(client: WireClient, suite_ref: str, trials: int) -> str:
+    """Fetch the suite, publish its `trials` variant, and return the ref that names it."""
+    document = client.get_suite(suite_ref)
+    if document is None:
+        raise ClientError(
+            "--trials needs the host's suite routes (GET/PUT /host/wopeval/suites) and a "
+            f"suite it holds; {suite_ref!r} could not be fetched"
+        )
+    derived = with_trials(document, trials)
+    try:
+        parse_suite(derived)
+    except errors.ValidationFailed as exc:
+        raise ClientError(f"the --trials variant is not a valid suite: {exc}") from None
+    client.put_suite(derived)
+    return f"{derived['suiteId']}@{derived['version']}"
+
+
+def planned_trials(client: WireClient, suite_ref: str) -> int | None:
+    """Tasks × trials of the suite, when the host will show it (for the progress bar)."""
+    try:
+        document = client.get_suite(suite_ref)
+    except HostError:
+        return None  # only the bar's total depends on it: never fail an eval over it
+    if document is None:
+        return None
+    from wopeval import evals
+
+    try:
+        suite = parse_suite(document)
+    except errors.ValidationFailed:
+        return None
+    return sum(evals.effective_trials(suite, task) for task in suite.tasks)

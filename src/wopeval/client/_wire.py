@@ -1,0 +1,187 @@
+"""A host seen from outside: OpenWOP v2 operations over HTTPX, and nothing else.
+
+The CLI and the demo talk to a host through `WireClient` only, embedded or
+remote (the embedded host is the same app on a loopback port), so whatever
+works here works against any OpenWOP host serving the same operations. The
+wopeval host routes (`/host/wopeval/...`) are optional: their methods answer
+`None` when a host does not serve them, and the caller decides what that means.
+
+    ClientError       the client cannot go on; the message says why
+     ├── HostError    the host answered with an error envelope
+     └── Unreachable  no answer at all
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Any, cast
+
+import httpx
+
+from wopeval.wire import ids
+
+PROTOCOL_VERSION = "2.0"
+"""Sent on every request: the major this client speaks (versioning.md §1.2)."""
+
+_NOT_SERVED = frozenset({404, 405, 501})
+
+
+class ClientError(Exception):
+    """Something stops the client: a refused request, no host, a run that failed, bad setup."""
+
+
+class HostError(ClientError):
+    """The host answered with an error envelope (or something that is not one)."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(f"{message} (HTTP {status} {code})")
+        self.status = status
+        self.code = code
+        self.message = message
+
+
+class Unreachable(ClientError):
+    """No answer from the host: refused, timed out, or not HTTP."""
+
+
+class WireClient:
+    """A synchronous client for the operations the CLI needs (one per host, closed after use)."""
+
+    def __init__(
+        self, base_url: str, api_key: str, *, trust_env: bool = True, timeout: float = 60.0
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._http = httpx.Client(
+            base_url=self.base_url,
+            headers={"Authorization": f"Bearer {api_key}", "OpenWOP-Version": PROTOCOL_VERSION},
+            timeout=timeout,
+            # A loopback host must never be reached through a proxy from the environment.
+            trust_env=trust_env,
+        )
+
+    def __enter__(self) -> WireClient:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    # ── protocol operations ──────────────────────────────────────────
+
+    def discovery(self) -> dict[str, Any]:
+        return self._json("GET", "/.well-known/openwop")
+
+    def create_run(self, body: dict[str, Any]) -> dict[str, Any]:
+        return self._json("POST", "/runs", json=body)
+
+    def get_run(self, run_id: str) -> dict[str, Any]:
+        return self._json("GET", f"/runs/{ids.project(run_id)}")
+
+    def list_runs(
+        self,
+        *,
+        limit: int = 50,
+        cursor: str | None = None,
+        workflow_id: str | None = None,
+        status: str | None = None,
+    ) -> dict[str, Any]:
+        params: dict[str, str | int] = {"limit": limit}
+        if cursor:
+            params["cursor"] = cursor
+        if workflow_id:
+            params["workflowId"] = workflow_id
+        if status:
+            params["status"] = status
+        return self._json("GET", "/runs", params=params)
+
+    def poll_events(
+        self, run_id: str, *, after: int | None = None, wait_seconds: int = 10
+    ) -> dict[str, Any]:
+        """`GET /runs/{id}/events/poll`: events after `after` (all when None)."""
+        params: dict[str, int] = {"timeout": wait_seconds}
+        if after is not None:
+            params["afterSequence"] = after
+        return self._json(
+            "GET",
+            f"/runs/{ids.project(run_id)}/events/poll",
+            params=params,
+            timeout=wait_seconds + 30.0,
+        )
+
+    def eval_summary(self, run_id: str) -> dict[str, Any]:
+        return self._json("GET", f"/runs/{ids.project(run_id)}/eval-summary")
+
+    # ── wopeval host routes (optional on other hosts) ────────────────
+
+    def get_suite(self, ref: str) -> dict[str, Any] | None:
+        """The suite document a ref names; None when the host has no such suite or route."""
+        return self._optional("GET", f"/host/wopeval/suites/{ref.removeprefix('suite://')}")
+
+    def list_suites(self) -> dict[str, Any] | None:
+        return self._optional("GET", "/host/wopeval/suites")
+
+    def put_suite(self, document: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
+        """Publish a suite version; `(created, listing)` — False when it already existed."""
+        response = self._send("PUT", "/host/wopeval/suites", json=document)
+        return response.status_code == 201, _body(response)
+
+    def live_calls(self, run_id: str) -> int | None:
+        """Tool calls of the run that reached a live tool; None when the host cannot say."""
+        body = self._optional("GET", f"/host/wopeval/runs/{ids.project(run_id)}/live-calls")
+        if body is None or not isinstance(body.get("liveCalls"), int):
+            return None
+        return int(body["liveCalls"])
+
+    # ── plumbing ─────────────────────────────────────────────────────
+
+    def _json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        return _body(self._send(method, path, **kwargs))
+
+    def _optional(self, method: str, path: str) -> dict[str, Any] | None:
+        try:
+            return self._json(method, path)
+        except HostError as exc:
+            # How hosts say "no such route": 404 (gated operations, versioning.md), 405, 501.
+            if exc.status in _NOT_SERVED:
+                return None
+            raise
+
+    def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        try:
+            response = self._http.request(method, path, **kwargs)
+        except httpx.TransportError as exc:
+            raise Unreachable(f"cannot reach the host at {self.base_url}: {exc}") from exc
+        if response.status_code >= 400:
+            raise _host_error(response)
+        return response
+
+
+def _body(response: httpx.Response) -> dict[str, Any]:
+    try:
+        body = response.json()
+    except ValueError as exc:
+        raise HostError(response.status_code, "not_json", "the host did not answer JSON") from exc
+    if not isinstance(body, dict):
+        raise HostError(response.status_code, "not_an_object", "the host answered a non-object")
+    return cast(dict[str, Any], body)
+
+
+def _host_error(response: httpx.Response) -> HostError:
+    """The error envelope `{error, message, details?}` (errors.md), or the bare status."""
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict) and isinstance(body.get("error"), str):
+        message = body.get("message")
+        return HostError(
+            response.status_code, body["error"], message if isinstance(message, str) else ""
+        )
+    return HostError(response.status_code, "http_error", response.reason_phrase or "error")

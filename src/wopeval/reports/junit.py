@@ -1,0 +1,142 @@
+"""JUnit XML of an eval run: summary in, XML string out (pure, no I/O).
+
+The shape is the common Jenkins / Surefire one (`testsuites > testsuite >
+testcase`): one `testsuite` per run, one `testcase` per task the run scored,
+`classname` = the suiteId. A task that failed, or that regressed against the
+baseline, carries a `<failure>` whose message names the verdict and delta; a
+task whose only news is an inconclusive difference is `<skipped>` (a CI server
+shows it without failing the build). `errors` is always 0: an eval that hit an
+infrastructure error produces no summary, hence no report (exit code 4).
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections.abc import Mapping
+
+from wopeval.wire.summary import EvalSummary, TaskRegression, TaskSummary, Verdict
+
+TESTSUITES_NAME = "wopeval"
+
+
+def junit_xml(
+    summary: EvalSummary,
+    *,
+    run_id: str | None = None,
+    timestamp: str | None = None,
+) -> str:
+    """The report as a UTF-8 XML document string (with declaration)."""
+    paired: Mapping[str, TaskRegression] = {}
+    if summary.regression is not None:
+        paired = {t.taskId: t for t in summary.regression.tasks or []}
+    cases = [_testcase(summary.suiteId, task, paired.get(task.taskId)) for task in summary.tasks]
+    failures = sum(1 for case in cases if case.find("failure") is not None)
+    skipped = sum(1 for case in cases if case.find("skipped") is not None)
+    total_time = sum(float(case.get("time", "0")) for case in cases)
+
+    root = ET.Element(
+        "testsuites",
+        {
+            "name": TESTSUITES_NAME,
+            "tests": str(len(cases)),
+            "failures": str(failures),
+            "errors": "0",
+            "time": _seconds(total_time),
+        },
+    )
+    suite_attrs = {
+        "name": f"{summary.suiteId}@{summary.suiteVersion}",
+        "tests": str(len(cases)),
+        "failures": str(failures),
+        "errors": "0",
+        "skipped": str(skipped),
+        "time": _seconds(total_time),
+    }
+    if run_id:
+        suite_attrs["id"] = run_id
+    if timestamp:
+        suite_attrs["timestamp"] = timestamp
+    suite = ET.SubElement(root, "testsuite", suite_attrs)
+    properties = ET.SubElement(suite, "properties")
+    for name, value in _properties(summary, run_id).items():
+        ET.SubElement(properties, "property", {"name": name, "value": value})
+    suite.extend(cases)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _properties(summary: EvalSummary, run_id: str | None) -> dict[str, str]:
+    props = {
+        "suiteId": summary.suiteId,
+        "suiteVersion": summary.suiteVersion,
+        "aggregateScore": f"{summary.aggregateScore:.4f}",
+        "passed": str(summary.passed).lower(),
+        "fixtureMissCount": str(summary.fixtureMissCount),
+    }
+    if run_id:
+        props["runId"] = run_id
+    regression = summary.regression
+    if regression is not None:
+        props["baselineRunId"] = regression.baselineRunId
+        props["scoreDelta"] = f"{regression.scoreDelta:+.4f}"
+        if regression.verdict is not None:
+            props["verdict"] = regression.verdict.value
+        if regression.baselineOnlyTaskIds:
+            props["baselineOnlyTaskIds"] = ",".join(regression.baselineOnlyTaskIds)
+    return props
+
+
+def _testcase(suite_id: str, task: TaskSummary, pair: TaskRegression | None) -> ET.Element:
+    trials = task.trials or 1
+    seconds = (task.latencyMs or 0) * trials / 1000
+    case = ET.Element(
+        "testcase", {"name": task.taskId, "classname": suite_id, "time": _seconds(seconds)}
+    )
+    details = _details(task, pair)
+    if pair is not None and pair.verdict is Verdict.REGRESSED:
+        failure = ET.SubElement(
+            case,
+            "failure",
+            {"type": "regressed", "message": f"regressed: {_movement(pair)}"},
+        )
+        failure.text = details
+    elif not task.passed:
+        verdict = f" (verdict {pair.verdict.value}, {_movement(pair)})" if pair else ""
+        failure = ET.SubElement(
+            case,
+            "failure",
+            {"type": "failed", "message": f"failed: score {task.score:.2f}{verdict}"},
+        )
+        failure.text = details
+    elif pair is not None and pair.verdict is Verdict.INCONCLUSIVE:
+        ET.SubElement(
+            case, "skipped", {"message": f"inconclusive: {_movement(pair)}"}
+        ).text = details
+    return case
+
+
+def _movement(pair: TaskRegression) -> str:
+    text = f"score {pair.baselineScore:.2f} -> {pair.score:.2f}, delta {pair.delta:+.2f}"
+    if pair.pValue is not None:
+        text += f", p={pair.pValue:.3g}"
+    return text
+
+
+def _details(task: TaskSummary, pair: TaskRegression | None) -> str:
+    lines = [f"score: {task.score:.2f}"]
+    if task.trials is not None:
+        lines.append(f"trials passed: {task.passedTrials}/{task.trials}")
+    if task.fixtureMissCount is not None:
+        lines.append(f"fixture misses: {task.fixtureMissCount}")
+    if pair is not None:
+        lines.append(f"verdict: {pair.verdict.value}")
+        lines.append(f"baseline score: {pair.baselineScore:.2f}")
+        lines.append(f"delta: {pair.delta:+.2f}")
+        if pair.flaky:
+            lines.append("flaky: a side passed some trials and failed others")
+    return "\n".join(lines)
+
+
+def _seconds(value: float) -> str:
+    # SUREFIRE_TIME: digits and a decimal point, no exponent and no thousands separator.
+    return f"{value:.3f}"

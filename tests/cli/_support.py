@@ -1,0 +1,83 @@
+"""Helpers of the CLI tier: run `wopeval` in a subprocess, talk to the served host."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+PROJECT = Path(__file__).parent / "project"
+WOPEVAL = str(Path(sys.executable).with_name("wopeval"))
+COMMAND_TIMEOUT_SECONDS = 120.0
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The parent's environment without WOPEVAL_* or proxies, plus a wide terminal."""
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.upper().startswith("WOPEVAL_") and "proxy" not in name.lower()
+    }
+    # Wide enough that no table cell is cut, whatever the test machine's terminal.
+    env["COLUMNS"] = "200"
+    env.update(extra or {})
+    return env
+
+
+@dataclass(frozen=True)
+class Result:
+    code: int
+    stdout: str
+    stderr: str
+
+    def json_file(self, path: Path) -> Any:
+        return json.loads(path.read_text(encoding="utf-8"))
+
+
+def run_cli(*args: str, cwd: Path | None = None, env: Mapping[str, str] | None = None) -> Result:
+    done = subprocess.run(
+        [WOPEVAL, *args],
+        capture_output=True,
+        text=True,
+        timeout=COMMAND_TIMEOUT_SECONDS,
+        cwd=cwd,
+        env=child_env(env),
+        check=False,
+    )
+    return Result(done.returncode, done.stdout, done.stderr)
+
+
+@dataclass(frozen=True)
+class ServedHost:
+    url: str
+    api_key: str
+
+    def remote(self) -> list[str]:
+        return ["--url", self.url, "--api-key", self.api_key]
+
+    def cli(self, *args: str, cwd: Path | None = None) -> Result:
+        """`wopeval ARGS --url URL --api-key KEY`."""
+        return run_cli(*args, *self.remote(), cwd=cwd)
+
+    def http(self) -> httpx.Client:
+        return httpx.Client(
+            base_url=self.url,
+            headers={"Authorization": f"Bearer {self.api_key}", "OpenWOP-Version": "2.0"},
+            trust_env=False,
+            timeout=30.0,
+        )
