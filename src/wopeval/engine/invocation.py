@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -12,7 +11,7 @@ from wopeval import evals
 from wopeval.agents import AgentRegistry, AgentSpec, ToolCallError
 from wopeval.engine.boundary import ToolCall, ToolResult, ToolTransport
 from wopeval.engine.runlog import Step
-from wopeval.wire import events
+from wopeval.wire import events, ids
 
 Source = Literal["workflow-node", "run-api", "chat-mention"]
 
@@ -44,14 +43,14 @@ class Invocation:
     shared: InvocationResult = field(
         default_factory=lambda: InvocationResult(decision=None, failed=False)
     )
-    invocation_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    invocation_id: str = field(default_factory=ids.mint_local_id)
 
     @property
     def agent_id(self) -> str:
         return self.spec.agent_id
 
     async def call_tool(self, name: str, args: JsonValue) -> JsonValue:
-        call = ToolCall(name, args, uuid.uuid4().hex)
+        call = ToolCall(name, args, ids.mint_local_id())
         full = self.spec.wire_content == "full"
         called = self.step.emit(
             events.ToolCalled(

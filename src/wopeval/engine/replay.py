@@ -49,6 +49,7 @@ async def replay(uow: UnitOfWork, principal: Principal, source: RunRecord) -> Ru
         started_at=at,
         completed_at=at,
         created_seq=next_created_seq(),
+        plan=await uow.runs.plan(principal.tenant, source.run_id),
     )
     await uow.runs.insert(record)
     await uow.events.append(

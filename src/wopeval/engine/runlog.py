@@ -145,10 +145,15 @@ class RunLog:
                         self.tenant, self.run_id, last_sequence=first + len(rows) - 1, **run_values
                     )
             except BaseException as exc:
-                for queued in batch:
+                cancelled = not isinstance(exc, Exception)
+                # Once cancelled nothing else will flush: fail what is queued as well.
+                failed = batch + self._queue if cancelled else batch
+                if cancelled:
+                    self._queue = []
+                for queued in failed:
                     if not queued.done.done():
                         queued.done.set_exception(exc)
-                if not isinstance(exc, Exception):
+                if cancelled:
                     raise
                 continue
             self._next = first + len(rows)

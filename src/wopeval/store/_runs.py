@@ -18,6 +18,8 @@ from wopeval.wire import errors
 from wopeval.wire.runs import RunKind, RunStatus
 
 _ACTIVE = [s.value for s in RunStatus if not s.is_terminal]
+# The plan holds a whole suite document; reads that render or judge a run never need it.
+_LISTED = [column for column in runs.c if column.name != "plan"]
 _last_created_seq = 0
 
 
@@ -69,7 +71,7 @@ class RunRecord:
             status=RunStatus(row["status"]),
             owner=row["owner"],
             request=row["request"],
-            plan=row["plan"],
+            plan=row.get("plan"),
             created_at=utc(row["created_at"]),
             started_at=aware(row["started_at"]),
             completed_at=aware(row["completed_at"]),
@@ -131,10 +133,17 @@ class RunsRepo:
 
     async def get(self, tenant: str, run_id: str) -> RunRecord | None:
         result = await self._connection.execute(
-            select(runs).where(and_(runs.c.tenant == tenant, runs.c.run_id == run_id))
+            select(*_LISTED).where(and_(runs.c.tenant == tenant, runs.c.run_id == run_id))
         )
         row = result.mappings().first()
         return RunRecord.from_row(row) if row else None
+
+    async def plan(self, tenant: str, run_id: str) -> dict[str, Any] | None:
+        result = await self._connection.execute(
+            select(runs.c.plan).where(and_(runs.c.tenant == tenant, runs.c.run_id == run_id))
+        )
+        plan: dict[str, Any] | None = result.scalar_one_or_none()
+        return plan
 
     async def page(
         self,
@@ -145,7 +154,7 @@ class RunsRepo:
         workflow_id: str | None,
         status: str | None,
     ) -> list[RunRecord]:
-        query = select(runs).where(runs.c.tenant == tenant)
+        query = select(*_LISTED).where(runs.c.tenant == tenant)
         if before_seq is not None:
             query = query.where(runs.c.created_seq < before_seq)
         if workflow_id is not None:
@@ -165,7 +174,7 @@ class RunsRepo:
 
     async def active(self) -> list[RunRecord]:
         """Runs left active by a host that stopped; only start-up recovery reads across tenants."""
-        result = await self._connection.execute(select(runs).where(runs.c.status.in_(_ACTIVE)))
+        result = await self._connection.execute(select(*_LISTED).where(runs.c.status.in_(_ACTIVE)))
         return [RunRecord.from_row(row) for row in result.mappings()]
 
     async def children(self, tenant: str, run_id: str) -> list[str]:
