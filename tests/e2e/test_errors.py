@@ -186,6 +186,8 @@ def test_a_legacy_percent_encoded_path_id_is_accepted(
     assert [event["eventId"] for event in polled["events"]] == [e.eventId for e in events]
     lower = http_a.get(f"/runs/{run_id.replace('/', '%2f')}")
     assert lower.json()["runId"] == run_id
+    lower_projection = http_a.get(f"/runs/{run_id.replace('/', '~2f')}")
+    assert lower_projection.json()["runId"] == run_id
 
 
 def _cursor(text: str) -> str:

@@ -11,7 +11,8 @@ from wopeval.wire import errors
 _TENANT = re.compile(r"^(anon:)?[A-Za-z0-9._~-]{1,128}$")
 _RUN_ID = re.compile(r"^(anon:)?[A-Za-z0-9._~-]{1,128}/[A-Za-z0-9._~-]{16,128}$")
 _PASSTHROUGH = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
-_ESCAPE = re.compile(r"~([0-9A-F]{2})")
+# Hosts emit uppercase escapes; a client's lowercase one still names the same byte.
+_ESCAPE = re.compile(r"~([0-9A-Fa-f]{2})")
 _AUTHOR_ID = re.compile(r"^[A-Za-z0-9._~:-]{1,128}$")
 
 
@@ -65,7 +66,7 @@ def unproject(segment: str) -> str:
             match = _ESCAPE.match(segment, pos)
             if match is None:
                 raise errors.ValidationFailed(
-                    "A `~` in a path id must be followed by two uppercase hex digits."
+                    "A `~` in a path id must be followed by two hex digits."
                 )
             out.append(int(match.group(1), 16))
             pos = match.end()
