@@ -24,6 +24,7 @@ from __future__ import annotations
 import enum
 from typing import Any
 
+from typer._click.core import Command as ClickCommand
 from typer._click.core import Context
 from typer._click.exceptions import UsageError
 from typer.core import TyperCommand, TyperGroup
@@ -73,8 +74,8 @@ def _as_usage_exit(exc: UsageError) -> UsageError:
     return exc
 
 
-class Command(TyperCommand):
-    """A Typer command whose usage errors exit 4, not click's 2 (which means "regressed")."""
+class _UsageErrorsExit4(ClickCommand):
+    """Re-map click's usage errors (exit 2, which means "regressed" here) to exit 4."""
 
     def make_context(
         self,
@@ -91,27 +92,13 @@ class Command(TyperCommand):
     def invoke(self, ctx: Context) -> Any:
         try:
             return super().invoke(ctx)
-        except UsageError as exc:  # typer.BadParameter raised by a command body
+        except UsageError as exc:  # e.g. typer.BadParameter raised by a command body
             raise _as_usage_exit(exc) from None
 
 
-class Group(TyperGroup):
+class Command(_UsageErrorsExit4, TyperCommand):
+    """A Typer command whose usage errors exit 4."""
+
+
+class Group(_UsageErrorsExit4, TyperGroup):
     """A Typer group whose usage errors (unknown subcommand, missing argument) exit 4."""
-
-    def make_context(
-        self,
-        info_name: str | None,
-        args: list[str],
-        parent: Context | None = None,
-        **extra: Any,
-    ) -> Context:
-        try:
-            return super().make_context(info_name, args, parent, **extra)
-        except UsageError as exc:
-            raise _as_usage_exit(exc) from None
-
-    def invoke(self, ctx: Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except UsageError as exc:
-            raise _as_usage_exit(exc) from None
