@@ -57,6 +57,21 @@ class EvalPlan:
             "fixtureRuns": self.fixture_runs,
         }
 
+    async def keep_copies(self, uow: UnitOfWork, eval_run_id: str) -> None:
+        """Store the derived entries with the eval run, in the transaction that creates it.
+
+        The sources are checked once more under lock in that same transaction: an
+        erasure that landed since the lookup refuses the run (the same uniform
+        answer) instead of leaving a copy that the erasure missed.
+        """
+        for task_plan in self.tasks:
+            source = task_plan.source_run_id
+            if source is not None and not await uow.tool_calls.still_held(
+                source, self.agent.agent_id
+            ):
+                raise errors.ValidationFailed(UNUSABLE_SOURCE)
+        await uow.derived_fixtures.store(eval_run_id, self.derived_copies())
+
     def derived_copies(self) -> list[dict[str, Any]]:
         return [
             {

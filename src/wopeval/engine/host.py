@@ -131,7 +131,7 @@ class Engine:
             return await run_eval(plan, context)
 
         async def keep_copies(uow: UnitOfWork) -> None:
-            await uow.derived_fixtures.store(record.run_id, plan.derived_copies())
+            await plan.keep_copies(uow, record.run_id)
 
         return await self.launch(record, opening, body, keep_copies)
 

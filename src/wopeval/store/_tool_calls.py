@@ -49,6 +49,20 @@ class ToolCallsRepo:
         all_held = all(row.recorded and row.erased_at is None for row in rows)
         return [_recorded_call(row) for row in rows], all_held
 
+    async def still_held(self, run_id: str, agent_id: str) -> bool:
+        """Whether the agent's calls in the run still hold their content, share-locking them.
+
+        On PostgreSQL the lock makes an erasure of these rows wait for the caller's
+        transaction, so a copy taken from them can never outlive their erasure;
+        SQLite serialises writers anyway.
+        """
+        result = await self._connection.execute(
+            select(tool_calls.c.recorded, tool_calls.c.erased_at)
+            .where(and_(tool_calls.c.run_id == run_id, tool_calls.c.agent_id == agent_id))
+            .with_for_update(read=True)
+        )
+        return all(row.recorded and row.erased_at is None for row in result)
+
     async def erase(self, run_id: str, at: datetime) -> int:
         result = await self._connection.execute(
             update(tool_calls)
