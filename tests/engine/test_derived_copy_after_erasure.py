@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Table, func, select
 
+from _backends import Backend
 from wopeval.api.host import Host
 from wopeval.engine.erasure import erase_tool_content
 from wopeval.engine.eval_plan import UNUSABLE_SOURCE, resolve_eval
@@ -48,9 +49,13 @@ async def _count(host: Host, table: Table) -> int:
         return int(result.scalar_one())
 
 
-def test_a_copy_is_refused_when_its_source_was_erased_after_the_lookup(tmp_path: Path) -> None:
+def test_a_copy_is_refused_when_its_source_was_erased_after_the_lookup(
+    backend: Backend, tmp_path: Path
+) -> None:
     async def scenario() -> None:
-        settings = Settings(data_dir=tmp_path, api_keys={TENANT: "k" * 32})
+        settings = Settings(
+            data_dir=tmp_path, database_url=backend.new_database(), api_keys={TENANT: "k" * 32}
+        )
         host = await Host.start(settings)
         try:
             principal = Principal(TENANT, "key-test")
