@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import httpx
 import pytest
+from fastapi.routing import APIRoute
 from openwop_client import OpenwopClient, WopError
+
+from wopeval.api.app import create_app
 
 from ._server import ServerHandle
 from ._support import (
@@ -138,3 +141,24 @@ def test_workflows_and_agents_read_through_the_client(server: ServerHandle) -> N
     with pytest.raises(WopError) as caught:
         client.workflows_get("no-such-workflow")
     assert_wop_error(caught.value, 404, "not_found")
+
+
+def test_openapi_needs_no_credential_and_describes_every_route(server: ServerHandle) -> None:
+    anonymous = OpenwopClient(server.base_url, "not-a-key")
+    document = anonymous.discovery_openapi()
+    served = {
+        (route.path, method.lower())
+        for route in create_app(server.settings).routes
+        if isinstance(route, APIRoute)
+        for method in route.methods or ()
+    }
+    described = {
+        (path, method) for path, operations in document["paths"].items() for method in operations
+    }
+    assert served <= described, sorted(served - described)
+    operation_ids = {
+        operation["operationId"]
+        for operations in document["paths"].values()
+        for operation in operations.values()
+    }
+    assert {"createRun", "getRun", "listRuns", "forkRun", "getEvalSummary"} <= operation_ids
