@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -21,9 +20,6 @@ def create_app(settings: Settings) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         host = await Host.start(settings)
         app.state.host = host
-        # What start-up loaded lives as long as the process: keep it out of every
-        # later collection, which otherwise stalls eval runs for tenths of a second.
-        gc.freeze()
         try:
             yield
         finally:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
 from wopeval.agents import SCRIPTED_AGENT_ID, AgentRegistry, AgentSpec, ScriptedAgent
 from wopeval.tools import ToolRegistry
+from wopeval.wire.suite import Suite, parse_suite
 from wopeval.wire.workflows import Workflow
 
 
@@ -28,6 +30,30 @@ class GlobalSuite:
         return str(self.document["version"])
 
 
+class ParsedSuites:
+    """Suite versions already validated, by (owner, suiteId, version); least recently used go.
+
+    A published version never changes (a different document is refused), so a
+    version parsed once serves every later run of it without validating again.
+    """
+
+    def __init__(self, limit: int = 256) -> None:
+        self._limit = limit
+        self._suites: OrderedDict[tuple[str, str, str], Suite] = OrderedDict()
+
+    def get(self, owner: str, document: dict[str, Any]) -> Suite:
+        key = (owner, str(document.get("suiteId")), str(document.get("version")))
+        suite = self._suites.get(key)
+        if suite is None:
+            suite = parse_suite(document)
+            self._suites[key] = suite
+            if len(self._suites) > self._limit:
+                self._suites.popitem(last=False)
+        else:
+            self._suites.move_to_end(key)
+        return suite
+
+
 @dataclass
 class Catalog:
     agents: AgentRegistry = field(default_factory=AgentRegistry)
@@ -35,6 +61,7 @@ class Catalog:
     workflows: dict[str, Workflow] = field(default_factory=dict)
     suites: list[GlobalSuite] = field(default_factory=list)
     fixture_ids: list[str] = field(default_factory=list)
+    parsed_suites: ParsedSuites = field(default_factory=ParsedSuites)
 
     def add_workflow(self, workflow: Workflow) -> None:
         if workflow.id in self.workflows:

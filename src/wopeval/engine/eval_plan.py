@@ -17,7 +17,7 @@ from wopeval.settings import EvalFeatures
 from wopeval.store import UnitOfWork
 from wopeval.wire import errors
 from wopeval.wire.runs import CreateRunRequest, EvalMode, RunKind
-from wopeval.wire.suite import OnMiss, Suite, Task, ToolResponse, parse_suite
+from wopeval.wire.suite import OnMiss, Suite, Task, ToolResponse
 from wopeval.wire.summary import EvalSummary
 
 # One message each, never carrying the id: every unusable baseline or source gets
@@ -40,6 +40,8 @@ class TaskPlan:
 @dataclass(frozen=True)
 class EvalPlan:
     suite: Suite
+    suite_document: dict[str, Any]
+    """The document as stored: the run keeps it as it ran, without a re-serialisation."""
     agent: AgentSpec
     modes: tuple[EvalMode, ...]
     tasks: tuple[TaskPlan, ...]
@@ -50,7 +52,7 @@ class EvalPlan:
     def stored(self) -> dict[str, Any]:
         """What the run row keeps of the plan (derived entries live in their own table)."""
         return {
-            "suite": self.suite.to_document(),
+            "suite": self.suite_document,
             "agentId": self.agent.agent_id,
             "modes": list(self.modes),
             "baselineRunId": self.baseline_run_id,
@@ -93,7 +95,7 @@ async def resolve_eval(
     uow: UnitOfWork,
 ) -> EvalPlan:
     _gate(request, features)
-    suite = await _suite(request.evalSuiteRef or "", tenant, catalog, uow)
+    suite, document = await _suite(request.evalSuiteRef or "", tenant, catalog, uow)
     agent = _agent(request.agentId or "", suite, catalog)
     _check_suite(suite, features)
     modes = evals.resolve_eval_modes(
@@ -114,6 +116,7 @@ async def resolve_eval(
         derived[task_id] = (source, entries)
     return EvalPlan(
         suite=suite,
+        suite_document=document,
         agent=agent,
         modes=modes,
         tasks=tuple(_task_plan(suite, task, modes, derived) for task in suite.tasks),
@@ -142,26 +145,40 @@ def _gate(request: CreateRunRequest, features: EvalFeatures) -> None:
         raise errors.ValidationFailed("agentId is required with mode 'eval'.")
 
 
+_HOST_SUITE = ""
+"""The owner key of a seeded or project suite in the parsed-suite cache."""
+
+
 async def find_suite(
     ref: str, tenant: str, catalog: Catalog, uow: UnitOfWork
 ) -> dict[str, Any] | None:
     """The document a suite ref names for this tenant: its own suites first, then the host's."""
+    found = await _find_owned_suite(ref, tenant, catalog, uow)
+    return found[1] if found else None
+
+
+async def _find_owned_suite(
+    ref: str, tenant: str, catalog: Catalog, uow: UnitOfWork
+) -> tuple[str, dict[str, Any]] | None:
     parsed = evals.parse_suite_ref(ref)
     if isinstance(parsed, evals.FixtureSuiteRef):
-        found = catalog.suite_by_fixture(parsed.fixture_id)
-        return found.document if found else None
-    document = await uow.suites.get(tenant, parsed.suite_id, parsed.version)
-    if document is None:
+        shared = catalog.suite_by_fixture(parsed.fixture_id)
+    else:
+        document = await uow.suites.get(tenant, parsed.suite_id, parsed.version)
+        if document is not None:
+            return tenant, document
         shared = catalog.suite_by_version(parsed.suite_id, parsed.version)
-        document = shared.document if shared else None
-    return document
+    return (_HOST_SUITE, shared.document) if shared else None
 
 
-async def _suite(ref: str, tenant: str, catalog: Catalog, uow: UnitOfWork) -> Suite:
-    document = await find_suite(ref, tenant, catalog, uow)
-    if document is None:
+async def _suite(
+    ref: str, tenant: str, catalog: Catalog, uow: UnitOfWork
+) -> tuple[Suite, dict[str, Any]]:
+    found = await _find_owned_suite(ref, tenant, catalog, uow)
+    if found is None:
         raise errors.ValidationFailed("evalSuiteRef does not name a suite this host holds.")
-    return parse_suite(document)
+    owner, document = found
+    return catalog.parsed_suites.get(owner, document), document
 
 
 def _agent(agent_id: str, suite: Suite, catalog: Catalog) -> AgentSpec:
