@@ -21,7 +21,7 @@ from wopeval.engine.host import Engine
 from wopeval.engine.project import load_project
 from wopeval.engine.runlog import Notifier, now
 from wopeval.settings import Settings
-from wopeval.store import Store, replace_keys
+from wopeval.store import IDEMPOTENCY_RETENTION, Store, replace_keys
 from wopeval.tools import CounterTool
 
 DEV_TENANT = "dev"
@@ -36,7 +36,7 @@ class Host:
     engine: Engine
     auth: Authenticator
     http: httpx.AsyncClient
-    purger: asyncio.Task[None] | None = None
+    housekeeper: asyncio.Task[None] | None = None
 
     @classmethod
     async def start(cls, settings: Settings) -> Host:
@@ -60,31 +60,34 @@ class Host:
         # What start-up loaded lives as long as the process: keep it out of every
         # later collection, which otherwise stalls eval runs for tenths of a second.
         gc.freeze()
-        if settings.retention_days is not None:
-            host.purger = asyncio.create_task(
-                _purge_forever(store, settings.retention_days, settings.purge_interval_seconds),
-                name="retention",
-            )
+        host.housekeeper = asyncio.create_task(
+            _housekeep(store, settings.retention_days, settings.purge_interval_seconds),
+            name="housekeeping",
+        )
         return host
 
     async def stop(self) -> None:
-        if self.purger is not None:
-            self.purger.cancel()
-            await asyncio.gather(self.purger, return_exceptions=True)
+        if self.housekeeper is not None:
+            self.housekeeper.cancel()
+            await asyncio.gather(self.housekeeper, return_exceptions=True)
         await self.engine.shutdown()
         await self.http.aclose()
         await self.store.close()
 
 
-async def _purge_forever(store: Store, days: int, interval: float) -> None:
-    """Retention inside `serve`: erase expired tool content on a schedule."""
+async def _housekeep(store: Store, retention_days: int | None, interval: float) -> None:
+    """On a schedule: drop idempotency records past their 24 h and, with a retention
+    period set, erase expired recorded tool content."""
     while True:
         try:
-            erased = await purge_expired(store, days)
-            if erased.runs:
-                log.info("retention erased the tool content of %d runs", erased.runs)
+            async with store.transaction() as uow:
+                await uow.idempotency.purge_before(now() - IDEMPOTENCY_RETENTION)
+            if retention_days is not None:
+                erased = await purge_expired(store, retention_days)
+                if erased.runs:
+                    log.info("retention erased the tool content of %d runs", erased.runs)
         except Exception:
-            log.exception("retention purge failed; retrying at the next interval")
+            log.exception("housekeeping failed; retrying at the next interval")
         await asyncio.sleep(interval)
 
 

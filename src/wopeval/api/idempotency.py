@@ -12,7 +12,6 @@ import hashlib
 import json
 import re
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
 
 import rfc8785
 from fastapi import Request, Response
@@ -20,11 +19,10 @@ from fastapi import Request, Response
 from wopeval.api.deps import get_host
 from wopeval.api.errors import envelope_response
 from wopeval.engine.runlog import now
-from wopeval.store import IdempotencyRecord
+from wopeval.store import IDEMPOTENCY_RETENTION, IdempotencyRecord
 from wopeval.wire import errors
 from wopeval.wire.principal import Principal
 
-RETENTION = timedelta(hours=24)
 _KEY = re.compile(r"^[A-Za-z0-9._~-]{22,128}$")
 _WAIT_FOR_FIRST = 30.0
 _REPLAY_HEADER = "OpenWOP-Idempotent-Replay"
@@ -48,7 +46,7 @@ async def guard(
     while True:
         async with store.transaction() as uow:
             held = await uow.idempotency.claim(principal.tenant, operation, key, digest, now())
-            if held is not None and now() - held.created_at > RETENTION:
+            if held is not None and now() - held.created_at > IDEMPOTENCY_RETENTION:
                 await uow.idempotency.release(principal.tenant, operation, key)
                 continue
         break

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from wopeval.store._events import EventsRepo
-from wopeval.store._idempotency import IdempotencyRecord, IdempotencyRepo
+from wopeval.store._idempotency import IDEMPOTENCY_RETENTION, IdempotencyRecord, IdempotencyRepo
 from wopeval.store._runs import RunRecord, RunsRepo, decode_cursor, encode_cursor, next_created_seq
 from wopeval.store._small_repos import (
     CountersRepo,
@@ -87,6 +87,7 @@ class Store:
 
 
 __all__ = [
+    "IDEMPOTENCY_RETENTION",
     "CountersRepo",
     "DerivedFixturesRepo",
     "EventsRepo",

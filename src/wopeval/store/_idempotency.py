@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import and_, delete, select, update
@@ -12,6 +12,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from wopeval.store._runs import utc
 from wopeval.store.tables import idempotency
+
+IDEMPOTENCY_RETENTION = timedelta(hours=24)
+"""How long a key's answer is replayed (idempotency.md: at least 24 h)."""
 
 
 @dataclass(frozen=True)

@@ -131,15 +131,6 @@ class DerivedFixturesRepo:
                 [{"eval_run_id": eval_run_id, **copy} for copy in copies],
             )
 
-    async def for_run(self, eval_run_id: str) -> dict[str, list[dict[str, Any]] | None]:
-        """taskId → the derived entries, or None where they were erased."""
-        result = await self._connection.execute(
-            select(derived_fixtures.c.task_id, derived_fixtures.c.entries).where(
-                derived_fixtures.c.eval_run_id == eval_run_id
-            )
-        )
-        return {row.task_id: row.entries for row in result}
-
     async def rows(self, eval_run_id: str) -> list[dict[str, Any]]:
         result = await self._connection.execute(
             select(
