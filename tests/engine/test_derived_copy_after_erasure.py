@@ -17,13 +17,13 @@ from _backends import Backend
 from wopeval.api.host import Host
 from wopeval.engine.erasure import erase_tool_content
 from wopeval.engine.eval_plan import UNUSABLE_SOURCE, resolve_eval
-from wopeval.settings import Settings
 from wopeval.store.tables import derived_fixtures, runs
 from wopeval.wire import errors
 from wopeval.wire.principal import Principal
 from wopeval.wire.runs import CreateRunRequest, RunStatus
 
-TENANT = "acme"
+from ._hosts import TENANT, running_host
+
 SCRIPT = {
     "calls": [
         {"tool": "conformance.eval:counter", "args": {"op": "inc", "key": "race"}},
@@ -53,11 +53,7 @@ def test_a_copy_is_refused_when_its_source_was_erased_after_the_lookup(
     backend: Backend, tmp_path: Path
 ) -> None:
     async def scenario() -> None:
-        settings = Settings(
-            data_dir=tmp_path, database_url=backend.new_database(), api_keys={TENANT: "k" * 32}
-        )
-        host = await Host.start(settings)
-        try:
+        async with running_host(backend, tmp_path) as host:
             principal = Principal(TENANT, "key-test")
             source = await _finished_source(host, principal)
             request = CreateRunRequest(
@@ -70,7 +66,7 @@ def test_a_copy_is_refused_when_its_source_was_erased_after_the_lookup(
                 plan = await resolve_eval(
                     request,
                     tenant=TENANT,
-                    features=settings.eval,
+                    features=host.settings.eval,
                     catalog=host.catalog,
                     uow=uow,
                 )
@@ -83,7 +79,5 @@ def test_a_copy_is_refused_when_its_source_was_erased_after_the_lookup(
             assert refused.value.message == UNUSABLE_SOURCE
             assert await _count(host, derived_fixtures) == 0
             assert await _count(host, runs) == runs_before
-        finally:
-            await host.stop()
 
     asyncio.run(scenario())

@@ -6,12 +6,11 @@ import asyncio
 from pathlib import Path
 
 from _backends import Backend
-from wopeval.api.host import Host
 from wopeval.engine.runlog import now
-from wopeval.settings import Settings
 from wopeval.store import IDEMPOTENCY_RETENTION
 
-TENANT = "acme"
+from ._hosts import TENANT, running_host
+
 DEADLINE_SECONDS = 30.0
 
 
@@ -19,14 +18,7 @@ def test_expired_idempotency_records_are_dropped_on_schedule(
     backend: Backend, tmp_path: Path
 ) -> None:
     async def scenario() -> None:
-        settings = Settings(
-            data_dir=tmp_path,
-            database_url=backend.new_database(),
-            api_keys={TENANT: "k" * 32},
-            purge_interval_seconds=0.1,
-        )
-        host = await Host.start(settings)
-        try:
+        async with running_host(backend, tmp_path, purge_interval_seconds=0.1) as host:
             stale_at = now() - IDEMPOTENCY_RETENTION * 2
             async with host.store.transaction() as uow:
                 await uow.idempotency.claim(TENANT, "createRun", "k" * 22, "digest", stale_at)
@@ -42,7 +34,5 @@ def test_expired_idempotency_records_are_dropped_on_schedule(
                 assert loop.time() < deadline, "the expired record was never dropped"
                 await asyncio.sleep(0.05)
             assert fresh is not None
-        finally:
-            await host.stop()
 
     asyncio.run(scenario())

@@ -11,12 +11,12 @@ from sqlalchemy import select, update
 from _backends import Backend
 from wopeval.api.host import Host
 from wopeval.engine.runlog import now
-from wopeval.settings import Settings
 from wopeval.store.tables import runs, tool_calls
 from wopeval.wire.principal import Principal
 from wopeval.wire.runs import CreateRunRequest
 
-TENANT = "acme"
+from ._hosts import TENANT, running_host
+
 DEADLINE_SECONDS = 30.0
 SCRIPT = {
     "calls": [{"tool": "conformance.eval:counter", "args": {"op": "inc", "key": "retention"}}],
@@ -46,15 +46,9 @@ def test_the_host_purges_expired_tool_content_on_its_schedule(
     backend: Backend, tmp_path: Path
 ) -> None:
     async def scenario() -> None:
-        settings = Settings(
-            data_dir=tmp_path,
-            database_url=backend.new_database(),
-            api_keys={TENANT: "k" * 32},
-            retention_days=7,
-            purge_interval_seconds=0.1,
-        )
-        host = await Host.start(settings)
-        try:
+        async with running_host(
+            backend, tmp_path, retention_days=7, purge_interval_seconds=0.1
+        ) as host:
             principal = Principal(TENANT, "key-test")
             expired, recent = await _run(host, principal), await _run(host, principal)
             async with host.store.transaction() as uow:
@@ -69,7 +63,5 @@ def test_the_host_purges_expired_tool_content_on_its_schedule(
                 assert loop.time() < deadline, "the scheduled purge never erased the expired run"
                 await asyncio.sleep(0.05)
             assert not await _erased(host, recent)
-        finally:
-            await host.stop()
 
     asyncio.run(scenario())
