@@ -1,0 +1,5 @@
+"""Protocol shapes, no I/O: bodies, events, the error envelope, ids, suites and summaries.
+
+Call sites import the module they mean (`from wopeval.wire import errors, events`),
+so a name always shows which part of the wire it comes from.
+"""
