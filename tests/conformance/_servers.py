@@ -6,7 +6,6 @@ Used for the real wopeval host and for the misbehaving proxies in front of it.
 from __future__ import annotations
 
 import secrets
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -15,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
-import uvicorn
 from starlette.types import ASGIApp
 
 from wopeval.api.app import create_app
+from wopeval.api.loopback import loopback_socket, quiet_server
 from wopeval.settings import Settings
 
 TENANT_A = "tenant-a"
@@ -29,22 +28,9 @@ _DEADLINE_SECONDS = 30.0
 @contextmanager
 def serve_in_thread(app: ASGIApp) -> Iterator[str]:
     """Serve `app` until the block ends; yields its base URL."""
-    # proto IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY on accepted sockets only when the
-    # listening socket says TCP, and without it every kept-alive response waits ~40 ms (Nagle).
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.bind(("127.0.0.1", 0))
+    sock = loopback_socket()
     port: int = sock.getsockname()[1]
-    config = uvicorn.Config(
-        app,
-        lifespan="on",
-        loop="asyncio",
-        http="h11",
-        ws="none",
-        log_level="warning",
-        access_log=False,
-        timeout_graceful_shutdown=5,
-    )
-    server = uvicorn.Server(config)
+    server = quiet_server(app)
     failures: list[BaseException] = []
 
     def run() -> None:

@@ -17,6 +17,7 @@ import uvicorn
 from openwop_client import OpenwopClient
 
 from wopeval.api.app import create_app
+from wopeval.api.loopback import loopback_socket, quiet_server
 from wopeval.settings import Settings
 
 TENANT_A = "tenant-a"
@@ -30,19 +31,6 @@ def free_port() -> int:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]
         return port
-
-
-def _listening_socket(port: int) -> socket.socket:
-    # An explicit IPPROTO_TCP makes asyncio set TCP_NODELAY on accepted connections;
-    # with protocol 0 every request on a kept-alive connection waits ~40 ms (Nagle).
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind(("127.0.0.1", port))
-    except OSError:
-        sock.close()
-        raise
-    return sock
 
 
 @dataclass
@@ -95,18 +83,8 @@ class ServerHandle:
     def start(self) -> None:
         if self._running is not None:
             raise RuntimeError("the server is already running")
-        config = uvicorn.Config(
-            create_app(self.settings),
-            lifespan="on",
-            loop="asyncio",
-            http="h11",
-            ws="none",
-            log_level="warning",
-            access_log=False,
-            timeout_graceful_shutdown=10,
-        )
-        server = uvicorn.Server(config)
-        sock = _listening_socket(self.port)
+        server = quiet_server(create_app(self.settings), graceful_seconds=10)
+        sock = loopback_socket(self.port)
         errors: list[BaseException] = []
 
         def serve() -> None:

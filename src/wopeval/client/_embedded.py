@@ -55,21 +55,10 @@ class EmbeddedHost:
         # Imported here, not at the top: the server stack (FastAPI, SQLAlchemy, Alembic)
         # costs seconds of start-up that `--url` commands never need.
         from wopeval.api.app import create_app
+        from wopeval.api.loopback import loopback_socket, quiet_server
 
-        config = uvicorn.Config(
-            create_app(self.settings),
-            lifespan="on",
-            loop="asyncio",
-            http="h11",
-            ws="none",
-            log_level="warning",
-            access_log=False,
-            timeout_graceful_shutdown=5,
-        )
-        server = uvicorn.Server(config)
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))  # port 0: the kernel picks a free one, no race
+        server = quiet_server(create_app(self.settings))
+        sock = loopback_socket()
         failures = self._failures
         captured = _StartupLog()
         startup_log = logging.getLogger("uvicorn.error")
