@@ -64,7 +64,7 @@ def _reemit(doc: str, run_id: str) -> dict[str, object]:
     event = json.loads(doc)
     # Recorded facts keep their payloads and timestamps; only identity is new.
     event["runId"] = run_id
-    event["eventId"] = ids.mint_event_id()
+    event["eventId"] = ids.mint_local_id()
     return {
         "run_id": run_id,
         "sequence": event["sequence"],

@@ -70,7 +70,7 @@ class _Staged:
     type: str
     at: datetime
     node_id: str | None
-    event_id: str = field(default_factory=ids.mint_event_id)
+    event_id: str = field(default_factory=ids.mint_local_id)
 
 
 @dataclass

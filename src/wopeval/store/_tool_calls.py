@@ -30,6 +30,11 @@ def _recorded_call(row: Any) -> RecordedCall:
     )
 
 
+def _held(row: Any) -> bool:
+    """Recorded with its content, and not erased since."""
+    return bool(row.recorded and row.erased_at is None)
+
+
 class ToolCallsRepo:
     def __init__(self, connection: AsyncConnection) -> None:
         self._connection = connection
@@ -46,7 +51,7 @@ class ToolCallsRepo:
             .order_by(tool_calls.c.sequence)
         )
         rows = list(result)
-        all_held = all(row.recorded and row.erased_at is None for row in rows)
+        all_held = all(_held(row) for row in rows)
         return [_recorded_call(row) for row in rows], all_held
 
     async def still_held(self, run_id: str, agent_id: str) -> bool:
@@ -61,7 +66,7 @@ class ToolCallsRepo:
             .where(and_(tool_calls.c.run_id == run_id, tool_calls.c.agent_id == agent_id))
             .with_for_update(read=True)
         )
-        return all(row.recorded and row.erased_at is None for row in result)
+        return all(_held(row) for row in result)
 
     async def erase(self, run_id: str, at: datetime) -> int:
         result = await self._connection.execute(

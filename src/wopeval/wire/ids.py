@@ -43,9 +43,6 @@ def mint_local_id() -> str:
     return f"{random.getrandbits(128):032x}"
 
 
-mint_event_id = mint_local_id
-
-
 def project(bound_id: str) -> str:
     """Render a bound id as one path segment: bytes outside [A-Za-z0-9._-] become ~XX."""
     return "".join(chr(b) if b in _PASSTHROUGH else f"~{b:02X}" for b in bound_id.encode("utf-8"))

@@ -30,12 +30,12 @@ async def create_run(
 ) -> Response:
     async def produce() -> Response:
         _check_common(body, principal.tenant)
+        evals.check_eval_only_fields(
+            body.mode == "eval", body.evalModes, body.baselineRunId, body.fixtureRuns
+        )
         if body.mode == "eval":
             record = await engine.create_eval_run(principal, body)
         else:
-            evals.check_eval_only_fields(
-                False, body.evalModes, body.baselineRunId, body.fixtureRuns
-            )
             for name in ("evalSuiteRef", "agentId"):
                 if getattr(body, name) is not None:
                     raise errors.ValidationFailed(f'{name} is only valid with mode "eval"')
