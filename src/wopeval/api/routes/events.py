@@ -28,15 +28,6 @@ _TERMINAL = ("run.completed", "run.failed", "run.cancelled")
 _UPDATES = re.compile(r"^run\.|^eval\.|^node\.(completed|failed|suspended|dispatched)$")
 
 
-async def _run(host: Host, principal: Principal, segment: str) -> RunRecord:
-    run_id = path_run_id(segment, principal)
-    async with host.store.reading() as uow:
-        record = await uow.runs.get(principal.tenant, run_id)
-    if record is None:
-        raise errors.NotFound("No such run.")
-    return record
-
-
 @router.get("/runs/{runId}/events/poll", operation_id="pollRunEvents")
 async def poll_events(
     runId: str,
@@ -45,15 +36,13 @@ async def poll_events(
     afterSequence: Annotated[int, Query(ge=-1)] = -1,
     wait_seconds: Annotated[int, Query(alias="timeout", ge=1, le=60)] = 30,
 ) -> Response:
-    record = await _run(host, principal, runId)
+    record = await host.engine.get_run(principal, path_run_id(runId, principal))
     signal = host.engine.notifier.subscribe(record.run_id)
     docs = await _read(host, record.run_id, afterSequence)
     if not docs and not record.status.is_terminal:
         await wait_for_signal(signal, wait_seconds)
         docs = await _read(host, record.run_id, afterSequence)
-    async with host.store.reading() as uow:
-        current = await uow.runs.get(principal.tenant, record.run_id)
-    assert current is not None
+    current = await host.engine.get_run(principal, record.run_id)
     # Stored docs are served byte for byte; only the frame around them is built here.
     body = (
         '{"runId":'
@@ -88,7 +77,7 @@ async def stream_events(
 ) -> StreamingResponse:
     if not _MODE_GRAMMAR.match(streamMode):
         raise errors.UnsupportedStreamMode(details={"supported": list(STREAM_MODES)})
-    record = await _run(host, principal, runId)
+    record = await host.engine.get_run(principal, path_run_id(runId, principal))
     after = -1
     if last_event_id is not None:
         try:
@@ -128,10 +117,7 @@ async def _frames(
                 yield f"id: {after}\nevent: {parsed['type']}\ndata: {doc}\n\n"
             if parsed["type"] in _TERMINAL:
                 if "values" in modes:
-                    async with host.store.reading() as uow:
-                        final = await uow.runs.get(principal.tenant, run_id)
-                    if final is not None:
-                        yield _snapshot_frame(final)
+                    yield _snapshot_frame(await host.engine.get_run(principal, run_id))
                 return
         if not docs and not await wait_for_signal(signal, KEEPALIVE_SECONDS):
             yield ": keep-alive\n\n"
