@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import gc
 
-from wopeval.engine.runlog import Notifier, wait_for_signal
+from wopeval.engine.notifier import Notifier, wait_for_signal
 
 
 def test_a_commit_after_subscribe_wakes_the_reader() -> None:

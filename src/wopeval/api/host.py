@@ -18,8 +18,9 @@ from wopeval.api.auth import Authenticator, hash_key, key_id
 from wopeval.engine.catalog import Catalog, seed_conformance
 from wopeval.engine.erasure import purge_expired
 from wopeval.engine.host import Engine
+from wopeval.engine.notifier import Notifier
 from wopeval.engine.project import load_project
-from wopeval.engine.runlog import Notifier, now
+from wopeval.engine.runlog import now
 from wopeval.settings import Settings
 from wopeval.store import IDEMPOTENCY_RETENTION, Store, replace_keys
 from wopeval.tools import CounterTool

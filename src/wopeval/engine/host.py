@@ -12,9 +12,10 @@ from wopeval.engine.catalog import Catalog
 from wopeval.engine.erasure import Erasure, erase_tool_content
 from wopeval.engine.eval_plan import resolve_eval
 from wopeval.engine.eval_runner import EvalContext, run_eval
+from wopeval.engine.notifier import Notifier
 from wopeval.engine.outcome import RunFailure, Terminal
 from wopeval.engine.replay import check_fork, replay
-from wopeval.engine.runlog import Notifier, RunLog, Step, now, render_rows
+from wopeval.engine.runlog import RunLog, Step, now, render_rows
 from wopeval.engine.workflow_runner import run_workflow
 from wopeval.settings import Settings
 from wopeval.store import RunRecord, Store, UnitOfWork, next_created_seq
@@ -26,6 +27,9 @@ from wopeval.wire.runs import CreateRunRequest, ForkRunRequest, RunKind, RunStat
 log = logging.getLogger("wopeval.engine")
 
 Body = Callable[[RunLog, set[str]], Awaitable[Terminal]]
+OnInsert = Callable[[UnitOfWork, RunRecord], Awaitable[None]]
+"""Adds the caller's own rows to the transaction that inserts a new run (e.g. the
+idempotency record that names it), so the two land together or not at all."""
 
 
 class Engine:
@@ -71,7 +75,7 @@ class Engine:
     # ── workflow runs ────────────────────────────────────────────────
 
     async def create_workflow_run(
-        self, principal: Principal, request: CreateRunRequest
+        self, principal: Principal, request: CreateRunRequest, *, on_insert: OnInsert | None = None
     ) -> RunRecord:
         workflow = self.catalog.workflows.get(request.workflowId or "")
         if workflow is None:
@@ -87,12 +91,13 @@ class Engine:
                 workflow, inputs, log=run_log, catalog=self.catalog, transport=live, invoked=invoked
             )
 
-        await self.launch(record, Step(), body)
-        return record
+        return await self.launch(record, Step(), body, on_insert)
 
     # ── eval runs ────────────────────────────────────────────────────
 
-    async def create_eval_run(self, principal: Principal, request: CreateRunRequest) -> RunRecord:
+    async def create_eval_run(
+        self, principal: Principal, request: CreateRunRequest, *, on_insert: OnInsert | None = None
+    ) -> RunRecord:
         """Resolve the request into a plan (every refusal happens here), then run it."""
         async with self.store.reading() as uow:
             plan = await resolve_eval(
@@ -130,8 +135,10 @@ class Engine:
             )
             return await run_eval(plan, context)
 
-        async def keep_copies(uow: UnitOfWork) -> None:
+        async def keep_copies(uow: UnitOfWork, stored: RunRecord) -> None:
             await plan.keep_copies(uow, record.run_id)
+            if on_insert is not None:
+                await on_insert(uow, stored)
 
         return await self.launch(record, opening, body, keep_copies)
 
@@ -175,11 +182,12 @@ class Engine:
         record: RunRecord,
         opening: Step,
         body: Body,
-        write: Callable[[UnitOfWork], Awaitable[None]] | None = None,
+        write: OnInsert | None = None,
     ) -> RunRecord:
         """Insert the run with `run.started` + `opening` in one transaction, then execute `body`.
 
-        `write(uow)` adds the caller's own rows (derived fixtures) to that transaction.
+        `write(uow, stored)` adds the caller's own rows (derived fixtures, the
+        idempotency record) to that transaction.
         """
         if self._stopping:
             raise errors.InternalError("The host is shutting down.")
@@ -197,7 +205,7 @@ class Engine:
             await uow.events.append(rows)
             await uow.tool_calls.append(calls)
             if write is not None:
-                await write(uow)
+                await write(uow, stored)
         run_log = RunLog(
             self.store, self.notifier, record.run_id, record.tenant, stored.last_sequence
         )

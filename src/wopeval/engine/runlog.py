@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import weakref
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from wopeval.engine.notifier import Notifier
 from wopeval.store import Store
 from wopeval.wire import events, ids
 
@@ -25,43 +25,6 @@ def now() -> datetime:
 
 def timestamp(at: datetime) -> str:
     return at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-class Notifier:
-    """Wakes readers (poll, SSE) of a run when its log grows; in-process only.
-
-    A reader takes `subscribe()` BEFORE it reads, so a commit that lands between
-    its read and its wait still wakes it. Signals are held weakly: one that no
-    reader holds any more (a finished run nobody waits on) simply goes away.
-    """
-
-    def __init__(self) -> None:
-        self._signals: weakref.WeakValueDictionary[str, asyncio.Event] = (
-            weakref.WeakValueDictionary()
-        )
-
-    def subscribe(self, run_id: str) -> asyncio.Event:
-        signal = self._signals.get(run_id)
-        if signal is None:
-            signal = self._signals[run_id] = asyncio.Event()
-        return signal
-
-    def __len__(self) -> int:
-        """Runs some reader is still waiting on."""
-        return len(self._signals)
-
-    def notify(self, run_id: str) -> None:
-        signal = self._signals.pop(run_id, None)
-        if signal is not None:
-            signal.set()
-
-
-async def wait_for_signal(signal: asyncio.Event, seconds: float) -> bool:
-    try:
-        await asyncio.wait_for(signal.wait(), seconds)
-    except TimeoutError:
-        return False
-    return True
 
 
 @dataclass

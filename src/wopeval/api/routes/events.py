@@ -13,7 +13,7 @@ from fastapi.responses import StreamingResponse
 from wopeval.api.deps import HostDep, PrincipalDep, path_run_id
 from wopeval.api.host import Host
 from wopeval.api.snapshots import snapshot
-from wopeval.engine.runlog import wait_for_signal
+from wopeval.engine.notifier import wait_for_signal
 from wopeval.store import RunRecord
 from wopeval.wire import errors
 from wopeval.wire.principal import Principal
