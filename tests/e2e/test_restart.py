@@ -14,7 +14,9 @@ from openwop_client.wire_id import project_id
 
 from _backends import Backend
 from wopeval.api.auth import key_id
-from wopeval.engine.runlog import Step, now, render_rows
+from wopeval.engine.log_writer import LogWriter
+from wopeval.engine.notifier import Notifier
+from wopeval.engine.runlog import Step, now
 from wopeval.settings import Settings
 from wopeval.store import RunRecord, Store, next_created_seq
 from wopeval.wire import events, ids
@@ -86,12 +88,9 @@ async def _insert_active_run(url: str, tenant: str, api_key: str) -> str:
     )
     step = Step()
     step.emit(events.RunStarted(workflowId=COUNTER_WORKFLOW, owner=owner))
-    rows, _ = render_rows(record.run_id, 0, step)
     store = await Store.open(url)
     try:
-        async with store.transaction() as uow:
-            await uow.runs.insert(record)
-            await uow.events.append(rows)
+        await LogWriter(store, Notifier()).insert(record, step, None)
     finally:
         await store.close()
     return record.run_id

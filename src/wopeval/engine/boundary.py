@@ -1,8 +1,9 @@
-"""The tool boundary as a transport (G8): live, fixture replay, and the recorder around either.
+"""The tool boundary's transports (G8): fixtures that answer a call, and the live tools.
 
 Every tool call of every agent passes through `Invocation.call_tool` (see
-invocation.py), which hands it to one of these transports and records the
-result as executed. Exceptions from tools are translated here, at the edge.
+invocation.py): it asks the `Boundary` for a fixture's answer first and runs
+the tool live only when there is none to give, recording the call as
+executed either way. Exceptions from tools are translated here, at the edge.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from pydantic import JsonValue
 
@@ -42,10 +43,6 @@ class ToolResult:
         return self.status == "ok"
 
 
-class ToolTransport(Protocol):
-    async def handle(self, call: ToolCall) -> ToolResult: ...
-
-
 class LiveTransport:
     """Runs the registered tool; failures of any kind become tool errors, never crashed runs."""
 
@@ -75,14 +72,14 @@ class LiveTransport:
         return ToolResult("ok", result, None, "live", _elapsed(started))
 
 
-class FixtureTransport:
+class FixtureServer:
     """Serves fixture entries (RFC 0244 §D); a miss under `fail` runs nothing live."""
 
-    def __init__(self, cursor: evals.FixtureCursor, live: ToolTransport) -> None:
+    def __init__(self, cursor: evals.FixtureCursor) -> None:
         self._cursor = cursor
-        self._live = live
 
-    async def handle(self, call: ToolCall) -> ToolResult:
+    def serve(self, call: ToolCall) -> ToolResult | None:
+        """The fixture's answer to `call`, or None when it is to run live (`onMiss: live`)."""
         outcome = self._cursor.serve(call.tool, call.args)
         if isinstance(outcome, evals.Served):
             entry = outcome.entry
@@ -94,7 +91,19 @@ class FixtureTransport:
                 "fixture_miss", f"no unconsumed fixture matches this call to {call.tool}"
             )
             return ToolResult("error", None, failure.to_error(), "fixture", 0, fixture_miss=True)
-        return await self._live.handle(call)
+        return None
+
+
+@dataclass(frozen=True)
+class Boundary:
+    """Where an invocation's calls go: its fixtures first (in an eval task that has them),
+    else the live tools."""
+
+    live: LiveTransport
+    fixtures: FixtureServer | None = None
+
+    def served(self, call: ToolCall) -> ToolResult | None:
+        return None if self.fixtures is None else self.fixtures.serve(call)
 
 
 def _as_error(response: JsonValue) -> dict[str, Any]:

@@ -12,11 +12,12 @@ from dataclasses import dataclass
 
 from wopeval import evals
 from wopeval.agents import AgentRegistry
-from wopeval.engine.boundary import FixtureTransport, ToolTransport
+from wopeval.engine.boundary import Boundary, FixtureServer, LiveTransport
+from wopeval.engine.control import RunControl
 from wopeval.engine.eval_plan import EvalPlan, TaskPlan
 from wopeval.engine.invocation import Invocation, run_invocation
 from wopeval.engine.outcome import Terminal
-from wopeval.engine.runlog import RunLog, Step
+from wopeval.engine.runlog import Journal, RunLog, Step
 from wopeval.wire import events
 from wopeval.wire.runs import RunStatus
 from wopeval.wire.summary import EvalSummary
@@ -25,8 +26,9 @@ from wopeval.wire.summary import EvalSummary
 @dataclass(frozen=True)
 class EvalContext:
     log: RunLog
+    control: RunControl
     agents: AgentRegistry
-    live: ToolTransport
+    live: LiveTransport
     concurrency: int
     alpha: float
     regression_verdict: bool
@@ -55,11 +57,17 @@ async def run_task(
         cursor = evals.FixtureCursor(task_plan.fixtures, task_plan.on_miss)
     trials: list[evals.TrialOutcome] = []
     for trial in range(task_plan.trials):
-        step = Step()
-        trials.append(await run_trial(plan, task_plan, cursor, step, context))
-        if trial == task_plan.trials - 1:
-            step.emit(scored(plan, task_plan, trials))
-        await context.log.commit(step)
+        last = trial == task_plan.trials - 1
+
+        async def attempt(last: bool = last) -> evals.TrialOutcome:
+            journal = Journal(context.log)
+            outcome = await run_trial(plan, task_plan, cursor, journal, context)
+            if last:
+                journal.emit(scored(plan, task_plan, [*trials, outcome]))
+            await journal.flush()
+            return outcome
+
+        trials.append(await context.control.unit(attempt))
     return trials
 
 
@@ -67,19 +75,19 @@ async def run_trial(
     plan: EvalPlan,
     task_plan: TaskPlan,
     cursor: evals.FixtureCursor | None,
-    step: Step,
+    journal: Journal,
     context: EvalContext,
 ) -> evals.TrialOutcome:
-    transport = context.live
+    fixtures = None
     if cursor is not None:
         # RFC 0244 §D: consumption resets at each trial.
         cursor.reset()
-        transport = FixtureTransport(cursor, context.live)
+        fixtures = FixtureServer(cursor)
     invocation = Invocation(
         spec=plan.agent,
         input=task_plan.task.input,
-        step=step,
-        transport=transport,
+        journal=journal,
+        boundary=Boundary(context.live, fixtures),
         agents=context.agents,
     )
     started = time.perf_counter()

@@ -1,22 +1,30 @@
-"""The engine: creates runs, executes them in the background, cancels and recovers them."""
+"""The engine: creates runs, executes them in the background, and ends them once.
+
+A run's body executes as one asyncio task per run. Whatever ends it (its own
+end, a failure, a cancel, the host stopping) is decided in `_execute`'s
+`finally` and written through the run log, whose run-row transitions settle
+every race with a caller's cancel or pause (runlog.py).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
-from wopeval.engine.boundary import LiveTransport
+from wopeval.engine.boundary import Boundary, LiveTransport
 from wopeval.engine.catalog import Catalog
+from wopeval.engine.control import RunControl
 from wopeval.engine.erasure import Erasure, erase_tool_content
 from wopeval.engine.eval_plan import resolve_eval
 from wopeval.engine.eval_runner import EvalContext, run_eval
+from wopeval.engine.log_writer import LogWriter, OnInsert
 from wopeval.engine.notifier import Notifier
 from wopeval.engine.outcome import RunFailure, Terminal
 from wopeval.engine.replay import check_fork, replay
-from wopeval.engine.runlog import RunLog, Step, now, render_rows
-from wopeval.engine.workflow_runner import run_workflow
+from wopeval.engine.runlog import STOPPED_HOST, RunLog, RunUpdate, Step, now
+from wopeval.engine.workflow_runner import WorkflowContext, run_workflow
 from wopeval.settings import Settings
 from wopeval.store import RunRecord, Store, UnitOfWork, next_created_seq
 from wopeval.tools import ToolContext
@@ -26,10 +34,18 @@ from wopeval.wire.runs import CreateRunRequest, ForkRunRequest, RunKind, RunStat
 
 log = logging.getLogger("wopeval.engine")
 
-Body = Callable[[RunLog, set[str]], Awaitable[Terminal]]
-OnInsert = Callable[[UnitOfWork, RunRecord], Awaitable[None]]
-"""Adds the caller's own rows to the transaction that inserts a new run (e.g. the
-idempotency record that names it), so the two land together or not at all."""
+
+@dataclass
+class Execution:
+    """One executing run as its body sees it: where it writes, what steers it."""
+
+    log: RunLog
+    control: RunControl = field(default_factory=RunControl)
+    invoked: set[str] = field(default_factory=set)
+    """Agents invoked so far (the run row's `agent_ids`)."""
+
+
+Body = Callable[[Execution], Awaitable[Terminal]]
 
 
 class Engine:
@@ -40,37 +56,62 @@ class Engine:
         self.store = store
         self.catalog = catalog
         self.notifier = notifier
-        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self.writer = LogWriter(store, notifier)
+        self._executing: dict[str, tuple[asyncio.Task[None], Execution]] = {}
         self._stopping = False
 
     # ── lifecycle ────────────────────────────────────────────────────
 
     async def recover(self) -> int:
-        """Fail every run a stopped host left active: one `run.failed` each, nothing lost."""
+        """End every run a stopped host left active: one terminal event each, nothing lost.
+
+        A live call whose outcome never landed keeps the status `unknown` in the
+        record: its tool may have run, so the run is no usable fixture source.
+        """
         async with self.store.reading() as uow:
             stale = await uow.runs.active()
         for run in stale:
-            log_ = RunLog(self.store, self.notifier, run.run_id, run.tenant, run.last_sequence)
             terminal = Terminal.failed(
                 "host_restarted", "The host stopped while this run was active."
             )
-            await self._finish(log_, terminal, set(run.agent_ids))
+            await self._end(self.run_log(run), terminal, set(run.agent_ids), None)
         return len(stale)
 
     async def shutdown(self) -> None:
         self._stopping = True
-        tasks = list(self._tasks.values())
+        tasks = [task for task, _ in self._executing.values()]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        await self.writer.stop()
 
     def active(self, run_id: str) -> bool:
-        return run_id in self._tasks
+        return run_id in self._executing
 
     async def wait_idle(self) -> None:
         """Wait until no run is executing (tests and the embedded CLI use it)."""
-        while self._tasks:
-            await asyncio.gather(*list(self._tasks.values()), return_exceptions=True)
+        while self._executing:
+            await asyncio.gather(
+                *[task for task, _ in self._executing.values()], return_exceptions=True
+            )
+
+    def run_log(self, record: RunRecord) -> RunLog:
+        return RunLog(self.writer, record.run_id, record.tenant)
+
+    def stop(self, run_id: str) -> asyncio.Task[None] | None:
+        """Cancel the run's body if it executes here; returns the task that ends it."""
+        executing = self._executing.get(run_id)
+        if executing is None:
+            return None
+        task, execution = executing
+        execution.control.stop()
+        task.cancel()
+        return task
+
+    def execution(self, run_id: str) -> Execution | None:
+        """The run's execution in this process, if it is executing here."""
+        executing = self._executing.get(run_id)
+        return None if executing is None else executing[1]
 
     # ── workflow runs ────────────────────────────────────────────────
 
@@ -85,11 +126,15 @@ class Engine:
         inputs = dict(request.inputs or {})
         record = self._new_record(principal, request, RunKind.WORKFLOW, workflow.id)
 
-        async def body(run_log: RunLog, invoked: set[str]) -> Terminal:
-            live = self._live(principal, record.run_id)
-            return await run_workflow(
-                workflow, inputs, log=run_log, catalog=self.catalog, transport=live, invoked=invoked
+        async def body(execution: Execution) -> Terminal:
+            context = WorkflowContext(
+                log=execution.log,
+                control=execution.control,
+                catalog=self.catalog,
+                boundary=Boundary(self._live(principal, record.run_id)),
+                invoked=execution.invoked,
             )
+            return await run_workflow(workflow, inputs, context)
 
         return await self.launch(record, Step(), body, on_insert)
 
@@ -123,15 +168,16 @@ class Engine:
             )
         )
 
-        async def body(run_log: RunLog, invoked: set[str]) -> Terminal:
+        async def body(execution: Execution) -> Terminal:
             context = EvalContext(
-                log=run_log,
+                log=execution.log,
+                control=execution.control,
                 agents=self.catalog.agents,
                 live=self._live(principal, record.run_id),
                 concurrency=self.settings.eval.concurrency,
                 alpha=self.settings.eval.alpha,
                 regression_verdict=self.settings.eval.regression_verdict,
-                invoked=invoked,
+                invoked=execution.invoked,
             )
             return await run_eval(plan, context)
 
@@ -178,15 +224,11 @@ class Engine:
         )
 
     async def launch(
-        self,
-        record: RunRecord,
-        opening: Step,
-        body: Body,
-        write: OnInsert | None = None,
+        self, record: RunRecord, opening: Step, body: Body, extra: OnInsert | None = None
     ) -> RunRecord:
         """Insert the run with `run.started` + `opening` in one transaction, then execute `body`.
 
-        `write(uow, stored)` adds the caller's own rows (derived fixtures, the
+        `extra(uow, stored)` adds the caller's own rows (derived fixtures, the
         idempotency record) to that transaction.
         """
         if self._stopping:
@@ -198,53 +240,69 @@ class Engine:
             )
         )
         step.extend(opening)
-        rows, calls = render_rows(record.run_id, 0, step)
-        stored = replace(record, last_sequence=len(rows) - 1)
-        async with self.store.transaction() as uow:
-            await uow.runs.insert(stored)
-            await uow.events.append(rows)
-            await uow.tool_calls.append(calls)
-            if write is not None:
-                await write(uow, stored)
-        run_log = RunLog(
-            self.store, self.notifier, record.run_id, record.tenant, stored.last_sequence
-        )
-        task = asyncio.create_task(self._execute(run_log, body), name=f"run:{record.run_id}")
-        self._tasks[record.run_id] = task
-        task.add_done_callback(lambda _: self._tasks.pop(record.run_id, None))
+        stored = await self.writer.insert(record, step, extra)
+        execution = Execution(self.run_log(stored))
+        task = asyncio.create_task(self._execute(execution, body), name=f"run:{record.run_id}")
+        self._executing[record.run_id] = (task, execution)
+        task.add_done_callback(lambda _: self._executing.pop(record.run_id, None))
         return stored
 
-    async def _execute(self, run_log: RunLog, body: Body) -> None:
-        invoked: set[str] = set()
-        terminal = Terminal.failed("internal_error", "The run ended unexpectedly.")
-        try:
-            terminal = await body(run_log, invoked)
-        except RunFailure as failure:
-            terminal = Terminal.failed(failure.code, failure.message, failure.step)
-        except asyncio.CancelledError:
-            terminal = (
-                Terminal.failed("host_stopped", "The host stopped while this run was active.")
-                if self._stopping
-                else Terminal(RunStatus.CANCELLED, reason="cancelled by the caller")
-            )
-        except Exception:
-            log.exception("run %s crashed", run_log.run_id)
-            terminal = Terminal.failed("internal_error", "The host failed while running this run.")
-        finally:
-            await asyncio.shield(self._finish(run_log, terminal, invoked))
+    async def _execute(self, execution: Execution, body: Body) -> None:
+        terminal = await self._run_body(execution, body)
+        control = None if self._stopping else execution.control
+        ending = asyncio.ensure_future(
+            self._end(execution.log, terminal, execution.invoked, control)
+        )
+        # The terminal event lands before this task finishes, however often it is
+        # cancelled meanwhile: whoever waits on the task sees the run ended.
+        while not ending.done():
+            try:
+                await asyncio.shield(ending)
+            except asyncio.CancelledError:
+                _uncancel()
+        ending.result()
 
-    async def _finish(self, run_log: RunLog, terminal: Terminal, invoked: set[str]) -> None:
+    async def _run_body(self, execution: Execution, body: Body) -> Terminal:
+        try:
+            return await body(execution)
+        except RunFailure as failure:
+            return Terminal.failed(failure.code, failure.message, failure.step)
+        except asyncio.CancelledError:
+            _uncancel()
+            if self._stopping:
+                return Terminal.failed(
+                    "host_stopped", "The host stopped while this run was active."
+                )
+            return Terminal(RunStatus.CANCELLED)
+        except Exception:
+            log.exception("run %s crashed", execution.log.run_id)
+            return Terminal.failed("internal_error", "The host failed while running this run.")
+
+    async def _end(
+        self, run_log: RunLog, terminal: Terminal, invoked: set[str], control: RunControl | None
+    ) -> None:
+        """Write the run's one terminal event. With a `control` the run ends only when it
+        is not paused; without one (a stopping or recovering host) it ends now."""
         step = terminal.step
         step.emit(terminal.final_event())
-        await run_log.commit(
-            step,
-            status=terminal.status.value,
+        update = RunUpdate(
             completed_at=now(),
             outputs=terminal.outputs,
             summary=terminal.summary,
             error=terminal.error,
             agent_ids=sorted(invoked),
         )
+        while True:
+            if control is not None:
+                await control.settled()
+            ended = await run_log.close(
+                terminal.status,
+                step,
+                update,
+                allowed_from=STOPPED_HOST if control is None else frozenset({RunStatus.RUNNING}),
+            )
+            if ended is not None:
+                return
 
     # ── replay forks ─────────────────────────────────────────────────
 
@@ -274,7 +332,7 @@ class Engine:
                 )
             return await erase_tool_content(uow, principal.tenant, run_id)
 
-    # ── reads and cancel ─────────────────────────────────────────────
+    # ── reads ────────────────────────────────────────────────────────
 
     async def get_run(self, principal: Principal, run_id: str) -> RunRecord:
         async with self.store.reading() as uow:
@@ -283,12 +341,9 @@ class Engine:
             raise errors.NotFound("No such run.")
         return record
 
-    async def cancel_run(self, principal: Principal, run_id: str) -> RunRecord:
-        record = await self.get_run(principal, run_id)
-        if record.status.is_terminal:
-            raise errors.RunTerminal(details={"runStatus": record.status.value})
-        task = self._tasks.get(run_id)
-        if task is not None:
-            task.cancel()
-            await asyncio.wait({task}, timeout=10)
-        return await self.get_run(principal, run_id)
+
+def _uncancel() -> None:
+    """Take back a cancel this task handles itself, so later awaits are not cut short."""
+    task = asyncio.current_task()
+    if task is not None:
+        task.uncancel()

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import JsonValue
 
 from wopeval import evals
 from wopeval.agents import AgentRegistry, AgentSpec, ToolCallError
-from wopeval.engine.boundary import ToolCall, ToolResult, ToolTransport
-from wopeval.engine.runlog import Step
+from wopeval.engine.boundary import Boundary, ToolCall, ToolResult
+from wopeval.engine.runlog import Journal
+from wopeval.store import ToolCallOutcome, ToolCallRow
 from wopeval.wire import events, ids
 
 Source = Literal["workflow-node", "run-api", "chat-mention"]
@@ -35,8 +36,8 @@ class Invocation:
 
     spec: AgentSpec
     input: JsonValue
-    step: Step
-    transport: ToolTransport
+    journal: Journal
+    boundary: Boundary
     agents: AgentRegistry
     node_id: str | None = None
     is_delegate: bool = False
@@ -50,9 +51,16 @@ class Invocation:
         return self.spec.agent_id
 
     async def call_tool(self, name: str, args: JsonValue) -> JsonValue:
+        """The one door of the tool boundary: served from fixtures, or run live and durable.
+
+        A live call has effects, so its `agent.tool-called` (and its record, status
+        `unknown`) lands before the tool runs, and its outcome before the agent
+        sees it: a host that dies in between leaves every executed call recorded.
+        A fixture's answer has no effect and lands with the rest of the unit.
+        """
         call = ToolCall(name, args, ids.mint_local_id())
         full = self.spec.wire_content == "full"
-        called = self.step.emit(
+        called = self.journal.emit(
             events.ToolCalled(
                 agentId=self.agent_id,
                 toolName=name,
@@ -62,9 +70,17 @@ class Invocation:
             ),
             node_id=self.node_id,
         )
-        result = await self.transport.handle(call)
-        self.step.emit(_returned(self.agent_id, call, result, full), node_id=self.node_id)
-        self.step.record_call(called, self._record_row(call, result))
+        result = self.boundary.served(call)
+        if result is not None:
+            self.journal.emit(_returned(self.agent_id, call, result, full), node_id=self.node_id)
+            self.journal.record_call(called, self._record_row(call, result))
+        else:
+            self.journal.record_call(called, self._record_row(call, None))
+            await self.journal.flush()
+            result = await self.boundary.live.handle(call)
+            self.journal.emit(_returned(self.agent_id, call, result, full), node_id=self.node_id)
+            self.journal.complete_call(called, self._outcome(result))
+            await self.journal.flush()
         self.shared.executed.append(evals.ExecutedCall(name, args, self.is_delegate))
         if result.fixture_miss:
             self.shared.fixture_misses += 1
@@ -80,8 +96,8 @@ class Invocation:
         child = Invocation(
             spec=spec,
             input=input,
-            step=self.step,
-            transport=self.transport,
+            journal=self.journal,
+            boundary=self.boundary,
             agents=self.agents,
             node_id=self.node_id,
             is_delegate=True,
@@ -92,24 +108,34 @@ class Invocation:
             raise AgentCrashed(f"delegate {agent_id!r} failed")
         return outcome.decision
 
-    def _record_row(self, call: ToolCall, result: ToolResult) -> dict[str, Any]:
+    def _record_row(self, call: ToolCall, result: ToolResult | None) -> ToolCallRow:
+        """The call's record; `result` None records a live call before its tool runs."""
         # With `record` off the call is still listed, without content, so a source
         # that needs it is refused rather than silently derived short (RFC 0252 §C).
         keep = self.spec.record
-        return {
-            "invocation_id": self.invocation_id,
-            "agent_id": self.agent_id,
-            "is_delegate": self.is_delegate,
-            "tool": call.tool,
-            "call_id": call.call_id,
-            "status": result.status,
-            "served_by": result.served_by,
-            "duration_ms": result.duration_ms,
-            "recorded": keep,
-            "inputs": call.args if keep else None,
-            "result": result.result if keep else None,
-            "error": result.error if keep else None,
-        }
+        return ToolCallRow(
+            invocation_id=self.invocation_id,
+            agent_id=self.agent_id,
+            is_delegate=self.is_delegate,
+            tool=call.tool,
+            call_id=call.call_id,
+            status="unknown" if result is None else result.status,
+            served_by="live" if result is None else result.served_by,
+            duration_ms=None if result is None else result.duration_ms,
+            recorded=keep,
+            inputs=call.args if keep else None,
+            result=result.result if keep and result is not None else None,
+            error=result.error if keep and result is not None else None,
+        )
+
+    def _outcome(self, result: ToolResult) -> ToolCallOutcome:
+        return ToolCallOutcome(
+            status=result.status,
+            result=result.result,
+            error=result.error,
+            duration_ms=result.duration_ms,
+            recorded=self.spec.record,
+        )
 
 
 def _returned(agent_id: str, call: ToolCall, result: ToolResult, full: bool) -> events.ToolReturned:
@@ -126,9 +152,9 @@ def _returned(agent_id: str, call: ToolCall, result: ToolResult, full: bool) -> 
 
 async def run_invocation(invocation: Invocation, *, source: Source) -> InvocationResult:
     """Emit the bracket around one agent run; an agent crash ends the invocation `failed`."""
-    step, agent_id = invocation.step, invocation.agent_id
+    journal, agent_id = invocation.journal, invocation.agent_id
     invocation.shared.invoked_agents.add(agent_id)
-    step.emit(
+    journal.emit(
         events.InvocationStarted(
             invocationId=invocation.invocation_id, agentId=agent_id, source=source
         ),
@@ -137,15 +163,15 @@ async def run_invocation(invocation: Invocation, *, source: Source) -> Invocatio
     try:
         decision = await invocation.spec.agent.invoke(invocation)
     except Exception:
-        step.emit(
+        journal.emit(
             events.InvocationCompleted(
                 invocationId=invocation.invocation_id, agentId=agent_id, outcome="failed"
             ),
             node_id=invocation.node_id,
         )
         return InvocationResult(None, True, invocation.shared.executed)
-    step.emit(events.Decided(agentId=agent_id, decision=decision), node_id=invocation.node_id)
-    step.emit(
+    journal.emit(events.Decided(agentId=agent_id, decision=decision), node_id=invocation.node_id)
+    journal.emit(
         events.InvocationCompleted(
             invocationId=invocation.invocation_id, agentId=agent_id, outcome="completed"
         ),

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from typing import Any
 
+from wopeval.engine.log_writer import insert_run
 from wopeval.engine.runlog import now
 from wopeval.store import RunRecord, UnitOfWork, copy_derived, next_created_seq
 from wopeval.wire import errors, ids
@@ -51,16 +53,15 @@ async def replay(uow: UnitOfWork, principal: Principal, source: RunRecord) -> Ru
         created_seq=next_created_seq(),
         plan=await uow.runs.plan(principal.tenant, source.run_id),
     )
-    await uow.runs.insert(record)
-    await uow.events.append(
-        [_reemit(doc, run_id) for doc in await uow.events.all_docs(source.run_id)]
+    await insert_run(
+        uow, record, [_reemit(doc, run_id) for doc in await uow.events.all_docs(source.run_id)]
     )
     await uow.tool_calls.copy(source.run_id, run_id)
     await copy_derived(uow.derived_fixtures, source.run_id, run_id)
     return record
 
 
-def _reemit(doc: str, run_id: str) -> dict[str, object]:
+def _reemit(doc: str, run_id: str) -> dict[str, Any]:
     event = json.loads(doc)
     # Recorded facts keep their payloads and timestamps; only identity is new.
     event["runId"] = run_id

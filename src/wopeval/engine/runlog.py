@@ -1,22 +1,39 @@
-"""The one writer of run logs (G7): steps stage events and tool records, a commit writes them.
+"""A run's handle on its log (G7): steps, the state they may land in, and how a run ends.
 
-A step is the unit that commits together: its events, the tool calls they
-record and the run row's new state land in one transaction, so a crash never
-leaves a gap in the sequence or half of a step. Sequences are assigned at
-commit, which also keeps each step's events contiguous in the log.
+Work reaches a run's log as a `Step`: events, the tool records they carry and
+the outcomes of live calls recorded earlier. A step lands whole or not at all,
+through the engine's one `LogWriter` (log_writer.py), which numbers its events
+at commit from the run row, so sequences stay contiguous whoever writes.
+
+Every step names the run states it may land in (a `Transition`), so the run
+row decides, atomically, what happens when two things race: a step for a run
+that has ended is refused (`RunClosed`); a run whose cancel was accepted first
+(`cancelling`) ends `cancelled` whatever its body produced; a paused run does
+not end until it is resumed.
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from wopeval.engine.notifier import Notifier
-from wopeval.store import Store
+from wopeval.store import ToolCallOutcome, ToolCallRow
 from wopeval.wire import events, ids
+from wopeval.wire.runs import RunStatus
+
+if TYPE_CHECKING:
+    from wopeval.engine.log_writer import LogWriter
+
+ACTIVE = frozenset({RunStatus.RUNNING, RunStatus.PAUSED, RunStatus.CANCELLING})
+"""States in which a run's steps land: a paused run drains its executing unit, a
+cancelling one lands what was in flight."""
+
+RUNNING = frozenset({RunStatus.RUNNING})
+"""The state a body's own ending lands from: a paused run waits for its resume."""
+
+STOPPED_HOST = frozenset({RunStatus.RUNNING, RunStatus.PAUSED})
+"""The states a host that is stopping (or recovering) may end a run from."""
 
 
 def now() -> datetime:
@@ -27,140 +44,172 @@ def timestamp(at: datetime) -> str:
     return at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-@dataclass
-class _Staged:
-    payload: dict[str, Any]
+class RunClosed(Exception):
+    """The run has ended: nothing more lands in its log."""
+
+
+@dataclass(slots=True)
+class Staged:
+    """An event on its way to the log; `sequence` is set when its step lands."""
+
     type: str
+    payload: dict[str, Any]
     at: datetime
     node_id: str | None
     event_id: str = field(default_factory=ids.mint_local_id)
+    sequence: int | None = None
 
 
 @dataclass
 class Step:
-    """Events and tool records staged to commit together."""
+    """What lands together: events, the tool records keyed to them, outcomes of earlier calls."""
 
-    staged: list[_Staged] = field(default_factory=list)
-    calls: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    staged: list[Staged] = field(default_factory=list)
+    calls: list[tuple[Staged, ToolCallRow]] = field(default_factory=list)
+    outcomes: list[tuple[Staged, ToolCallOutcome]] = field(default_factory=list)
 
-    def emit(self, payload: events.Payload, *, node_id: str | None = None) -> int:
-        """Stage an event; returns its index in the step."""
+    def emit(self, payload: events.Payload, *, node_id: str | None = None) -> Staged:
         return self.emit_raw(payload.TYPE, payload.to_wire(), node_id=node_id)
 
-    def emit_raw(self, type_: str, payload: dict[str, Any], *, node_id: str | None = None) -> int:
-        self.staged.append(_Staged(payload, type_, now(), node_id))
-        return len(self.staged) - 1
+    def emit_raw(
+        self, type_: str, payload: dict[str, Any], *, node_id: str | None = None
+    ) -> Staged:
+        staged = Staged(type_, payload, now(), node_id)
+        self.staged.append(staged)
+        return staged
 
-    def record_call(self, called_index: int, row: dict[str, Any]) -> None:
-        """Stage a tool record keyed by the index of its `agent.tool-called` event."""
-        self.calls.append((called_index, row))
+    def record_call(self, called: Staged, row: ToolCallRow) -> None:
+        """Record a tool call under its `agent.tool-called` event, staged in this step."""
+        self.calls.append((called, row))
+
+    def complete_call(self, called: Staged, outcome: ToolCallOutcome) -> None:
+        """Give a call recorded in a step that already landed its outcome."""
+        if called.sequence is None:
+            raise ValueError("the call's agent.tool-called has not landed yet")
+        self.outcomes.append((called, outcome))
 
     def extend(self, other: Step) -> None:
-        offset = len(self.staged)
         self.staged.extend(other.staged)
-        self.calls.extend((index + offset, row) for index, row in other.calls)
+        self.calls.extend(other.calls)
+        self.outcomes.extend(other.outcomes)
 
 
-@dataclass
-class _Queued:
-    step: Step
-    run_values: dict[str, Any]
-    done: asyncio.Future[None]
+@dataclass(frozen=True, slots=True)
+class RunUpdate:
+    """Run-row columns a step sets besides its sequences and status."""
+
+    completed_at: datetime | None = None
+    outputs: dict[str, Any] | None = None
+    summary: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+    agent_ids: list[str] | None = None
+    cancel_reason: str | None = None
+
+    def values(self) -> dict[str, Any]:
+        columns = {
+            "completed_at": self.completed_at,
+            "outputs": self.outputs,
+            "summary": self.summary,
+            "error": self.error,
+            "agent_ids": self.agent_ids,
+            "cancel_reason": self.cancel_reason,
+        }
+        return {name: value for name, value in columns.items() if value is not None}
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    """The states a step may land in, and the state it leaves the run in (None: unchanged)."""
+
+    allowed_from: frozenset[RunStatus] = ACTIVE
+    to: RunStatus | None = None
 
 
 class RunLog:
-    """Appends to one run's log. One instance per active run, owned by the engine.
+    """One run's handle on the log; cheap to make, so any caller can hold one."""
 
-    Commits are grouped: while one transaction is being written, the steps that
-    arrive queue up and go out together in the next one. Each step still lands
-    whole or not at all, in arrival order, and its caller resumes only once it
-    is durable.
-    """
-
-    def __init__(self, store: Store, notifier: Notifier, run_id: str, tenant: str, last: int):
-        self._store = store
-        self._notifier = notifier
+    def __init__(self, writer: LogWriter, run_id: str, tenant: str) -> None:
+        self._writer = writer
         self.run_id = run_id
         self.tenant = tenant
-        self._next = last + 1
-        self._queue: list[_Queued] = []
-        self._flusher: asyncio.Task[None] | None = None
 
-    async def commit(self, step: Step, **run_values: Any) -> None:
-        """Write the step's events, its tool records and `run_values` in one transaction."""
-        queued = _Queued(step, run_values, asyncio.get_running_loop().create_future())
-        self._queue.append(queued)
-        if self._flusher is None or self._flusher.done():
-            self._flusher = asyncio.create_task(self._flush(), name=f"runlog:{self.run_id}")
-        # The flusher owns the write: a caller cancelled while waiting still gets its step
-        # written, in order, before anything queued after it.
-        await asyncio.shield(queued.done)
+    async def commit(self, step: Step, update: RunUpdate | None = None) -> None:
+        """Land `step` while the run is active; raises RunClosed once it has ended."""
+        if not await self.transition(Transition(), step, update):
+            raise RunClosed(f"run {self.run_id} has ended")
 
-    async def _flush(self) -> None:
-        while self._queue:
-            batch, self._queue = self._queue, []
-            first = self._next
-            rows: list[dict[str, Any]] = []
-            calls: list[dict[str, Any]] = []
-            run_values: dict[str, Any] = {}
-            for queued in batch:
-                step_rows, step_calls = render_rows(self.run_id, first + len(rows), queued.step)
-                rows += step_rows
-                calls += step_calls
-                run_values.update(queued.run_values)
-            try:
-                async with self._store.transaction() as uow:
-                    await uow.events.append(rows)
-                    await uow.tool_calls.append(calls)
-                    await uow.runs.update(
-                        self.tenant, self.run_id, last_sequence=first + len(rows) - 1, **run_values
-                    )
-            except BaseException as exc:
-                cancelled = not isinstance(exc, Exception)
-                # Once cancelled nothing else will flush: fail what is queued as well.
-                failed = batch + self._queue if cancelled else batch
-                if cancelled:
-                    self._queue = []
-                for queued in failed:
-                    if not queued.done.done():
-                        queued.done.set_exception(exc)
-                if cancelled:
-                    raise
-                continue
-            self._next = first + len(rows)
-            for queued in batch:
-                if not queued.done.done():
-                    queued.done.set_result(None)
-            self._notifier.notify(self.run_id)
+    async def transition(
+        self, transition: Transition, step: Step | None = None, update: RunUpdate | None = None
+    ) -> bool:
+        """Land `step` and move the run as `transition` says, if the run is in a state it
+        allows; False (and nothing written) otherwise."""
+        return await self._writer.submit(
+            self.run_id, self.tenant, step or Step(), transition, update or RunUpdate()
+        )
 
+    async def close(
+        self,
+        status: RunStatus,
+        step: Step,
+        update: RunUpdate,
+        *,
+        allowed_from: frozenset[RunStatus] = RUNNING,
+    ) -> RunStatus | None:
+        """End the run with `step` (its last event the terminal one) from `allowed_from`.
 
-def render(run_id: str, sequence: int, staged: _Staged) -> str:
-    doc: dict[str, Any] = {
-        "eventId": staged.event_id,
-        "runId": run_id,
-        "type": staged.type,
-        "payload": staged.payload,
-        "timestamp": timestamp(staged.at),
-        "sequence": sequence,
-        "schemaVersion": events.SCHEMA_VERSION,
-    }
-    if staged.node_id is not None:
-        doc["nodeId"] = staged.node_id
-    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
+        Returns the status the run ended with: a run whose cancel was accepted
+        first ends `cancelled` with the cancel's reason, whatever `status` says.
+        None means the run is paused and has not ended; it ends after its resume.
+        """
+        if status is not RunStatus.CANCELLED and await self.transition(
+            Transition(allowed_from, status), step, update
+        ):
+            return status
+        record = await self._writer.read(self.tenant, self.run_id)
+        if record is None or record.status.is_terminal:
+            raise RunClosed(f"run {self.run_id} has ended")
+        cancelling = frozenset({RunStatus.CANCELLING})
+        if status is RunStatus.CANCELLED:
+            cancelling |= allowed_from
+        elif record.status not in cancelling:
+            # Paused since: the run ends after its resume (or its cancel).
+            return None
+        ending = Step()
+        ending.emit(events.RunCancelled(reason=record.cancel_reason))
+        cancelled = RunUpdate(completed_at=update.completed_at, agent_ids=update.agent_ids)
+        if await self.transition(Transition(cancelling, RunStatus.CANCELLED), ending, cancelled):
+            return RunStatus.CANCELLED
+        # Neither ending landed: the run changed state in between; look again.
+        return await self.close(status, step, update, allowed_from=allowed_from)
 
 
-def render_rows(
-    run_id: str, first: int, step: Step
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The event rows and tool-call rows of `step`, numbered from `first`."""
-    rows = [
-        {
-            "run_id": run_id,
-            "sequence": first + i,
-            "type": staged.type,
-            "doc": render(run_id, first + i, staged),
-        }
-        for i, staged in enumerate(step.staged)
-    ]
-    calls = [{**row, "run_id": run_id, "sequence": first + index} for index, row in step.calls]
-    return rows, calls
+class Journal:
+    """One unit of work's events (a workflow node, an eval trial) on their way to the log.
+
+    A unit commits once, at its end, unless it makes a live tool call: then
+    `flush()` lands what is staged so far, so the call's `agent.tool-called`
+    is durable before the tool runs and its outcome before the agent sees it.
+    """
+
+    def __init__(self, log: RunLog) -> None:
+        self.log = log
+        self._step = Step()
+
+    def emit(self, payload: events.Payload, *, node_id: str | None = None) -> Staged:
+        return self._step.emit(payload, node_id=node_id)
+
+    def record_call(self, called: Staged, row: ToolCallRow) -> None:
+        self._step.record_call(called, row)
+
+    def complete_call(self, called: Staged, outcome: ToolCallOutcome) -> None:
+        self._step.complete_call(called, outcome)
+
+    async def flush(self) -> None:
+        """Land everything staged so far; returns once it is durable."""
+        step, self._step = self._step, Step()
+        await self.log.commit(step)
+
+    def take(self) -> Step:
+        """What is staged and not landed yet, for the caller to land with its own step."""
+        step, self._step = self._step, Step()
+        return step

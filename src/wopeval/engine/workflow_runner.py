@@ -1,70 +1,82 @@
-"""The workflow interpreter: nodes in dependency order, one committed step per node."""
+"""The workflow interpreter: nodes in dependency order, each a unit of work with its own journal."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import JsonValue
 
-from wopeval.engine.boundary import ToolTransport
+from wopeval.engine.boundary import Boundary
 from wopeval.engine.catalog import Catalog
+from wopeval.engine.control import RunControl
 from wopeval.engine.invocation import Invocation, run_invocation
 from wopeval.engine.outcome import RunFailure, Terminal
-from wopeval.engine.runlog import RunLog, Step
+from wopeval.engine.runlog import Journal, RunLog
 from wopeval.wire import events
 from wopeval.wire.runs import RunStatus
 from wopeval.wire.workflows import Node, Workflow
 
 
+@dataclass(frozen=True)
+class WorkflowContext:
+    log: RunLog
+    control: RunControl
+    catalog: Catalog
+    boundary: Boundary
+    invoked: set[str]
+
+
 async def run_workflow(
-    workflow: Workflow,
-    inputs: dict[str, JsonValue],
-    *,
-    log: RunLog,
-    catalog: Catalog,
-    transport: ToolTransport,
-    invoked: set[str],
+    workflow: Workflow, inputs: dict[str, JsonValue], context: WorkflowContext
 ) -> Terminal:
     outputs: dict[str, Any] = {}
     for node in workflow.order():
-        step = Step()
-        step.emit(events.NodeStarted(nodeId=node.id, nodeType=node.type), node_id=node.id)
-        node_outputs = await _run_node(node, inputs, step, catalog, transport, invoked)
-        step.emit(events.NodeCompleted(nodeId=node.id, outputs=node_outputs), node_id=node.id)
-        outputs[node.id] = node_outputs
-        await log.commit(step)
+
+        async def attempt(node: Node = node) -> dict[str, JsonValue]:
+            return await run_node(node, inputs, context)
+
+        outputs[node.id] = await context.control.unit(attempt)
     return Terminal(RunStatus.COMPLETED, outputs=outputs)
 
 
-async def _run_node(
-    node: Node,
-    inputs: dict[str, JsonValue],
-    step: Step,
-    catalog: Catalog,
-    transport: ToolTransport,
-    invoked: set[str],
+async def run_node(
+    node: Node, inputs: dict[str, JsonValue], context: WorkflowContext
+) -> dict[str, JsonValue]:
+    """One attempt of a node: `node.started` to its terminal node event, landed whole
+    unless a live tool call lands part of it first."""
+    journal = Journal(context.log)
+    journal.emit(events.NodeStarted(nodeId=node.id, nodeType=node.type), node_id=node.id)
+    node_outputs = await _execute(node, inputs, journal, context)
+    journal.emit(events.NodeCompleted(nodeId=node.id, outputs=node_outputs), node_id=node.id)
+    await journal.flush()
+    return node_outputs
+
+
+async def _execute(
+    node: Node, inputs: dict[str, JsonValue], journal: Journal, context: WorkflowContext
 ) -> dict[str, JsonValue]:
     if node.type == "core.noop":
         return {}
-    spec = catalog.agents.get(node.agentId or "")
+    spec = context.catalog.agents.get(node.agentId or "")
     if spec is None:
-        raise _node_failure(node, step, "agent_not_found", f"no agent {node.agentId!r}")
+        raise _node_failure(node, journal, "agent_not_found", f"no agent {node.agentId!r}")
     invocation = Invocation(
         spec=spec,
         input=node.inputs if node.inputs is not None else inputs,
-        step=step,
-        transport=transport,
-        agents=catalog.agents,
+        journal=journal,
+        boundary=context.boundary,
+        agents=context.catalog.agents,
         node_id=node.id,
     )
     result = await run_invocation(invocation, source="workflow-node")
-    invoked.update(result.invoked_agents or {spec.agent_id})
+    context.invoked.update(result.invoked_agents or {spec.agent_id})
     if result.failed:
-        raise _node_failure(node, step, "agent_failed", f"agent {spec.agent_id} failed")
+        raise _node_failure(node, journal, "agent_failed", f"agent {spec.agent_id} failed")
     return {"decision": result.decision}
 
 
-def _node_failure(node: Node, step: Step, code: str, message: str) -> RunFailure:
+def _node_failure(node: Node, journal: Journal, code: str, message: str) -> RunFailure:
     error = events.RunErrorInfo(code=code, message=message)
-    step.emit(events.NodeFailed(nodeId=node.id, error=error), node_id=node.id)
-    return RunFailure(code, message, step)
+    journal.emit(events.NodeFailed(nodeId=node.id, error=error), node_id=node.id)
+    return RunFailure(code, message, journal.take())

@@ -19,6 +19,7 @@ from wopeval.evals._create_rules import (
 from wopeval.evals._derive import (
     CallStatus,
     RecordedCall,
+    RecordedStatus,
     ServedBy,
     derive_fixtures,
     has_failed_call,
@@ -90,6 +91,7 @@ __all__ = [
     "PairedVerdict",
     "PassPolicy",
     "RecordedCall",
+    "RecordedStatus",
     "Served",
     "ServedBy",
     "SourceFacts",

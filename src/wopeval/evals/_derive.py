@@ -19,6 +19,10 @@ from wopeval.wire.suite import ToolResponse
 CallStatus = Literal["ok", "error", "forbidden", "rate_limited"]
 """`agent.tool-returned.status`; `forbidden` and `rate_limited` never ran the tool."""
 
+RecordedStatus = CallStatus | Literal["unknown"]
+"""A recorded call's status: `unknown` is a live call whose tool may have run, but whose
+outcome never reached the record (the host stopped first); such a run is no usable source."""
+
 ServedBy = Literal["live", "fixture"]
 
 
@@ -36,7 +40,7 @@ class RecordedCall:
     call_id: str
     inputs: JsonValue
     """The args as the agent passed them."""
-    status: CallStatus
+    status: RecordedStatus
     result: JsonValue
     """The tool's result when `status` is `ok`."""
     error: dict[str, JsonValue] | None

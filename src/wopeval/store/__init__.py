@@ -19,7 +19,7 @@ from wopeval.store._small_repos import (
     copy_derived,
     replace_keys,
 )
-from wopeval.store._tool_calls import ToolCallsRepo
+from wopeval.store._tool_calls import ToolCallOutcome, ToolCallRow, ToolCallsRepo
 from wopeval.store.db import create_engine, migrate, sqlite_url
 
 
@@ -98,6 +98,8 @@ __all__ = [
     "RunsRepo",
     "Store",
     "SuitesRepo",
+    "ToolCallOutcome",
+    "ToolCallRow",
     "ToolCallsRepo",
     "UnitOfWork",
     "copy_derived",

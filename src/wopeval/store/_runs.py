@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -60,6 +61,7 @@ class RunRecord:
     last_sequence: int = -1
     parent_run_id: str | None = None
     created_seq: int = 0
+    cancel_reason: str | None = None
 
     @classmethod
     def from_row(cls, row: RowMapping) -> RunRecord:
@@ -83,6 +85,7 @@ class RunRecord:
             last_sequence=row["last_sequence"],
             parent_run_id=row["parent_run_id"],
             created_seq=row["created_seq"],
+            cancel_reason=row["cancel_reason"],
         )
 
     def to_row(self) -> dict[str, Any]:
@@ -106,6 +109,7 @@ class RunRecord:
             "last_sequence": self.last_sequence,
             "parent_run_id": self.parent_run_id,
             "created_seq": self.created_seq,
+            "cancel_reason": self.cancel_reason,
         }
 
 
@@ -165,12 +169,39 @@ class RunsRepo:
         result = await self._connection.execute(query)
         return [RunRecord.from_row(row) for row in result.mappings()]
 
-    async def update(self, tenant: str, run_id: str, **values: Any) -> None:
-        await self._connection.execute(
+    async def advance(
+        self,
+        tenant: str,
+        run_id: str,
+        *,
+        count: int,
+        allowed_from: Collection[RunStatus],
+        status: RunStatus | None,
+        values: dict[str, Any],
+    ) -> int | None:
+        """Take `count` sequences for a run in one of `allowed_from`; None if it is in none.
+
+        Returns the run's new last sequence: the taken ones end there. The update
+        locks the row until the caller's transaction ends, so the sequences of
+        concurrent writers never interleave and a state test cannot go stale.
+        """
+        changes: dict[str, Any] = {"last_sequence": runs.c.last_sequence + count, **values}
+        if status is not None:
+            changes["status"] = status.value
+        result = await self._connection.execute(
             update(runs)
-            .where(and_(runs.c.tenant == tenant, runs.c.run_id == run_id))
-            .values(**values)
+            .where(
+                and_(
+                    runs.c.tenant == tenant,
+                    runs.c.run_id == run_id,
+                    runs.c.status.in_([state.value for state in allowed_from]),
+                )
+            )
+            .values(changes)
+            .returning(runs.c.last_sequence)
         )
+        last: int | None = result.scalar_one_or_none()
+        return last
 
     async def active(self) -> list[RunRecord]:
         """Runs left active by a host that stopped; only start-up recovery reads across tenants."""

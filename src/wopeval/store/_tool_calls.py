@@ -3,14 +3,49 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
-from sqlalchemy import and_, func, select, update
+from pydantic import JsonValue
+from sqlalchemy import and_, bindparam, func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from wopeval.evals import RecordedCall
+from wopeval.evals import RecordedCall, RecordedStatus, ServedBy
 from wopeval.store.tables import runs, tool_calls
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallRow:
+    """One call as the boundary executed it; keyed by its `agent.tool-called` sequence."""
+
+    invocation_id: str
+    agent_id: str
+    is_delegate: bool
+    tool: str
+    call_id: str
+    status: RecordedStatus
+    served_by: ServedBy
+    duration_ms: int | None
+    recorded: bool
+    """False when the agent's `record` is off: the call is listed without content."""
+    inputs: JsonValue
+    result: JsonValue
+    error: dict[str, JsonValue] | None
+
+    def to_row(self, run_id: str, sequence: int) -> dict[str, Any]:
+        return {**asdict(self), "run_id": run_id, "sequence": sequence}
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallOutcome:
+    """What a live call, recorded `unknown` before it ran, turned out to return."""
+
+    status: Literal["ok", "error", "forbidden", "rate_limited"]
+    result: JsonValue
+    error: dict[str, JsonValue] | None
+    duration_ms: int | None
+    recorded: bool
 
 
 def _recorded_call(row: Any) -> RecordedCall:
@@ -31,8 +66,8 @@ def _recorded_call(row: Any) -> RecordedCall:
 
 
 def _held(row: Any) -> bool:
-    """Recorded with its content, and not erased since."""
-    return bool(row.recorded and row.erased_at is None)
+    """Recorded with its content and outcome, and not erased since."""
+    return bool(row.recorded and row.erased_at is None and row.status != "unknown")
 
 
 class ToolCallsRepo:
@@ -42,6 +77,40 @@ class ToolCallsRepo:
     async def append(self, rows: Sequence[dict[str, Any]]) -> None:
         if rows:
             await self._connection.execute(tool_calls.insert(), list(rows))
+
+    async def complete(self, outcomes: Sequence[tuple[str, int, ToolCallOutcome]]) -> None:
+        """Give live calls, keyed by run and `agent.tool-called` sequence, their outcome."""
+        if not outcomes:
+            return
+        statement = (
+            update(tool_calls)
+            .where(
+                and_(
+                    tool_calls.c.run_id == bindparam("key_run_id"),
+                    tool_calls.c.sequence == bindparam("key_sequence"),
+                )
+            )
+            .values(
+                status=bindparam("new_status"),
+                result=bindparam("new_result"),
+                error=bindparam("new_error"),
+                duration_ms=bindparam("new_duration_ms"),
+            )
+        )
+        await self._connection.execute(
+            statement,
+            [
+                {
+                    "key_run_id": run_id,
+                    "key_sequence": sequence,
+                    "new_status": outcome.status,
+                    "new_result": outcome.result if outcome.recorded else None,
+                    "new_error": outcome.error if outcome.recorded else None,
+                    "new_duration_ms": outcome.duration_ms,
+                }
+                for run_id, sequence, outcome in outcomes
+            ],
+        )
 
     async def held_calls(self, run_id: str, agent_id: str) -> tuple[list[RecordedCall], bool]:
         """The agent's calls in the run, and whether every one is still held with content."""
@@ -62,7 +131,7 @@ class ToolCallsRepo:
         SQLite serialises writers anyway.
         """
         result = await self._connection.execute(
-            select(tool_calls.c.recorded, tool_calls.c.erased_at)
+            select(tool_calls.c.recorded, tool_calls.c.erased_at, tool_calls.c.status)
             .where(and_(tool_calls.c.run_id == run_id, tool_calls.c.agent_id == agent_id))
             .with_for_update(read=True)
         )

@@ -56,6 +56,8 @@ runs = Table(
     Column("agent_ids", JSON, nullable=False),
     Column("last_sequence", Integer, nullable=False),
     Column("parent_run_id", String(300), nullable=True),
+    # Set with the accepted cancel (status `cancelling`); `run.cancelled` carries it.
+    Column("cancel_reason", Text, nullable=True),
     # Monotonic insertion order; newest-first listing and cursors ride on it.
     Column("created_seq", BigInteger, nullable=False),
     Index("ix_runs_tenant_created", "tenant", "created_seq"),
@@ -81,6 +83,7 @@ tool_calls = Table(
     Column("is_delegate", Boolean, nullable=False),
     Column("tool", String(256), nullable=False),
     Column("call_id", String(64), nullable=False),
+    # A live call is recorded `unknown` before its tool runs; its outcome replaces that.
     Column("status", String(16), nullable=False),
     Column("served_by", String(8), nullable=False),
     Column("duration_ms", Integer, nullable=True),

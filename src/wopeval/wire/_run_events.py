@@ -46,6 +46,18 @@ class RunCancelled(Payload):
     """The caller's reason, when given."""
 
 
+class RunPaused(Payload):
+    TYPE: ClassVar[str] = "run.paused"
+    drainPolicy: Literal["drain-current-node", "immediate"]
+    """Echoes the pause request's policy (runs.md §Pause and resume)."""
+    interruptedNodeId: str | None = None
+    """Under `immediate`, the node whose executing attempt was cut."""
+
+
+class RunResumed(Payload):
+    TYPE: ClassVar[str] = "run.resumed"
+
+
 class NodeStarted(Payload):
     TYPE: ClassVar[str] = "node.started"
     nodeId: str

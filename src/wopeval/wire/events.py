@@ -19,6 +19,8 @@ from wopeval.wire._run_events import (
     RunCompleted,
     RunErrorInfo,
     RunFailed,
+    RunPaused,
+    RunResumed,
     RunStarted,
 )
 
@@ -48,6 +50,8 @@ __all__ = [
     "RunCompleted",
     "RunErrorInfo",
     "RunFailed",
+    "RunPaused",
+    "RunResumed",
     "RunStarted",
     "ToolCalled",
     "ToolError",

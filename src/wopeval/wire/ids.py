@@ -90,3 +90,13 @@ def run_id_from_path(segment: str, tenant: str) -> str:
     if not is_run_id(run_id):
         raise errors.NotFound("No such run.")
     return run_id
+
+
+def run_id_from_body(value: str, tenant: str) -> str:
+    """A bound run id named in a request body, checked as a path id is (identity.md §5)."""
+    owner, sep, _ = value.partition("/")
+    if sep and owner != tenant:
+        raise errors.IdTenantMismatch()
+    if not is_run_id(value):
+        raise errors.NotFound("No such run.")
+    return value

@@ -15,6 +15,7 @@ class RunStatus(enum.StrEnum):
 
     PENDING = "pending"
     RUNNING = "running"
+    PAUSED = "paused"
     CANCELLING = "cancelling"
     COMPLETED = "completed"
     FAILED = "failed"
@@ -104,8 +105,40 @@ class ForkRunRequest(_Closed):
 class CancelRunRequest(_Closed):
     """`POST /runs/{runId}/cancel` body."""
 
-    reason: str | None = None
+    reason: str | None = Field(default=None, max_length=1024)
     """Why the caller cancelled."""
+
+
+MAX_BULK_CANCEL = 100
+"""runs.md §Bulk cancel: the host's cap on `runIds` (the RECOMMENDED 100)."""
+
+
+class BulkCancelRequest(_Closed):
+    """`POST /runs:bulk-cancel` body (runs.md §Bulk cancel)."""
+
+    runIds: list[str] = Field(min_length=1)
+    """The runs to cancel, each processed on its own; over the cap is refused whole."""
+    reason: str | None = Field(default=None, max_length=1024)
+    """Why the caller cancelled, given to every run."""
+
+
+DrainPolicy = Literal["drain-current-node", "immediate"]
+
+
+class PauseRunRequest(_Closed):
+    """`POST /runs/{runId}:pause` body (runs.md §Pause and resume)."""
+
+    reason: str | None = Field(default=None, max_length=1024)
+    """Why the caller paused."""
+    drainPolicy: DrainPolicy = "drain-current-node"
+    """Let the executing unit finish first, or cut it (it starts afresh on resume)."""
+
+
+class ResumeRunRequest(_Closed):
+    """`POST /runs/{runId}:resume` body."""
+
+    reason: str | None = Field(default=None, max_length=1024)
+    """Why the caller resumed."""
 
 
 def subject_for(tenant: str, key_id: str) -> dict[str, Any]:

@@ -11,12 +11,17 @@ from wopeval import evals
 from wopeval.api import idempotency
 from wopeval.api.deps import EngineDep, HostDep, PrincipalDep, path_run_id
 from wopeval.api.snapshots import created, run_links, snapshot
+from wopeval.engine import commands
+from wopeval.engine.runlog import timestamp
 from wopeval.store import decode_cursor, encode_cursor
 from wopeval.wire import errors
 from wopeval.wire.runs import (
+    BulkCancelRequest,
     CancelRunRequest,
     CreateRunRequest,
     ForkRunRequest,
+    PauseRunRequest,
+    ResumeRunRequest,
     RunKind,
     RunStatus,
 )
@@ -95,13 +100,66 @@ async def cancel_run(
     engine: EngineDep,
     body: Annotated[CancelRunRequest | None, Body()] = None,
 ) -> Response:
+    """runs.md §Cancel: `cancelling` or `cancelled`; 409 `run_terminal` once it has ended."""
     run_id = path_run_id(runId, principal)
+    reason = body.reason if body is not None else None
 
     async def produce() -> Response:
-        record = await engine.cancel_run(principal, run_id)
+        record = await commands.cancel_run(engine, principal, run_id, reason)
         return JSONResponse({"runId": record.run_id, "status": record.status.value})
 
     return await idempotency.guard(request, principal, "cancelRun", produce)
+
+
+@router.post("/runs:bulk-cancel", operation_id="bulkCancelRuns")
+async def bulk_cancel_runs(
+    request: Request, principal: PrincipalDep, engine: EngineDep, body: BulkCancelRequest
+) -> Response:
+    """runs.md §Bulk cancel: every id on its own, the results in request order."""
+
+    async def produce() -> Response:
+        results = await commands.bulk_cancel(engine, principal, body.runIds, body.reason)
+        return JSONResponse({"results": results})
+
+    return await idempotency.guard(request, principal, "bulkCancelRuns", produce)
+
+
+@router.post("/runs/{runId}:pause", operation_id="pauseRun", status_code=202)
+async def pause_run(
+    runId: str,
+    request: Request,
+    principal: PrincipalDep,
+    engine: EngineDep,
+    body: Annotated[PauseRunRequest | None, Body()] = None,
+) -> Response:
+    """runs.md §Pause and resume: the run starts no new node or trial until resumed."""
+    run_id = path_run_id(runId, principal)
+    policy = body.drainPolicy if body is not None else "drain-current-node"
+
+    async def produce() -> Response:
+        paused = await commands.pause_run(engine, principal, run_id, policy)
+        answer = {"runId": paused.run_id, "status": paused.status.value}
+        return JSONResponse({**answer, "pausedAt": timestamp(paused.at)}, status_code=202)
+
+    return await idempotency.guard(request, principal, "pauseRun", produce)
+
+
+@router.post("/runs/{runId}:resume", operation_id="resumeRun", status_code=202)
+async def resume_run(
+    runId: str,
+    request: Request,
+    principal: PrincipalDep,
+    engine: EngineDep,
+    body: Annotated[ResumeRunRequest | None, Body()] = None,
+) -> Response:
+    run_id = path_run_id(runId, principal)
+
+    async def produce() -> Response:
+        resumed = await commands.resume_run(engine, principal, run_id)
+        answer = {"runId": resumed.run_id, "status": resumed.status.value}
+        return JSONResponse({**answer, "resumedAt": timestamp(resumed.at)}, status_code=202)
+
+    return await idempotency.guard(request, principal, "resumeRun", produce)
 
 
 @router.get("/runs/{runId}/eval-summary", operation_id="getEvalSummary")

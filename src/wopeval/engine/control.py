@@ -1,0 +1,72 @@
+"""What a caller asks of an executing run between its units: pause, resume, cut.
+
+A run executes in units (a workflow node, an eval trial). A paused run starts
+no new unit until it is resumed; the units already executing either finish
+(`drain-current-node`) or are cut (`immediate`) and start afresh, from their
+first event, after the resume (runs.md §Pause and resume). The run row holds
+the state (`paused`); this holder only wakes and stops this process's units.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class RunControl:
+    def __init__(self) -> None:
+        self._running = asyncio.Event()
+        self._running.set()
+        self._stopped = asyncio.Event()
+        self._units: set[asyncio.Task[Any]] = set()
+        self._cut: set[asyncio.Task[Any]] = set()
+
+    @property
+    def paused(self) -> bool:
+        return not self._running.is_set()
+
+    async def unit(self, work: Callable[[], Awaitable[T]]) -> T:
+        """Run one unit once the run is not paused; a unit cut by an immediate pause runs
+        again from its start after the resume."""
+        while True:
+            await self._running.wait()
+            task: asyncio.Task[T] = asyncio.ensure_future(work())
+            self._units.add(task)
+            try:
+                return await task
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if task not in self._cut or (current is not None and current.cancelling()):
+                    raise
+            finally:
+                self._units.discard(task)
+                self._cut.discard(task)
+
+    def pause(self, *, immediate: bool) -> None:
+        self._running.clear()
+        if immediate:
+            for task in self._units:
+                self._cut.add(task)
+                task.cancel()
+
+    def resume(self) -> None:
+        self._running.set()
+
+    def stop(self) -> None:
+        """The run is being cancelled: nothing waits for a resume any more."""
+        self._stopped.set()
+
+    async def settled(self) -> None:
+        """Wait until the run is not paused, or is being cancelled (a run ends only then)."""
+        if self._running.is_set() or self._stopped.is_set():
+            return
+        running = asyncio.ensure_future(self._running.wait())
+        stopped = asyncio.ensure_future(self._stopped.wait())
+        try:
+            await asyncio.wait({running, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            running.cancel()
+            stopped.cancel()

@@ -1,0 +1,202 @@
+"""The one writer of every run log (G7): steps from all runs, committed in groups.
+
+While one transaction is being written, the steps that arrive queue up and go
+out together in the next one, whichever runs they belong to: a busy host pays
+one commit for many steps. Each step still lands whole or not at all, in
+arrival order, and its caller resumes only once it is durable. A step whose
+run is not in a state it allows lands nothing, and its caller is told.
+
+Sequences are taken from the run row inside the transaction (see
+`RunsRepo.advance`), which also locks the row: the sequences of a run stay
+contiguous and in commit order even with another process writing to it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from wopeval.engine.notifier import Notifier
+from wopeval.engine.runlog import RunUpdate, Staged, Step, Transition, timestamp
+from wopeval.store import RunRecord, Store, ToolCallOutcome, UnitOfWork
+from wopeval.wire import events
+
+log = logging.getLogger("wopeval.engine")
+
+OnInsert = Callable[[UnitOfWork, RunRecord], Awaitable[None]]
+"""Adds the caller's own rows to the transaction that inserts a new run (derived
+fixtures, the idempotency record that names it), so they land together or not at all."""
+
+MAX_GROUP = 512
+"""Steps per transaction at most, so one commit never holds the store for long."""
+
+
+@dataclass
+class _Queued:
+    run_id: str
+    tenant: str
+    step: Step
+    transition: Transition
+    update: RunUpdate
+    done: asyncio.Future[bool]
+
+
+@dataclass
+class _Group:
+    """The rows of one transaction, gathered from its steps and written in bulk."""
+
+    events: list[dict[str, Any]] = field(default_factory=list)
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    outcomes: list[tuple[str, int, ToolCallOutcome]] = field(default_factory=list)
+
+
+class LogWriter:
+    def __init__(self, store: Store, notifier: Notifier) -> None:
+        self.store = store
+        self._notifier = notifier
+        self._queue: list[_Queued] = []
+        self._flusher: asyncio.Task[None] | None = None
+
+    async def read(self, tenant: str, run_id: str) -> RunRecord | None:
+        async with self.store.reading() as uow:
+            return await uow.runs.get(tenant, run_id)
+
+    async def insert(self, record: RunRecord, step: Step, extra: OnInsert | None) -> RunRecord:
+        """Insert a new run with its first events (numbered from 0) and the caller's rows."""
+        group = _Group()
+        _number(record.run_id, step, 0, group)
+        stored = replace(record, last_sequence=len(step.staged) - 1)
+        async with self.store.transaction() as uow:
+            await insert_run(uow, stored, group.events)
+            await uow.tool_calls.append(group.calls)
+            if extra is not None:
+                await extra(uow, stored)
+        self._notifier.notify(record.run_id)
+        return stored
+
+    async def submit(
+        self, run_id: str, tenant: str, step: Step, transition: Transition, update: RunUpdate
+    ) -> bool:
+        """Queue a step and wait until it is durable; False when its run's state refused it."""
+        queued = _Queued(
+            run_id, tenant, step, transition, update, asyncio.get_running_loop().create_future()
+        )
+        self._queue.append(queued)
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush(), name="log-writer")
+        # The flusher owns the write: a caller cancelled while waiting still gets its
+        # step written, in order, before anything queued after it.
+        return await asyncio.shield(queued.done)
+
+    async def _flush(self) -> None:
+        while self._queue:
+            batch, self._queue = self._queue[:MAX_GROUP], self._queue[MAX_GROUP:]
+            try:
+                landed = await self._write(batch)
+            except asyncio.CancelledError as cancelled:
+                # Nothing else will flush once this task is cancelled: fail what is queued too.
+                for queued in batch + self._queue:
+                    _settle(queued, cancelled)
+                self._queue = []
+                raise
+            except Exception:
+                log.warning("a group commit failed; writing its steps one by one", exc_info=True)
+                for queued in batch:
+                    try:
+                        single = await self._write([queued])
+                    except Exception as failure:
+                        _settle(queued, failure)
+                    else:
+                        self._finish([queued], single)
+                continue
+            self._finish(batch, landed)
+
+    async def _write(self, batch: list[_Queued]) -> list[bool]:
+        group = _Group()
+        landed: list[bool] = []
+        async with self.store.transaction() as uow:
+            for queued in batch:
+                step = queued.step
+                last = await uow.runs.advance(
+                    queued.tenant,
+                    queued.run_id,
+                    count=len(step.staged),
+                    allowed_from=queued.transition.allowed_from,
+                    status=queued.transition.to,
+                    values=queued.update.values(),
+                )
+                landed.append(last is not None)
+                if last is not None:
+                    _number(queued.run_id, step, last - len(step.staged) + 1, group)
+            await uow.events.append(group.events)
+            await uow.tool_calls.append(group.calls)
+            await uow.tool_calls.complete(group.outcomes)
+        return landed
+
+    def _finish(self, batch: list[_Queued], landed: list[bool]) -> None:
+        for queued, ok in zip(batch, landed, strict=True):
+            _settle(queued, ok)
+        for run_id in {queued.run_id for queued, ok in zip(batch, landed, strict=True) if ok}:
+            self._notifier.notify(run_id)
+
+    async def stop(self) -> None:
+        """Wait for what is queued to land (the engine stops its runs first)."""
+        while self._flusher is not None and not self._flusher.done():
+            await asyncio.gather(self._flusher, return_exceptions=True)
+
+
+async def insert_run(uow: UnitOfWork, record: RunRecord, rows: list[dict[str, Any]]) -> None:
+    """A new run's row and its first event rows: a run is never visible without its log."""
+    await uow.runs.insert(record)
+    await uow.events.append(rows)
+
+
+def _settle(queued: _Queued, outcome: bool | BaseException) -> None:
+    if queued.done.done():
+        return
+    if isinstance(outcome, BaseException):
+        queued.done.set_exception(outcome)
+    else:
+        queued.done.set_result(outcome)
+
+
+def _number(run_id: str, step: Step, first: int, group: _Group) -> None:
+    """Give the step's events their sequences from `first` and gather its rows."""
+    for offset, staged in enumerate(step.staged):
+        staged.sequence = first + offset
+        group.events.append(
+            {
+                "run_id": run_id,
+                "sequence": staged.sequence,
+                "type": staged.type,
+                "doc": render(run_id, staged),
+            }
+        )
+    for called, row in step.calls:
+        if called.sequence is None:
+            raise ValueError("a tool record must be keyed to an event of its own step")
+        group.calls.append(row.to_row(run_id, called.sequence))
+    for called, outcome in step.outcomes:
+        if called.sequence is None:
+            raise ValueError("an outcome must complete a call that has landed")
+        group.outcomes.append((run_id, called.sequence, outcome))
+
+
+def render(run_id: str, staged: Staged) -> str:
+    """The stored RunEventDoc, served byte for byte by poll, SSE and replays."""
+    doc: dict[str, Any] = {
+        "eventId": staged.event_id,
+        "runId": run_id,
+        "type": staged.type,
+        "payload": staged.payload,
+        "timestamp": timestamp(staged.at),
+        "sequence": staged.sequence,
+        "schemaVersion": events.SCHEMA_VERSION,
+    }
+    if staged.node_id is not None:
+        doc["nodeId"] = staged.node_id
+    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
