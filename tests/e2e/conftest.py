@@ -10,6 +10,7 @@ from __future__ import annotations
 import secrets
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -24,6 +25,7 @@ from ._server import TENANT_A, TENANT_B, ServerHandle, free_port
 PROJECT_MODULE = "wopeval_e2e_project"
 CRM_ENV_VARIABLE = "E2E_CRM_TOKEN"
 TOOL_TIMEOUT_SECONDS = 1.0
+PATIENT_TOOL_TIMEOUT_SECONDS = 120.0
 
 
 def _settings(backend: Backend, data_dir: Path, **extra: object) -> Settings:
@@ -112,6 +114,30 @@ async def gate_agent(context):
     return "released"
 
 
+async def stepping_agent(context):
+    for _ in range(context.input["steps"]):
+        await context.call_tool("e2e:waits", {"dir": context.input["dir"]})
+    return "stepped"
+
+
+async def waiting_tool(args):
+    """Each call takes the next index: it touches `entered-<i>` and waits for `gate-<i>`."""
+    base = Path(args["dir"])
+    index = len(list(base.glob("entered-*")))
+    (base / f"entered-{index}").touch()
+    while not (base / f"gate-{index}").exists():
+        await asyncio.sleep(0.01)
+    return {"index": index}
+
+
+async def counting_agent(context):
+    for _ in range(context.input["calls"]):
+        await context.call_tool(
+            "conformance.eval:counter", {"op": "inc", "key": context.input["key"]}
+        )
+    return "counted"
+
+
 async def raising_tool(args):
     raise RuntimeError("the tool broke")
 
@@ -125,12 +151,23 @@ async def sleeping_tool(args):
 def write_project(directory: Path, api: LoopbackApi, secret: str) -> None:
     (directory / "workflows").mkdir()
     (directory / f"{PROJECT_MODULE}.py").write_text(PROJECT_CODE)
-    for workflow, agent in (("e2e-crm", "e2e.crm-agent"), ("e2e-gate", "e2e.gate-agent")):
+    for workflow, agent in (
+        ("e2e-crm", "e2e.crm-agent"),
+        ("e2e-gate", "e2e.gate-agent"),
+        ("e2e-stepper", "e2e.stepping-agent"),
+        ("e2e-counting", "e2e.counting-agent"),
+    ):
         document = (
             f'{{"id": "{workflow}", "nodes": '
             f'[{{"id": "agent", "type": "core.agent", "agentId": "{agent}"}}]}}'
         )
         (directory / "workflows" / f"{workflow}.json").write_text(document)
+    (directory / "workflows" / "e2e-two-steps.json").write_text(
+        '{"id": "e2e-two-steps", "nodes": ['
+        '{"id": "first", "type": "core.agent", "agentId": "e2e.stepping-agent"},'
+        '{"id": "second", "type": "core.agent", "agentId": "e2e.stepping-agent"}],'
+        ' "edges": [{"from": "first", "to": "second"}]}'
+    )
     (directory / "wopeval.toml").write_text(
         f"""\
 workflows = ["workflows/*.json"]
@@ -144,6 +181,21 @@ callable = "{PROJECT_MODULE}:crm_agent"
 id = "e2e.gate-agent"
 lane = "python"
 callable = "{PROJECT_MODULE}:gate_agent"
+
+[[agents]]
+id = "e2e.stepping-agent"
+lane = "python"
+callable = "{PROJECT_MODULE}:stepping_agent"
+
+[[agents]]
+id = "e2e.counting-agent"
+lane = "python"
+callable = "{PROJECT_MODULE}:counting_agent"
+
+[[tools]]
+name = "e2e:waits"
+kind = "python"
+callable = "{PROJECT_MODULE}:waiting_tool"
 
 [[tools]]
 name = "e2e:crm"
@@ -175,21 +227,20 @@ callable = "{PROJECT_MODULE}:sleeping_tool"
     )
 
 
-@pytest.fixture(scope="session")
-def project_server(
+@contextmanager
+def _project_host(
     backend: Backend,
     tmp_path_factory: pytest.TempPathFactory,
     loopback_api: LoopbackApi,
     credentials: dict[str, str],
+    tool_timeout: float,
 ) -> Iterator[ServerHandle]:
     project = tmp_path_factory.mktemp(f"project-{backend.name}")
     write_project(project, loopback_api, credentials["value"])
     loopback_api.expect("/crm", "Authorization", f"Bearer {credentials['value']}")
     loopback_api.expect("/crm-env", "X-Api-Key", credentials["env"])
     data_dir = tmp_path_factory.mktemp(f"project-host-{backend.name}")
-    settings = _settings(
-        backend, data_dir, project=project, tool_timeout_seconds=TOOL_TIMEOUT_SECONDS
-    )
+    settings = _settings(backend, data_dir, project=project, tool_timeout_seconds=tool_timeout)
     handle = ServerHandle(settings, backend=backend.name)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(CRM_ENV_VARIABLE, credentials["env"])
@@ -200,3 +251,30 @@ def project_server(
             handle.stop()
             patch.setattr(sys, "path", [p for p in sys.path if p != str(project.resolve())])
             sys.modules.pop(PROJECT_MODULE, None)
+
+
+@pytest.fixture(scope="session")
+def project_server(
+    backend: Backend,
+    tmp_path_factory: pytest.TempPathFactory,
+    loopback_api: LoopbackApi,
+    credentials: dict[str, str],
+) -> Iterator[ServerHandle]:
+    with _project_host(
+        backend, tmp_path_factory, loopback_api, credentials, TOOL_TIMEOUT_SECONDS
+    ) as handle:
+        yield handle
+
+
+@pytest.fixture(scope="session")
+def patient_server(
+    backend: Backend,
+    tmp_path_factory: pytest.TempPathFactory,
+    loopback_api: LoopbackApi,
+    credentials: dict[str, str],
+) -> Iterator[ServerHandle]:
+    """The project host with tools given time to wait at a test's gates."""
+    with _project_host(
+        backend, tmp_path_factory, loopback_api, credentials, PATIENT_TOOL_TIMEOUT_SECONDS
+    ) as handle:
+        yield handle
