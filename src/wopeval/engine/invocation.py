@@ -81,7 +81,18 @@ class Invocation:
             self.journal.emit(_returned(self.agent_id, call, result, full), node_id=self.node_id)
             self.journal.complete_call(called, self._outcome(result))
             await self.journal.flush()
-        self.shared.executed.append(evals.ExecutedCall(name, args, self.is_delegate))
+        self.shared.executed.append(
+            evals.ExecutedCall(
+                name,
+                args,
+                self.is_delegate,
+                status=result.status,
+                result=result.result,
+                error=result.error,
+                served="miss" if result.fixture_miss else result.served_by,
+                duration_ms=result.duration_ms,
+            )
+        )
         if result.fixture_miss:
             self.shared.fixture_misses += 1
         if not result.ok:

@@ -27,6 +27,7 @@ from wopeval.evals._derive import (
 )
 from wopeval.evals._graders import (
     ExecutedCall,
+    ServedAs,
     grade_golden,
     grade_task,
     grade_trajectory,
@@ -93,6 +94,7 @@ __all__ = [
     "RecordedCall",
     "RecordedStatus",
     "Served",
+    "ServedAs",
     "ServedBy",
     "SourceFacts",
     "SuiteRef",

@@ -9,7 +9,8 @@ with `calls`. Both return a bool for one trial; the pass policy over trials is
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import JsonValue
@@ -20,6 +21,9 @@ from wopeval.evals._canonical import compact_json, json_equal
 from wopeval.evals._matcher import args_match
 from wopeval.wire.suite import Expected, ExpectedCall, Match
 
+ServedAs = Literal["fixture", "live", "miss"]
+"""How the boundary answered a call: a fixture entry, the live tool, or a fixture miss."""
+
 
 @dataclass(frozen=True, slots=True)
 class ExecutedCall:
@@ -28,6 +32,14 @@ class ExecutedCall:
     tool: str
     args: JsonValue
     is_delegate: bool = False
+    status: str = "ok"
+    """`agent.tool-returned.status`."""
+    result: JsonValue = None
+    """The tool's result when `status` is `ok`."""
+    error: dict[str, Any] | None = field(default=None)
+    """The tool error otherwise (`{code, message, ...}`)."""
+    served: ServedAs = "live"
+    duration_ms: int | None = None
 
 
 def stringify(value: JsonValue) -> str:
