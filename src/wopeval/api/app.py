@@ -11,7 +11,7 @@ from wopeval import __version__
 from wopeval.api import errors as error_handlers
 from wopeval.api.host import Host
 from wopeval.api.middleware import LegacyPathIds, VersionNegotiation
-from wopeval.api.routes import catalog, discovery, events, host_routes, runs
+from wopeval.api.routes import catalog, discovery, events, host_routes, runs, tasks
 from wopeval.settings import Settings
 
 
@@ -40,6 +40,7 @@ def create_app(settings: Settings) -> FastAPI:
         catalog.router,
         host_routes.router,
         host_routes.seams_router,
+        tasks.router,
     ):
         app.include_router(router)
     error_handlers.install(app)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from wopeval import evals
 from wopeval.engine.runlog import now
@@ -38,6 +39,7 @@ async def erase_tool_content(uow: UnitOfWork, tenant: str, run_id: str) -> Erasu
         seen.add(current)
         calls += await uow.tool_calls.erase(current, at)
         await _scrub_events(uow, current)
+        await _scrub_trials(uow, current, at)
         pending.extend(await uow.derived_fixtures.takers(current))
         copies += await uow.derived_fixtures.erase_from_source(current, at)
         pending.extend(await uow.runs.children(tenant, current))
@@ -58,6 +60,29 @@ async def _scrub_events(uow: UnitOfWork, run_id: str) -> None:
             payload["error"].pop("details", None)
         rewritten[sequence] = json.dumps(event, separators=(",", ":"), ensure_ascii=False)
     await uow.events.rewrite(run_id, rewritten)
+
+
+async def _scrub_trials(uow: UnitOfWork, run_id: str, at: datetime) -> None:
+    """Trial details keep each call's tool, status and `argsHash`, never what it said."""
+    scrubbed = {}
+    for stored in await uow.trials.of_run(run_id):
+        if stored.erased:
+            continue
+        detail = dict(stored.detail)
+        detail["calls"] = [_scrub_call(call) for call in detail["calls"]]
+        detail["misses"] = [
+            {"callIndex": miss["callIndex"], "tool": miss["tool"]} for miss in detail["misses"]
+        ]
+        scrubbed[(stored.task_id, stored.trial)] = detail
+    await uow.trials.rewrite(run_id, scrubbed, at)
+
+
+def _scrub_call(call: dict[str, Any]) -> dict[str, Any]:
+    kept = {key: value for key, value in call.items() if key not in ("inputs", "outcome", "error")}
+    error = call.get("error")
+    if isinstance(error, dict):
+        kept["error"] = {key: error[key] for key in ("code", "message") if key in error}
+    return kept
 
 
 async def purge_expired(store: Store, retention_days: int) -> Erasure:

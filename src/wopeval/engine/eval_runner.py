@@ -15,9 +15,10 @@ from wopeval.agents import AgentRegistry
 from wopeval.engine.boundary import Boundary, FixtureServer, LiveTransport
 from wopeval.engine.control import RunControl
 from wopeval.engine.eval_plan import EvalPlan, TaskPlan
-from wopeval.engine.invocation import Invocation, run_invocation
+from wopeval.engine.invocation import Invocation, Where, run_invocation
 from wopeval.engine.outcome import Terminal
 from wopeval.engine.runlog import Journal, RunLog, Step
+from wopeval.engine.trial_detail import trial_row
 from wopeval.wire import events
 from wopeval.wire.runs import RunStatus
 from wopeval.wire.summary import EvalSummary
@@ -59,9 +60,9 @@ async def run_task(
     for trial in range(task_plan.trials):
         last = trial == task_plan.trials - 1
 
-        async def attempt(last: bool = last) -> evals.TrialOutcome:
+        async def attempt(trial: int = trial, last: bool = last) -> evals.TrialOutcome:
             journal = Journal(context.log)
-            outcome = await run_trial(plan, task_plan, cursor, journal, context)
+            outcome = await run_trial(plan, task_plan, trial, cursor, journal, context)
             if last:
                 journal.emit(scored(plan, task_plan, [*trials, outcome]))
             await journal.flush()
@@ -74,6 +75,7 @@ async def run_task(
 async def run_trial(
     plan: EvalPlan,
     task_plan: TaskPlan,
+    trial: int,
     cursor: evals.FixtureCursor | None,
     journal: Journal,
     context: EvalContext,
@@ -89,17 +91,33 @@ async def run_trial(
         journal=journal,
         boundary=Boundary(context.live, fixtures),
         agents=context.agents,
+        where=Where(context.log.run_id, task_plan.task.taskId, trial),
     )
     started = time.perf_counter()
     result = await run_invocation(invocation, source="run-api")
     latency = int((time.perf_counter() - started) * 1000)
     context.invoked.update(result.invoked_agents)
     misses = cursor.miss_count if cursor is not None else 0
+    grade = None
+    if not result.failed:
+        graded = evals.grade_task(task_plan.task.expected, result.decision, result.executed)
+        grade = {
+            "passed": graded,
+            "score": 1.0 if graded else 0.0,
+            "reason": "passed" if graded else "the decision did not match the expected value",
+        }
     # DESIGN.md §3: a miss under `fail` fails the task, whatever the agent decided after it.
-    passed = (
-        not result.failed
-        and misses == 0
-        and evals.grade_task(task_plan.task.expected, result.decision, result.executed)
+    passed = not result.failed and misses == 0 and grade is not None and bool(grade["passed"])
+    journal.record_trial(
+        trial_row(
+            task_plan.task,
+            trial,
+            passed=passed,
+            result=result,
+            grade=grade,
+            duration_ms=latency,
+            wire_content=plan.agent.wire_content,
+        )
     )
     return evals.TrialOutcome(passed=passed, latency_ms=latency, fixture_miss_count=misses)
 

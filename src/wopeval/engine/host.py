@@ -266,7 +266,7 @@ class Engine:
         try:
             return await body(execution)
         except RunFailure as failure:
-            return Terminal.failed(failure.code, failure.message, failure.step)
+            return Terminal.failed(failure.code, failure.message, failure.step, failure.details)
         except asyncio.CancelledError:
             _uncancel()
             if self._stopping:

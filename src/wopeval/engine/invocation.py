@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import logging
+import traceback
 from dataclasses import dataclass, field
-from typing import Literal
+from datetime import datetime
+from typing import Any, Literal
 
 from pydantic import JsonValue
 
 from wopeval import evals
 from wopeval.agents import AgentRegistry, AgentSpec, ToolCallError
+from wopeval.engine import content
 from wopeval.engine.boundary import Boundary, ToolCall, ToolResult
-from wopeval.engine.runlog import Journal
-from wopeval.store import ToolCallOutcome, ToolCallRow
+from wopeval.engine.runlog import Journal, RunClosed, now
+from wopeval.store import InvocationRow, ToolCallOutcome, ToolCallRow
 from wopeval.wire import events, ids
 
 Source = Literal["workflow-node", "run-api", "chat-mention"]
+log = logging.getLogger("wopeval.agents")
 
 
 class AgentCrashed(Exception):
@@ -28,6 +33,17 @@ class InvocationResult:
     executed: list[evals.ExecutedCall] = field(default_factory=list)
     fixture_misses: int = 0
     invoked_agents: set[str] = field(default_factory=set)
+    error: dict[str, Any] | None = None
+    """`{type, message, traceback}` when the agent raised (host-only; see content.py)."""
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where an invocation runs, for the host's log and the invocation's record."""
+
+    run_id: str
+    task_id: str | None = None
+    trial: int | None = None
 
 
 @dataclass
@@ -39,6 +55,7 @@ class Invocation:
     journal: Journal
     boundary: Boundary
     agents: AgentRegistry
+    where: Where
     node_id: str | None = None
     is_delegate: bool = False
     shared: InvocationResult = field(
@@ -59,26 +76,20 @@ class Invocation:
         A fixture's answer has no effect and lands with the rest of the unit.
         """
         call = ToolCall(name, args, ids.mint_local_id())
-        full = self.spec.wire_content == "full"
+        mode = self.spec.wire_content
         called = self.journal.emit(
-            events.ToolCalled(
-                agentId=self.agent_id,
-                toolName=name,
-                callId=call.call_id,
-                inputs=args if full else None,
-                argsHash=None if full else evals.args_hash(args),
-            ),
+            content.tool_called(self.agent_id, name, call.call_id, args, mode),
             node_id=self.node_id,
         )
         result = self.boundary.served(call)
         if result is not None:
-            self.journal.emit(_returned(self.agent_id, call, result, full), node_id=self.node_id)
+            self.journal.emit(self._returned(call, result), node_id=self.node_id)
             self.journal.record_call(called, self._record_row(call, result))
         else:
             self.journal.record_call(called, self._record_row(call, None))
             await self.journal.flush()
             result = await self.boundary.live.handle(call)
-            self.journal.emit(_returned(self.agent_id, call, result, full), node_id=self.node_id)
+            self.journal.emit(self._returned(call, result), node_id=self.node_id)
             self.journal.complete_call(called, self._outcome(result))
             await self.journal.flush()
         self.shared.executed.append(
@@ -110,14 +121,28 @@ class Invocation:
             journal=self.journal,
             boundary=self.boundary,
             agents=self.agents,
+            where=self.where,
             node_id=self.node_id,
             is_delegate=True,
             shared=self.shared,
         )
         outcome = await run_invocation(child, source="run-api")
         if outcome.failed:
-            raise AgentCrashed(f"delegate {agent_id!r} failed")
+            cause = content.agent_failure(agent_id, outcome.error, spec.wire_content)
+            raise AgentCrashed(f"delegate {agent_id!r} failed: {cause}")
         return outcome.decision
+
+    def _returned(self, call: ToolCall, result: ToolResult) -> events.ToolReturned:
+        return content.tool_returned(
+            self.agent_id,
+            call.tool,
+            call.call_id,
+            result.status,
+            result.result,
+            result.error,
+            result.duration_ms,
+            self.spec.wire_content,
+        )
 
     def _record_row(self, call: ToolCall, result: ToolResult | None) -> ToolCallRow:
         """The call's record; `result` None records a live call before its tool runs."""
@@ -149,46 +174,78 @@ class Invocation:
         )
 
 
-def _returned(agent_id: str, call: ToolCall, result: ToolResult, full: bool) -> events.ToolReturned:
-    return events.ToolReturned(
-        agentId=agent_id,
-        toolName=call.tool,
-        callId=call.call_id,
-        status=result.status,
-        outcome=result.result if full and result.ok else None,
-        error=events.ToolError(**result.error) if result.error and full else None,
-        durationMs=result.duration_ms,
-    )
-
-
 async def run_invocation(invocation: Invocation, *, source: Source) -> InvocationResult:
-    """Emit the bracket around one agent run; an agent crash ends the invocation `failed`."""
+    """Emit the bracket around one agent run; an agent that raises ends the invocation
+    `failed`, its exception logged with its traceback and kept with the invocation."""
     journal, agent_id = invocation.journal, invocation.agent_id
     invocation.shared.invoked_agents.add(agent_id)
+    started = now()
     journal.emit(
         events.InvocationStarted(
             invocationId=invocation.invocation_id, agentId=agent_id, source=source
         ),
         node_id=invocation.node_id,
     )
+    shared = invocation.shared
     try:
         decision = await invocation.spec.agent.invoke(invocation)
-    except Exception:
-        journal.emit(
-            events.InvocationCompleted(
-                invocationId=invocation.invocation_id, agentId=agent_id, outcome="failed"
-            ),
-            node_id=invocation.node_id,
+    except RunClosed:
+        raise
+    except Exception as exc:
+        error = _raised(invocation, exc)
+        _close(invocation, "failed", started, error)
+        return InvocationResult(
+            None, True, shared.executed, shared.fixture_misses, shared.invoked_agents, error
         )
-        return InvocationResult(None, True, invocation.shared.executed)
     journal.emit(events.Decided(agentId=agent_id, decision=decision), node_id=invocation.node_id)
-    journal.emit(
+    _close(invocation, "completed", started, None)
+    return InvocationResult(
+        decision, False, shared.executed, shared.fixture_misses, shared.invoked_agents
+    )
+
+
+def _raised(invocation: Invocation, exc: Exception) -> dict[str, Any]:
+    where = invocation.where
+    log.error(
+        "agent %s raised %s in run %s%s%s",
+        invocation.agent_id,
+        type(exc).__name__,
+        where.run_id,
+        "" if where.task_id is None else f", task {where.task_id}",
+        "" if where.trial is None else f", trial {where.trial}",
+        exc_info=exc,
+    )
+    return {
+        "type": type(exc).__name__,
+        "message": str(exc),
+        "traceback": "".join(traceback.format_exception(exc)),
+    }
+
+
+def _close(
+    invocation: Invocation,
+    outcome: Literal["completed", "failed"],
+    started: datetime,
+    error: dict[str, Any] | None,
+) -> None:
+    invocation.journal.emit(
         events.InvocationCompleted(
-            invocationId=invocation.invocation_id, agentId=agent_id, outcome="completed"
+            invocationId=invocation.invocation_id, agentId=invocation.agent_id, outcome=outcome
         ),
         node_id=invocation.node_id,
     )
-    result = invocation.shared
-    return InvocationResult(
-        decision, False, result.executed, result.fixture_misses, result.invoked_agents
+    where = invocation.where
+    invocation.journal.record_invocation(
+        InvocationRow(
+            invocation_id=invocation.invocation_id,
+            agent_id=invocation.agent_id,
+            is_delegate=invocation.is_delegate,
+            node_id=invocation.node_id,
+            task_id=where.task_id,
+            trial=where.trial,
+            outcome=outcome,
+            error=error,
+            started_at=started,
+            completed_at=now(),
+        )
     )

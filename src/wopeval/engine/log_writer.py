@@ -52,6 +52,15 @@ class _Group:
     events: list[dict[str, Any]] = field(default_factory=list)
     calls: list[dict[str, Any]] = field(default_factory=list)
     outcomes: list[tuple[str, int, ToolCallOutcome]] = field(default_factory=list)
+    invocations: list[dict[str, Any]] = field(default_factory=list)
+    trials: list[dict[str, Any]] = field(default_factory=list)
+
+    async def write(self, uow: UnitOfWork) -> None:
+        await uow.events.append(self.events)
+        await uow.tool_calls.append(self.calls)
+        await uow.tool_calls.complete(self.outcomes)
+        await uow.invocations.append(self.invocations)
+        await uow.trials.append(self.trials)
 
 
 class LogWriter:
@@ -71,8 +80,8 @@ class LogWriter:
         _number(record.run_id, step, 0, group)
         stored = replace(record, last_sequence=len(step.staged) - 1)
         async with self.store.transaction() as uow:
-            await insert_run(uow, stored, group.events)
-            await uow.tool_calls.append(group.calls)
+            await uow.runs.insert(stored)
+            await group.write(uow)
             if extra is not None:
                 await extra(uow, stored)
         self._notifier.notify(record.run_id)
@@ -132,9 +141,7 @@ class LogWriter:
                 landed.append(last is not None)
                 if last is not None:
                     _number(queued.run_id, step, last - len(step.staged) + 1, group)
-            await uow.events.append(group.events)
-            await uow.tool_calls.append(group.calls)
-            await uow.tool_calls.complete(group.outcomes)
+            await group.write(uow)
         return landed
 
     def _finish(self, batch: list[_Queued], landed: list[bool]) -> None:
@@ -184,6 +191,8 @@ def _number(run_id: str, step: Step, first: int, group: _Group) -> None:
         if called.sequence is None:
             raise ValueError("an outcome must complete a call that has landed")
         group.outcomes.append((run_id, called.sequence, outcome))
+    group.invocations.extend(row.to_row(run_id) for row in step.invocations)
+    group.trials.extend(row.to_row(run_id) for row in step.trials)
 
 
 def render(run_id: str, staged: Staged) -> str:

@@ -13,11 +13,18 @@ from wopeval.wire.runs import RunStatus
 class RunFailure(Exception):
     """Ends a run `failed` with a machine code; `step` holds events staged before the failure."""
 
-    def __init__(self, code: str, message: str, step: Step | None = None) -> None:
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        step: Step | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.step = step or Step()
+        self.details = details
 
 
 @dataclass
@@ -30,8 +37,17 @@ class Terminal:
     reason: str | None = None
 
     @classmethod
-    def failed(cls, code: str, message: str, step: Step | None = None) -> Terminal:
-        return cls(RunStatus.FAILED, step or Step(), error={"code": code, "message": message})
+    def failed(
+        cls,
+        code: str,
+        message: str,
+        step: Step | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> Terminal:
+        error: dict[str, Any] = {"code": code, "message": message}
+        if details:
+            error["details"] = details
+        return cls(RunStatus.FAILED, step or Step(), error=error)
 
     def final_event(self) -> events.Payload:
         if self.status is RunStatus.COMPLETED:

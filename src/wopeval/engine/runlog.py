@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from wopeval.store import ToolCallOutcome, ToolCallRow
+from wopeval.store import InvocationRow, ToolCallOutcome, ToolCallRow, TrialRow
 from wopeval.wire import events, ids
 from wopeval.wire.runs import RunStatus
 
@@ -62,11 +62,14 @@ class Staged:
 
 @dataclass
 class Step:
-    """What lands together: events, the tool records keyed to them, outcomes of earlier calls."""
+    """What lands together: events, the tool records keyed to them, outcomes of earlier
+    calls, and the invocations and eval trials that ended."""
 
     staged: list[Staged] = field(default_factory=list)
     calls: list[tuple[Staged, ToolCallRow]] = field(default_factory=list)
     outcomes: list[tuple[Staged, ToolCallOutcome]] = field(default_factory=list)
+    invocations: list[InvocationRow] = field(default_factory=list)
+    trials: list[TrialRow] = field(default_factory=list)
 
     def emit(self, payload: events.Payload, *, node_id: str | None = None) -> Staged:
         return self.emit_raw(payload.TYPE, payload.to_wire(), node_id=node_id)
@@ -92,6 +95,8 @@ class Step:
         self.staged.extend(other.staged)
         self.calls.extend(other.calls)
         self.outcomes.extend(other.outcomes)
+        self.invocations.extend(other.invocations)
+        self.trials.extend(other.trials)
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,6 +208,12 @@ class Journal:
 
     def complete_call(self, called: Staged, outcome: ToolCallOutcome) -> None:
         self._step.complete_call(called, outcome)
+
+    def record_invocation(self, row: InvocationRow) -> None:
+        self._step.invocations.append(row)
+
+    def record_trial(self, row: TrialRow) -> None:
+        self._step.trials.append(row)
 
     async def flush(self) -> None:
         """Land everything staged so far; returns once it is durable."""

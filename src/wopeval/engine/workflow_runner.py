@@ -7,10 +7,11 @@ from typing import Any
 
 from pydantic import JsonValue
 
+from wopeval.engine import content
 from wopeval.engine.boundary import Boundary
 from wopeval.engine.catalog import Catalog
 from wopeval.engine.control import RunControl
-from wopeval.engine.invocation import Invocation, run_invocation
+from wopeval.engine.invocation import Invocation, Where, run_invocation
 from wopeval.engine.outcome import RunFailure, Terminal
 from wopeval.engine.runlog import Journal, RunLog
 from wopeval.wire import events
@@ -67,16 +68,27 @@ async def _execute(
         journal=journal,
         boundary=context.boundary,
         agents=context.catalog.agents,
+        where=Where(context.log.run_id),
         node_id=node.id,
     )
     result = await run_invocation(invocation, source="workflow-node")
-    context.invoked.update(result.invoked_agents or {spec.agent_id})
+    context.invoked.update(result.invoked_agents)
     if result.failed:
-        raise _node_failure(node, journal, "agent_failed", f"agent {spec.agent_id} failed")
+        message = content.agent_failure(spec.agent_id, result.error, spec.wire_content)
+        details: dict[str, JsonValue] = {"agentId": spec.agent_id}
+        if result.error is not None:
+            details["exceptionType"] = result.error["type"]
+        raise _node_failure(node, journal, "agent_failed", message, details)
     return {"decision": result.decision}
 
 
-def _node_failure(node: Node, journal: Journal, code: str, message: str) -> RunFailure:
-    error = events.RunErrorInfo(code=code, message=message)
+def _node_failure(
+    node: Node,
+    journal: Journal,
+    code: str,
+    message: str,
+    details: dict[str, JsonValue] | None = None,
+) -> RunFailure:
+    error = events.RunErrorInfo(code=code, message=message, details=details)
     journal.emit(events.NodeFailed(nodeId=node.id, error=error), node_id=node.id)
-    return RunFailure(code, message, journal.take())
+    return RunFailure(code, message, journal.take(), details)

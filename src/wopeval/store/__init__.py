@@ -8,6 +8,13 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from wopeval.store._details import (
+    InvocationRow,
+    InvocationsRepo,
+    StoredTrial,
+    TrialRow,
+    TrialsRepo,
+)
 from wopeval.store._events import EventsRepo
 from wopeval.store._idempotency import IDEMPOTENCY_RETENTION, IdempotencyRecord, IdempotencyRepo
 from wopeval.store._runs import RunRecord, RunsRepo, decode_cursor, encode_cursor, next_created_seq
@@ -58,6 +65,14 @@ class UnitOfWork:
         return DerivedFixturesRepo(self.connection)
 
     @property
+    def invocations(self) -> InvocationsRepo:
+        return InvocationsRepo(self.connection)
+
+    @property
+    def trials(self) -> TrialsRepo:
+        return TrialsRepo(self.connection)
+
+    @property
     def idempotency(self) -> IdempotencyRepo:
         return IdempotencyRepo(self.connection)
 
@@ -93,14 +108,19 @@ __all__ = [
     "EventsRepo",
     "IdempotencyRecord",
     "IdempotencyRepo",
+    "InvocationRow",
+    "InvocationsRepo",
     "KeysRepo",
     "RunRecord",
     "RunsRepo",
     "Store",
+    "StoredTrial",
     "SuitesRepo",
     "ToolCallOutcome",
     "ToolCallRow",
     "ToolCallsRepo",
+    "TrialRow",
+    "TrialsRepo",
     "UnitOfWork",
     "copy_derived",
     "create_engine",

@@ -95,6 +95,37 @@ tool_calls = Table(
     Column("erased_at", DateTime(timezone=True), nullable=True),
 )
 
+invocations = Table(
+    "invocations",
+    metadata,
+    Column("run_id", String(300), primary_key=True),
+    Column("invocation_id", String(64), primary_key=True),
+    Column("agent_id", String(128), nullable=False),
+    Column("is_delegate", Boolean, nullable=False),
+    Column("node_id", String(128), nullable=True),
+    Column("task_id", String(128), nullable=True),
+    Column("trial", Integer, nullable=True),
+    Column("outcome", String(16), nullable=False),
+    # `{type, message, traceback}` of an exception the agent raised; kept in the host only.
+    Column("error", JSON, nullable=True),
+    Column("started_at", DateTime(timezone=True), nullable=False),
+    Column("completed_at", DateTime(timezone=True), nullable=False),
+)
+
+task_trials = Table(
+    "task_trials",
+    metadata,
+    Column("run_id", String(300), primary_key=True),
+    Column("task_id", String(128), primary_key=True),
+    Column("trial", Integer, primary_key=True),
+    Column("passed", Boolean, nullable=False),
+    # The agent's `wireContent` when the trial ran: what of the detail may leave the host.
+    Column("wire_content", String(8), nullable=False),
+    # The whole trial as the host saw it; shown through `engine/content.py` only.
+    Column("detail", JSON, nullable=False),
+    Column("erased_at", DateTime(timezone=True), nullable=True),
+)
+
 derived_fixtures = Table(
     "derived_fixtures",
     metadata,

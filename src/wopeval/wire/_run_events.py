@@ -30,6 +30,8 @@ class RunErrorInfo(Payload):
     """A machine code for the failure."""
     message: str
     """What went wrong, for a human."""
+    details: dict[str, AnyJson] | None = None
+    """Structured context (e.g. the failing agent and its exception's type)."""
     retryable: bool | None = None
     """Whether trying again may succeed."""
 

@@ -30,13 +30,15 @@ EVAL_PROJECT_MODULE = "wopeval_e2e_evals_project"
 HASH_AGENT = "evals.hash-agent"
 UNRECORDED_AGENT = "evals.unrecorded-agent"
 GATE_AGENT = "evals.gate-agent"
+WEATHER_AGENT = "evals.weather-agent"
+WEATHER_WORKFLOW = "evals-weather"
 HASH_WORKFLOW = "evals-hash-counter"
 UNRECORDED_WORKFLOW = "evals-unrecorded-counter"
 GATE_WORKFLOW = "evals-gate"
 GATE_DEADLINE_SECONDS = 30.0
 
 _PROJECT_CODE = '''\
-"""The gate agent: its scripted calls, then it waits for the test's gate file."""
+"""The eval project's python agents."""
 
 import asyncio
 from pathlib import Path
@@ -51,6 +53,14 @@ async def gate_agent(context):
     while not gate.exists():
         await asyncio.sleep(0.02)
     return script.get("answer")
+
+
+async def weather_agent(context):
+    """A first agent with a bug: an input without `city` raises KeyError."""
+    seen = await context.call_tool(
+        "conformance.eval:counter", {"op": "read", "key": "weather"}
+    )
+    return {"city": context.input["city"], "seen": seen["count"]}
 '''
 
 _PROJECT_TOML = f"""\
@@ -70,6 +80,11 @@ record = false
 id = "{GATE_AGENT}"
 lane = "python"
 callable = "{EVAL_PROJECT_MODULE}:gate_agent"
+
+[[agents]]
+id = "{WEATHER_AGENT}"
+lane = "python"
+callable = "{EVAL_PROJECT_MODULE}:weather_agent"
 """
 
 
@@ -105,6 +120,7 @@ def _write_project(directory: Path) -> None:
         (HASH_WORKFLOW, HASH_AGENT),
         (UNRECORDED_WORKFLOW, UNRECORDED_AGENT),
         (GATE_WORKFLOW, GATE_AGENT),
+        (WEATHER_WORKFLOW, WEATHER_AGENT),
     ):
         document = {
             "id": workflow,

@@ -13,7 +13,7 @@ from sqlalchemy import select
 from wopeval import evals
 from wopeval.agents import AgentRegistry, AgentSpec, PythonAgent, ToolCallError
 from wopeval.engine.boundary import Boundary, FixtureServer, LiveTransport, ToolCall
-from wopeval.engine.invocation import Invocation
+from wopeval.engine.invocation import Invocation, Where
 from wopeval.engine.runlog import Journal, RunLog
 from wopeval.store import Store
 from wopeval.store.tables import tool_calls
@@ -30,7 +30,12 @@ async def _decide(context: object) -> JsonValue:
 def _invocation(log: RunLog, boundary: Boundary, *, record: bool = True) -> Invocation:
     spec = AgentSpec("agent", PythonAgent(_decide), "python", record=record)
     return Invocation(
-        spec=spec, input=None, journal=Journal(log), boundary=boundary, agents=AgentRegistry()
+        spec=spec,
+        input=None,
+        journal=Journal(log),
+        boundary=boundary,
+        agents=AgentRegistry(),
+        where=Where(log.run_id),
     )
 
 

@@ -1,0 +1,177 @@
+"""What of an agent's content may leave the host: the one place `wireContent` is applied.
+
+The host records everything internally (the as-executed record, trial details,
+exceptions). What it shows — on events, in task details, in failure messages,
+and so in the UI and reports built on them — follows the agent's
+`wireContent`: `full` shows content, `hash` shows hashes, names, statuses and
+counts only. Tracebacks never leave the host.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import JsonValue
+
+from wopeval import evals
+from wopeval.agents import WireContent
+from wopeval.store import StoredTrial
+from wopeval.wire import events
+from wopeval.wire.task_detail import (
+    AgentErrorView,
+    ClosestEntry,
+    GradeView,
+    MissView,
+    PathChange,
+    TraceCall,
+    TrialDetail,
+)
+
+
+def tool_called(
+    agent_id: str, tool: str, call_id: str, args: JsonValue, mode: WireContent
+) -> events.ToolCalled:
+    full = mode == "full"
+    return events.ToolCalled(
+        agentId=agent_id,
+        toolName=tool,
+        callId=call_id,
+        inputs=args if full else None,
+        argsHash=None if full else evals.args_hash(args),
+    )
+
+
+def tool_returned(
+    agent_id: str,
+    tool: str,
+    call_id: str,
+    status: events.ToolStatus,
+    result: JsonValue,
+    error: dict[str, Any] | None,
+    duration_ms: int | None,
+    mode: WireContent,
+) -> events.ToolReturned:
+    full = mode == "full"
+    return events.ToolReturned(
+        agentId=agent_id,
+        toolName=tool,
+        callId=call_id,
+        status=status,
+        outcome=result if full and status == "ok" else None,
+        error=events.ToolError(**error) if error and full else None,
+        durationMs=duration_ms,
+    )
+
+
+def agent_failure(agent_id: str, error: dict[str, Any] | None, mode: WireContent) -> str:
+    """The message of a failure the agent caused: its exception's type, and message if `full`."""
+    if error is None:
+        return f"agent {agent_id} failed"
+    if mode == "full" and error.get("message"):
+        return f"agent {agent_id} raised {error['type']}: {error['message']}"
+    return f"agent {agent_id} raised {error['type']}"
+
+
+def trial_view(stored: StoredTrial) -> TrialDetail:
+    """A recorded trial as the caller may see it."""
+    detail = stored.detail
+    full = stored.wire_content == "full"
+    calls = [_call_view(call, full) for call in detail["calls"]]
+    return TrialDetail(
+        trial=stored.trial,
+        passed=stored.passed,
+        reason=reason_line(detail, full),
+        durationMs=detail["durationMs"],
+        decision=detail.get("decision") if full else None,
+        decisionHash=evals.args_hash(detail["decision"]) if "decision" in detail else None,
+        expected=detail.get("expected"),
+        grade=_grade_view(detail, full),
+        calls=calls,
+        misses=[_miss_view(miss, detail["calls"], full) for miss in detail["misses"]],
+        error=_error_view(detail.get("error"), full),
+        contentErased=stored.erased,
+    )
+
+
+def reason_line(detail: dict[str, Any], full: bool) -> str:
+    """Why a trial failed, first cause first: the agent's exception, a fixture miss, the grade."""
+    error = detail.get("error")
+    if error is not None:
+        if full and error.get("message"):
+            return f"the agent raised {error['type']}: {error['message']}"
+        return f"the agent raised {error['type']}"
+    misses = detail["misses"]
+    if misses:
+        first = misses[0]
+        changed = [change["path"] for change in first.get("diff") or []]
+        where = f"; differs from the closest recording at {', '.join(changed)}" if changed else ""
+        if first.get("closest") is None:
+            where = "; the recording has no call to that tool left"
+        more = f" (and {len(misses) - 1} more)" if len(misses) > 1 else ""
+        return f"fixture miss: {first['tool']}{where if full else ''}{more}"
+    grade = detail.get("grade")
+    if grade is None or grade["passed"]:
+        return "passed"
+    return str(grade["reason"]) if full else _content_free_reason(detail.get("expected"))
+
+
+def _content_free_reason(expected: Any) -> str:
+    if isinstance(expected, dict) and expected.get("kind") == "trajectory":
+        return f"the calls did not match the expected trajectory ({expected.get('order')})"
+    strategy = (expected or {}).get("match", {}).get("strategy", "exact")
+    return f"the decision did not match the expected value ({strategy})"
+
+
+def _call_view(call: dict[str, Any], full: bool) -> TraceCall:
+    error = call.get("error")
+    if error is not None and not full:
+        error = None
+    return TraceCall(
+        index=call["index"],
+        tool=call["tool"],
+        servedBy=call["servedBy"],
+        status=call["status"],
+        delegate=call["delegate"],
+        durationMs=call.get("durationMs"),
+        inputs=call.get("inputs") if full else None,
+        argsHash=call["argsHash"],
+        outcome=call.get("outcome") if full else None,
+        error=error,
+    )
+
+
+def _miss_view(miss: dict[str, Any], calls: list[dict[str, Any]], full: bool) -> MissView:
+    closest = miss.get("closest")
+    return MissView(
+        callIndex=miss["callIndex"],
+        tool=miss["tool"],
+        argsHash=calls[miss["callIndex"]]["argsHash"],
+        closest=None
+        if closest is None
+        else ClosestEntry(
+            entryIndex=closest["entryIndex"], args=closest.get("args") if full else None
+        ),
+        diff=[PathChange(**change) for change in miss.get("diff") or []] if full else None,
+    )
+
+
+def _grade_view(detail: dict[str, Any], full: bool) -> GradeView | None:
+    grade = detail.get("grade")
+    if grade is None:
+        return None
+    if not full:
+        reason = "passed" if grade["passed"] else _content_free_reason(detail.get("expected"))
+        return GradeView(passed=grade["passed"], score=grade["score"], reason=reason)
+    return GradeView(
+        passed=grade["passed"],
+        score=grade["score"],
+        reason=grade["reason"],
+        diff=[PathChange(**change) for change in grade.get("diff") or []] or None,
+        traceback=grade.get("traceback"),
+    )
+
+
+def _error_view(error: dict[str, Any] | None, full: bool) -> AgentErrorView | None:
+    if error is None:
+        return None
+    return AgentErrorView(type=error["type"], message=error.get("message") if full else None)

@@ -1,0 +1,110 @@
+"""Reading an eval run's tasks: the scored figures, the paired verdict and why each failed.
+
+One read for the task routes, the CLI's `explain` and the reports: the
+`eval.scored` events give each task's figures, the summary's regression its
+verdict, the recorded trials the reason — all through `content.trial_view`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import Any
+
+from wopeval.engine import content
+from wopeval.store import RunRecord, StoredTrial, UnitOfWork
+from wopeval.wire import errors, events
+from wopeval.wire.runs import RunKind
+from wopeval.wire.task_detail import TaskDetail, TaskLine, TaskList, TrialDetail
+
+
+async def task_list(uow: UnitOfWork, record: RunRecord) -> TaskList:
+    _require_eval(record)
+    trials = _by_task(await uow.trials.of_run(record.run_id))
+    scored = await _scored(uow, record.run_id)
+    verdicts = _verdicts(record.summary)
+    order = list(scored) + [task_id for task_id in trials if task_id not in scored]
+    return TaskList(
+        runId=record.run_id,
+        tasks=[
+            _line(task_id, scored.get(task_id), trials.get(task_id, []), verdicts)
+            for task_id in order
+        ],
+    )
+
+
+async def task_detail(uow: UnitOfWork, record: RunRecord, task_id: str) -> TaskDetail:
+    _require_eval(record)
+    trials = await uow.trials.of_run(record.run_id, task_id)
+    if not trials:
+        raise errors.NotFound("No such task in this run.")
+    scored = (await _scored(uow, record.run_id)).get(task_id)
+    line = _line(task_id, scored, trials, _verdicts(record.summary))
+    views: list[TrialDetail] = [content.trial_view(trial) for trial in trials]
+    return TaskDetail(**line.model_dump(), runId=record.run_id, trialDetails=views)
+
+
+def _require_eval(record: RunRecord) -> None:
+    if record.kind is not RunKind.EVAL:
+        raise errors.NotFound("This run is not an eval run.")
+
+
+def _by_task(trials: list[StoredTrial]) -> dict[str, list[StoredTrial]]:
+    grouped: dict[str, list[StoredTrial]] = defaultdict(list)
+    for trial in trials:
+        grouped[trial.task_id].append(trial)
+    return grouped
+
+
+async def _scored(uow: UnitOfWork, run_id: str) -> dict[str, dict[str, Any]]:
+    """Each scored task's `eval.scored` payload, in the order the tasks were scored."""
+    docs = await uow.events.docs_of_types(run_id, [events.EvalScored.TYPE])
+    payloads = [json.loads(docs[sequence])["payload"] for sequence in sorted(docs)]
+    return {payload["taskId"]: payload for payload in payloads}
+
+
+def _verdicts(summary: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    regression = (summary or {}).get("regression") or {}
+    return {task["taskId"]: task for task in regression.get("tasks") or []}
+
+
+def _line(
+    task_id: str,
+    scored: dict[str, Any] | None,
+    trials: list[StoredTrial],
+    verdicts: dict[str, dict[str, Any]],
+) -> TaskLine:
+    failing = [trial for trial in trials if not trial.passed]
+    reason = "passed"
+    if failing:
+        first = failing[0]
+        reason = content.reason_line(first.detail, first.wire_content == "full")
+        if scored is not None and scored["passed"]:
+            reason = f"passed ({len(failing)} of {len(trials)} trials failed: {reason})"
+    verdict = verdicts.get(task_id, {})
+    if scored is None:
+        passed_so_far = sum(trial.passed for trial in trials)
+        return TaskLine(
+            taskId=task_id,
+            scored=False,
+            passed=passed_so_far == len(trials),
+            score=passed_so_far / len(trials) if trials else 0.0,
+            trials=len(trials),
+            passedTrials=passed_so_far,
+            fixtureMissCount=sum(len(trial.detail["misses"]) for trial in trials),
+            reason=reason,
+        )
+    return TaskLine(
+        taskId=task_id,
+        scored=True,
+        passed=scored["passed"],
+        score=scored["score"],
+        trials=scored.get("x-trials", len(trials)),
+        passedTrials=scored.get("x-passedTrials", sum(trial.passed for trial in trials)),
+        fixtureMissCount=scored.get("x-fixtureMissCount", 0),
+        latencyMs=scored.get("latencyMs"),
+        verdict=verdict.get("verdict"),
+        pValue=verdict.get("pValue"),
+        flaky=verdict.get("flaky"),
+        reason=reason,
+    )

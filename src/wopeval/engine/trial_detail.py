@@ -1,0 +1,63 @@
+"""One eval trial's detail as the host keeps it: decision, expectation, grade, trace, misses.
+
+Kept whole in the host's store (`task_trials`); `content.trial_view` decides
+what of it a caller sees. Nothing here enters the `EvalSummary` or an `eval.*`
+event, which stay content-free (RFC 0081).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import JsonValue
+
+from wopeval import evals
+from wopeval.engine.invocation import InvocationResult
+from wopeval.store import TrialRow
+from wopeval.wire.suite import Task
+
+DETAIL_VERSION = 1
+"""Version of the stored detail document, for the reader of older rows."""
+
+
+def trial_row(
+    task: Task,
+    trial: int,
+    *,
+    passed: bool,
+    result: InvocationResult,
+    grade: dict[str, Any] | None,
+    duration_ms: int,
+    wire_content: str,
+) -> TrialRow:
+    detail: dict[str, Any] = {
+        "v": DETAIL_VERSION,
+        "durationMs": duration_ms,
+        "expected": task.expected.model_dump(mode="json", by_alias=True, exclude_none=True),
+        "grade": grade,
+        "calls": [_call(index, call) for index, call in enumerate(result.executed)],
+        "misses": [
+            {"callIndex": index, "tool": call.tool, "args": call.args}
+            for index, call in enumerate(result.executed)
+            if call.served == "miss"
+        ],
+        "error": result.error,
+    }
+    if not result.failed:
+        detail["decision"] = result.decision
+    return TrialRow(task.taskId, trial, passed, wire_content, detail)
+
+
+def _call(index: int, call: evals.ExecutedCall) -> dict[str, JsonValue]:
+    return {
+        "index": index,
+        "tool": call.tool,
+        "servedBy": call.served,
+        "status": call.status,
+        "delegate": call.is_delegate,
+        "durationMs": call.duration_ms,
+        "inputs": call.args,
+        "argsHash": evals.args_hash(call.args),
+        "outcome": call.result,
+        "error": call.error,
+    }

@@ -1,0 +1,137 @@
+"""Invocations and eval trials as the host saw them: the "why" behind a run's events."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import and_, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from wopeval.store.tables import invocations, task_trials
+
+
+@dataclass(frozen=True, slots=True)
+class InvocationRow:
+    """One agent invocation: how it ended and, if the agent raised, what (host-only)."""
+
+    invocation_id: str
+    agent_id: str
+    is_delegate: bool
+    node_id: str | None
+    task_id: str | None
+    trial: int | None
+    outcome: str
+    error: dict[str, Any] | None
+    """`{type, message, traceback}` of the exception the agent raised."""
+    started_at: datetime
+    completed_at: datetime
+
+    def to_row(self, run_id: str) -> dict[str, Any]:
+        return {**asdict(self), "run_id": run_id}
+
+
+@dataclass(frozen=True, slots=True)
+class TrialRow:
+    """One eval trial's detail, whole; what of it may leave the host is `wire_content`'s call."""
+
+    task_id: str
+    trial: int
+    passed: bool
+    wire_content: str
+    detail: dict[str, Any]
+
+    def to_row(self, run_id: str) -> dict[str, Any]:
+        return {**asdict(self), "run_id": run_id}
+
+
+@dataclass(frozen=True, slots=True)
+class StoredTrial:
+    task_id: str
+    trial: int
+    passed: bool
+    wire_content: str
+    detail: dict[str, Any]
+    erased: bool
+
+
+class InvocationsRepo:
+    def __init__(self, connection: AsyncConnection) -> None:
+        self._connection = connection
+
+    async def append(self, rows: Sequence[dict[str, Any]]) -> None:
+        if rows:
+            await self._connection.execute(invocations.insert(), list(rows))
+
+    async def copy(self, source_run_id: str, target_run_id: str) -> None:
+        """Give a replay the invocations of the run it re-emits."""
+        result = await self._connection.execute(
+            select(invocations).where(invocations.c.run_id == source_run_id)
+        )
+        await self.append([{**row, "run_id": target_run_id} for row in result.mappings()])
+
+    async def of_run(self, run_id: str) -> list[dict[str, Any]]:
+        result = await self._connection.execute(
+            select(invocations)
+            .where(invocations.c.run_id == run_id)
+            .order_by(invocations.c.started_at)
+        )
+        return [dict(row) for row in result.mappings()]
+
+
+class TrialsRepo:
+    def __init__(self, connection: AsyncConnection) -> None:
+        self._connection = connection
+
+    async def append(self, rows: Sequence[dict[str, Any]]) -> None:
+        if rows:
+            await self._connection.execute(task_trials.insert(), list(rows))
+
+    async def copy(self, source_run_id: str, target_run_id: str) -> None:
+        """Give a replay the trial details of the run it re-emits (same erasure)."""
+        result = await self._connection.execute(
+            select(task_trials).where(task_trials.c.run_id == source_run_id)
+        )
+        await self.append([{**row, "run_id": target_run_id} for row in result.mappings()])
+
+    async def of_run(self, run_id: str, task_id: str | None = None) -> list[StoredTrial]:
+        """The run's trials (of one task, when named), by task and trial number.
+
+        The caller has checked the run is the caller's own: run ids are tenant-bound.
+        """
+        query = select(task_trials).where(task_trials.c.run_id == run_id)
+        if task_id is not None:
+            query = query.where(task_trials.c.task_id == task_id)
+        result = await self._connection.execute(
+            query.order_by(task_trials.c.task_id, task_trials.c.trial)
+        )
+        return [
+            StoredTrial(
+                task_id=row.task_id,
+                trial=row.trial,
+                passed=row.passed,
+                wire_content=row.wire_content,
+                detail=row.detail,
+                erased=row.erased_at is not None,
+            )
+            for row in result
+        ]
+
+    async def rewrite(
+        self, run_id: str, details: dict[tuple[str, int], dict[str, Any]], at: datetime
+    ) -> None:
+        """Replace trial details after their tool content was erased (the erasure path only)."""
+        for (task_id, trial), detail in details.items():
+            await self._connection.execute(
+                update(task_trials)
+                .where(
+                    and_(
+                        task_trials.c.run_id == run_id,
+                        task_trials.c.task_id == task_id,
+                        task_trials.c.trial == trial,
+                    )
+                )
+                .values(detail=detail, erased_at=at)
+            )

@@ -1,0 +1,163 @@
+"""Task detail of an eval run: why each task passed or failed (host routes `/host/wopeval/…`).
+
+Not part of the RFC 0081 `EvalSummary`, which stays content-free: these shapes
+carry decisions, expected values, diffs and tool traces, as far as the agent's
+`wireContent` lets them leave the host (`engine/content.py` decides).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from wopeval.wire._event_base import AnyJson
+
+ChangeKind = Literal["added", "removed", "changed"]
+ServedAs = Literal["fixture", "live", "miss"]
+
+
+class _Shape(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PathChange(_Shape):
+    path: str
+    """A JSONPath into the compared values, e.g. `$.customer.tier` or `$.items[2]`."""
+    change: ChangeKind
+    """`added`: only in the actual value; `removed`: only in the expected one."""
+    expected: AnyJson | None = None
+    """The expected (or recorded) value at `path`; absent for `added`."""
+    actual: AnyJson | None = None
+    """The actual value at `path`; absent for `removed`."""
+
+
+class GradeView(_Shape):
+    passed: bool
+    """Whether the grader passed this trial."""
+    score: float
+    """The grader's score, 0..1."""
+    reason: str
+    """One line a human reads first."""
+    diff: list[PathChange] | None = None
+    """For JSON strategies: where the decision differs from the expected value."""
+    traceback: str | None = None
+    """A custom grader that raised: its traceback."""
+
+
+class TraceCall(_Shape):
+    index: int
+    """Position of the call among the trial's calls, from 0."""
+    tool: str
+    """The tool's `<scope>:<tool-id>`."""
+    servedBy: ServedAs
+    """A fixture answered, the live tool ran, or no fixture matched (a miss)."""
+    status: str
+    """`agent.tool-returned.status`."""
+    delegate: bool
+    """Made by a delegate of the agent (not graded, not derived)."""
+    durationMs: int | None = None
+    """Wall time of the call."""
+    inputs: AnyJson | None = None
+    """The args as the agent passed them (`wireContent: full`)."""
+    argsHash: str
+    """`sha256:` + hex of the JCS args."""
+    outcome: AnyJson | None = None
+    """The result (`full`, status `ok`)."""
+    error: dict[str, AnyJson] | None = None
+    """The tool error (code and message; details only for `full`)."""
+
+
+class ClosestEntry(_Shape):
+    entryIndex: int
+    """Index of the closest unconsumed fixture entry in the task's list."""
+    args: AnyJson | None = None
+    """That entry's recorded args (`full`)."""
+
+
+class MissView(_Shape):
+    callIndex: int
+    """The call (`TraceCall.index`) no fixture matched."""
+    tool: str
+    """The tool it named."""
+    argsHash: str
+    """`sha256:` + hex of the JCS args the agent passed."""
+    closest: ClosestEntry | None = None
+    """The closest unconsumed entry for that tool; none when no entry names the tool."""
+    diff: list[PathChange] | None = None
+    """Argument paths added, removed or changed against the closest entry (`full`)."""
+
+
+class AgentErrorView(_Shape):
+    type: str
+    """The exception's class name."""
+    message: str | None = None
+    """Its message (`full` only)."""
+
+
+class TrialDetail(_Shape):
+    trial: int
+    """The trial number, from 0."""
+    passed: bool
+    """Whether the trial passed (no miss, no agent error, the grader passed)."""
+    reason: str
+    """One line: why it failed, or `passed`."""
+    durationMs: int
+    """Wall time of the trial."""
+    decision: AnyJson | None = None
+    """The agent's decision (`full`)."""
+    decisionHash: str | None = None
+    """`sha256:` + hex of the JCS decision."""
+    expected: AnyJson | None = None
+    """The task's `expected` block as the suite wrote it."""
+    grade: GradeView | None = None
+    """The grader's result; absent when the agent failed before deciding."""
+    calls: list[TraceCall]
+    """Every tool call of the trial, in order."""
+    misses: list[MissView]
+    """Every fixture miss, with the closest recording."""
+    error: AgentErrorView | None = None
+    """The exception the agent raised, if it did."""
+    contentErased: bool = False
+    """The tool content of this trial was erased (RFC 0252 erasure)."""
+
+
+class TaskLine(_Shape):
+    taskId: str
+    """The task."""
+    scored: bool
+    """Whether all its trials ran (`eval.scored`); until then the figures are so far."""
+    passed: bool
+    """The task's pass under its pass policy (so far: every trial so far passed)."""
+    score: float
+    """Passed trials ÷ trials."""
+    trials: int
+    """Trials run."""
+    passedTrials: int
+    """Trials that passed."""
+    fixtureMissCount: int
+    """Fixture misses over all trials."""
+    latencyMs: int | None = None
+    """Mean trial latency."""
+    verdict: str | None = None
+    """The paired verdict against the baseline, when there is one."""
+    pValue: float | None = None
+    """The Holm-adjusted p-value (multi-trial tasks)."""
+    flaky: bool | None = None
+    """Whether the task's trials disagreed."""
+    reason: str
+    """The first failing trial's reason, or `passed`."""
+
+
+class TaskList(_Shape):
+    runId: str
+    """The eval run."""
+    tasks: list[TaskLine]
+    """Every scored task, in the order they were scored."""
+
+
+class TaskDetail(TaskLine):
+    runId: str
+    """The eval run."""
+    trialDetails: list[TrialDetail]
+    """Each trial, in order."""
