@@ -22,6 +22,7 @@ from pathlib import Path
 import httpx
 
 from _backends import Backend
+from wopeval.engine.eval_plan import UNUSABLE_SOURCE
 
 from ._loopback import LoopbackApi
 from ._server import TENANT_A, free_port
@@ -116,11 +117,25 @@ def test_a_kill_mid_invocation_leaves_every_executed_live_call_recorded(
         assert kinds.count("agent.tool-called") == len(recorded)
         assert kinds.count("agent.tool-returned") == done
         assert log["events"][-1]["payload"]["error"]["code"] == "host_restarted"
+        suite = {
+            "suiteId": "e2e.evals.crash-replay",
+            "version": "1.0.0",
+            "modes": ["golden"],
+            "targetAgentId": "e2e.counting-agent",
+            "tasks": [
+                {
+                    "taskId": "record",
+                    "input": {"calls": 1, "key": counter_key},
+                    "expected": {"kind": "golden", "match": {"strategy": "exact", "value": "x"}},
+                }
+            ],
+        }
+        assert http.put("/host/wopeval/suites", json=suite).status_code == 201
         as_source = http.post(
             "/runs",
             json={
                 "mode": "eval",
-                "evalSuiteRef": "conformance-eval-recorded-replay",
+                "evalSuiteRef": "e2e.evals.crash-replay@1.0.0",
                 "agentId": "e2e.counting-agent",
                 "fixtureRuns": {"record": run_id},
             },
@@ -128,6 +143,6 @@ def test_a_kill_mid_invocation_leaves_every_executed_live_call_recorded(
         # RFC 0252 §C: a call whose outcome is unknown is not "held with its result".
         if unknown:
             assert as_source.status_code == 400, as_source.text
-            assert as_source.json()["error"] == "validation_error"
+            assert as_source.json()["message"] == UNUSABLE_SOURCE
         else:
             assert as_source.status_code == 201, as_source.text

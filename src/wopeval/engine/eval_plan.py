@@ -256,15 +256,16 @@ async def load_source(
 ) -> list[ToolResponse]:
     """RFC 0252 §C through one path, then §D: the derived entries of a usable source."""
     record = await uow.runs.get(tenant, run_id)
-    # The call query runs whatever the run lookup found, so every refusal costs the same.
+    # These queries run whatever the run lookup found, so every refusal costs the same.
     calls, all_held = await uow.tool_calls.held_calls(run_id, agent_id)
+    invoked = await uow.events.invoked_agents(run_id)
     facts = None
     if record is not None:
         facts = evals.SourceFacts(
             tenant=record.tenant,
             status=record.status,
             agent_id=agent_id,
-            invocation_count=record.agent_ids.count(agent_id),
+            invocation_count=invoked.count(agent_id),
             all_calls_held=all_held,
             has_failed_call=evals.has_failed_call(calls, agent_id),
         )

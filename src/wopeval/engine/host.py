@@ -69,12 +69,15 @@ class Engine:
         record: its tool may have run, so the run is no usable fixture source.
         """
         async with self.store.reading() as uow:
-            stale = await uow.runs.active()
-        for run in stale:
+            stale = [
+                (run, await uow.events.invoked_agents(run.run_id))
+                for run in await uow.runs.active()
+            ]
+        for run, invoked in stale:
             terminal = Terminal.failed(
                 "host_restarted", "The host stopped while this run was active."
             )
-            await self._end(self.run_log(run), terminal, set(run.agent_ids), None)
+            await self._end(self.run_log(run), terminal, set(invoked), None)
         return len(stale)
 
     async def shutdown(self) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -48,6 +49,15 @@ class EventsRepo:
                 .where(and_(events.c.run_id == run_id, events.c.sequence == sequence))
                 .values(doc=doc)
             )
+
+    async def invoked_agents(self, run_id: str) -> list[str]:
+        """The agent of each `agent.invocation-started` in the run, in log order (repeats kept).
+
+        Read from the log, not the run row, so a run that ended mid-invocation (its host
+        killed) still shows the invocations it started.
+        """
+        docs = await self.docs_of_types(run_id, ["agent.invocation-started"])
+        return [json.loads(docs[sequence])["payload"]["agentId"] for sequence in sorted(docs)]
 
     async def docs_of_types(self, run_id: str, types: Sequence[str]) -> dict[int, str]:
         result = await self._connection.execute(
