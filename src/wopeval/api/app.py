@@ -9,8 +9,10 @@ from fastapi import FastAPI
 
 from wopeval import __version__
 from wopeval.api import errors as error_handlers
+from wopeval.api import openapi_errors
 from wopeval.api.host import Host
 from wopeval.api.middleware import LegacyPathIds, VersionNegotiation
+from wopeval.api.request_guard import RequestGuard
 from wopeval.api.routes import catalog, discovery, events, host_routes, runs
 from wopeval.settings import Settings
 
@@ -43,6 +45,11 @@ def create_app(settings: Settings) -> FastAPI:
     ):
         app.include_router(router)
     error_handlers.install(app)
-    app.add_middleware(VersionNegotiation)
+    openapi_errors.install(app)
+    # Each one added wraps the ones before it: the version header goes on every answer,
+    # and a refused body is refused before any route, credential check or parser runs.
+    app.add_middleware(error_handlers.CrashGuard)
+    app.add_middleware(RequestGuard, max_body_bytes=settings.max_body_bytes)
     app.add_middleware(LegacyPathIds)
+    app.add_middleware(VersionNegotiation)
     return app

@@ -12,7 +12,7 @@ from wopeval.api import idempotency
 from wopeval.api.deps import EngineDep, HostDep, PrincipalDep, path_run_id
 from wopeval.api.snapshots import created, run_links, snapshot
 from wopeval.store import decode_cursor, encode_cursor
-from wopeval.wire import errors
+from wopeval.wire import errors, limits
 from wopeval.wire.runs import (
     CancelRunRequest,
     CreateRunRequest,
@@ -65,7 +65,9 @@ async def get_run(runId: str, principal: PrincipalDep, engine: EngineDep) -> JSO
 async def list_runs(
     principal: PrincipalDep,
     host: HostDep,
-    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    limit: Annotated[
+        int, Query(ge=1, le=limits.RUN_LIST_MAX_PAGE_SIZE)
+    ] = limits.RUN_LIST_DEFAULT_PAGE_SIZE,
     cursor: str | None = None,
     workflowId: str | None = None,
     status: RunStatus | None = None,
