@@ -66,7 +66,12 @@ async def _read(host: Host, run_id: str, after: int) -> list[str]:
         return await uow.events.read(run_id, after=after)
 
 
-@router.get("/runs/{runId}/events", operation_id="streamRunEvents")
+@router.get(
+    "/runs/{runId}/events",
+    operation_id="streamRunEvents",
+    response_class=StreamingResponse,
+    responses={200: {"description": "SSE frames", "content": {"text/event-stream": {}}}},
+)
 async def stream_events(
     runId: str,
     request: Request,
