@@ -16,16 +16,14 @@ from wopeval.wire import errors
 
 log = logging.getLogger("wopeval.api")
 
-# What Starlette and FastAPI raise themselves, answered with each status's registered code.
-FRAMEWORK_REFUSALS: dict[int, type[errors.WireError]] = {
+# The statuses Starlette and FastAPI raise themselves, each answered with its registered code.
+_FRAMEWORK_REFUSALS: dict[int, type[errors.WireError]] = {
     400: errors.ValidationFailed,
     401: errors.Unauthenticated,
     403: errors.Forbidden,
     404: errors.NotFound,
     405: errors.MethodNotAllowed,
-    406: errors.ProtocolVersionUnsupported,
     413: errors.PayloadTooLarge,
-    415: errors.UnsupportedMediaType,
 }
 
 
@@ -74,7 +72,7 @@ def install(app: FastAPI) -> None:
 
     async def on_http(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
-        refusal = FRAMEWORK_REFUSALS.get(exc.status_code)
+        refusal = _FRAMEWORK_REFUSALS.get(exc.status_code)
         if refusal is None:
             log.error(
                 "the framework answered %s %s with an unmapped status %d (%s)",

@@ -18,9 +18,9 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
-ENVELOPE = "ErrorEnvelope"
-ENVELOPE_SCHEMA: dict[str, Any] = {
-    "title": ENVELOPE,
+_ENVELOPE = "ErrorEnvelope"
+_ENVELOPE_SCHEMA: dict[str, Any] = {
+    "title": _ENVELOPE,
     "description": "The OpenWOP error envelope (errors.md): a registered or `<org>.` vendor code.",
     "type": "object",
     "additionalProperties": False,
@@ -33,7 +33,7 @@ ENVELOPE_SCHEMA: dict[str, Any] = {
 }
 
 # Statuses a route sends beyond those its shape implies, keyed by operationId.
-ROUTE_REFUSALS: dict[str, frozenset[int]] = {
+_ROUTE_REFUSALS: dict[str, frozenset[int]] = {
     "createRun": frozenset({409, 422}),  # idempotency conflicts; capability_not_provided
     "listRuns": frozenset({404}),  # runList switched off
     "cancelRun": frozenset({409}),  # run_terminal, idempotency conflicts
@@ -53,7 +53,7 @@ _METHOD_NOT_ALLOWED = (
 )
 
 
-def refusals(path: str, method: str, operation: dict[str, Any]) -> frozenset[int]:
+def _refusals(path: str, method: str, operation: dict[str, Any]) -> frozenset[int]:
     """Every error status the operation documented at `method path` can answer."""
     statuses = {400, 406}  # the request guard and version negotiation see every request
     if operation.get("security"):
@@ -62,7 +62,7 @@ def refusals(path: str, method: str, operation: dict[str, Any]) -> frozenset[int
         statuses |= {403, 404}
     if method in _BODY_METHODS:
         statuses.add(413)
-    return frozenset(statuses | ROUTE_REFUSALS.get(operation["operationId"], frozenset()))
+    return frozenset(statuses | _ROUTE_REFUSALS.get(operation["operationId"], frozenset()))
 
 
 def install(app: FastAPI) -> None:
@@ -83,18 +83,18 @@ def _document(app: FastAPI) -> dict[str, Any]:
     schemas = components.setdefault("schemas", {})
     for unused in ("HTTPValidationError", "ValidationError"):
         schemas.pop(unused, None)
-    schemas[ENVELOPE] = ENVELOPE_SCHEMA
+    schemas[_ENVELOPE] = _ENVELOPE_SCHEMA
     for path, operations in document["paths"].items():
         for method, operation in operations.items():
             responses = operation["responses"]
             responses.pop("422", None)
-            for status in sorted(refusals(path, method, operation)):
+            for status in sorted(_refusals(path, method, operation)):
                 responses[str(status)] = _refusal(status)
     return document
 
 
 def _refusal(status: int) -> dict[str, Any]:
-    reference = {"$ref": f"#/components/schemas/{ENVELOPE}"}
+    reference = {"$ref": f"#/components/schemas/{_ENVELOPE}"}
     return {
         "description": HTTPStatus(status).phrase,
         "content": {"application/json": {"schema": reference}},
