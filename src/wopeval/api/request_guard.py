@@ -35,21 +35,20 @@ class RequestGuard:
         headers = Headers(scope=scope)
         try:
             _check_target(scope)
-            if not _has_body(headers):
-                await self.app(scope, receive, send)
-                return
-            body = await self._read_body(headers, receive)
-            if body is None:
-                return  # the client went away mid-body; nothing is left to answer
-            if scope["method"] in _JSON_METHODS and body and _is_json(headers):
-                strict_json.check_body(body)
+            if _has_body(headers):
+                body = await self._read_body(headers, receive)
+                if body is None:
+                    return  # the client went away mid-body; nothing is left to answer
+                if scope["method"] in _JSON_METHODS and body and _is_json(headers):
+                    strict_json.check_body(body)
+                receive = _replay(body, receive)
         except errors.PayloadTooLarge as error:
             await envelope_response(error, _CLOSE)(scope, receive, send)
             return
         except errors.WireError as error:
             await envelope_response(error)(scope, receive, send)
             return
-        await self.app(scope, _replay(body, receive), send)
+        await self.app(scope, receive, send)
 
     async def _read_body(self, headers: Headers, receive: Receive) -> bytes | None:
         declared = headers.get("content-length")
