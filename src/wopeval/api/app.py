@@ -16,6 +16,15 @@ from wopeval.api.request_guard import RequestGuard
 from wopeval.api.routes import catalog, discovery, events, host_routes, runs
 from wopeval.settings import Settings
 
+ROUTERS = (
+    discovery.router,
+    runs.router,
+    events.router,
+    catalog.router,
+    host_routes.router,
+    host_routes.seams_router,
+)
+
 
 def create_app(settings: Settings) -> FastAPI:
     @asynccontextmanager
@@ -35,14 +44,7 @@ def create_app(settings: Settings) -> FastAPI:
         docs_url=None,
         redoc_url=None,
     )
-    for router in (
-        discovery.router,
-        runs.router,
-        events.router,
-        catalog.router,
-        host_routes.router,
-        host_routes.seams_router,
-    ):
+    for router in ROUTERS:
         app.include_router(router)
     error_handlers.install(app)
     openapi_errors.install(app)
