@@ -8,6 +8,7 @@ from typing import Annotated
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from wopeval.wire import limits
 from wopeval.wire.runs import EvalMode
 
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -45,6 +46,8 @@ class Settings(BaseSettings):
     retention_days: int | None = Field(default=None, ge=1)
     purge_interval_seconds: float = Field(default=3600.0, gt=0)
     tool_timeout_seconds: float = Field(default=30.0, gt=0)
+    max_body_bytes: int = Field(default=limits.DEFAULT_MAX_BODY_BYTES, ge=1)
+    """A larger request body is refused with 413 before it is read or parsed."""
     eval: EvalFeatures = Field(default_factory=EvalFeatures)
 
     @field_validator("api_keys", mode="before")

@@ -7,15 +7,20 @@ before the restart keeps working after it.
 
 from __future__ import annotations
 
+import secrets
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import httpx
 import uvicorn
+from fastapi import FastAPI
 from openwop_client import OpenwopClient
 
+from _backends import Backend
 from wopeval.api.app import create_app
 from wopeval.api.loopback import loopback_socket, quiet_server
 from wopeval.settings import Settings
@@ -33,6 +38,20 @@ def free_port() -> int:
         return port
 
 
+def host_settings(backend: Backend, data_dir: Path, **extra: object) -> Settings:
+    """A two-tenant host on a fresh database of `backend`, on a free loopback port."""
+    return Settings(
+        data_dir=data_dir,
+        database_url=backend.new_database(),
+        api_keys={
+            TENANT_A: "wop_test_a_" + secrets.token_hex(16),
+            TENANT_B: "wop_test_b_" + secrets.token_hex(16),
+        },
+        port=free_port(),
+        **extra,  # type: ignore[arg-type]
+    )
+
+
 @dataclass
 class _Running:
     server: uvicorn.Server
@@ -44,9 +63,16 @@ class _Running:
 class ServerHandle:
     """A started wopeval host; `keys` maps tenant → bearer key."""
 
-    def __init__(self, settings: Settings, *, backend: str) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        backend: str,
+        app_factory: Callable[[Settings], FastAPI] = create_app,
+    ) -> None:
         self.settings = settings
         self.backend = backend
+        self.app_factory = app_factory
         self.port = settings.port
         self.keys = dict(settings.api_keys)
         self._running: _Running | None = None
@@ -83,7 +109,7 @@ class ServerHandle:
     def start(self) -> None:
         if self._running is not None:
             raise RuntimeError("the server is already running")
-        server = quiet_server(create_app(self.settings), graceful_seconds=10)
+        server = quiet_server(self.app_factory(self.settings), graceful_seconds=10)
         sock = loopback_socket(self.port)
         errors: list[BaseException] = []
 

@@ -9,10 +9,22 @@ from fastapi import FastAPI
 
 from wopeval import __version__
 from wopeval.api import errors as error_handlers
+from wopeval.api import openapi_errors
 from wopeval.api.host import Host
 from wopeval.api.middleware import LegacyPathIds, VersionNegotiation
+from wopeval.api.request_guard import RequestGuard
 from wopeval.api.routes import catalog, discovery, events, host_routes, runs, tasks
 from wopeval.settings import Settings
+
+ROUTERS = (
+    discovery.router,
+    runs.router,
+    events.router,
+    catalog.router,
+    host_routes.router,
+    host_routes.seams_router,
+    tasks.router,
+)
 
 
 def create_app(settings: Settings) -> FastAPI:
@@ -33,17 +45,14 @@ def create_app(settings: Settings) -> FastAPI:
         docs_url=None,
         redoc_url=None,
     )
-    for router in (
-        discovery.router,
-        runs.router,
-        events.router,
-        catalog.router,
-        host_routes.router,
-        host_routes.seams_router,
-        tasks.router,
-    ):
+    for router in ROUTERS:
         app.include_router(router)
     error_handlers.install(app)
-    app.add_middleware(VersionNegotiation)
+    openapi_errors.install(app)
+    # Each one added wraps the ones before it: the version header goes on every answer,
+    # and a refused body is refused before any route, credential check or parser runs.
+    app.add_middleware(error_handlers.CrashGuard)
+    app.add_middleware(RequestGuard, max_body_bytes=settings.max_body_bytes)
     app.add_middleware(LegacyPathIds)
+    app.add_middleware(VersionNegotiation)
     return app

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Header, Request
+from fastapi import Depends, Request, Security
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from wopeval.api.host import Host
 from wopeval.engine.host import Engine
@@ -21,10 +22,15 @@ def get_engine(request: Request) -> Engine:
     return get_host(request).engine
 
 
+# Declares the scheme in /openapi.json; the key itself is checked by the Authenticator.
+_bearer = HTTPBearer(auto_error=False, description="An API key: `Authorization: Bearer <key>`.")
+
+
 def get_principal(
-    request: Request, authorization: Annotated[str | None, Header()] = None
+    request: Request,
+    _scheme: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
 ) -> Principal:
-    return get_host(request).auth.authenticate(authorization)
+    return get_host(request).auth.authenticate(request.headers.get("authorization"))
 
 
 HostDep = Annotated[Host, Depends(get_host)]

@@ -10,10 +10,21 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from wopeval.wire import errors
 
 log = logging.getLogger("wopeval.api")
+
+# The statuses Starlette and FastAPI raise themselves, each answered with its registered code.
+_FRAMEWORK_REFUSALS: dict[int, type[errors.WireError]] = {
+    400: errors.ValidationFailed,
+    401: errors.Unauthenticated,
+    403: errors.Forbidden,
+    404: errors.NotFound,
+    405: errors.MethodNotAllowed,
+    413: errors.PayloadTooLarge,
+}
 
 
 def envelope_response(
@@ -25,24 +36,29 @@ def envelope_response(
     return JSONResponse(error.envelope(), status_code=error.status, headers=extra or None)
 
 
-def describe_validation(problems: list[Any]) -> str:
-    """One sentence naming the first offending property, e.g. `unknown property 'foo'`."""
+def validation_refusal(problems: list[Any]) -> errors.ValidationFailed:
+    """A 400 naming the first offending property in `details.field` (`unknown property 'foo'`)."""
     if not problems:
-        return "The request is not valid."
+        return errors.ValidationFailed()
     problem = problems[0]
     location = [
-        str(part) for part in problem.get("loc", ()) if part not in ("body", "query", "path")
+        str(part)
+        for part in problem.get("loc", ())
+        if part not in ("body", "query", "path", "header")
     ]
     where = ".".join(location)
+    details = {"field": where} if where else None
     kind = problem.get("type", "")
     if kind == "extra_forbidden":
-        return f"unknown property '{where}'" if where else "unknown property"
-    if kind in ("json_invalid", "json_type"):
-        return "The request body is not valid JSON."
-    if kind == "missing":
-        return f"'{where}' is required" if where else "a body is required"
-    message = str(problem.get("msg", "is not valid"))
-    return f"'{where}': {message}" if where else message
+        message = f"unknown property '{where}'" if where else "unknown property"
+    elif kind in ("json_invalid", "json_type"):
+        message = "The request body is not valid JSON."
+    elif kind == "missing":
+        message = f"'{where}' is required" if where else "a body is required"
+    else:
+        text = str(problem.get("msg", "is not valid"))
+        message = f"'{where}': {text}" if where else text
+    return errors.ValidationFailed(message, details=details)
 
 
 def install(app: FastAPI) -> None:
@@ -52,25 +68,69 @@ def install(app: FastAPI) -> None:
 
     async def on_validation(_request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
-        return envelope_response(errors.ValidationFailed(describe_validation(list(exc.errors()))))
+        return envelope_response(validation_refusal(list(exc.errors())))
 
-    async def on_http(_request: Request, exc: Exception) -> JSONResponse:
+    async def on_http(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
-        if exc.status_code == 404:
-            return envelope_response(errors.NotFound())
-        if exc.status_code == 405:
-            # RFC 9110 §15.5.6: a 405 names the methods the path does allow.
-            allow = (
-                {"Allow": exc.headers["Allow"]} if exc.headers and "Allow" in exc.headers else None
+        refusal = _FRAMEWORK_REFUSALS.get(exc.status_code)
+        if refusal is None:
+            log.error(
+                "the framework answered %s %s with an unmapped status %d (%s)",
+                request.method,
+                request.url.path,
+                exc.status_code,
+                exc.detail,
             )
-            return envelope_response(errors.MethodNotAllowed(), allow)
-        return envelope_response(errors.InternalError())
+            return envelope_response(errors.InternalError())
+        # RFC 9110 §15.5.6: a 405 names the methods the path does allow.
+        allow = {"Allow": exc.headers["Allow"]} if exc.headers and "Allow" in exc.headers else None
+        return envelope_response(refusal(), allow)
 
     async def on_crash(_request: Request, exc: Exception) -> JSONResponse:
-        log.exception("unhandled error", exc_info=exc)
+        # Only the outer middleware can fail here; a route's crash stops at CrashGuard.
+        log.error("unhandled error outside the routes", exc_info=exc)
         return envelope_response(errors.InternalError())
 
     app.add_exception_handler(errors.WireError, on_wire_error)
     app.add_exception_handler(RequestValidationError, on_validation)
     app.add_exception_handler(StarletteHTTPException, on_http)
     app.add_exception_handler(Exception, on_crash)
+
+
+class CrashGuard:
+    """Answers an exception no handler knows with the 500 envelope, on a connection that stays open.
+
+    Starlette's last-resort handler answers and then re-raises, and uvicorn
+    closes the connection on any exception that reaches it; here the exception
+    stops, logged with its traceback and the run the request named.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watched_send(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watched_send)
+        except Exception as exc:
+            # The router leaves the matched path parameters in the shared scope.
+            run = scope.get("path_params", {}).get("runId", "-")
+            log.error(
+                "unhandled error answering %s %s (run %s)",
+                scope["method"],
+                scope["path"],
+                run,
+                exc_info=exc,
+            )
+            # Once part of a response is out, the server's closing the connection ends it.
+            if not started:
+                await envelope_response(errors.InternalError())(scope, receive, send)

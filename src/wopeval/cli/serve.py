@@ -43,6 +43,14 @@ def serve(
             help="Erase recorded tool content of runs finished more than this many days ago.",
         ),
     ] = None,
+    max_body_bytes: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            envvar="WOPEVAL_MAX_BODY_BYTES",
+            help="Refuse request bodies larger than this with 413 (default 1 MiB).",
+        ),
+    ] = None,
 ) -> None:
     """Start an OpenWOP v2 host on HOST:PORT."""
     overrides: dict[str, object] = {"host": host, "port": port, "data_dir": data_dir}
@@ -57,6 +65,8 @@ def serve(
         overrides["project"] = project
     if retention_days is not None:
         overrides["retention_days"] = retention_days
+    if max_body_bytes is not None:
+        overrides["max_body_bytes"] = max_body_bytes
     try:
         settings = Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:

@@ -15,7 +15,7 @@ from sqlalchemy.engine import RowMapping
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from wopeval.store.tables import runs
-from wopeval.wire import errors
+from wopeval.wire import errors, limits
 from wopeval.wire.runs import RunKind, RunStatus
 
 _ACTIVE = [s.value for s in RunStatus if not s.is_terminal]
@@ -120,12 +120,16 @@ def encode_cursor(created_seq: int) -> str:
 def decode_cursor(cursor: str) -> int:
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        prefix, _, value = raw.partition(":")
-        if prefix != "v1":
-            raise ValueError(prefix)
-        return int(value)
-    except (ValueError, binascii.Error, UnicodeDecodeError) as exc:
-        raise errors.ValidationFailed("cursor was not minted by this host.") from exc
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        raw = ""
+    prefix, _, value = raw.partition(":")
+    # Minted values are plain decimals that fit `created_seq` (BIGINT on both stores).
+    minted = prefix == "v1" and value.isascii() and value.isdigit()
+    if not minted or len(value) > limits.INT64_MAX_DIGITS or int(value) > limits.INT64_MAX:
+        raise errors.ValidationFailed(
+            "cursor was not minted by this host.", details={"field": "cursor"}
+        )
+    return int(value)
 
 
 class RunsRepo:

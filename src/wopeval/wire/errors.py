@@ -10,6 +10,7 @@ Hierarchy::
     WireError                       any refusal rendered as {error, message, details?}
     ├── ValidationFailed            400 validation_error
     ├── Unauthenticated             401 unauthenticated
+    ├── Forbidden                   403 forbidden
     ├── IdTenantMismatch            403 id_tenant_mismatch
     ├── NotFound                    404 not_found
     ├── Conflict-family             409 run_terminal / run_state_conflict / idempotency_*
@@ -134,6 +135,10 @@ class IdempotencyKeyInvalid(WireError):
 
 class Unauthenticated(WireError):
     code = ErrorCode.UNAUTHENTICATED
+
+
+class Forbidden(WireError):
+    code = ErrorCode.FORBIDDEN
 
 
 class IdTenantMismatch(WireError):

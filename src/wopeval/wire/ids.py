@@ -79,13 +79,22 @@ def unproject(segment: str) -> str:
 def run_id_from_path(segment: str, tenant: str) -> str:
     """Decode a `{runId}` path segment for the caller's tenant.
 
-    A foreign tenant segment is 403 `id_tenant_mismatch` whether or not such a
+    A segment that decodes to no tenant-bound id (a bare opaque id, or one
+    projected twice, `~7E2F` decoding to `~2F`) is 400: this host serves no 1.x
+    major, so identity.md §5 refuses the bare form with `validation_error`. A
+    foreign tenant segment is 403 `id_tenant_mismatch` whether or not such a
     run exists (runs.md §Identity); an id that does not fit the grammar is 404,
     as no run can have it.
     """
     run_id = unproject(segment)
     owner, sep, _ = run_id.partition("/")
-    if sep and owner != tenant:
+    if not sep:
+        twice = " (it is projected twice)" if _ESCAPE.search(run_id) else ""
+        raise errors.ValidationFailed(
+            f"A run id in a path must be tenant-bound, <tenant>/<id>{twice}.",
+            details={"field": "runId"},
+        )
+    if owner != tenant:
         raise errors.IdTenantMismatch()
     if not is_run_id(run_id):
         raise errors.NotFound("No such run.")

@@ -13,6 +13,7 @@ from wopeval.api.deps import HostDep
 from wopeval.api.middleware import PROTOCOL_VERSION
 from wopeval.engine.catalog import Catalog
 from wopeval.settings import Settings
+from wopeval.wire import limits
 from wopeval.wire.events import EVENT_LOG_SCHEMA_VERSION
 
 router = APIRouter(tags=["discovery"])
@@ -57,7 +58,9 @@ def build_discovery(settings: Settings, catalog: Catalog) -> dict[str, Any]:
         "idempotency": _record(),
     }
     if settings.run_list:
-        document["runList"] = _record()
+        document["runList"] = _record(
+            maxPageSize=limits.RUN_LIST_MAX_PAGE_SIZE, filters=["workflowId", "status"]
+        )
     if settings.replay:
         document["replay"] = _record(
             "experimental", modes=["replay"], effectSeamsManifest="/host/effect-seams"

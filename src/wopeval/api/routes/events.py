@@ -15,7 +15,7 @@ from wopeval.api.host import Host
 from wopeval.api.snapshots import snapshot
 from wopeval.engine.notifier import wait_for_signal
 from wopeval.store import RunRecord
-from wopeval.wire import errors
+from wopeval.wire import errors, limits
 from wopeval.wire.principal import Principal
 
 router = APIRouter(tags=["events"])
@@ -33,7 +33,7 @@ async def poll_events(
     runId: str,
     principal: PrincipalDep,
     host: HostDep,
-    afterSequence: Annotated[int, Query(ge=-1)] = -1,
+    afterSequence: Annotated[int, Query(ge=-1, le=limits.SEQUENCE_MAX)] = -1,
     wait_seconds: Annotated[int, Query(alias="timeout", ge=1, le=60)] = 30,
 ) -> Response:
     record = await host.engine.get_run(principal, path_run_id(runId, principal))
@@ -66,7 +66,12 @@ async def _read(host: Host, run_id: str, after: int) -> list[str]:
         return await uow.events.read(run_id, after=after)
 
 
-@router.get("/runs/{runId}/events", operation_id="streamRunEvents")
+@router.get(
+    "/runs/{runId}/events",
+    operation_id="streamRunEvents",
+    response_class=StreamingResponse,
+    responses={200: {"description": "SSE frames", "content": {"text/event-stream": {}}}},
+)
 async def stream_events(
     runId: str,
     request: Request,
@@ -78,12 +83,7 @@ async def stream_events(
     if not _MODE_GRAMMAR.match(streamMode):
         raise errors.UnsupportedStreamMode(details={"supported": list(STREAM_MODES)})
     record = await host.engine.get_run(principal, path_run_id(runId, principal))
-    after = -1
-    if last_event_id is not None:
-        try:
-            after = int(last_event_id)
-        except ValueError as exc:
-            raise errors.ValidationFailed("Last-Event-ID must be an event sequence.") from exc
+    after = -1 if last_event_id is None else limits.parse_sequence(last_event_id, "Last-Event-ID")
     modes = set(streamMode.split(","))
     frames = _frames(host, principal, record, after, modes)
     return StreamingResponse(

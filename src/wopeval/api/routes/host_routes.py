@@ -24,7 +24,11 @@ async def read_counter(key: str, principal: PrincipalDep, host: HostDep) -> JSON
     return JSONResponse({"key": key, "count": count})
 
 
-@router.put("/suites", operation_id="wopevalPutSuite")
+@router.put(
+    "/suites",
+    operation_id="wopevalPutSuite",
+    responses={201: {"description": "Published", "content": {"application/json": {}}}},
+)
 async def put_suite(
     principal: PrincipalDep, host: HostDep, document: Annotated[dict[str, Any], Body()]
 ) -> JSONResponse:

@@ -14,7 +14,7 @@ from wopeval.api.snapshots import created, run_links, snapshot
 from wopeval.engine import commands
 from wopeval.engine.runlog import timestamp
 from wopeval.store import decode_cursor, encode_cursor
-from wopeval.wire import errors
+from wopeval.wire import errors, limits
 from wopeval.wire.runs import (
     BulkCancelRequest,
     CancelRunRequest,
@@ -70,7 +70,9 @@ async def get_run(runId: str, principal: PrincipalDep, engine: EngineDep) -> JSO
 async def list_runs(
     principal: PrincipalDep,
     host: HostDep,
-    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    limit: Annotated[
+        int, Query(ge=1, le=limits.RUN_LIST_MAX_PAGE_SIZE)
+    ] = limits.RUN_LIST_DEFAULT_PAGE_SIZE,
     cursor: str | None = None,
     workflowId: str | None = None,
     status: RunStatus | None = None,

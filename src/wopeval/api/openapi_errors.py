@@ -1,0 +1,104 @@
+"""`/openapi.json` with the refusals each operation really sends, all in the one envelope schema.
+
+FastAPI documents a 422 `HTTPValidationError` that this host never sends (a
+validation failure is `400 validation_error`); it is replaced here by the
+statuses each route can answer. Most follow from the route's shape (every
+route takes the version header and a query string, an authenticated route can
+answer 401, a `{runId}` route 403 and 404, a route with a body 413); the rest
+are listed per operation below. A method a path does not serve is answered
+`405` with `Allow`, which OpenAPI cannot attach to an operation, so it is
+stated in the document's description.
+"""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+
+_ENVELOPE = "ErrorEnvelope"
+_ENVELOPE_SCHEMA: dict[str, Any] = {
+    "title": _ENVELOPE,
+    "description": "The OpenWOP error envelope (errors.md): a registered or `<org>.` vendor code.",
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["error", "message"],
+    "properties": {
+        "error": {"type": "string", "minLength": 1},
+        "message": {"type": "string", "minLength": 1},
+        "details": {"type": "object"},
+    },
+}
+
+# Statuses a route sends beyond those its shape implies, keyed by operationId.
+_ROUTE_REFUSALS: dict[str, frozenset[int]] = {
+    "createRun": frozenset({409, 422}),  # idempotency conflicts; capability_not_provided
+    "listRuns": frozenset({404}),  # runList switched off
+    "cancelRun": frozenset({409}),  # run_terminal, idempotency conflicts
+    "bulkCancelRuns": frozenset({409}),  # idempotency conflicts (each id answers in its entry)
+    "pauseRun": frozenset({409}),  # run_terminal, run_state_conflict, idempotency conflicts
+    "resumeRun": frozenset({409}),  # run_terminal, run_state_conflict, idempotency conflicts
+    "getEvalSummary": frozenset({409}),  # the eval run is still active
+    "forkRun": frozenset({409, 410, 422}),  # active source; fixtures erased; fork_point_invalid
+    "getWorkflow": frozenset({404}),
+    "getAgent": frozenset({404}),
+    "wopevalPutSuite": frozenset({409}),  # wopeval.suite_version_exists
+    "wopevalGetSuite": frozenset({404}),
+    "wopevalEraseToolContent": frozenset({409}),  # the run is still active
+    "getEffectSeamManifest": frozenset({404}),  # replay switched off
+}
+_BODY_METHODS = frozenset({"post", "put", "patch"})
+_METHOD_NOT_ALLOWED = (
+    "A method a path does not serve is answered `405 wopeval.method_not_allowed` "
+    "with an `Allow` header."
+)
+
+
+def _refusals(path: str, method: str, operation: dict[str, Any]) -> frozenset[int]:
+    """Every error status the operation documented at `method path` can answer."""
+    statuses = {400, 406}  # the request guard and version negotiation see every request
+    if operation.get("security"):
+        statuses.add(401)
+    if "{runId}" in path:
+        statuses |= {403, 404}
+    if method in _BODY_METHODS:
+        statuses.add(413)
+    return frozenset(statuses | _ROUTE_REFUSALS.get(operation["operationId"], frozenset()))
+
+
+def install(app: FastAPI) -> None:
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = _document(app)
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+def _document(app: FastAPI) -> dict[str, Any]:
+    description = f"{app.description}\n\n{_METHOD_NOT_ALLOWED}"
+    document = get_openapi(
+        title=app.title, version=app.version, description=description, routes=app.routes
+    )
+    components = document.setdefault("components", {})
+    schemas = components.setdefault("schemas", {})
+    for unused in ("HTTPValidationError", "ValidationError"):
+        schemas.pop(unused, None)
+    schemas[_ENVELOPE] = _ENVELOPE_SCHEMA
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            responses = operation["responses"]
+            responses.pop("422", None)
+            for status in sorted(_refusals(path, method, operation)):
+                responses[str(status)] = _refusal(status)
+    return document
+
+
+def _refusal(status: int) -> dict[str, Any]:
+    reference = {"$ref": f"#/components/schemas/{_ENVELOPE}"}
+    return {
+        "description": HTTPStatus(status).phrase,
+        "content": {"application/json": {"schema": reference}},
+    }

@@ -1,0 +1,44 @@
+"""`wopeval serve --max-body-bytes` (and `WOPEVAL_MAX_BODY_BYTES`) set the 413 limit."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from pathlib import Path
+
+import pytest
+
+from wopeval.cli._exit import ExitCode
+
+from ._support import run_cli, serve
+
+LIMIT = 4096
+
+
+def _body(size: int) -> bytes:
+    body = json.dumps({"workflowId": "conformance-noop"}).encode()
+    return body + b" " * (size - len(body))
+
+
+@pytest.mark.parametrize("how", ["option", "environment"])
+def test_the_configured_limit_is_enforced(tmp_path: Path, how: str) -> None:
+    key = "cli_" + secrets.token_urlsafe(24)
+    args = ["--api-key", f"cli={key}"]
+    env = {}
+    if how == "option":
+        args += ["--max-body-bytes", str(LIMIT)]
+    else:
+        env["WOPEVAL_MAX_BODY_BYTES"] = str(LIMIT)
+    with serve(tmp_path, *args, env=env) as host, host.http() as http:
+        headers = {"Content-Type": "application/json"}
+        refused = http.post("/runs", content=_body(LIMIT + 1), headers=headers)
+        assert refused.status_code == 413
+        assert refused.json()["details"] == {"maxBodyBytes": LIMIT}
+        accepted = http.post("/runs", content=_body(LIMIT), headers=headers)
+        assert accepted.status_code == 201, accepted.text
+
+
+def test_a_limit_below_one_byte_is_a_usage_error(tmp_path: Path) -> None:
+    done = run_cli("serve", "--data-dir", str(tmp_path), "--max-body-bytes", "0")
+    assert done.code == ExitCode.ERROR
+    assert "--max-body-bytes" in done.stderr
