@@ -15,6 +15,7 @@ from wopeval.agents import AgentRegistry
 from wopeval.engine.boundary import Boundary, FixtureServer, LiveTransport
 from wopeval.engine.control import RunControl
 from wopeval.engine.eval_plan import EvalPlan, TaskPlan
+from wopeval.engine.grading import grade_trial
 from wopeval.engine.invocation import Invocation, run_invocation
 from wopeval.engine.outcome import Terminal
 from wopeval.engine.runlog import Journal, RunLog, Step
@@ -95,11 +96,12 @@ async def run_trial(
     latency = int((time.perf_counter() - started) * 1000)
     context.invoked.update(result.invoked_agents)
     misses = cursor.miss_count if cursor is not None else 0
+    expected = task_plan.task.expected
     # DESIGN.md §3: a miss under `fail` fails the task, whatever the agent decided after it.
     passed = (
         not result.failed
         and misses == 0
-        and evals.grade_task(task_plan.task.expected, result.decision, result.executed)
+        and (await grade_trial(expected, result.decision, result.executed, plan.graders)).passed
     )
     return evals.TrialOutcome(passed=passed, latency_ms=latency, fixture_miss_count=misses)
 
