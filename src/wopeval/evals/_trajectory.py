@@ -50,10 +50,11 @@ def grade_trajectory(expected: Expected, calls: Sequence[ExecutedCall]) -> Grade
         problems.append(_not_expected(made, unexpected))
     if problems:
         return Grade.failing(f"{label}: " + "; ".join(problems))
+    wanted_n = _calls(len(wanted))
     held = {
-        "unordered": f"the {len(made)} calls made are the {len(wanted)} expected, in any order",
-        "subset": f"each of the {len(made)} calls made is among the {len(wanted)} expected",
-        "superset": f"the {len(made)} calls made include each of the {len(wanted)} expected",
+        "unordered": f"the calls made match the {wanted_n} expected, in some order",
+        "subset": f"every call made is among the {wanted_n} expected ({len(made)} made)",
+        "superset": f"the calls made include each of the {wanted_n} expected ({len(made)} made)",
     }
     return Grade.passing(f"{label}: {held[expected.order]}")
 
@@ -78,15 +79,16 @@ def _strict(label: str, wanted: Sequence[ExpectedCall], made: Sequence[ExecutedC
     if len(made) > len(wanted):
         extra = list(range(len(wanted), len(made)))
         return Grade.failing(
-            f"{label}: {len(wanted)} calls expected, {len(made)} made; "
+            f"{label}: {_calls(len(wanted))} expected, {len(made)} made; "
             + _not_expected(made, extra)
         )
     if len(made) < len(wanted):
         absent = list(range(len(made), len(wanted)))
         return Grade.failing(
-            f"{label}: {len(wanted)} calls expected, {len(made)} made; " + _not_made(wanted, absent)
+            f"{label}: {_calls(len(wanted))} expected, {len(made)} made; "
+            + _not_made(wanted, absent)
         )
-    return Grade.passing(f"{label}: the {len(made)} calls made are the expected ones, in order")
+    return Grade.passing(f"{label}: the calls made are the {_calls(len(made))} expected, in order")
 
 
 def _matches(wanted: ExpectedCall, made: ExecutedCall) -> bool:
@@ -113,6 +115,10 @@ def _not_expected(made: Sequence[ExecutedCall], indexes: list[int]) -> str:
     listed = [f"made[{j}] {_made_text(made[j])}" for j in indexes]
     noun = "call not expected" if len(indexes) == 1 else "calls not expected"
     return f"{len(indexes)} {noun}: {_listing(listed)}"
+
+
+def _calls(count: int) -> str:
+    return "1 call" if count == 1 else f"{count} calls"
 
 
 def _listing(items: list[str]) -> str:

@@ -105,7 +105,9 @@ def test_delegate_calls_are_not_graded() -> None:
     expected = trajectory("strict", INC)
     delegate_read = call("c:counter", {"op": "read", "key": "k"}, delegate=True)
     assert evals.grade_trajectory(expected, [delegate_read, made_inc()]).passed
-    assert not evals.grade_trajectory(expected, [call("c:counter", INC["args"], delegate=True)]).passed
+    assert not evals.grade_trajectory(
+        expected, [call("c:counter", INC["args"], delegate=True)]
+    ).passed
 
 
 def test_expected_args_use_fixture_args_match() -> None:
