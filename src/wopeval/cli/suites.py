@@ -2,13 +2,15 @@
 
 `validate` needs no host: it runs the host's own parser (`parse_suite`) and
 prints each problem with its JSON pointer (`tasks[2].fixtures.toolResponses[0]
-.argsMatch: ...`). Exit 0 when every file is valid, 1 when one is not, 4 when
-a file cannot be read.
+.argsMatch: ...`). Given `--project`, it also refuses `custom` matches naming a
+grader that project does not declare, as the host would. Exit 0 when every
+file is valid, 1 when one is not, 4 when a file or the project cannot be read.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
@@ -18,6 +20,7 @@ from rich.console import Group as RichGroup
 from rich.console import RenderableType
 from rich.text import Text
 
+from wopeval import evals
 from wopeval.cli._exit import CliError, Group
 from wopeval.cli._options import (
     DEFAULT_DATA_DIR,
@@ -32,6 +35,7 @@ from wopeval.cli._options import (
     guarded,
 )
 from wopeval.cli._render import suites_table
+from wopeval.engine.project import ProjectError, read_project_file
 from wopeval.wire import errors
 from wopeval.wire.suite import parse_suite
 
@@ -85,17 +89,30 @@ def read_document(path: Path) -> Any:
     return json.loads(text)
 
 
-def check_suite_file(path: Path) -> FileCheck:
-    """Parse one file as a suite, with the same parser the host applies on PUT and createRun."""
+def check_suite_file(path: Path, graders: Collection[str] | None = None) -> FileCheck:
+    """Parse one file as a suite, with the same rules the host applies on PUT and createRun.
+
+    `graders`, when given, are the custom graders the host would have.
+    """
     try:
         document = read_document(path)
     except json.JSONDecodeError as exc:
         return FileCheck(path, problems=[f"(json) line {exc.lineno} column {exc.colno}: {exc.msg}"])
     try:
         suite = parse_suite(document)
+        if graders is not None:
+            evals.check_known_graders(suite, graders)
     except errors.ValidationFailed as exc:
         return FileCheck(path, problems=exc.message.split("; "))
     return FileCheck(path, suite.suiteId, suite.version, len(suite.tasks))
+
+
+def project_graders(directory: Path) -> list[str]:
+    """The grader ids a project's `wopeval.toml` declares (nothing is imported)."""
+    try:
+        return [grader.id for grader in read_project_file(directory).graders]
+    except ProjectError as exc:
+        raise CliError(str(exc)) from None
 
 
 def check_lines(checks: list[FileCheck]) -> RenderableType:
@@ -115,11 +132,14 @@ def check_lines(checks: list[FileCheck]) -> RenderableType:
 
 
 @app.command("validate")
-def validate(files: FilesArgument, as_json: JsonFlag = False) -> None:
+def validate(
+    files: FilesArgument, as_json: JsonFlag = False, project: ProjectOption = None
+) -> None:
     """Check suite documents locally. Exit 0 all valid, 1 any invalid, 4 unreadable file."""
 
     def body() -> int:
-        checks = [check_suite_file(path) for path in files]
+        graders = project_graders(project) if project is not None else None
+        checks = [check_suite_file(path, graders) for path in files]
         emit([c.to_json() for c in checks], as_json, lambda: check_lines(checks))
         return 0 if all(c.valid for c in checks) else INVALID
 

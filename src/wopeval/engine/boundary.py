@@ -36,7 +36,12 @@ class ToolResult:
     error: dict[str, Any] | None
     served_by: ServedBy
     duration_ms: int | None
-    fixture_miss: bool = False
+    miss: evals.MissDetail | None = None
+    """A fixture miss: the closest recording and how the call differs from it."""
+
+    @property
+    def fixture_miss(self) -> bool:
+        return self.miss is not None
 
     @property
     def ok(self) -> bool:
@@ -90,7 +95,7 @@ class FixtureServer:
             failure = ToolFailure(
                 "fixture_miss", f"no unconsumed fixture matches this call to {call.tool}"
             )
-            return ToolResult("error", None, failure.to_error(), "fixture", 0, fixture_miss=True)
+            return ToolResult("error", None, failure.to_error(), "fixture", 0, miss=outcome.detail)
         return None
 
 

@@ -1,4 +1,4 @@
-"""What a host can run: agents, tools, workflows and suites, seeded and from the project."""
+"""What a host can run: agents, tools, graders, workflows and suites, seeded or from the project."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from importlib import resources
 from typing import Any
 
 from wopeval.agents import SCRIPTED_AGENT_ID, AgentRegistry, AgentSpec, ScriptedAgent
+from wopeval.engine.grading import CustomGrader
 from wopeval.tools import ToolRegistry
 from wopeval.wire.suite import Suite, parse_suite
 from wopeval.wire.workflows import Workflow
@@ -62,6 +63,13 @@ class Catalog:
     suites: list[GlobalSuite] = field(default_factory=list)
     fixture_ids: list[str] = field(default_factory=list)
     parsed_suites: ParsedSuites = field(default_factory=ParsedSuites)
+    graders: dict[str, CustomGrader] = field(default_factory=dict)
+    """The project's custom graders by id (seeded suites use none)."""
+
+    def add_grader(self, grader: CustomGrader) -> None:
+        if grader.grader_id in self.graders:
+            raise ValueError(f"grader {grader.grader_id!r} is defined twice")
+        self.graders[grader.grader_id] = grader
 
     def add_workflow(self, workflow: Workflow) -> None:
         if workflow.id in self.workflows:

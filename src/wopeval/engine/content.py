@@ -103,12 +103,10 @@ def reason_line(detail: dict[str, Any], full: bool) -> str:
     misses = detail["misses"]
     if misses:
         first = misses[0]
-        changed = [change["path"] for change in first.get("diff") or []]
-        where = f"; differs from the closest recording at {', '.join(changed)}" if changed else ""
-        if first.get("closest") is None:
-            where = "; the recording has no call to that tool left"
         more = f" (and {len(misses) - 1} more)" if len(misses) > 1 else ""
-        return f"fixture miss: {first['tool']}{where if full else ''}{more}"
+        if full and "reason" in first:
+            return f"fixture miss: {first['reason']}{more}"
+        return f"fixture miss: a call to {first['tool']} no recording serves{more}"
     grade = detail.get("grade")
     if grade is None or grade["passed"]:
         return "passed"
@@ -141,17 +139,16 @@ def _call_view(call: dict[str, Any], full: bool) -> TraceCall:
 
 
 def _miss_view(miss: dict[str, Any], calls: list[dict[str, Any]], full: bool) -> MissView:
-    closest = miss.get("closest")
+    closest = miss.get("closestIndex")
     return MissView(
         callIndex=miss["callIndex"],
         tool=miss["tool"],
         argsHash=calls[miss["callIndex"]]["argsHash"],
         closest=None
         if closest is None
-        else ClosestEntry(
-            entryIndex=closest["entryIndex"], args=closest.get("args") if full else None
-        ),
+        else ClosestEntry(entryIndex=closest, args=miss.get("closestArgs") if full else None),
         diff=[PathChange(**change) for change in miss.get("diff") or []] if full else None,
+        consumedForTool=miss.get("consumedForTool", 0),
     )
 
 

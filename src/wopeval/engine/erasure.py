@@ -71,7 +71,8 @@ async def _scrub_trials(uow: UnitOfWork, run_id: str, at: datetime) -> None:
         detail = dict(stored.detail)
         detail["calls"] = [_scrub_call(call) for call in detail["calls"]]
         detail["misses"] = [
-            {"callIndex": miss["callIndex"], "tool": miss["tool"]} for miss in detail["misses"]
+            {key: miss[key] for key in ("callIndex", "tool", "closestIndex", "consumedForTool")}
+            for miss in detail["misses"]
         ]
         scrubbed[(stored.task_id, stored.trial)] = detail
     await uow.trials.rewrite(run_id, scrubbed, at)

@@ -7,12 +7,13 @@ The order follows DESIGN.md §2: gates and field rules first, the run lookups
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from wopeval import evals
 from wopeval.agents import AgentSpec
 from wopeval.engine.catalog import Catalog
+from wopeval.engine.grading import CustomGrader
 from wopeval.settings import EvalFeatures
 from wopeval.store import UnitOfWork
 from wopeval.wire import errors
@@ -48,6 +49,8 @@ class EvalPlan:
     baseline_run_id: str | None = None
     baseline_summary: EvalSummary | None = None
     fixture_runs: dict[str, str] | None = None
+    graders: Mapping[str, CustomGrader] = field(default_factory=dict)
+    """The project's custom graders the suite names, resolved at create."""
 
     def stored(self) -> dict[str, Any]:
         """What the run row keeps of the plan (derived entries live in their own table)."""
@@ -98,6 +101,8 @@ async def resolve_eval(
     suite, document = await _suite(request.evalSuiteRef or "", tenant, catalog, uow)
     agent = _agent(request.agentId or "", suite, catalog)
     _check_suite(suite, features)
+    # A suite pushed while the project had a grader may outlive it: refuse, naming the field.
+    evals.check_known_graders(suite, catalog.graders)
     modes = evals.resolve_eval_modes(
         request.evalModes,
         suite.modes,
@@ -123,6 +128,7 @@ async def resolve_eval(
         baseline_run_id=request.baselineRunId,
         baseline_summary=baseline,
         fixture_runs=dict(request.fixtureRuns) if request.fixtureRuns is not None else None,
+        graders={name: catalog.graders[name] for name in evals.graders_named(suite)},
     )
 
 

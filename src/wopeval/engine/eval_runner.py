@@ -15,6 +15,7 @@ from wopeval.agents import AgentRegistry
 from wopeval.engine.boundary import Boundary, FixtureServer, LiveTransport
 from wopeval.engine.control import RunControl
 from wopeval.engine.eval_plan import EvalPlan, TaskPlan
+from wopeval.engine.grading import grade_trial
 from wopeval.engine.invocation import Invocation, Where, run_invocation
 from wopeval.engine.outcome import Terminal
 from wopeval.engine.runlog import Journal, RunLog, Step
@@ -100,14 +101,11 @@ async def run_trial(
     misses = cursor.miss_count if cursor is not None else 0
     grade = None
     if not result.failed:
-        graded = evals.grade_task(task_plan.task.expected, result.decision, result.executed)
-        grade = {
-            "passed": graded,
-            "score": 1.0 if graded else 0.0,
-            "reason": "passed" if graded else "the decision did not match the expected value",
-        }
-    # DESIGN.md §3: a miss under `fail` fails the task, whatever the agent decided after it.
-    passed = not result.failed and misses == 0 and grade is not None and bool(grade["passed"])
+        grade = await grade_trial(
+            task_plan.task.expected, result.decision, result.executed, plan.graders
+        )
+    # docs/design.md §3: a miss under `fail` fails the task, whatever the agent decided after it.
+    passed = not result.failed and misses == 0 and grade is not None and grade.passed
     journal.record_trial(
         trial_row(
             task_plan.task,

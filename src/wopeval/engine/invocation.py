@@ -102,6 +102,7 @@ class Invocation:
                 error=result.error,
                 served="miss" if result.fixture_miss else result.served_by,
                 duration_ms=result.duration_ms,
+                miss=result.miss,
             )
         )
         if result.fixture_miss:

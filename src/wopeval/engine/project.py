@@ -12,6 +12,11 @@ name = "support:lookup"
 kind = "python"
 callable = "support.tools:lookup"  # async (args) -> result
 
+[[graders]]
+id = "refund-check"
+callable = "support.graders:refund_check"  # (decision, expected, calls) -> {passed, score, reason}
+timeout_seconds = 60                       # optional
+
 [[tools]]
 name = "support:crm"
 kind = "http"
@@ -36,7 +41,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from wopeval.agents import AgentSpec, PythonAgent, ScriptedAgent
 from wopeval.engine.catalog import Catalog, GlobalSuite
+from wopeval.engine.grading import DEFAULT_GRADER_TIMEOUT_SECONDS, CustomGrader
 from wopeval.tools import Credential, HttpTool, PythonTool, Secret, load_callable
+from wopeval.wire.suite import GRADER_ID_PATTERN
 from wopeval.wire.workflows import Workflow
 
 
@@ -73,21 +80,34 @@ class ToolEntry(_Closed):
     credential: CredentialEntry | None = None
 
 
+class GraderEntry(_Closed):
+    id: str = Field(pattern=GRADER_ID_PATTERN)
+    callable: str
+    timeout_seconds: float = Field(default=DEFAULT_GRADER_TIMEOUT_SECONDS, gt=0)
+
+
 class ProjectFile(_Closed):
     agents: list[AgentEntry] = Field(default_factory=list)
     tools: list[ToolEntry] = Field(default_factory=list)
+    graders: list[GraderEntry] = Field(default_factory=list)
     workflows: list[str] = Field(default_factory=list)
     suites: list[str] = Field(default_factory=list)
 
 
-def load_project(directory: Path, catalog: Catalog, http: httpx.AsyncClient) -> None:
+def read_project_file(directory: Path) -> ProjectFile:
+    """`DIR/wopeval.toml` as written, checked but nothing imported."""
     manifest = directory / "wopeval.toml"
     try:
-        project = ProjectFile.model_validate(tomllib.loads(manifest.read_text(encoding="utf-8")))
+        return ProjectFile.model_validate(tomllib.loads(manifest.read_text(encoding="utf-8")))
     except FileNotFoundError as exc:
         raise ProjectError(f"{manifest} does not exist") from exc
     except (tomllib.TOMLDecodeError, ValidationError) as exc:
         raise ProjectError(f"{manifest}: {exc}") from exc
+
+
+def load_project(directory: Path, catalog: Catalog, http: httpx.AsyncClient) -> None:
+    manifest = directory / "wopeval.toml"
+    project = read_project_file(directory)
     # The project's own modules are importable by their dotted paths.
     if str(directory.resolve()) not in sys.path:
         sys.path.insert(0, str(directory.resolve()))
@@ -96,6 +116,9 @@ def load_project(directory: Path, catalog: Catalog, http: httpx.AsyncClient) -> 
             catalog.agents.add(_agent(agent))
         for tool in project.tools:
             catalog.tools.add(_tool(tool, http))
+        for grader in project.graders:
+            function = load_callable(grader.callable)
+            catalog.add_grader(CustomGrader(grader.id, function, grader.timeout_seconds))
     except (ValueError, ImportError) as exc:
         raise ProjectError(f"{manifest}: {exc}") from exc
     for path in _expand(directory, project.workflows):

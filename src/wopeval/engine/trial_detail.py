@@ -26,7 +26,7 @@ def trial_row(
     *,
     passed: bool,
     result: InvocationResult,
-    grade: dict[str, Any] | None,
+    grade: evals.Grade | None,
     duration_ms: int,
     wire_content: str,
 ) -> TrialRow:
@@ -34,12 +34,12 @@ def trial_row(
         "v": DETAIL_VERSION,
         "durationMs": duration_ms,
         "expected": task.expected.model_dump(mode="json", by_alias=True, exclude_none=True),
-        "grade": grade,
+        "grade": None if grade is None else grade.to_json(),
         "calls": [_call(index, call) for index, call in enumerate(result.executed)],
         "misses": [
-            {"callIndex": index, "tool": call.tool, "args": call.args}
+            {"callIndex": index, **call.miss.to_json()}
             for index, call in enumerate(result.executed)
-            if call.served == "miss"
+            if call.miss is not None
         ],
         "error": result.error,
     }

@@ -1,7 +1,8 @@
 """The eval domain: pure rules, no I/O (DESIGN.md §1).
 
-Suite references, the fixture matcher, derived fixtures (RFC 0252 §D), graders,
-pass policies, the summary, the paired verdict (RFC 0244 §F) and the create-time
+Suite references, the fixture matcher and its miss analysis, derived fixtures
+(RFC 0252 §D), graders and their reasons, structural JSON diffs, pass
+policies, the summary, the paired verdict (RFC 0244 §F) and the create-time
 rules of RFC 0251 / RFC 0252 §B–§C. Call sites use `evals.<name>`.
 """
 
@@ -25,14 +26,16 @@ from wopeval.evals._derive import (
     has_failed_call,
     own_calls,
 )
+from wopeval.evals._golden import grade_golden, stringify
+from wopeval.evals._grade import Grade
 from wopeval.evals._graders import (
     ExecutedCall,
     ServedAs,
-    grade_golden,
+    check_known_graders,
     grade_task,
-    grade_trajectory,
-    stringify,
+    graders_named,
 )
+from wopeval.evals._jsondiff import Found, PathChange, json_diff, subset_diff, value_at
 from wopeval.evals._matcher import (
     FixtureCursor,
     FixtureHit,
@@ -44,6 +47,7 @@ from wopeval.evals._matcher import (
     is_json_subset,
     select_entry,
 )
+from wopeval.evals._miss import MissDetail, closest_entry
 from wopeval.evals._policy import (
     DEFAULT_POLICY,
     DEFAULT_TRIALS,
@@ -66,6 +70,7 @@ from wopeval.evals._summary import (
     summarise_task,
     with_regression,
 )
+from wopeval.evals._trajectory import grade_trajectory
 from wopeval.evals._verdict import (
     DEFAULT_ALPHA,
     PairedVerdict,
@@ -87,10 +92,14 @@ __all__ = [
     "FixtureHit",
     "FixtureMiss",
     "FixtureSuiteRef",
+    "Found",
     "GoLive",
+    "Grade",
+    "MissDetail",
     "Missed",
     "PairedVerdict",
     "PassPolicy",
+    "PathChange",
     "RecordedCall",
     "RecordedStatus",
     "Served",
@@ -108,6 +117,8 @@ __all__ = [
     "check_baseline_fields",
     "check_eval_only_fields",
     "check_fixture_runs_fields",
+    "check_known_graders",
+    "closest_entry",
     "compact_json",
     "derive_fixtures",
     "effective_policy",
@@ -115,11 +126,13 @@ __all__ = [
     "grade_golden",
     "grade_task",
     "grade_trajectory",
+    "graders_named",
     "has_failed_call",
     "holm_adjust",
     "is_json_subset",
     "is_usable_baseline",
     "is_usable_source",
+    "json_diff",
     "json_equal",
     "own_calls",
     "p95",
@@ -128,8 +141,10 @@ __all__ = [
     "resolve_eval_modes",
     "select_entry",
     "stringify",
+    "subset_diff",
     "summarise",
     "summarise_task",
     "trials_pass",
+    "value_at",
     "with_regression",
 ]

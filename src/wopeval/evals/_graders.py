@@ -1,25 +1,27 @@
 """Graders: a task's decision and calls against its `expected` (RFC 0081 §A; DESIGN.md §3).
 
-`golden` compares the agent's decision with `match.value`; `trajectory` compares
-the calls the agent made, as executed and excluding delegates (RFC 0244 §A),
-with `calls`. Both return a bool for one trial; the pass policy over trials is
-`_policy.trials_pass`.
+`golden` compares the agent's decision with `match` (`_golden.py`);
+`trajectory` compares the calls the agent made, as executed and excluding
+delegates (RFC 0244 §A), with `calls` (`_trajectory.py`). Each returns a `Grade`
+for one trial; the pass policy over trials is `_policy.trials_pass`. A `custom`
+match calls the project's code, so the engine grades it (`engine/grading.py`);
+this module only checks that a suite names graders the host has.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import numpy as np
 from pydantic import JsonValue
-from scipy.sparse import csr_array
-from scipy.sparse.csgraph import maximum_bipartite_matching
 
-from wopeval.evals._canonical import compact_json, json_equal
-from wopeval.evals._matcher import args_match
-from wopeval.wire.suite import Expected, ExpectedCall, Match
+from wopeval.evals._golden import grade_golden
+from wopeval.evals._grade import Grade
+from wopeval.evals._miss import MissDetail
+from wopeval.evals._trajectory import grade_trajectory
+from wopeval.wire import errors
+from wopeval.wire.suite import Expected, Suite
 
 ServedAs = Literal["fixture", "live", "miss"]
 """How the boundary answered a call: a fixture entry, the live tool, or a fixture miss."""
@@ -40,69 +42,57 @@ class ExecutedCall:
     """The tool error otherwise (`{code, message, ...}`)."""
     served: ServedAs = "live"
     duration_ms: int | None = None
+    miss: MissDetail | None = None
+    """For a fixture miss: the closest recording and how the call differs from it."""
+
+    def to_trace(self) -> dict[str, Any]:
+        """The call as a custom grader receives it (docs/graders.md)."""
+        return {
+            "tool": self.tool,
+            "args": self.args,
+            "status": self.status,
+            "result": self.result,
+            "error": self.error,
+            "served": self.served,
+            "durationMs": self.duration_ms,
+        }
 
 
-def stringify(value: JsonValue) -> str:
-    """RFC 0081 "stringified output": a string as itself, anything else as compact JSON."""
-    return value if isinstance(value, str) else compact_json(value)
+def grade_task(expected: Expected, decision: JsonValue, calls: Sequence[ExecutedCall]) -> Grade:
+    """Grade one trial by its task's `expected.kind` with a built-in strategy.
 
-
-def grade_task(expected: Expected, decision: JsonValue, calls: Sequence[ExecutedCall]) -> bool:
-    """Grade one trial by its task's `expected.kind` (rubric tasks are refused at create)."""
+    Raises ValueError for a `custom` match: only the engine can call a project's grader.
+    """
     if expected.kind == "golden" and expected.match is not None:
         return grade_golden(expected.match, decision)
     if expected.kind == "trajectory":
         return grade_trajectory(expected, calls)
-    return False
+    # Rubric tasks are refused at create (docs/decisions.md); nothing here can pass one.
+    return Grade.failing("rubric: this host does not grade rubric tasks")
 
 
-def grade_golden(match: Match, decision: JsonValue) -> bool:
-    """RFC 0081 §A match strategies on the agent's decision."""
-    # "`exact` means the stringified output equals `value`".
-    if match.strategy == "exact":
-        return stringify(decision) == stringify(match.value)
-    # "`contains`": the stringified value occurs in the stringified output.
-    if match.strategy == "contains":
-        return stringify(match.value) in stringify(decision)
-    # "`json-match` means deep equality" (as RFC 8785 canonical JSON).
-    return json_equal(decision, match.value)
+def check_known_graders(suite: Suite, known: Collection[str]) -> None:
+    """Refuse a suite whose `custom` matches name a grader the host does not declare.
 
-
-def grade_trajectory(expected: Expected, calls: Sequence[ExecutedCall]) -> bool:
-    """DESIGN.md §3 trajectory grading over the calls as executed, delegates excluded.
-
-    `strict`: the same sequence. `unordered`: the same multiset. `subset`: every
-    executed call is among the expected ones. `superset`: every expected call
-    is among the executed ones. Multisets pair each call with at most one
-    expected call; an expected call's args follow the fixture `argsMatch` rules.
+    Raises `errors.ValidationFailed` naming each offending field
+    (`tasks[1].expected.match.grader: ...`), joined by "; " as `parse_suite` does.
     """
-    wanted = expected.calls or []
-    # RFC 0244 §A: "the default excludes delegates".
-    made = [call for call in calls if not call.is_delegate]
-    if expected.order == "strict":
-        return len(wanted) == len(made) and all(
-            _matches(w, m) for w, m in zip(wanted, made, strict=True)
-        )
-    paired = _max_pairing(wanted, made)
-    if expected.order == "unordered":
-        return len(wanted) == len(made) == paired
-    if expected.order == "subset":
-        return paired == len(made)
-    return paired == len(wanted)
+    problems = [
+        f"tasks[{index}].expected.match.grader: this host declares no grader {grader!r}"
+        for index, task in enumerate(suite.tasks)
+        if (grader := _grader_of(task.expected)) is not None and grader not in known
+    ]
+    if problems:
+        raise errors.ValidationFailed("; ".join(problems))
 
 
-def _matches(wanted: ExpectedCall, made: ExecutedCall) -> bool:
-    return wanted.tool == made.tool and args_match(wanted, made.args)
+def graders_named(suite: Suite) -> frozenset[str]:
+    """The custom graders a suite's tasks name."""
+    return frozenset(
+        grader for task in suite.tasks if (grader := _grader_of(task.expected)) is not None
+    )
 
 
-def _max_pairing(wanted: Sequence[ExpectedCall], made: Sequence[ExecutedCall]) -> int:
-    """Size of a maximum one-to-one pairing of expected with executed calls.
-
-    Greedy pairing is wrong once patterns overlap (an `ignore` pattern can take
-    the only call a stricter pattern accepts), so this is bipartite matching.
-    """
-    if not wanted or not made:
-        return 0
-    graph = np.array([[_matches(w, m) for m in made] for w in wanted], dtype=np.int8)
-    pairs = maximum_bipartite_matching(csr_array(graph), perm_type="column")
-    return int(np.count_nonzero(pairs >= 0))
+def _grader_of(expected: Expected) -> str | None:
+    match = expected.match
+    return match.grader if expected.kind == "golden" and match is not None else None

@@ -3,7 +3,8 @@
 Selection is a pure function (`select_entry`): the first unconsumed entry, in
 list order, whose `tool` equals the call's tool and whose args match. The
 consume-once state and the miss count live in a small holder (`FixtureCursor`)
-that the engine owns, one per task trial (STYLE.md G5).
+that the engine owns, one per task trial (STYLE.md G5). A miss carries its
+analysis (`_miss.closest_entry`): the entry the call came closest to.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from pydantic import JsonValue
 
 from wopeval.evals._canonical import json_equal
+from wopeval.evals._miss import MissDetail, closest_entry
 from wopeval.wire.suite import ArgsPattern, OnMiss, ToolResponse
 
 
@@ -83,10 +85,16 @@ class Served:
 class Missed:
     """Fail-closed miss: run nothing live, answer `fixture_miss`, fail the task."""
 
+    detail: MissDetail
+    """The closest unconsumed entry for the tool, and how the call's args differ from it."""
+
 
 @dataclass(frozen=True, slots=True)
 class GoLive:
-    """`onMiss: live`: the call runs against the live tool."""
+    """`onMiss: live`: the call missed and runs against the live tool."""
+
+    detail: MissDetail
+    """As for `Missed`: why no entry served the call."""
 
 
 class FixtureCursor:
@@ -110,12 +118,13 @@ class FixtureCursor:
         if isinstance(outcome, FixtureHit):
             self._consumed |= {outcome.index}
             return Served(index=outcome.index, entry=outcome.entry)
+        detail = closest_entry(self._entries, self._consumed, tool, args)
         # "Miss under `live`: the live tool runs" (wire digest §2.1); it is not counted.
         if self._on_miss == "live":
-            return GoLive()
+            return GoLive(detail)
         # "A miss under `fail` runs nothing live ... counts in `fixtureMissCount`".
         self.miss_count += 1
-        return Missed()
+        return Missed(detail)
 
     def reset(self) -> None:
         """Start a new trial: every entry is unconsumed again and no miss is counted."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
+import regex
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -30,19 +31,23 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from wopeval.wire import errors
+from wopeval.wire.jsonpath import JsonPathError, parse_json_path
 from wopeval.wire.runs import EvalMode
 
 ArgsMatch = Literal["exact", "subset", "ignore"]
 OnMiss = Literal["fail", "live"]
 PassPolicyName = Literal["all", "any", "majority"]
 ExpectedKind = Literal["golden", "rubric", "trajectory"]
-MatchStrategy = Literal["exact", "contains", "json-match"]
+MatchStrategy = Literal[
+    "exact", "contains", "json-match", "json-subset", "json-path", "regex", "custom"
+]
 TrajectoryOrder = Literal["strict", "unordered", "subset", "superset"]
 ModelClass = Literal["reasoning", "writing", "coding", "research", "classification", "general"]
 
 SUITE_ID_PATTERN = r"^[a-z0-9.-]+\.evals\.[a-z0-9-]+$"
 SEMVER_PATTERN = r"^[0-9]+\.[0-9]+\.[0-9]+$"
 TASK_ID_PATTERN = r"^[a-z0-9][a-z0-9-]*$"
+GRADER_ID_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
 
 
 class _Closed(BaseModel):
@@ -125,15 +130,83 @@ class Fixtures(_Closed):
         return self.onMiss or "fail"
 
 
+class PathCheck(_Closed):
+    """One `expected.match.paths[]` entry of a `json-path` match (docs/graders.md)."""
+
+    NULLABLE_FIELDS: ClassVar[frozenset[str]] = frozenset({"value"})
+
+    path: str
+    """A singular JSONPath query into the decision (`wire/jsonpath.py`), e.g. `$.action`."""
+    value: JsonValue
+    """The value the decision must hold there (canonical JSON equality)."""
+
+    @field_validator("path")
+    @classmethod
+    def _singular_query(cls, path: str) -> str:
+        # Refused at validation, so a run never meets a path it cannot read.
+        try:
+            parse_json_path(path)
+        except JsonPathError as exc:
+            raise PydanticCustomError(
+                "json_path", "not a JSONPath this host reads: {why}", {"why": str(exc)}
+            ) from None
+        return path
+
+
 class Match(_Closed):
-    """`expected.match` (RFC 0081 §A)."""
+    """`expected.match` (RFC 0081 §A; the strategies past `json-match` are docs/graders.md)."""
 
     NULLABLE_FIELDS: ClassVar[frozenset[str]] = frozenset({"value"})
 
     strategy: MatchStrategy
-    """RFC 0081 §A: `exact` / `contains` on the stringified decision, `json-match` deep equality."""
-    value: JsonValue
-    """RFC 0081 §A: the value the decision is compared with."""
+    """RFC 0081 §A `exact` / `contains` on the stringified decision, `json-match` deep
+    equality; this host's `json-subset`, `json-path`, `regex` and `custom`."""
+    value: JsonValue = None
+    """RFC 0081 §A: the value the decision is compared with (a pattern for `regex`, whatever
+    the grader takes for `custom`); not given with `json-path`."""
+    paths: list[PathCheck] | None = Field(default=None, min_length=1)
+    """`json-path` only: the paths of the decision to check, each with its value."""
+    grader: str | None = Field(default=None, pattern=GRADER_ID_PATTERN)
+    """`custom` only: the id of a grader the host's project declares (`[[graders]]`)."""
+
+    @property
+    def has_value(self) -> bool:
+        """Whether the document gave `value` (even `null`): absence is not a value."""
+        return "value" in self.model_fields_set
+
+    @field_validator("value")
+    @classmethod
+    def _pattern_compiles(cls, value: JsonValue, info: ValidationInfo) -> JsonValue:
+        # A `regex` pattern is checked here, so a run never meets one it cannot compile.
+        if info.data.get("strategy") != "regex":
+            return value
+        if not isinstance(value, str):
+            raise PydanticCustomError("regex_type", "a regex pattern must be a string")
+        try:
+            regex.compile(value)
+        except regex.error as exc:
+            raise PydanticCustomError(
+                "regex_invalid", "not a valid regular expression: {why}", {"why": str(exc)}
+            ) from None
+        return value
+
+    @model_validator(mode="after")
+    def _strategy_needs_its_members(self) -> Match:
+        problem = None
+        if self.strategy == "json-path":
+            if self.paths is None or self.has_value:
+                problem = "strategy 'json-path' takes paths, not value"
+        elif self.paths is not None:
+            problem = f"paths belong to strategy 'json-path', not '{self.strategy}'"
+        elif self.strategy != "custom" and not self.has_value:
+            problem = f"strategy '{self.strategy}' needs value"
+        if self.strategy == "custom" and self.grader is None:
+            problem = "strategy 'custom' needs grader"
+        elif self.strategy != "custom" and self.grader is not None:
+            problem = f"grader belongs to strategy 'custom', not '{self.strategy}'"
+        if problem is not None:
+            raise PydanticCustomError("match_members", "{problem}", {"problem": problem})
+        return self
 
 
 class RubricItem(_Closed):

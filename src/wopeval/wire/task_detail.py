@@ -24,7 +24,7 @@ class _Shape(BaseModel):
 class PathChange(_Shape):
     path: str
     """A JSONPath into the compared values, e.g. `$.customer.tier` or `$.items[2]`."""
-    change: ChangeKind
+    kind: ChangeKind
     """`added`: only in the actual value; `removed`: only in the expected one."""
     expected: AnyJson | None = None
     """The expected (or recorded) value at `path`; absent for `added`."""
@@ -86,6 +86,8 @@ class MissView(_Shape):
     """The closest unconsumed entry for that tool; none when no entry names the tool."""
     diff: list[PathChange] | None = None
     """Argument paths added, removed or changed against the closest entry (`full`)."""
+    consumedForTool: int = 0
+    """Entries for that tool this trial had already used (a repeated call misses so)."""
 
 
 class AgentErrorView(_Shape):

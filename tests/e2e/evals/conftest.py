@@ -2,9 +2,10 @@
 
 `eval_project_server` loads a `--project` of its own: a scripted agent whose
 events carry only `argsHash` (`wire_content = "hash"`), a scripted agent with
-`record = false`, and a python "gate" agent that makes its scripted calls and
+`record = false`, a python "gate" agent that makes its scripted calls and
 then waits until the test creates a file — the one way to hold an eval or
-workflow run active for as long as a test needs.
+workflow run active for as long as a test needs — and three custom graders
+(a sync one on the decision, an async one on the tool trace, one that raises).
 """
 
 from __future__ import annotations
@@ -36,6 +37,10 @@ HASH_WORKFLOW = "evals-hash-counter"
 UNRECORDED_WORKFLOW = "evals-unrecorded-counter"
 GATE_WORKFLOW = "evals-gate"
 GATE_DEADLINE_SECONDS = 30.0
+GRADERS_MODULE = "wopeval_e2e_evals_graders"
+TIER_GRADER = "e2e.tier-matches"
+TRACE_GRADER = "e2e.ok-calls"
+BROKEN_GRADER = "e2e.broken"
 
 _PROJECT_CODE = '''\
 """The eval project's python agents."""
@@ -63,8 +68,39 @@ async def weather_agent(context):
     return {"city": context.input["city"], "seen": seen["count"]}
 '''
 
+_GRADERS_CODE = '''\
+"""Custom graders: the decision's tier, the tool trace's ok calls, and one that raises."""
+
+
+def tier_matches(decision, expected, calls):
+    tier = decision.get("tier") if isinstance(decision, dict) else None
+    passed = tier == expected
+    return {"passed": passed, "score": 1.0 if passed else 0.0, "reason": f"tier {tier}"}
+
+
+async def ok_calls(decision, expected, calls):
+    ok = [call["tool"] for call in calls if call["status"] == "ok" and call["served"] == "live"]
+    return {"passed": len(ok) == expected, "score": 1, "reason": f"{len(ok)} ok live calls"}
+
+
+def broken(decision, expected, calls):
+    raise RuntimeError("the grader broke")
+'''
+
 _PROJECT_TOML = f"""\
 workflows = ["workflows/*.json"]
+
+[[graders]]
+id = "{TIER_GRADER}"
+callable = "{GRADERS_MODULE}:tier_matches"
+
+[[graders]]
+id = "{TRACE_GRADER}"
+callable = "{GRADERS_MODULE}:ok_calls"
+
+[[graders]]
+id = "{BROKEN_GRADER}"
+callable = "{GRADERS_MODULE}:broken"
 
 [[agents]]
 id = "{HASH_AGENT}"
@@ -115,6 +151,7 @@ def running_host(settings: Settings, backend: Backend) -> Iterator[ServerHandle]
 def _write_project(directory: Path) -> None:
     (directory / "workflows").mkdir()
     (directory / f"{EVAL_PROJECT_MODULE}.py").write_text(_PROJECT_CODE)
+    (directory / f"{GRADERS_MODULE}.py").write_text(_GRADERS_CODE)
     (directory / "wopeval.toml").write_text(_PROJECT_TOML)
     for workflow, agent in (
         (HASH_WORKFLOW, HASH_AGENT),
@@ -142,6 +179,7 @@ def eval_project_server(
     finally:
         sys.path[:] = [p for p in sys.path if p != str(project.resolve())]
         sys.modules.pop(EVAL_PROJECT_MODULE, None)
+        sys.modules.pop(GRADERS_MODULE, None)
 
 
 @dataclass(frozen=True)

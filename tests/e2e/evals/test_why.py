@@ -144,8 +144,14 @@ def test_a_drifted_call_is_a_miss_in_the_detail(
     trial = _task(http, drift.run_id, "record")["trialDetails"][0]
     (miss,) = trial["misses"]
     assert trial["calls"][miss["callIndex"]]["servedBy"] == "miss"
-    assert trial["calls"][miss["callIndex"]]["inputs"]["key"] != RECORDED_KEY
-    assert trial["reason"].startswith("fixture miss: conformance.eval:counter")
+    drifted = trial["calls"][miss["callIndex"]]["inputs"]["key"]
+    assert drifted != RECORDED_KEY
+    assert miss["closest"] == {"entryIndex": 0, "args": {"op": "inc", "key": RECORDED_KEY}}
+    assert miss["diff"] == [
+        {"path": "$.key", "kind": "changed", "expected": RECORDED_KEY, "actual": drifted}
+    ]
+    assert trial["reason"].startswith("fixture miss: no unconsumed fixture matches")
+    assert RECORDED_KEY in trial["reason"]
 
 
 def test_the_task_routes_refuse_as_get_run_does(

@@ -41,7 +41,7 @@ def match(strategy: str, value: JsonValue) -> Match:
     ],
 )
 def test_grade_golden(strategy: str, value: JsonValue, decision: JsonValue, passes: bool) -> None:
-    assert evals.grade_golden(match(strategy, value), decision) is passes
+    assert evals.grade_golden(match(strategy, value), decision).passed is passes
 
 
 @pytest.mark.parametrize(
@@ -98,26 +98,28 @@ def made_read() -> evals.ExecutedCall:
     ],
 )
 def test_grade_trajectory(expected: Expected, made: list[evals.ExecutedCall], passes: bool) -> None:
-    assert evals.grade_trajectory(expected, made) is passes
+    assert evals.grade_trajectory(expected, made).passed is passes
 
 
 def test_delegate_calls_are_not_graded() -> None:
     expected = trajectory("strict", INC)
     delegate_read = call("c:counter", {"op": "read", "key": "k"}, delegate=True)
-    assert evals.grade_trajectory(expected, [delegate_read, made_inc()])
-    assert not evals.grade_trajectory(expected, [call("c:counter", INC["args"], delegate=True)])
+    assert evals.grade_trajectory(expected, [delegate_read, made_inc()]).passed
+    assert not evals.grade_trajectory(
+        expected, [call("c:counter", INC["args"], delegate=True)]
+    ).passed
 
 
 def test_expected_args_use_fixture_args_match() -> None:
     expected = trajectory(
         "strict", {"tool": "c:counter", "args": {"op": "inc"}, "argsMatch": "subset"}
     )
-    assert evals.grade_trajectory(expected, [made_inc()])
-    assert not evals.grade_trajectory(expected, [made_read()])
+    assert evals.grade_trajectory(expected, [made_inc()]).passed
+    assert not evals.grade_trajectory(expected, [made_read()]).passed
 
 
 def test_overlapping_patterns_pair_optimally() -> None:
     # A greedy pairing gives the only `inc` to the catch-all and fails the `inc` pattern.
     expected = trajectory("unordered", ANY_COUNTER, INC)
-    assert evals.grade_trajectory(expected, [made_inc(), made_read()])
-    assert not evals.grade_trajectory(expected, [made_read(), made_read()])
+    assert evals.grade_trajectory(expected, [made_inc(), made_read()]).passed
+    assert not evals.grade_trajectory(expected, [made_read(), made_read()]).passed

@@ -109,7 +109,7 @@ class TestFixtureCursor:
         first = cursor.serve("a:y", {})
         assert isinstance(first, evals.Served)
         assert first.entry.response == 1
-        assert cursor.serve("a:y", {}) == evals.Missed()
+        assert isinstance(cursor.serve("a:y", {}), evals.Missed)
         assert cursor.miss_count == 1
 
     def test_reset_starts_a_new_trial(self) -> None:
@@ -123,7 +123,7 @@ class TestFixtureCursor:
 
     def test_live_miss_goes_live_uncounted(self) -> None:
         cursor = evals.FixtureCursor([], on_miss="live")
-        assert cursor.serve("a:y", {}) == evals.GoLive()
+        assert isinstance(cursor.serve("a:y", {}), evals.GoLive)
         assert cursor.miss_count == 0
 
     def test_error_entries_are_served_as_entries(self) -> None:
@@ -138,7 +138,12 @@ class TestFixtureCursor:
             entry("c:counter", {"count": 1}, args={"op": "read", "key": "k"}),
         ]
         cursor = evals.FixtureCursor(recorded, on_miss="fail")
-        assert cursor.serve("c:counter", {"op": "inc", "key": "k-drift"}) == evals.Missed()
+        missed = cursor.serve("c:counter", {"op": "inc", "key": "k-drift"})
+        assert isinstance(missed, evals.Missed)
+        # The miss names the entry the call drifted from, the changed path and the recorded value.
+        assert missed.detail.closest_index == 0
+        assert missed.detail.closest_args == {"op": "inc", "key": "k"}
+        assert missed.detail.diff == (evals.PathChange("$.key", "changed", "k", "k-drift"),)
         read = cursor.serve("c:counter", {"key": "k", "op": "read"})
         assert isinstance(read, evals.Served)
         assert read.index == 1
@@ -189,7 +194,7 @@ def test_each_call_gets_the_first_unconsumed_match(
             assert isinstance(outcome, evals.Served)
             assert outcome.index == candidates[0]
         else:
-            assert outcome == evals.Missed()
+            assert isinstance(outcome, evals.Missed)
 
 
 @given(st.integers(min_value=1, max_value=6), _tools, _args)

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body
 from fastapi.responses import JSONResponse
 
+from wopeval import evals
 from wopeval.api.deps import HostDep, PrincipalDep, path_run_id
 from wopeval.engine.eval_plan import find_suite
 from wopeval.engine.runlog import now
@@ -34,6 +35,7 @@ async def put_suite(
 ) -> JSONResponse:
     """Publish a suite version for the caller's tenant; versions are immutable once published."""
     suite = parse_suite(document)
+    evals.check_known_graders(suite, host.catalog.graders)
     stored = suite.to_document()
     async with host.store.transaction() as uow:
         created = await uow.suites.put(
