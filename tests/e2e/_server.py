@@ -7,15 +7,21 @@ before the restart keeps working after it.
 
 from __future__ import annotations
 
+import secrets
 import socket
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import httpx
 import uvicorn
 from openwop_client import OpenwopClient
 
+from _backends import Backend
 from wopeval.api.app import create_app
 from wopeval.api.loopback import loopback_socket, quiet_server
 from wopeval.settings import Settings
@@ -121,3 +127,27 @@ class ServerHandle:
     def restart(self) -> None:
         self.stop()
         self.start()
+
+
+def host_settings(backend: Backend, data_dir: Path, **extra: Any) -> Settings:
+    """Two tenants, a fresh database of `backend`, a free port, and `extra` settings."""
+    return Settings(
+        data_dir=data_dir,
+        database_url=backend.new_database(),
+        api_keys={
+            TENANT_A: "wop_test_a_" + secrets.token_hex(16),
+            TENANT_B: "wop_test_b_" + secrets.token_hex(16),
+        },
+        port=free_port(),
+        **extra,
+    )
+
+
+@contextmanager
+def running_host(settings: Settings, backend: Backend) -> Iterator[ServerHandle]:
+    handle = ServerHandle(settings, backend=backend.name)
+    handle.start()
+    try:
+        yield handle
+    finally:
+        handle.stop()

@@ -16,33 +16,19 @@ import httpx
 import pytest
 
 from _backends import Backend
-from wopeval.settings import Settings
 
 from ._loopback import LoopbackApi
-from ._server import TENANT_A, TENANT_B, ServerHandle, free_port
+from ._server import TENANT_A, TENANT_B, ServerHandle, host_settings
 
 PROJECT_MODULE = "wopeval_e2e_project"
 CRM_ENV_VARIABLE = "E2E_CRM_TOKEN"
 TOOL_TIMEOUT_SECONDS = 1.0
 
 
-def _settings(backend: Backend, data_dir: Path, **extra: object) -> Settings:
-    return Settings(
-        data_dir=data_dir,
-        database_url=backend.new_database(),
-        api_keys={
-            TENANT_A: "wop_test_a_" + secrets.token_hex(16),
-            TENANT_B: "wop_test_b_" + secrets.token_hex(16),
-        },
-        port=free_port(),
-        **extra,  # type: ignore[arg-type]
-    )
-
-
 @pytest.fixture(scope="session")
 def server(backend: Backend, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerHandle]:
     data_dir = tmp_path_factory.mktemp(f"host-{backend.name}")
-    handle = ServerHandle(_settings(backend, data_dir), backend=backend.name)
+    handle = ServerHandle(host_settings(backend, data_dir), backend=backend.name)
     handle.start()
     try:
         yield handle
@@ -187,7 +173,7 @@ def project_server(
     loopback_api.expect("/crm", "Authorization", f"Bearer {credentials['value']}")
     loopback_api.expect("/crm-env", "X-Api-Key", credentials["env"])
     data_dir = tmp_path_factory.mktemp(f"project-host-{backend.name}")
-    settings = _settings(
+    settings = host_settings(
         backend, data_dir, project=project, tool_timeout_seconds=TOOL_TIMEOUT_SECONDS
     )
     handle = ServerHandle(settings, backend=backend.name)
