@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from wopeval.store._events import EventsRepo
+from wopeval.store._events import EVENTS_PAGE_SIZE, EventsRepo, StoredEvent
 from wopeval.store._idempotency import IDEMPOTENCY_RETENTION, IdempotencyRecord, IdempotencyRepo
 from wopeval.store._runs import RunRecord, RunsRepo, decode_cursor, encode_cursor, next_created_seq
 from wopeval.store._small_repos import (
@@ -87,6 +87,7 @@ class Store:
 
 
 __all__ = [
+    "EVENTS_PAGE_SIZE",
     "IDEMPOTENCY_RETENTION",
     "CountersRepo",
     "DerivedFixturesRepo",
@@ -97,6 +98,7 @@ __all__ = [
     "RunRecord",
     "RunsRepo",
     "Store",
+    "StoredEvent",
     "SuitesRepo",
     "ToolCallsRepo",
     "UnitOfWork",
