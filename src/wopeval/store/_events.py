@@ -34,9 +34,9 @@ class EventsRepo:
             await self._connection.execute(events.insert(), list(rows))
 
     async def read(
-        self, run_id: str, *, after: int, through: int | None = None, limit: int = EVENTS_PAGE_SIZE
+        self, run_id: str, *, after: int, through: int | None = None
     ) -> list[StoredEvent]:
-        """The events with `after` < sequence (<= `through`), in order, at most `limit`.
+        """The events with `after` < sequence (<= `through`), in order, at most a page.
 
         The caller has already checked the run belongs to its tenant: run ids
         are tenant-bound, so the run id alone scopes the read.
@@ -46,7 +46,9 @@ class EventsRepo:
         )
         if through is not None:
             query = query.where(events.c.sequence <= through)
-        result = await self._connection.execute(query.order_by(events.c.sequence).limit(limit))
+        result = await self._connection.execute(
+            query.order_by(events.c.sequence).limit(EVENTS_PAGE_SIZE)
+        )
         return [StoredEvent(row.sequence, row.type, row.doc) for row in result]
 
     async def all_docs(self, run_id: str) -> list[str]:
