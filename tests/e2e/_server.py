@@ -11,9 +11,11 @@ import secrets
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 import uvicorn
@@ -36,20 +38,6 @@ def free_port() -> int:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]
         return port
-
-
-def host_settings(backend: Backend, data_dir: Path, **extra: object) -> Settings:
-    """A two-tenant host on a fresh database of `backend`, on a free loopback port."""
-    return Settings(
-        data_dir=data_dir,
-        database_url=backend.new_database(),
-        api_keys={
-            TENANT_A: "wop_test_a_" + secrets.token_hex(16),
-            TENANT_B: "wop_test_b_" + secrets.token_hex(16),
-        },
-        port=free_port(),
-        **extra,  # type: ignore[arg-type]
-    )
 
 
 @dataclass
@@ -147,3 +135,27 @@ class ServerHandle:
     def restart(self) -> None:
         self.stop()
         self.start()
+
+
+def host_settings(backend: Backend, data_dir: Path, **extra: Any) -> Settings:
+    """Two tenants, a fresh database of `backend`, a free port, and `extra` settings."""
+    return Settings(
+        data_dir=data_dir,
+        database_url=backend.new_database(),
+        api_keys={
+            TENANT_A: "wop_test_a_" + secrets.token_hex(16),
+            TENANT_B: "wop_test_b_" + secrets.token_hex(16),
+        },
+        port=free_port(),
+        **extra,
+    )
+
+
+@contextmanager
+def running_host(settings: Settings, backend: Backend) -> Iterator[ServerHandle]:
+    handle = ServerHandle(settings, backend=backend.name)
+    handle.start()
+    try:
+        yield handle
+    finally:
+        handle.stop()

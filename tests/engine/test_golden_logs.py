@@ -76,7 +76,7 @@ class Normaliser:
 
 async def _log(host: Host, run_id: str, normalise: Normaliser) -> list[Any]:
     async with host.store.reading() as uow:
-        docs = await uow.events.read(run_id, after=-1)
+        docs = await uow.events.all_docs(run_id)
     return [normalise(json.loads(doc)) for doc in docs]
 
 

@@ -21,6 +21,7 @@ from wopeval.engine.host import Engine
 from wopeval.engine.notifier import Notifier
 from wopeval.engine.project import load_project
 from wopeval.engine.runlog import now
+from wopeval.engine.tail import Tails
 from wopeval.settings import Settings
 from wopeval.store import IDEMPOTENCY_RETENTION, Store, replace_keys
 from wopeval.tools import CounterTool
@@ -37,6 +38,8 @@ class Host:
     engine: Engine
     auth: Authenticator
     http: httpx.AsyncClient
+    tails: Tails
+    """The shared readers of followed runs' logs (SSE)."""
     housekeeper: asyncio.Task[None] | None = None
 
     @classmethod
@@ -57,7 +60,7 @@ class Host:
             await http.aclose()
             await store.close()
             raise
-        host = cls(settings, store, catalog, engine, auth, http)
+        host = cls(settings, store, catalog, engine, auth, http, Tails(store, engine.notifier))
         # What start-up loaded lives as long as the process: keep it out of every
         # later collection, which otherwise stalls eval runs for tenths of a second.
         gc.freeze()
@@ -72,6 +75,7 @@ class Host:
             self.housekeeper.cancel()
             await asyncio.gather(self.housekeeper, return_exceptions=True)
         await self.engine.shutdown()
+        await self.tails.close()
         await self.http.aclose()
         await self.store.close()
 

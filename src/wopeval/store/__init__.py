@@ -15,7 +15,7 @@ from wopeval.store._details import (
     TrialRow,
     TrialsRepo,
 )
-from wopeval.store._events import EventsRepo
+from wopeval.store._events import EVENTS_PAGE_SIZE, EventsRepo, StoredEvent
 from wopeval.store._idempotency import IDEMPOTENCY_RETENTION, IdempotencyRecord, IdempotencyRepo
 from wopeval.store._runs import RunRecord, RunsRepo, decode_cursor, encode_cursor, next_created_seq
 from wopeval.store._small_repos import (
@@ -102,6 +102,7 @@ class Store:
 
 
 __all__ = [
+    "EVENTS_PAGE_SIZE",
     "IDEMPOTENCY_RETENTION",
     "CountersRepo",
     "DerivedFixturesRepo",
@@ -114,6 +115,7 @@ __all__ = [
     "RunRecord",
     "RunsRepo",
     "Store",
+    "StoredEvent",
     "StoredTrial",
     "SuitesRepo",
     "ToolCallOutcome",

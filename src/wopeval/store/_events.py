@@ -4,12 +4,25 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import and_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from wopeval.store.tables import events
+
+EVENTS_PAGE_SIZE = 1000
+"""The most events one read returns: a poll response, one catch-up read of a stream."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvent:
+    """One event of a log: its sequence and type, and the RunEventDoc as it was serialized."""
+
+    sequence: int
+    type: str
+    doc: str
 
 
 class EventsRepo:
@@ -21,19 +34,23 @@ class EventsRepo:
         if rows:
             await self._connection.execute(events.insert(), list(rows))
 
-    async def read(self, run_id: str, *, after: int, limit: int = 1000) -> list[str]:
-        """Serialized RunEventDocs with sequence > `after`, in order.
+    async def read(
+        self, run_id: str, *, after: int, through: int | None = None
+    ) -> list[StoredEvent]:
+        """The events with `after` < sequence (<= `through`), in order, at most a page.
 
         The caller has already checked the run belongs to its tenant: run ids
         are tenant-bound, so the run id alone scopes the read.
         """
-        result = await self._connection.execute(
-            select(events.c.doc)
-            .where(and_(events.c.run_id == run_id, events.c.sequence > after))
-            .order_by(events.c.sequence)
-            .limit(limit)
+        query = select(events.c.sequence, events.c.type, events.c.doc).where(
+            and_(events.c.run_id == run_id, events.c.sequence > after)
         )
-        return list(result.scalars())
+        if through is not None:
+            query = query.where(events.c.sequence <= through)
+        result = await self._connection.execute(
+            query.order_by(events.c.sequence).limit(EVENTS_PAGE_SIZE)
+        )
+        return [StoredEvent(row.sequence, row.type, row.doc) for row in result]
 
     async def all_docs(self, run_id: str) -> list[str]:
         result = await self._connection.execute(

@@ -11,11 +11,9 @@ workflow run active for as long as a test needs — and three custom graders
 from __future__ import annotations
 
 import json
-import secrets
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,9 +21,8 @@ from typing import Any
 import pytest
 
 from _backends import Backend
-from wopeval.settings import Settings
 
-from .._server import TENANT_A, TENANT_B, ServerHandle, free_port
+from .._server import ServerHandle, host_settings, running_host
 
 EVAL_PROJECT_MODULE = "wopeval_e2e_evals_project"
 HASH_AGENT = "evals.hash-agent"
@@ -122,30 +119,6 @@ id = "{WEATHER_AGENT}"
 lane = "python"
 callable = "{EVAL_PROJECT_MODULE}:weather_agent"
 """
-
-
-def host_settings(backend: Backend, data_dir: Path, **extra: Any) -> Settings:
-    """Two tenants, a fresh database of `backend`, a free port, and `extra` settings."""
-    return Settings(
-        data_dir=data_dir,
-        database_url=backend.new_database(),
-        api_keys={
-            TENANT_A: "wop_test_a_" + secrets.token_hex(16),
-            TENANT_B: "wop_test_b_" + secrets.token_hex(16),
-        },
-        port=free_port(),
-        **extra,
-    )
-
-
-@contextmanager
-def running_host(settings: Settings, backend: Backend) -> Iterator[ServerHandle]:
-    handle = ServerHandle(settings, backend=backend.name)
-    handle.start()
-    try:
-        yield handle
-    finally:
-        handle.stop()
 
 
 def _write_project(directory: Path) -> None:

@@ -15,7 +15,7 @@ import pytest
 from _backends import Backend
 from wopeval.settings import EvalFeatures
 
-from .._server import TENANT_A, ServerHandle
+from .._server import TENANT_A, ServerHandle, host_settings, running_host
 from .._support import NOOP_WORKFLOW, wait_terminal
 from ._evals import (
     RECORDED_REPLAY,
@@ -27,7 +27,6 @@ from ._evals import (
     post_refused,
     run_eval,
 )
-from .conftest import host_settings, running_host
 
 MEMBERS = ("fixtureMatching", "fixtureErrors", "regressionVerdict", "baselineSelection",
            "recordedFixtures")  # fmt: skip

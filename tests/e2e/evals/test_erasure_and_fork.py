@@ -19,7 +19,7 @@ from openwop_client.wire_id import project_id
 
 from _backends import Backend
 
-from .._server import TENANT_A, ServerHandle
+from .._server import TENANT_A, ServerHandle, host_settings
 from .._support import COUNTER_WORKFLOW, assert_wop_error, table_rows, unique, wait_terminal
 from ._evals import (
     EvalRun,
@@ -37,7 +37,6 @@ from ._evals import (
     suite,
     task,
 )
-from .conftest import host_settings
 
 WOPEVAL = Path(sys.executable).parent / "wopeval"
 

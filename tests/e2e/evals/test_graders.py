@@ -13,7 +13,7 @@ import pytest
 
 from _backends import Backend
 
-from .._server import TENANT_A, ServerHandle, free_port
+from .._server import TENANT_A, ServerHandle, free_port, host_settings, running_host
 from .._support import unique
 from ._evals import (
     counter_call,
@@ -25,7 +25,7 @@ from ._evals import (
     suite,
     task,
 )
-from .conftest import BROKEN_GRADER, TIER_GRADER, TRACE_GRADER, host_settings, running_host
+from .conftest import BROKEN_GRADER, TIER_GRADER, TRACE_GRADER
 
 
 def custom(grader: str, value: Any = None) -> dict[str, Any]:

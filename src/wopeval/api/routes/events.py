@@ -3,29 +3,50 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Query, Request, Response
+from fastapi import APIRouter, Header, Query, Response
 from fastapi.responses import StreamingResponse
 
+from wopeval.api import _sse
 from wopeval.api.deps import HostDep, PrincipalDep, path_run_id
 from wopeval.api.host import Host
-from wopeval.api.snapshots import snapshot
 from wopeval.engine.notifier import wait_for_signal
-from wopeval.store import RunRecord
+from wopeval.store import RunRecord, StoredEvent
 from wopeval.wire import errors, limits
 from wopeval.wire.principal import Principal
+from wopeval.wire.runs import RunStatus
 
 router = APIRouter(tags=["events"])
 
-STREAM_MODES = ("updates", "debug", "values", "messages")
-_MODE_GRAMMAR = re.compile(r"^(values|(updates|messages|debug)(,(updates|messages|debug))*)$")
-KEEPALIVE_SECONDS = 15.0
-_TERMINAL = ("run.completed", "run.failed", "run.cancelled")
-# The `updates` mode: run transitions, terminal node transitions and eval facts.
-_UPDATES = re.compile(r"^run\.|^eval\.|^node\.(completed|failed|suspended|dispatched)$")
+
+@dataclass(frozen=True)
+class _PollPage:
+    """One poll answer: `events` are exactly the log's events in (afterSequence, last_sequence],
+    and `status` is the run's status as of `last_sequence`."""
+
+    events: list[StoredEvent]
+    last_sequence: int
+    status: RunStatus
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status.is_terminal
+
+
+async def _poll_page(host: Host, principal: Principal, run_id: str, after: int) -> _PollPage:
+    # The run row first, then the log up to the row's last_sequence: the row commits with
+    # its events, so whatever lands in between is left for the next poll, never skipped.
+    record = await host.engine.get_run(principal, run_id)
+    async with host.store.reading() as uow:
+        page = await uow.events.read(run_id, after=after, through=record.last_sequence)
+    last = page[-1].sequence if page else record.last_sequence
+    if last == record.last_sequence or not record.status.is_terminal:
+        return _PollPage(page, last, record.status)
+    # A page cut short by the cap ends before the terminal event: the run was still running.
+    return _PollPage(page, last, RunStatus.RUNNING)
 
 
 @router.get("/runs/{runId}/events/poll", operation_id="pollRunEvents")
@@ -36,34 +57,29 @@ async def poll_events(
     afterSequence: Annotated[int, Query(ge=-1, le=limits.SEQUENCE_MAX)] = -1,
     wait_seconds: Annotated[int, Query(alias="timeout", ge=1, le=60)] = 30,
 ) -> Response:
-    record = await host.engine.get_run(principal, path_run_id(runId, principal))
-    signal = host.engine.notifier.subscribe(record.run_id)
-    docs = await _read(host, record.run_id, afterSequence)
-    if not docs and not record.status.is_terminal:
+    run_id = path_run_id(runId, principal)
+    # Subscribed before the first read, so a commit landing after it still ends the wait.
+    signal = host.engine.notifier.subscribe(run_id)
+    page = await _poll_page(host, principal, run_id, afterSequence)
+    if not page.events and not page.is_terminal:
         await wait_for_signal(signal, wait_seconds)
-        docs = await _read(host, record.run_id, afterSequence)
-    current = await host.engine.get_run(principal, record.run_id)
+        page = await _poll_page(host, principal, run_id, afterSequence)
     # Stored docs are served byte for byte; only the frame around them is built here.
     body = (
         '{"runId":'
-        + json.dumps(current.run_id)
+        + json.dumps(run_id)
         + ',"events":['
-        + ",".join(docs)
+        + ",".join(event.doc for event in page.events)
         + "]"
         + ',"lastSequence":'
-        + str(current.last_sequence)
+        + str(page.last_sequence)
         + ',"status":'
-        + json.dumps(current.status.value)
+        + json.dumps(page.status.value)
         + ',"isTerminal":'
-        + ("true" if current.status.is_terminal else "false")
+        + ("true" if page.is_terminal else "false")
         + "}"
     )
     return Response(body, media_type="application/json")
-
-
-async def _read(host: Host, run_id: str, after: int) -> list[str]:
-    async with host.store.reading() as uow:
-        return await uow.events.read(run_id, after=after)
 
 
 @router.get(
@@ -74,18 +90,18 @@ async def _read(host: Host, run_id: str, after: int) -> list[str]:
 )
 async def stream_events(
     runId: str,
-    request: Request,
     principal: PrincipalDep,
     host: HostDep,
     streamMode: str = "updates",
+    bufferMs: Annotated[int | None, Query(ge=0, le=5000)] = None,
     last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
 ) -> StreamingResponse:
-    if not _MODE_GRAMMAR.match(streamMode):
-        raise errors.UnsupportedStreamMode(details={"supported": list(STREAM_MODES)})
+    if not _sse.MODE_GRAMMAR.match(streamMode):
+        raise errors.UnsupportedStreamMode(details={"supported": list(_sse.STREAM_MODES)})
     record = await host.engine.get_run(principal, path_run_id(runId, principal))
     after = -1 if last_event_id is None else limits.parse_sequence(last_event_id, "Last-Event-ID")
     modes = set(streamMode.split(","))
-    frames = _frames(host, principal, record, after, modes)
+    frames = _stream(host, principal, record, after, modes, bufferMs)
     return StreamingResponse(
         frames,
         media_type="text/event-stream",
@@ -93,37 +109,20 @@ async def stream_events(
     )
 
 
-def _wanted(event_type: str, modes: set[str]) -> bool:
-    if event_type in _TERMINAL or "debug" in modes:
-        return True
-    return "updates" in modes and bool(_UPDATES.match(event_type))
-
-
-async def _frames(
-    host: Host, principal: Principal, record: RunRecord, after: int, modes: set[str]
+async def _stream(
+    host: Host,
+    principal: Principal,
+    record: RunRecord,
+    after: int,
+    modes: set[str],
+    buffer_ms: int | None,
 ) -> AsyncIterator[str]:
-    run_id = record.run_id
     if after >= 0 and record.status.is_terminal and after >= record.last_sequence:
         return  # a resumed stream of a finished run closes at once, without a frame
     if "values" in modes:
-        yield _snapshot_frame(record)
-    while True:
-        signal = host.engine.notifier.subscribe(run_id)
-        docs = await _read(host, run_id, after)
-        for doc in docs:
-            parsed = json.loads(doc)
-            after = parsed["sequence"]
-            if _wanted(parsed["type"], modes):
-                yield f"id: {after}\nevent: {parsed['type']}\ndata: {doc}\n\n"
-            if parsed["type"] in _TERMINAL:
-                if "values" in modes:
-                    yield _snapshot_frame(await host.engine.get_run(principal, run_id))
-                return
-        if not docs and not await wait_for_signal(signal, KEEPALIVE_SECONDS):
-            yield ": keep-alive\n\n"
-
-
-def _snapshot_frame(record: RunRecord) -> str:
-    # The frame's data is the RunSnapshot itself; a terminal status ends the client's stream.
-    data = json.dumps(snapshot(record), separators=(",", ":"))
-    return f"id: {record.last_sequence}\nevent: state.snapshot\ndata: {data}\n\n"
+        yield _sse.snapshot_frame(record)
+    with host.tails.follow(record, after) as follower:
+        async for chunk in _sse.follow(follower, modes, buffer_ms):
+            yield chunk
+    if "values" in modes:
+        yield _sse.snapshot_frame(await host.engine.get_run(principal, record.run_id))

@@ -1,0 +1,192 @@
+"""Shared tails: one reader per followed run, fanning each commit out to all its followers.
+
+Every stream of a run needs each new event once. Reading the log once per commit
+per follower makes a commit cost as many reads as the run has followers, and
+200 followers of one eval run starve each other. Here each followed run has one
+tail: a reader task that reads the new events once per commit notification and
+keeps the newest of them in memory. Each follower reads that window through its
+own cursor. A follower whose cursor is older than the window (it resumed from
+an old `Last-Event-ID`, or it reads slower than the run writes) reads what it
+misses from the store itself, a page at a time: nothing is dropped, and a slow
+follower holds nobody else back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from operator import attrgetter
+
+from wopeval.engine.notifier import Notifier, wait_for_signal
+from wopeval.store import EVENTS_PAGE_SIZE, RunRecord, Store, StoredEvent
+from wopeval.wire import events
+
+WINDOW = 4 * EVENTS_PAGE_SIZE
+"""Events a tail keeps in memory: room for followers that keep up, bounded per run."""
+RECHECK_SECONDS = 15.0
+"""How long a reader trusts the notifier alone before it looks at the log anyway (a commit
+this process is never told about, such as one written by another process, still shows)."""
+
+log = logging.getLogger("wopeval.tail")
+_sequence = attrgetter("sequence")
+
+
+class TailBroken(Exception):
+    """The run's shared reader stopped (a store failure, the host stopping) before the end."""
+
+
+class _Tail:
+    """The newest events of one run's log, read once per commit.
+
+    The window holds the events after `start` up to `last`, the highest
+    sequence read; `finished` says the terminal event is at `last`.
+    """
+
+    def __init__(self, store: Store, notifier: Notifier, record: RunRecord, size: int) -> None:
+        self._store = store
+        self._notifier = notifier
+        self._size = size
+        self.run_id = record.run_id
+        self.window: list[StoredEvent] = []
+        # The run row's last_sequence and status commit with the events, so a run
+        # read as terminal has its terminal event at last_sequence.
+        self.start = self.last = record.last_sequence
+        self.finished = record.status.is_terminal
+        self.error: BaseException | None = None
+        self.followers = 0
+        self.changed = asyncio.Event()
+        self._reader: asyncio.Task[None] | None = None
+        if not self.finished:
+            self._reader = asyncio.create_task(self._read(), name=f"tail:{self.run_id}")
+
+    def since(self, cursor: int) -> list[StoredEvent]:
+        """The window's events after `cursor` (at most a page); `cursor` >= `start`."""
+        index = bisect.bisect_right(self.window, cursor, key=_sequence)
+        return self.window[index : index + EVENTS_PAGE_SIZE]
+
+    async def history(self, cursor: int) -> list[StoredEvent]:
+        """A page of the events after `cursor`, from the store: for a cursor the window has left."""
+        async with self._store.reading() as uow:
+            return await uow.events.read(self.run_id, after=cursor)
+
+    async def _read(self) -> None:
+        try:
+            while not self.finished:
+                # Subscribed before the read, so a commit landing after the read still wakes us.
+                signal = self._notifier.subscribe(self.run_id)
+                async with self._store.reading() as uow:
+                    read = await uow.events.read(self.run_id, after=self.last)
+                if read:
+                    self._publish(read)
+                if len(read) < EVENTS_PAGE_SIZE and not self.finished:
+                    await wait_for_signal(signal, RECHECK_SECONDS)
+        except Exception as exc:
+            log.exception("the shared reader of run %s failed", self.run_id)
+            self.fail(exc)
+
+    def _publish(self, read: list[StoredEvent]) -> None:
+        self.window.extend(read)
+        self.last = read[-1].sequence
+        self.finished = read[-1].type in events.TERMINAL_TYPES
+        excess = len(self.window) - self._size
+        if excess > 0:
+            self.start = self.window[excess - 1].sequence
+            del self.window[:excess]
+        self._wake()
+
+    def _wake(self) -> None:
+        self.changed.set()
+        self.changed = asyncio.Event()
+
+    def fail(self, error: BaseException) -> None:
+        self.error = error
+        self._wake()
+
+    def stop(self) -> asyncio.Task[None] | None:
+        """Cancel the reader; returns it, for a caller that waits for it to end."""
+        if self._reader is not None:
+            self._reader.cancel()
+        return self._reader
+
+
+class Follower:
+    """One stream's cursor over its run's shared tail."""
+
+    def __init__(self, tail: _Tail, after: int) -> None:
+        self._tail = tail
+        self.cursor = after
+        self._terminal_seen = False
+
+    @property
+    def ended(self) -> bool:
+        """The terminal event was delivered, or the log ended at or before the cursor."""
+        tail = self._tail
+        return self._terminal_seen or (tail.finished and self.cursor >= tail.last)
+
+    async def next(self, until: float) -> list[StoredEvent]:
+        """The events after the cursor that are at hand, in order; [] when none came before
+        `until` (the loop's clock) or the stream has ended. Raises `TailBroken` if the reader
+        stopped."""
+        loop = asyncio.get_running_loop()
+        while not self.ended:
+            tail = self._tail
+            if tail.error is not None:
+                raise TailBroken(f"the log of run {tail.run_id} can no longer be followed")
+            if self.cursor < tail.start:
+                delivered = await tail.history(self.cursor)
+            else:
+                delivered = tail.since(self.cursor)
+            if delivered:
+                self.cursor = delivered[-1].sequence
+                self._terminal_seen = delivered[-1].type in events.TERMINAL_TYPES
+                return delivered
+            if not await wait_for_signal(tail.changed, until - loop.time()):
+                break
+        return []
+
+
+class Tails:
+    """The shared tails of the runs being followed, at most one per run, in this process."""
+
+    def __init__(self, store: Store, notifier: Notifier, *, window: int = WINDOW) -> None:
+        self._store = store
+        self._notifier = notifier
+        self._window = window
+        self._tails: dict[str, _Tail] = {}
+
+    def __len__(self) -> int:
+        """Runs that have a tail now."""
+        return len(self._tails)
+
+    @contextmanager
+    def follow(self, record: RunRecord, after: int) -> Iterator[Follower]:
+        """Follow `record`'s log from the event after `after`; the caller owns the run.
+
+        A tail starts with its first follower and stops with its last one; a
+        broken tail is replaced for the followers that come after it.
+        """
+        tail = self._tails.get(record.run_id)
+        if tail is None or tail.error is not None:
+            tail = self._tails[record.run_id] = _Tail(
+                self._store, self._notifier, record, self._window
+            )
+        tail.followers += 1
+        try:
+            yield Follower(tail, after)
+        finally:
+            tail.followers -= 1
+            if tail.followers == 0:
+                tail.stop()
+                if self._tails.get(record.run_id) is tail:
+                    del self._tails[record.run_id]
+
+    async def close(self) -> None:
+        """Stop every reader; streams still following end (their clients may resume)."""
+        tails, self._tails = list(self._tails.values()), {}
+        readers = [reader for tail in tails if (reader := tail.stop()) is not None]
+        await asyncio.gather(*readers, return_exceptions=True)
+        for tail in tails:
+            tail.fail(TailBroken("the host is stopping"))

@@ -1,0 +1,124 @@
+"""Shared tails: one read of the log per commit for all of a run's followers, and a follower
+that falls behind still gets every event, from the store."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from contextlib import ExitStack, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import event
+
+from _backends import Backend
+from wopeval.api.host import Host
+from wopeval.engine.tail import Follower, TailBroken, Tails
+from wopeval.store import RunRecord
+from wopeval.wire.principal import Principal
+from wopeval.wire.runs import CreateRunRequest
+
+from ._hosts import TENANT, running_host
+
+NODES = 30
+# run.started, node.started + node.completed per node (one commit each), run.completed.
+EVENTS = 2 + 2 * NODES
+COMMITS = 1 + NODES + 1
+PRINCIPAL = Principal(TENANT, "key-test")
+
+
+@asynccontextmanager
+async def chain_host(backend: Backend, tmp_path: Path) -> AsyncIterator[Host]:
+    """A host whose `chain` workflow runs NODES noop nodes, one commit each."""
+    project = tmp_path / "project"
+    (project / "workflows").mkdir(parents=True)
+    (project / "wopeval.toml").write_text('workflows = ["workflows/*.json"]\n')
+    nodes = [{"id": f"n{i}", "type": "core.noop"} for i in range(NODES)]
+    (project / "workflows" / "chain.json").write_text(json.dumps({"id": "chain", "nodes": nodes}))
+    async with running_host(backend, tmp_path / "data", project=project) as host:
+        yield host
+
+
+async def start_chain(host: Host) -> RunRecord:
+    return await host.engine.create_workflow_run(PRINCIPAL, CreateRunRequest(workflowId="chain"))
+
+
+async def read_to_end(follower: Follower) -> list[int]:
+    loop = asyncio.get_running_loop()
+    sequences: list[int] = []
+    while not follower.ended:
+        sequences += [e.sequence for e in await follower.next(until=loop.time() + 30)]
+    return sequences
+
+
+def test_followers_of_one_run_share_one_read_per_commit(backend: Backend, tmp_path: Path) -> None:
+    followers = 20
+
+    async def scenario() -> None:
+        async with chain_host(backend, tmp_path) as host:
+            reads: list[str] = []
+
+            def count(*args: Any) -> None:
+                if "FROM events" in args[2]:
+                    reads.append(args[2])
+
+            event.listen(host.store.engine.sync_engine, "before_cursor_execute", count)
+            tails = Tails(host.store, host.engine.notifier)
+            record = await start_chain(host)
+            with ExitStack() as stack:
+                joined = [stack.enter_context(tails.follow(record, -1)) for _ in range(followers)]
+                assert len(tails) == 1
+                logs = await asyncio.gather(*(read_to_end(one) for one in joined))
+            assert logs == [list(range(EVENTS))] * followers
+            assert len(tails) == 0
+            # Each follower reads what was logged before it joined (one page) from the store;
+            # everything after is read once per commit (twice when a commit lands mid-read).
+            assert len(reads) <= followers + 2 * COMMITS
+
+    asyncio.run(scenario())
+
+
+def test_a_follower_left_behind_by_the_window_gets_every_event_from_the_store(
+    backend: Backend, tmp_path: Path
+) -> None:
+    async def scenario() -> None:
+        async with chain_host(backend, tmp_path) as host:
+            tails = Tails(host.store, host.engine.notifier, window=4)
+            record = await start_chain(host)
+            with tails.follow(record, 0) as slow, tails.follow(record, 0) as watcher:
+                # `watcher` sees the tail reach the terminal event; `slow` reads nothing until then.
+                assert await read_to_end(watcher) == list(range(1, EVENTS))
+                assert await read_to_end(slow) == list(range(1, EVENTS))
+
+    asyncio.run(scenario())
+
+
+def test_a_resumed_follower_past_the_end_ends_with_the_run(
+    backend: Backend, tmp_path: Path
+) -> None:
+    async def scenario() -> None:
+        async with chain_host(backend, tmp_path) as host:
+            tails = Tails(host.store, host.engine.notifier)
+            record = await start_chain(host)
+            with tails.follow(record, 10_000) as ahead:
+                assert await read_to_end(ahead) == []
+                assert ahead.ended
+            assert (await host.engine.get_run(PRINCIPAL, record.run_id)).status.is_terminal
+
+    asyncio.run(scenario())
+
+
+def test_closing_the_tails_ends_every_follower_with_an_error(
+    backend: Backend, tmp_path: Path
+) -> None:
+    async def scenario() -> None:
+        async with chain_host(backend, tmp_path) as host:
+            tails = Tails(host.store, host.engine.notifier)
+            with tails.follow(await start_chain(host), -1) as follower:
+                await tails.close()
+                with pytest.raises(TailBroken):
+                    await read_to_end(follower)
+
+    asyncio.run(scenario())
