@@ -184,7 +184,7 @@ def _host(
     settings = client.embedded_settings(data_dir=data_dir, project=project_dir, database_url=None)
     with (
         client.EmbeddedHost(settings) as embedded,
-        embedded.client(client.embedded_key(settings, None)) as host,
+        embedded.client() as host,
     ):
         yield embedded, host
 
