@@ -49,7 +49,10 @@ class Result:
         return json.loads(path.read_text(encoding="utf-8"))
 
 
-def run_cli(*args: str, cwd: Path | None = None, env: Mapping[str, str] | None = None) -> Result:
+def run_cli(
+    *args: str, cwd: Path | None = None, env: Mapping[str, str] | None = None, umask: int = -1
+) -> Result:
+    """`wopeval ARGS` in a subprocess (`umask` -1: the parent's)."""
     done = subprocess.run(
         [WOPEVAL, *args],
         capture_output=True,
@@ -58,6 +61,7 @@ def run_cli(*args: str, cwd: Path | None = None, env: Mapping[str, str] | None =
         cwd=cwd,
         env=child_env(env),
         check=False,
+        umask=umask,
     )
     return Result(done.returncode, done.stdout, done.stderr)
 
