@@ -73,6 +73,7 @@ class Host:
             None if lease is not None else await asyncio.to_thread(ownership.claim, settings)
         )
         try:
+            ownership.private_directory(settings.data_dir)
             store = await Store.open(settings.resolved_database_url())
         except BaseException:
             if own_lease is not None:

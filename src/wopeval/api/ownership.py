@@ -1,11 +1,12 @@
 """Who owns a data directory's database, and how a refused process finds the owner.
 
-`claim(settings)` creates the data directory (0700) and takes the database's
-lease (`store/lease.py`) before anything touches the store; a refused caller
-gets `DatabaseOwned` and has changed nothing. A host that serves announces
-itself in `DATA_DIR/serve.json` (0600): pid, URL and database, written once it
-listens and withdrawn when it stops, so a CLI command on the same data
-directory can talk to it instead of starting a host of its own.
+`claim(settings)` takes the database's lease (`store/lease.py`) before
+anything touches the store; a refused caller gets `DatabaseOwned` and has
+changed nothing. The data directory is created 0700 (`private_directory`).
+A host that serves announces itself in `DATA_DIR/serve.json` (0600): pid, URL
+and database, written once it listens and withdrawn when it stops, so a CLI
+command on the same data directory can talk to it instead of starting a host
+of its own.
 """
 
 from __future__ import annotations
@@ -60,8 +61,10 @@ class DatabaseOwned(Exception):
 
 
 def claim(settings: Settings) -> Lease:
-    """Make the data directory and take its database's lease, or raise `DatabaseOwned`."""
-    _private_directory(settings.data_dir)
+    """Take the lease of the settings' database, or raise `DatabaseOwned`."""
+    if settings.database_url is None:
+        # The default database, and so its lock file, live in the data directory.
+        private_directory(settings.data_dir)
     url = settings.resolved_database_url()
     try:
         lease = take_lease(url)
@@ -97,7 +100,7 @@ def withdraw(settings: Settings) -> None:
         _remove(settings.data_dir)
 
 
-def _private_directory(path: Path) -> None:
+def private_directory(path: Path) -> None:
     """Create `path` readable by its owner only (0700, whatever the umask); an existing
     directory is the user's and keeps its mode."""
     path.parent.mkdir(parents=True, exist_ok=True)
