@@ -69,7 +69,7 @@ class DemoResult:
 def run_demo(
     data_dir: Path, report_path: Path, *, on_step: Callable[[str], None] = lambda _: None
 ) -> DemoResult:
-    data_dir.mkdir(parents=True, exist_ok=True)
+    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # private, as a host makes it
     project_dir = data_dir / "project"
     suite = _suite_document()
     suite_ref = f"{suite['suiteId']}@{suite['version']}"
