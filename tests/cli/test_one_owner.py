@@ -74,7 +74,7 @@ def _assert_undisturbed(live: Live, options: ServeOptions, before: object) -> No
     assert live.run.wait_terminal(live.http)["status"] == "completed"
 
 
-def test_a_second_serve_on_an_owned_database_refuses_and_changes_nothing(
+def test_a_second_serve_or_a_purge_on_an_owned_database_refuses_and_changes_nothing(
     backend: Backend, tmp_path: Path
 ) -> None:
     key = _key()
@@ -94,6 +94,9 @@ def test_a_second_serve_on_an_owned_database_refuses_and_changes_nothing(
         announced = announcement(options.data_dir)
         assert announced is not None
         assert (announced["pid"], announced["url"]) == (live.serve.pid, live.serve.url)
+        purge = run_cli("purge", "--older-than-days", "1", *options.embedded())
+        assert purge.code == DATABASE_OWNED, purge.stdout + purge.stderr
+        assert f"pid {live.serve.pid}" in purge.stderr
         _assert_undisturbed(live, options, before)
 
 

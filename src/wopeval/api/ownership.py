@@ -27,6 +27,7 @@ __all__ = [
     "Lease",
     "announce",
     "claim",
+    "private_directory",
     "withdraw",
 ]
 
