@@ -12,14 +12,21 @@ from collections.abc import Iterator
 
 import pytest
 
-from ._support import PROJECT, ServedHost, serve
+from _processes import ServeOptions, ServeProcess
+
+from ._support import PROJECT, ServedHost
 
 TENANT = "clitest"
 
 
 @pytest.fixture(scope="session")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedHost]:
-    key = "cli_" + secrets.token_urlsafe(24)
     data_dir = tmp_path_factory.mktemp("served")
-    with serve(data_dir, "--project", str(PROJECT), "--api-key", f"{TENANT}={key}") as host:
-        yield host
+    key = "cli_" + secrets.token_urlsafe(24)
+    options = ServeOptions(data_dir, None, (f"{TENANT}={key}",), PROJECT)
+    serve = ServeProcess(options, data_dir / "serve.log")
+    try:
+        serve.wait_up()
+        yield ServedHost(serve.url, key)
+    finally:
+        serve.stop()

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from _processes import ServeOptions, ServeProcess
 from wopeval.cli._exit import ExitCode
 
-from ._support import run_cli, serve
+from ._support import ServedHost, run_cli
 
 LIMIT = 4096
 
@@ -23,13 +24,24 @@ def _body(size: int) -> bytes:
 @pytest.mark.parametrize("how", ["option", "environment"])
 def test_the_configured_limit_is_enforced(tmp_path: Path, how: str) -> None:
     key = "cli_" + secrets.token_urlsafe(24)
-    args = ["--api-key", f"cli={key}"]
-    env = {}
-    if how == "option":
-        args += ["--max-body-bytes", str(LIMIT)]
-    else:
-        env["WOPEVAL_MAX_BODY_BYTES"] = str(LIMIT)
-    with serve(tmp_path, *args, env=env) as host, host.http() as http:
+    limit = ("--max-body-bytes", str(LIMIT))
+    options = ServeOptions(
+        tmp_path,
+        None,
+        (f"cli={key}",),
+        extra=limit if how == "option" else (),
+        env=(("WOPEVAL_MAX_BODY_BYTES", str(LIMIT)),) if how == "environment" else (),
+    )
+    serve = ServeProcess(options, tmp_path / "serve.log")
+    try:
+        serve.wait_up()
+        _check_limit(ServedHost(serve.url, key))
+    finally:
+        serve.stop()
+
+
+def _check_limit(host: ServedHost) -> None:
+    with host.http() as http:
         headers = {"Content-Type": "application/json"}
         refused = http.post("/runs", content=_body(LIMIT + 1), headers=headers)
         assert refused.status_code == 413

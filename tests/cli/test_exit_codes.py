@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from _processes import free_port
 from wopeval.cli.main import app
 
 from ._junit import outcomes, suite_counts
-from ._support import ServedHost, free_port, run_cli
+from ._support import ServedHost, run_cli
 
 BASIC = "cli.test.evals.basic@1.0.0"
 COIN = "suite://cli.test.evals.coin@1.0.0"

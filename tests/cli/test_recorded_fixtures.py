@@ -70,7 +70,8 @@ def test_embedded_host_by_default(tmp_path: Path) -> None:
         "--project", str(PROJECT), "--json", str(out),
     )  # fmt: skip
     assert result.code == 0, result.stdout + result.stderr
-    assert (data_dir / "dev-api-key").is_file()
+    # The command's own host presents an in-memory session key: it stores no key.
+    assert not (data_dir / "dev-api-key").exists()
     run_id = result.json_file(out)["runId"]
     listed = run_cli("runs", "list", "--json", "--data-dir", str(data_dir))
     assert listed.code == 0, listed.stderr

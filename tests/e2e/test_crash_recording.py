@@ -9,67 +9,18 @@ whose outcome never landed is `unknown`, and at the next start the run ends
 
 from __future__ import annotations
 
-import os
 import secrets
-import signal
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
-import httpx
-
 from _backends import Backend
+from _processes import START_DEADLINE_SECONDS, ServeOptions, ServeProcess
 from wopeval.engine.eval_plan import UNUSABLE_SOURCE
 
 from ._loopback import LoopbackApi
-from ._server import TENANT_A, free_port
+from ._server import TENANT_A
 from ._support import table_rows, unique
 from .conftest import CRM_ENV_VARIABLE, write_project
-
-WOPEVAL = str(Path(sys.executable).with_name("wopeval"))
-START_DEADLINE_SECONDS = 60.0
-
-
-@contextmanager
-def _serve(
-    data_dir: Path, project: Path, database_url: str | None, key: str
-) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    port = free_port()
-    command = [WOPEVAL, "serve", "--port", str(port), "--data-dir", str(data_dir)]
-    command += ["--project", str(project), "--api-key", f"{TENANT_A}={key}"]
-    if database_url is not None:
-        command += ["--database-url", database_url]
-    env = {k: v for k, v in os.environ.items() if not k.upper().startswith("WOPEVAL_")}
-    env[CRM_ENV_VARIABLE] = "unused"
-    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + START_DEADLINE_SECONDS
-        while True:
-            assert process.poll() is None, process.stderr.read() if process.stderr else ""
-            try:
-                if httpx.get(f"{url}/.well-known/openwop", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "wopeval serve did not start"
-            time.sleep(0.05)
-        yield url, process
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.wait(timeout=30)
-        if process.stderr is not None:
-            process.stderr.close()
-
-
-def _client(url: str, key: str) -> httpx.Client:
-    return httpx.Client(
-        base_url=url, headers={"Authorization": f"Bearer {key}"}, trust_env=False, timeout=30
-    )
 
 
 def test_a_kill_mid_invocation_leaves_every_executed_live_call_recorded(
@@ -79,10 +30,18 @@ def test_a_kill_mid_invocation_leaves_every_executed_live_call_recorded(
     project.mkdir()
     write_project(project, loopback_api, "unused")
     data_dir = tmp_path / "data"
-    database_url = backend.new_database()
     key = "wop_crash_" + secrets.token_hex(16)
+    options = ServeOptions(
+        data_dir,
+        backend.new_database(),
+        (f"{TENANT_A}={key}",),
+        project,
+        env=((CRM_ENV_VARIABLE, "unused"),),
+    )
     counter_key = unique("crash")
-    with _serve(data_dir, project, database_url, key) as (url, process), _client(url, key) as http:
+    serve = ServeProcess(options, tmp_path / "serve.log")
+    serve.wait_up()
+    with serve.http(key) as http:
         created = http.post(
             "/runs",
             json={
@@ -96,9 +55,9 @@ def test_a_kill_mid_invocation_leaves_every_executed_live_call_recorded(
         while http.get(f"/host/wopeval/conformance/counter/{counter_key}").json()["count"] < 200:
             assert time.monotonic() < deadline, "the agent never got going"
             time.sleep(0.02)
-        os.kill(process.pid, signal.SIGKILL)
+        serve.kill()
 
-    store_url = database_url or f"sqlite+aiosqlite:///{(data_dir / 'wopeval.db').resolve()}"
+    store_url = options.resolved_database_url()
     (counter,) = table_rows(store_url, "counters", key=counter_key)
     recorded = table_rows(store_url, "tool_calls", run_id=run_id)
     statuses = [row["status"] for row in recorded]
@@ -109,7 +68,9 @@ def test_a_kill_mid_invocation_leaves_every_executed_live_call_recorded(
     assert done <= counter["count"] <= done + unknown
     assert counter["count"] >= 200
 
-    with _serve(data_dir, project, database_url, key) as (url, _), _client(url, key) as http:
+    serve = ServeProcess(options, tmp_path / "serve-again.log")
+    serve.wait_up()
+    with serve.http(key) as http:
         log = http.get(f"/runs/{run_id.replace('/', '~2F')}/events/poll").json()
         kinds = [event["type"] for event in log["events"]]
         assert kinds[-1] == "run.failed"
@@ -146,3 +107,4 @@ def test_a_kill_mid_invocation_leaves_every_executed_live_call_recorded(
             assert as_source.json()["message"] == UNUSABLE_SOURCE
         else:
             assert as_source.status_code == 201, as_source.text
+    serve.stop()

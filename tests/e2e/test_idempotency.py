@@ -1,7 +1,8 @@
-"""`Idempotency-Key` on createRun (idempotency.md Layer 1)."""
+"""`Idempotency-Key` on createRun and forkRun (idempotency.md Layer 1)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import uuid
@@ -11,6 +12,10 @@ from typing import Any
 import httpx
 import pytest
 from openwop_client import WopError
+from openwop_client.wire_id import project_id
+
+from wopeval.engine.runlog import now
+from wopeval.store import Store
 
 from ._server import TENANT_A, TENANT_B, ServerHandle
 from ._support import (
@@ -22,9 +27,11 @@ from ._support import (
     list_all_runs,
     read_counter,
     store_unchanged,
+    table_rows,
     unique,
     wait_terminal,
 )
+from .evals._evals import eval_body, new_suite_id, publish, suite, task
 
 REPLAY = "OpenWOP-Idempotent-Replay"
 
@@ -158,3 +165,68 @@ def test_concurrent_requests_with_one_key_create_exactly_one_run(
     assert run_ids(http_a) - before == {run_id}
     wait_terminal(server.client(), run_id)
     assert read_counter(http_a, counter_key) == 1
+
+
+async def _claim_unanswered(url: str, tenant: str, key: str, digest: str) -> None:
+    """What a host killed between taking a key and answering leaves: a claim, no run."""
+    store = await Store.open(url)
+    try:
+        async with store.transaction() as uow:
+            assert await uow.idempotency.claim(tenant, "createRun", key, digest, now()) is None
+    finally:
+        await store.close()
+
+
+def test_a_key_left_unanswered_by_a_stopped_host_is_free_at_the_next_start(
+    server: ServerHandle, http_a: httpx.Client
+) -> None:
+    body = {"workflowId": COUNTER_WORKFLOW, "inputs": counter_inputs(unique("orphan"))}
+    first_key, orphan_key = new_key(), new_key()
+    first = http_a.post("/runs", json=body, headers={"Idempotency-Key": first_key})
+    assert first.status_code == 201
+    wait_terminal(server.client(), first.json()["runId"])
+    # The same body under another key: the same digest, the one the retry below sends.
+    (kept,) = table_rows(server.database_url, "idempotency", key=first_key)
+    server.stop()
+    try:
+        asyncio.run(_claim_unanswered(server.database_url, TENANT_A, orphan_key, kept["digest"]))
+    finally:
+        server.start()
+    before = run_ids(http_a)
+    with server.http() as http:
+        retried = http.post("/runs", json=body, headers={"Idempotency-Key": orphan_key})
+        assert retried.status_code == 201, retried.text
+        assert REPLAY not in retried.headers
+        assert run_ids(http) - before == {retried.json()["runId"]}
+        again = http.post("/runs", json=body, headers={"Idempotency-Key": orphan_key})
+        assert again.headers[REPLAY] == "true"
+        assert again.json()["runId"] == retried.json()["runId"]
+    wait_terminal(server.client(), retried.json()["runId"])
+
+
+def test_an_eval_run_and_a_fork_are_replayed_under_their_keys(
+    server: ServerHandle, http_a: httpx.Client
+) -> None:
+    ref = publish(http_a, suite(new_suite_id("idem"), [task("only")]))
+    eval_key, fork_key = new_key(), new_key()
+    before = run_ids(http_a)
+    created = [
+        http_a.post("/runs", json=eval_body(ref), headers={"Idempotency-Key": eval_key})
+        for _ in range(2)
+    ]
+    assert [response.status_code for response in created] == [201, 201]
+    assert created[1].headers[REPLAY] == "true"
+    assert created[1].content == created[0].content
+    eval_run = created[0].json()["runId"]
+    wait_terminal(server.client(), eval_run)
+
+    path = f"/runs/{project_id(eval_run)}:fork"
+    forks = [
+        http_a.post(path, json={"mode": "replay"}, headers={"Idempotency-Key": fork_key})
+        for _ in range(2)
+    ]
+    assert [response.status_code for response in forks] == [201, 201]
+    assert forks[1].headers[REPLAY] == "true"
+    assert forks[1].content == forks[0].content
+    assert forks[0].json()["sourceRunId"] == eval_run
+    assert run_ids(http_a) - before == {eval_run, forks[0].json()["runId"]}

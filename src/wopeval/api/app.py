@@ -10,11 +10,12 @@ from fastapi import FastAPI
 from wopeval import __version__
 from wopeval.api import errors as error_handlers
 from wopeval.api import openapi_errors
-from wopeval.api.host import Host
+from wopeval.api.host import SERVING, Host, Role
 from wopeval.api.middleware import LegacyPathIds, VersionNegotiation
 from wopeval.api.request_guard import RequestGuard
 from wopeval.api.routes import catalog, discovery, events, host_routes, runs, tasks
 from wopeval.settings import Settings
+from wopeval.store import Lease
 
 ROUTERS = (
     discovery.router,
@@ -27,10 +28,12 @@ ROUTERS = (
 )
 
 
-def create_app(settings: Settings) -> FastAPI:
+def create_app(settings: Settings, *, role: Role = SERVING, lease: Lease | None = None) -> FastAPI:
+    """The app; its lifespan starts the host (see `Host.start` for `role` and `lease`)."""
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        host = await Host.start(settings)
+        host = await Host.start(settings, role=role, lease=lease)
         app.state.host = host
         try:
             yield

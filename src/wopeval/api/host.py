@@ -1,20 +1,22 @@
-"""Start-up and shutdown of a host: store, keys, catalog, engine (G14: settings passed in)."""
+"""Start-up and shutdown of a host: lease, store, keys, catalog, engine (G14: settings passed in).
+
+Start-up order matters: the database's lease comes first, so a process that
+is refused has touched nothing; recovery comes after it, so what it finds
+unfinished (active runs, unanswered idempotency keys) belongs to no one alive.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
 import logging
-import os
-import secrets
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 
 import httpx
 
-from wopeval.api.auth import Authenticator, hash_key, key_id
+from wopeval.api import ownership
+from wopeval.api.auth import Authenticator
+from wopeval.api.credentials import embedded_keys, serving_keys
 from wopeval.engine.catalog import Catalog, seed_conformance
 from wopeval.engine.erasure import purge_expired
 from wopeval.engine.host import Engine
@@ -23,44 +25,85 @@ from wopeval.engine.project import load_project
 from wopeval.engine.runlog import now
 from wopeval.engine.tail import Tails
 from wopeval.settings import Settings
-from wopeval.store import IDEMPOTENCY_RETENTION, Store, replace_keys
+from wopeval.store import IDEMPOTENCY_RETENTION, Lease, Store
 from wopeval.tools import CounterTool
 
-DEV_TENANT = "dev"
 log = logging.getLogger("wopeval.host")
+
+
+@dataclass(frozen=True)
+class Serving:
+    """A host that serves (`wopeval serve`, test hosts): the only kind that writes keys."""
+
+    url: str | None = None
+    """Where it listens; announced in the data directory for the CLI to find, when given."""
+
+
+@dataclass(frozen=True)
+class Embedded:
+    """A CLI command's own in-process host: it reads the stored keys and writes none."""
+
+    session_key: str
+    """This command's credential for tenant `dev`, held in memory only."""
+
+
+Role = Serving | Embedded
+SERVING = Serving()
 
 
 @dataclass
 class Host:
     settings: Settings
+    role: Role
     store: Store
     catalog: Catalog
     engine: Engine
     auth: Authenticator
     http: httpx.AsyncClient
+    own_lease: Lease | None
+    """The lease this host took itself, released when it stops."""
     tails: Tails
     """The shared readers of followed runs' logs (SSE)."""
     housekeeper: asyncio.Task[None] | None = None
 
     @classmethod
-    async def start(cls, settings: Settings) -> Host:
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
-        store = await Store.open(settings.resolved_database_url())
+    async def start(
+        cls, settings: Settings, *, role: Role = SERVING, lease: Lease | None = None
+    ) -> Host:
+        """Start on `settings`; `lease` is one the caller holds (and releases), else the
+        host takes its own (`ownership.DatabaseOwned` when another process has it)."""
+        own_lease = (
+            None if lease is not None else await asyncio.to_thread(ownership.claim, settings)
+        )
+        try:
+            ownership.private_directory(settings.data_dir)
+            store = await Store.open(settings.resolved_database_url())
+        except BaseException:
+            if own_lease is not None:
+                own_lease.release()
+            raise
         http = httpx.AsyncClient(timeout=settings.tool_timeout_seconds)
         try:
-            auth = await _authenticator(settings, store)
+            if isinstance(role, Embedded):
+                auth = await embedded_keys(settings, store, role.session_key)
+            else:
+                auth = await serving_keys(settings, store)
             catalog = Catalog()
             seed_conformance(catalog)
             catalog.tools.add(CounterTool(store))
             if settings.project is not None:
                 load_project(settings.project, catalog, http)
             engine = Engine(settings=settings, store=store, catalog=catalog, notifier=Notifier())
+            await _release_unanswered_keys(store)
             await engine.recover()
         except BaseException:
             await http.aclose()
             await store.close()
+            if own_lease is not None:
+                own_lease.release()
             raise
-        host = cls(settings, store, catalog, engine, auth, http, Tails(store, engine.notifier))
+        tails = Tails(store, engine.notifier)
+        host = cls(settings, role, store, catalog, engine, auth, http, own_lease, tails)
         # What start-up loaded lives as long as the process: keep it out of every
         # later collection, which otherwise stalls eval runs for tenths of a second.
         gc.freeze()
@@ -68,9 +111,13 @@ class Host:
             _housekeep(store, settings.retention_days, settings.purge_interval_seconds),
             name="housekeeping",
         )
+        if isinstance(role, Serving) and role.url is not None:
+            ownership.announce(settings, role.url)
         return host
 
     async def stop(self) -> None:
+        if isinstance(self.role, Serving) and self.role.url is not None:
+            ownership.withdraw(self.settings)
         if self.housekeeper is not None:
             self.housekeeper.cancel()
             await asyncio.gather(self.housekeeper, return_exceptions=True)
@@ -78,6 +125,16 @@ class Host:
         await self.tails.close()
         await self.http.aclose()
         await self.store.close()
+        if self.own_lease is not None:
+            self.own_lease.release()
+
+
+async def _release_unanswered_keys(store: Store) -> None:
+    """Free the idempotency keys a stopped host left in flight: none of them has a run."""
+    async with store.transaction() as uow:
+        released = await uow.idempotency.release_all_unanswered()
+    if released:
+        log.info("released %d idempotency keys left in flight by a stopped host", released)
 
 
 async def _housekeep(store: Store, retention_days: int | None, interval: float) -> None:
@@ -94,33 +151,3 @@ async def _housekeep(store: Store, retention_days: int | None, interval: float) 
         except Exception:
             log.exception("housekeeping failed; retrying at the next interval")
         await asyncio.sleep(interval)
-
-
-async def _authenticator(settings: Settings, store: Store) -> Authenticator:
-    async with store.transaction() as uow:
-        if settings.api_keys:
-            entries = [(hash_key(k), key_id(k), t) for t, k in settings.api_keys.items()]
-            await replace_keys(uow.keys, entries, now())
-        else:
-            entries = [e for e in await uow.keys.all() if e[2] == DEV_TENANT]
-            if not entries:
-                key = _new_dev_key(settings.data_dir)
-                entries = [(hash_key(key), key_id(key), DEV_TENANT)]
-            await replace_keys(uow.keys, entries, now())
-    return Authenticator(entries)
-
-
-def _new_dev_key(data_dir: Path) -> str:
-    """Generate the `dev` tenant's key, print it once, and leave it in a 0600 file."""
-    key = "wop_" + secrets.token_urlsafe(32)
-    path = data_dir / "dev-api-key"
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(key + "\n")
-    print(
-        f"wopeval: generated the API key of tenant 'dev' (saved to {path}):\n  {key}",
-        file=sys.stderr,
-    )
-    return key

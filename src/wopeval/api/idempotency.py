@@ -3,6 +3,11 @@
 Records are keyed by (tenant, operation, key) and kept 24 h. The key is taken
 in its own transaction before the work starts, so of two concurrent requests
 with one key exactly one does the work; the other waits for its answer.
+
+A request that creates a run keeps its answer in the transaction that inserts
+the run (`Claim.settles_with`), so no crash can leave a run whose key does not
+name it. A key still unanswered when its host died has no run; the next host
+releases it at start-up (`Host.start`), so a retry creates exactly one.
 """
 
 from __future__ import annotations
@@ -18,8 +23,15 @@ from fastapi import Request, Response
 
 from wopeval.api.deps import get_host
 from wopeval.api.errors import envelope_response
+from wopeval.engine.log_writer import OnInsert
 from wopeval.engine.runlog import now
-from wopeval.store import IDEMPOTENCY_RETENTION, IdempotencyRecord
+from wopeval.store import (
+    IDEMPOTENCY_RETENTION,
+    IdempotencyRecord,
+    IdempotencyRepo,
+    RunRecord,
+    UnitOfWork,
+)
 from wopeval.wire import errors
 from wopeval.wire.principal import Principal
 
@@ -30,15 +42,37 @@ _REPLAY_HEADER = "OpenWOP-Idempotent-Replay"
 _NOT_CACHED_CODES = {"validation_error", "idempotency_key_invalid"}
 
 
+class Claim:
+    """The key a request holds (none without an `Idempotency-Key`) while it does its work."""
+
+    def __init__(self, tenant: str, operation: str, key: str | None) -> None:
+        self.tenant = tenant
+        self.operation = operation
+        self.key = key
+        self.settled = False
+        """The answer was kept in the work's own transaction."""
+
+    def settles_with(self, render: Callable[[RunRecord], Response]) -> OnInsert:
+        """A hook for the transaction that inserts the run: it keeps `render(run)`,
+        the response the request will send, as this key's answer in that transaction."""
+
+        async def settle(uow: UnitOfWork, stored: RunRecord) -> None:
+            if self.key is not None:
+                await _keep(uow.idempotency, self.tenant, self.operation, self.key, render(stored))
+                self.settled = True
+
+        return settle
+
+
 async def guard(
     request: Request,
     principal: Principal,
     operation: str,
-    produce: Callable[[], Awaitable[Response]],
+    produce: Callable[[Claim], Awaitable[Response]],
 ) -> Response:
     key = request.headers.get("idempotency-key")
     if key is None:
-        return await _answer(produce)
+        return await _answer(produce, Claim(principal.tenant, operation, None))
     if not _KEY.match(key):
         raise errors.IdempotencyKeyInvalid()
     digest = await _digest(request)
@@ -52,32 +86,42 @@ async def guard(
         break
     if held is not None:
         return await _replay(request, principal, operation, key, digest, held)
+    claim = Claim(principal.tenant, operation, key)
     try:
-        response = await _answer(produce)
+        response = await _answer(produce, claim)
     except BaseException:
         async with store.transaction() as uow:
-            await uow.idempotency.release(principal.tenant, operation, key)
+            # Unless the run's transaction committed its answer: that must stay.
+            await uow.idempotency.release_unanswered(principal.tenant, operation, key)
         raise
+    if claim.settled:
+        return response
     async with store.transaction() as uow:
         if _cacheable(response):
-            await uow.idempotency.complete(
-                principal.tenant,
-                operation,
-                key,
-                response.status_code,
-                bytes(response.body).decode("utf-8"),
-                {"content-type": response.headers.get("content-type", "application/json")},
-            )
+            await _keep(uow.idempotency, principal.tenant, operation, key, response)
         else:
             await uow.idempotency.release(principal.tenant, operation, key)
     return response
 
 
-async def _answer(produce: Callable[[], Awaitable[Response]]) -> Response:
+async def _answer(produce: Callable[[Claim], Awaitable[Response]], claim: Claim) -> Response:
     try:
-        return await produce()
+        return await produce(claim)
     except errors.WireError as error:
         return envelope_response(error)
+
+
+async def _keep(
+    repo: IdempotencyRepo, tenant: str, operation: str, key: str, response: Response
+) -> None:
+    await repo.complete(
+        tenant,
+        operation,
+        key,
+        response.status_code,
+        bytes(response.body).decode("utf-8"),
+        {"content-type": response.headers.get("content-type", "application/json")},
+    )
 
 
 def _cacheable(response: Response) -> bool:

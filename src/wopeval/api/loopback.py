@@ -1,4 +1,5 @@
-"""Serving the app on loopback from a thread: the embedded CLI host and the test hosts."""
+"""Sockets and uvicorn set-up: `wopeval serve`, and the app on loopback from a thread
+(the embedded CLI host and the test hosts)."""
 
 from __future__ import annotations
 
@@ -9,16 +10,22 @@ from starlette.types import ASGIApp
 
 
 def loopback_socket(port: int = 0) -> socket.socket:
-    """A socket bound to 127.0.0.1 (port 0: the kernel picks a free one, with no race).
+    """A socket bound to 127.0.0.1 (port 0: the kernel picks a free one, with no race)."""
+    return bound_socket("127.0.0.1", port)
+
+
+def bound_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to `host` (an IPv6 literal binds IPv6) and `port`.
 
     The protocol must be IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY on accepted
     connections only when the listening socket says TCP, and without it every
     response on a kept-alive connection waits ~40 ms for Nagle's algorithm.
     """
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
-        sock.bind(("127.0.0.1", port))
+        sock.bind((host, port))
     except OSError:
         sock.close()
         raise

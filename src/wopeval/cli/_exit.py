@@ -40,6 +40,9 @@ class ExitCode(enum.IntEnum):
     ERROR = 4
 
 
+DATABASE_OWNED = 5
+"""`serve` and `purge`: another live process owns the database; nothing was changed."""
+
 EXIT_CODES_HELP = (
     "Exit codes: 0 passed and no regression; 1 the suite's thresholds failed; "
     "2 regression against the baseline; 3 only inconclusive differences (with --strict, "

@@ -1,7 +1,8 @@
 """Options every host-facing command shares, and the one place that turns them into a client.
 
 Without `--url` a command starts an embedded host over the data directory and
-project `wopeval serve` would use (same options, same `WOPEVAL_*` names);
+project `wopeval serve` would use (same options, same `WOPEVAL_*` names), or,
+when a live `wopeval serve` owns that data directory's database, talks to it;
 with `--url` it talks to that host over the wire and starts nothing.
 """
 
@@ -35,7 +36,8 @@ ApiKeyOption = Annotated[
     typer.Option(
         "--api-key",
         envvar="WOPEVAL_API_KEY",
-        help="Bearer key (embedded default: DATA_DIR/dev-api-key or the configured key).",
+        help="Bearer key (default: the configured key; embedded, the command's own "
+        "session key, or DATA_DIR/dev-api-key for the serve that owns DATA_DIR).",
         rich_help_panel="Host",
     ),
 ]
@@ -94,8 +96,12 @@ def connect(target: Target) -> Iterator[client.WireClient]:
     settings = client.embedded_settings(
         data_dir=target.data_dir, project=target.project, database_url=target.database_url
     )
-    with client.embedded_client(settings, target.api_key) as host:
+    with client.embedded_client(settings, target.api_key, notify=_note) as host:
         yield host
+
+
+def _note(message: str) -> None:
+    stderr_console().print(message, highlight=False, markup=False)
 
 
 def stderr_console() -> Console:

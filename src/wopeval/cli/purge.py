@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from wopeval.cli._exit import DATABASE_OWNED
 from wopeval.settings import Settings
 
 if TYPE_CHECKING:
@@ -30,7 +31,22 @@ def purge(
     if older_than_days is None:
         raise typer.BadParameter("give --older-than-days (or WOPEVAL_RETENTION_DAYS)")
     settings = Settings(data_dir=data_dir, database_url=database_url)
-    erased = asyncio.run(_purge(settings.resolved_database_url(), older_than_days))
+    # The store loads only for this command, so other commands start fast.
+    from wopeval.api.ownership import DatabaseOwned, claim
+
+    try:
+        lease = claim(settings)
+    except DatabaseOwned as owned:
+        typer.echo(
+            f"wopeval purge: refused: {owned}. A running host erases on its own schedule "
+            "when started with --retention-days. Nothing was changed.",
+            err=True,
+        )
+        raise typer.Exit(DATABASE_OWNED) from None
+    try:
+        erased = asyncio.run(_purge(settings.resolved_database_url(), older_than_days))
+    finally:
+        lease.release()
     typer.echo(
         f"erased tool content of {erased.runs} runs "
         f"({erased.calls} calls, {erased.copies} derived copies)"
@@ -38,7 +54,6 @@ def purge(
 
 
 async def _purge(url: str, days: int) -> Erasure:
-    # The store loads only for this command, so other commands start fast.
     from wopeval.engine.erasure import purge_expired
     from wopeval.store import Store
 

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from pydantic import ValidationError
 
+from wopeval.cli._exit import DATABASE_OWNED
 from wopeval.settings import Settings, parse_api_keys
+
+if TYPE_CHECKING:
+    from wopeval.store import Lease
+
+STARTUP_FAILED = 3
+"""Exit code: the host could not start (uvicorn's own code for it)."""
+BACKLOG = 2048
 
 
 def serve(
@@ -52,7 +60,11 @@ def serve(
         ),
     ] = None,
 ) -> None:
-    """Start an OpenWOP v2 host on HOST:PORT."""
+    """Start an OpenWOP v2 host on HOST:PORT.
+
+    One host process owns a database: a second `serve` on it exits 5 and changes
+    nothing; CLI commands on the same data directory talk to the running host.
+    """
     overrides: dict[str, object] = {"host": host, "port": port, "data_dir": data_dir}
     if database_url:
         overrides["database_url"] = database_url
@@ -74,8 +86,60 @@ def serve(
             "; ".join(str(error["msg"]).removeprefix("Value error, ") for error in exc.errors())
         ) from exc
     # The server stack loads only for this command, so other commands start fast.
+    from wopeval.api.ownership import DatabaseOwned, claim
+
+    try:
+        lease = claim(settings)
+    except DatabaseOwned as owned:
+        use_it = (
+            f", or use it: commands on this data directory find it, others take --url {owned.url}"
+            if owned.url
+            else ""
+        )
+        typer.echo(
+            f"wopeval serve: refused: {owned}. Stop it first{use_it}. Nothing was changed.",
+            err=True,
+        )
+        raise typer.Exit(DATABASE_OWNED) from None
+    try:
+        _serve(settings, lease)
+    finally:
+        lease.release()
+
+
+def _serve(settings: Settings, lease: Lease) -> None:
     import uvicorn
 
     from wopeval.api.app import create_app
+    from wopeval.api.host import Serving
+    from wopeval.api.loopback import bound_socket
 
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info")
+    try:
+        sock = bound_socket(settings.host, settings.port)
+    except OSError as exc:
+        typer.echo(
+            f"wopeval serve: cannot listen on {settings.host}:{settings.port}: {exc}", err=True
+        )
+        raise typer.Exit(STARTUP_FAILED) from None
+    # Listening from now on: a command that reads the announcement the host writes
+    # during start-up waits in the backlog rather than being refused.
+    sock.listen(BACKLOG)
+    url = _reachable_url(settings.host, sock.getsockname()[1])
+    app = create_app(settings, role=Serving(url=url), lease=lease)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="info", backlog=BACKLOG))
+    typer.echo(f"wopeval: serving on {url} (data in {settings.data_dir})", err=True)
+    try:
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sock.close()
+    if not server.started:
+        raise typer.Exit(STARTUP_FAILED)
+
+
+def _reachable_url(host: str, port: int) -> str:
+    """The URL a command on this machine uses to reach a host bound to `host`."""
+    wildcard = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}
+    address = wildcard.get(host, host)
+    return f"http://[{address}]:{port}" if ":" in address else f"http://{address}:{port}"

@@ -6,9 +6,10 @@ it judges, so a command that just reads a remote host starts quickly.
 """
 
 from wopeval.client._embedded import (
+    DatabaseInUse,
     EmbeddedHost,
+    configured_key,
     embedded_client,
-    embedded_key,
     embedded_settings,
 )
 from wopeval.client._follow import (
@@ -46,6 +47,7 @@ __all__ = [
     "EVAL_MODES",
     "POLL_WAIT_SECONDS",
     "ClientError",
+    "DatabaseInUse",
     "EmbeddedHost",
     "EvalRequest",
     "HostError",
@@ -54,9 +56,9 @@ __all__ = [
     "WireClient",
     "all_events",
     "compare_runs",
+    "configured_key",
     "default_modes",
     "embedded_client",
-    "embedded_key",
     "embedded_settings",
     "ensure_verdict",
     "fetch_summary",

@@ -3,19 +3,23 @@
 Commands without `--url` start one over the same data directory and project
 `wopeval serve` would use, then speak to it over HTTP exactly as they would to
 a remote host: one code path, so embedded runs prove nothing a remote one would
-not. Stop `wopeval serve` on that data directory first; a host starting on a
-store fails the runs it finds active (they cannot belong to anyone alive).
+not. It owns the database while it runs, as any host does. When a live
+`wopeval serve` owns it instead, the command talks to that host (found through
+the data directory) and starts nothing. The embedded host never writes a key:
+the command presents its own session key, held in memory only.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import secrets
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import uvicorn
 from pydantic import ValidationError
@@ -23,15 +27,32 @@ from pydantic import ValidationError
 from wopeval.client._wire import ClientError, WireClient
 from wopeval.settings import Settings
 
+if TYPE_CHECKING:
+    from wopeval.api.ownership import DatabaseOwned, Lease
+
 START_DEADLINE_SECONDS = 60.0
 STOP_DEADLINE_SECONDS = 30.0
 
 
+class DatabaseInUse(ClientError):
+    """Another live process owns the database an embedded host would use; nothing started."""
+
+    def __init__(self, owner: DatabaseOwned) -> None:
+        super().__init__(f"{owner}; stop it first, or pass the --url of a host serving it")
+        self.owner = owner
+
+
 class EmbeddedHost:
-    """One in-process host; `start()` then `stop()`, or use it as a context manager."""
+    """One in-process host; `start()` then `stop()`, or use it as a context manager.
+
+    `start()` raises `DatabaseInUse`, having touched nothing, when another live
+    process owns the database.
+    """
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        self.session_key = "wop_session_" + secrets.token_urlsafe(32)
+        self._lease: Lease | None = None
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self._socket: socket.socket | None = None
@@ -54,10 +75,26 @@ class EmbeddedHost:
     def start(self) -> None:
         # Imported here, not at the top: the server stack (FastAPI, SQLAlchemy, Alembic)
         # costs seconds of start-up that `--url` commands never need.
+        from wopeval.api.ownership import DatabaseOwned, claim
+
+        try:
+            lease = claim(self.settings)
+        except DatabaseOwned as owned:
+            raise DatabaseInUse(owned) from None
+        try:
+            self._start(lease)
+        except BaseException:
+            lease.release()
+            raise
+        self._lease = lease
+
+    def _start(self, lease: Lease) -> None:
         from wopeval.api.app import create_app
+        from wopeval.api.host import Embedded
         from wopeval.api.loopback import loopback_socket, quiet_server
 
-        server = quiet_server(create_app(self.settings))
+        app = create_app(self.settings, role=Embedded(self.session_key), lease=lease)
+        server = quiet_server(app)
         sock = loopback_socket()
         failures = self._failures
         captured = _StartupLog()
@@ -97,10 +134,15 @@ class EmbeddedHost:
         thread.join(STOP_DEADLINE_SECONDS)
         sock.close()
         if thread.is_alive():
+            # Still running: the lease stays held until this process exits.
             raise ClientError("the embedded host did not stop in time")
+        lease, self._lease = self._lease, None
+        if lease is not None:
+            lease.release()
 
-    def client(self, api_key: str) -> WireClient:
-        return WireClient(self.base_url, api_key, trust_env=False)
+    def client(self, api_key: str | None = None) -> WireClient:
+        """A client presenting `api_key`, or this command's session key (tenant `dev`)."""
+        return WireClient(self.base_url, api_key or self.session_key, trust_env=False)
 
 
 class _StartupLog(logging.Handler):
@@ -147,27 +189,71 @@ def embedded_settings(
         raise ClientError(f"invalid host settings: {problems}") from None
 
 
-def embedded_key(settings: Settings, api_key: str | None) -> str:
-    """Which key the CLI presents to its own host: the given one, a configured one, or dev's."""
+def configured_key(settings: Settings, api_key: str | None) -> str | None:
+    """The key a command was given (`--api-key`) or configured with (`WOPEVAL_API_KEYS`:
+    dev's, or the only one); None when it has neither."""
     if api_key:
         return api_key
-    from wopeval.api.host import DEV_TENANT  # lazy, as in `EmbeddedHost.start`
+    from wopeval.api.credentials import DEV_TENANT  # lazy, as in `EmbeddedHost.start`
 
-    if settings.api_keys:
-        if DEV_TENANT in settings.api_keys:
-            return settings.api_keys[DEV_TENANT]
-        if len(settings.api_keys) == 1:
-            return next(iter(settings.api_keys.values()))
-        raise ClientError("several API keys are configured; choose one with --api-key")
-    path = settings.data_dir / "dev-api-key"
-    try:
-        return path.read_text(encoding="utf-8").strip()
-    except FileNotFoundError:
-        raise ClientError(f"{path} is missing; pass the dev tenant's key with --api-key") from None
+    if not settings.api_keys:
+        return None
+    if DEV_TENANT in settings.api_keys:
+        return settings.api_keys[DEV_TENANT]
+    if len(settings.api_keys) == 1:
+        return next(iter(settings.api_keys.values()))
+    raise ClientError("several API keys are configured; choose one with --api-key")
 
 
 @contextlib.contextmanager
-def embedded_client(settings: Settings, api_key: str | None) -> Iterator[WireClient]:
-    """Start a host on these settings and yield a client on it; stop the host afterwards."""
-    with EmbeddedHost(settings) as host, host.client(embedded_key(settings, api_key)) as client:
-        yield client
+def embedded_client(
+    settings: Settings, api_key: str | None, *, notify: Callable[[str], None] = lambda _: None
+) -> Iterator[WireClient]:
+    """A client on the host that owns this data directory's database for the block.
+
+    A live `wopeval serve` owns it: the client talks to that host (`notify` says so)
+    and nothing is started. Nobody does: a host is started here and stopped after.
+    """
+    host = EmbeddedHost(settings)
+    owner: DatabaseOwned | None = None
+    try:
+        host.start()
+    except DatabaseInUse as in_use:
+        owner = in_use.owner
+    if owner is not None:
+        with _owner_client(settings, api_key, owner, notify) as client:
+            yield client
+        return
+    try:
+        with host.client(configured_key(settings, api_key)) as client:
+            yield client
+    finally:
+        host.stop()
+
+
+def _owner_client(
+    settings: Settings, api_key: str | None, owner: DatabaseOwned, notify: Callable[[str], None]
+) -> WireClient:
+    """A client on the live host that owns the database, with the key the command has."""
+    from wopeval.api.credentials import DEV_KEY_FILE
+
+    if owner.url is None:
+        raise ClientError(
+            f"{owner}: let it finish or stop it, or pass the --url and --api-key of the host "
+            "that owns it"
+        )
+    key = configured_key(settings, api_key) or _read_key(settings.data_dir / DEV_KEY_FILE)
+    if key is None:
+        raise ClientError(
+            f"{owner}, and this command has no API key for it: "
+            f"pass --url {owner.url} --api-key KEY (or --api-key KEY alone)"
+        )
+    notify(f"wopeval: using the host that owns {settings.data_dir}: {owner.url} (pid {owner.pid})")
+    return WireClient(owner.url, key, trust_env=False)
+
+
+def _read_key(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8").strip() or None
+    except FileNotFoundError:
+        return None

@@ -69,7 +69,7 @@ class DemoResult:
 def run_demo(
     data_dir: Path, report_path: Path, *, on_step: Callable[[str], None] = lambda _: None
 ) -> DemoResult:
-    data_dir.mkdir(parents=True, exist_ok=True)
+    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # private, as a host makes it
     project_dir = data_dir / "project"
     suite = _suite_document()
     suite_ref = f"{suite['suiteId']}@{suite['version']}"
@@ -184,7 +184,7 @@ def _host(
     settings = client.embedded_settings(data_dir=data_dir, project=project_dir, database_url=None)
     with (
         client.EmbeddedHost(settings) as embedded,
-        embedded.client(client.embedded_key(settings, None)) as host,
+        embedded.client() as host,
     ):
         yield embedded, host
 

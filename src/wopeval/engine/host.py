@@ -310,16 +310,23 @@ class Engine:
     # ── replay forks ─────────────────────────────────────────────────
 
     async def fork_run(
-        self, principal: Principal, run_id: str, request: ForkRunRequest
-    ) -> tuple[RunRecord, int]:
+        self,
+        principal: Principal,
+        run_id: str,
+        request: ForkRunRequest,
+        *,
+        on_insert: OnInsert | None = None,
+    ) -> RunRecord:
         async with self.store.transaction() as uow:
             source = await uow.runs.get(principal.tenant, run_id)
             if source is None:
                 raise errors.NotFound("No such run.")
-            from_seq = check_fork(request, source)
+            check_fork(request, source)
             record = await replay(uow, principal, source)
+            if on_insert is not None:
+                await on_insert(uow, record)
         self.notifier.notify(record.run_id)
-        return record, from_seq
+        return record
 
     # ── erasure ──────────────────────────────────────────────────────
 

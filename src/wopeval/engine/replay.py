@@ -19,8 +19,13 @@ from wopeval.wire.principal import Principal
 from wopeval.wire.runs import ForkRunRequest
 
 
-def check_fork(request: ForkRunRequest, source: RunRecord) -> int:
-    """The request rules of a replay fork; returns the effective `fromSeq`."""
+def fork_point(request: ForkRunRequest) -> int:
+    """The `fromSeq` a replay fork names (0 when absent)."""
+    return request.fromSeq or 0
+
+
+def check_fork(request: ForkRunRequest, source: RunRecord) -> None:
+    """The request rules of a replay fork."""
     if request.mode != "replay":
         raise errors.ValidationFailed("This host offers replay forks only (replay.modes).")
     if request.runOptionsOverlay:
@@ -29,10 +34,8 @@ def check_fork(request: ForkRunRequest, source: RunRecord) -> int:
         raise errors.RunStateConflict(
             "Only a finished run can be replayed.", details={"runStatus": source.status.value}
         )
-    from_seq = request.fromSeq or 0
-    if from_seq > source.last_sequence:
+    if fork_point(request) > source.last_sequence:
         raise errors.ForkPointInvalid(details={"lastSequence": source.last_sequence})
-    return from_seq
 
 
 async def replay(uow: UnitOfWork, principal: Principal, source: RunRecord) -> RunRecord:

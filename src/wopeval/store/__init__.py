@@ -28,6 +28,7 @@ from wopeval.store._small_repos import (
 )
 from wopeval.store._tool_calls import ToolCallOutcome, ToolCallRow, ToolCallsRepo
 from wopeval.store.db import create_engine, migrate, sqlite_url
+from wopeval.store.lease import Lease, LeaseHeld, database_name, take_lease
 
 
 @dataclass(frozen=True)
@@ -112,6 +113,8 @@ __all__ = [
     "InvocationRow",
     "InvocationsRepo",
     "KeysRepo",
+    "Lease",
+    "LeaseHeld",
     "RunRecord",
     "RunsRepo",
     "Store",
@@ -126,10 +129,12 @@ __all__ = [
     "UnitOfWork",
     "copy_derived",
     "create_engine",
+    "database_name",
     "decode_cursor",
     "encode_cursor",
     "migrate",
     "next_created_seq",
     "replace_keys",
     "sqlite_url",
+    "take_lease",
 ]

@@ -91,5 +91,24 @@ class IdempotencyRepo:
             delete(idempotency).where(self._where(tenant, endpoint, key))
         )
 
+    async def release_unanswered(self, tenant: str, endpoint: str, key: str) -> None:
+        """Release the key unless its answer is already kept (then it must stay)."""
+        await self._connection.execute(
+            delete(idempotency).where(
+                self._where(tenant, endpoint, key), idempotency.c.status_code.is_(None)
+            )
+        )
+
+    async def release_all_unanswered(self) -> int:
+        """Release every key still in flight; only a database's owner, at start-up, may.
+
+        A run is inserted in the same transaction that keeps its key's answer, so
+        a key found unanswered when no request is alive has no run: it is free.
+        """
+        result = await self._connection.execute(
+            delete(idempotency).where(idempotency.c.status_code.is_(None))
+        )
+        return int(result.rowcount or 0)
+
     async def purge_before(self, cutoff: datetime) -> None:
         await self._connection.execute(delete(idempotency).where(idempotency.c.created_at < cutoff))

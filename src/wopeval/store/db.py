@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 from pathlib import Path
 from typing import Any
 
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import Connection, event
+from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 _MIGRATIONS = Path(__file__).with_name("migrations")
@@ -19,10 +22,31 @@ def sqlite_url(data_dir: Path) -> str:
 
 def create_engine(url: str) -> AsyncEngine:
     if url.startswith("sqlite"):
+        _private_sqlite_files(url)
         engine = create_async_engine(url, connect_args={"timeout": 30})
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         return engine
     return create_async_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)
+
+
+def _private_sqlite_files(url: str) -> None:
+    """The database file and its -wal / -shm are the owner's alone (0600), whatever the umask.
+
+    The file is created here, before SQLite would create it with the umask's mode;
+    SQLite gives the -wal and -shm files the mode of the database file.
+    """
+    database = make_url(url).database
+    if not database or database == ":memory:":
+        return
+    path = Path(database)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+    for suffix in ("-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(path.with_name(path.name + suffix), 0o600)
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:

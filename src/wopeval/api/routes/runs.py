@@ -12,8 +12,9 @@ from wopeval.api import idempotency
 from wopeval.api.deps import EngineDep, HostDep, PrincipalDep, path_run_id
 from wopeval.api.snapshots import created, run_links, snapshot
 from wopeval.engine import commands
+from wopeval.engine.replay import fork_point
 from wopeval.engine.runlog import timestamp
-from wopeval.store import decode_cursor, encode_cursor
+from wopeval.store import RunRecord, decode_cursor, encode_cursor
 from wopeval.wire import errors, limits
 from wopeval.wire.runs import (
     BulkCancelRequest,
@@ -33,23 +34,29 @@ router = APIRouter(tags=["runs"])
 async def create_run(
     request: Request, principal: PrincipalDep, engine: EngineDep, body: CreateRunRequest
 ) -> Response:
-    async def produce() -> Response:
+    async def produce(claim: idempotency.Claim) -> Response:
         _check_common(body, principal.tenant)
         evals.check_eval_only_fields(
             body.mode == "eval", body.evalModes, body.baselineRunId, body.fixtureRuns
         )
+        # The 201 is kept as the key's answer in the transaction that inserts the run.
+        settle = claim.settles_with(_created_response)
         if body.mode == "eval":
-            record = await engine.create_eval_run(principal, body)
+            record = await engine.create_eval_run(principal, body, on_insert=settle)
         else:
             for name in ("evalSuiteRef", "agentId"):
                 if getattr(body, name) is not None:
                     raise errors.ValidationFailed(f'{name} is only valid with mode "eval"')
             if body.workflowId is None:
                 raise errors.ValidationFailed("'workflowId' is required unless mode is 'eval'.")
-            record = await engine.create_workflow_run(principal, body)
-        return JSONResponse(created(record), status_code=201)
+            record = await engine.create_workflow_run(principal, body, on_insert=settle)
+        return _created_response(record)
 
     return await idempotency.guard(request, principal, "createRun", produce)
+
+
+def _created_response(record: RunRecord) -> Response:
+    return JSONResponse(created(record), status_code=201)
 
 
 def _check_common(body: CreateRunRequest, tenant: str) -> None:
@@ -106,7 +113,7 @@ async def cancel_run(
     run_id = path_run_id(runId, principal)
     reason = body.reason if body is not None else None
 
-    async def produce() -> Response:
+    async def produce(_: idempotency.Claim) -> Response:
         record = await commands.cancel_run(engine, principal, run_id, reason)
         return JSONResponse({"runId": record.run_id, "status": record.status.value})
 
@@ -119,7 +126,7 @@ async def bulk_cancel_runs(
 ) -> Response:
     """runs.md §Bulk cancel: every id on its own, the results in request order."""
 
-    async def produce() -> Response:
+    async def produce(_: idempotency.Claim) -> Response:
         results = await commands.bulk_cancel(engine, principal, body.runIds, body.reason)
         return JSONResponse({"results": results})
 
@@ -138,7 +145,7 @@ async def pause_run(
     run_id = path_run_id(runId, principal)
     policy = body.drainPolicy if body is not None else "drain-current-node"
 
-    async def produce() -> Response:
+    async def produce(_: idempotency.Claim) -> Response:
         paused = await commands.pause_run(engine, principal, run_id, policy)
         answer = {"runId": paused.run_id, "status": paused.status.value}
         return JSONResponse({**answer, "pausedAt": timestamp(paused.at)}, status_code=202)
@@ -156,7 +163,7 @@ async def resume_run(
 ) -> Response:
     run_id = path_run_id(runId, principal)
 
-    async def produce() -> Response:
+    async def produce(_: idempotency.Claim) -> Response:
         resumed = await commands.resume_run(engine, principal, run_id)
         answer = {"runId": resumed.run_id, "status": resumed.status.value}
         return JSONResponse({**answer, "resumedAt": timestamp(resumed.at)}, status_code=202)
@@ -190,16 +197,20 @@ async def fork_run(
         raise errors.NotFound()
     run_id = path_run_id(runId, principal)
 
-    async def produce() -> Response:
-        record, from_seq = await host.engine.fork_run(principal, run_id, body)
+    def forked(record: RunRecord) -> Response:
         answer = {
             "runId": record.run_id,
             "sourceRunId": run_id,
-            "fromSeq": from_seq,
+            "fromSeq": fork_point(body),
             "mode": body.mode,
             "status": record.status.value,
             "eventsUrl": run_links(record.run_id)["eventsUrl"],
         }
         return JSONResponse(answer, status_code=201)
+
+    async def produce(claim: idempotency.Claim) -> Response:
+        settle = claim.settles_with(forked)
+        record = await host.engine.fork_run(principal, run_id, body, on_insert=settle)
+        return forked(record)
 
     return await idempotency.guard(request, principal, "forkRun", produce)

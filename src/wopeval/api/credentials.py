@@ -1,0 +1,70 @@
+"""Which API keys a host accepts, and the one case in which it writes them.
+
+Only a serving host changes the stored keys, and only at start-up: configured
+keys (`--api-key`, `WOPEVAL_API_KEYS`) replace the stored set; with none, it
+serves the `dev` tenant's stored key, generated on the first start only.
+A CLI command's own in-process host reads the stored keys and writes none:
+configured keys and its own session key for `dev` are held in memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import sys
+from pathlib import Path
+
+from wopeval.api.auth import Authenticator, hash_key, key_id
+from wopeval.engine.runlog import now
+from wopeval.settings import Settings
+from wopeval.store import Store, replace_keys
+
+DEV_TENANT = "dev"
+DEV_KEY_FILE = "dev-api-key"
+Entry = tuple[str, str, str]
+"""(key hash, key id, tenant), as the store keeps a key."""
+
+
+async def serving_keys(settings: Settings, store: Store) -> Authenticator:
+    async with store.transaction() as uow:
+        if settings.api_keys:
+            entries = _configured(settings)
+            await replace_keys(uow.keys, entries, now())
+            return Authenticator(entries)
+        entries = [e for e in await uow.keys.all() if e[2] == DEV_TENANT]
+        if not entries:
+            entries = [_entry(_new_dev_key(settings.data_dir), DEV_TENANT)]
+            await uow.keys.ensure(*entries[0], now())
+    return Authenticator(entries)
+
+
+async def embedded_keys(settings: Settings, store: Store, session_key: str) -> Authenticator:
+    async with store.reading() as uow:
+        stored = await uow.keys.all()
+    # Later entries win a tie: what this command was configured with beats the store.
+    return Authenticator([*stored, *_configured(settings), _entry(session_key, DEV_TENANT)])
+
+
+def _configured(settings: Settings) -> list[Entry]:
+    return [_entry(key, tenant) for tenant, key in settings.api_keys.items()]
+
+
+def _entry(key: str, tenant: str) -> Entry:
+    return (hash_key(key), key_id(key), tenant)
+
+
+def _new_dev_key(data_dir: Path) -> str:
+    """Generate the `dev` tenant's key, print it once, and leave it in a 0600 file."""
+    key = "wop_" + secrets.token_urlsafe(32)
+    path = data_dir / DEV_KEY_FILE
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(key + "\n")
+    print(
+        f"wopeval: generated the API key of tenant 'dev' (saved to {path}):\n  {key}",
+        file=sys.stderr,
+    )
+    return key

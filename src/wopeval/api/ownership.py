@@ -1,0 +1,147 @@
+"""Who owns a data directory's database, and how a refused process finds the owner.
+
+`claim(settings)` takes the database's lease (`store/lease.py`) before
+anything touches the store; a refused caller gets `DatabaseOwned` and has
+changed nothing. The data directory is created 0700 (`private_directory`).
+A host that serves announces itself in `DATA_DIR/serve.json` (0600): pid, URL
+and database, written once it listens and withdrawn when it stops, so a CLI
+command on the same data directory can talk to it instead of starting a host
+of its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from wopeval.settings import Settings
+from wopeval.store import Lease, LeaseHeld, database_name, take_lease
+
+__all__ = [
+    "ANNOUNCEMENT",
+    "Announcement",
+    "DatabaseOwned",
+    "Lease",
+    "announce",
+    "claim",
+    "private_directory",
+    "withdraw",
+]
+
+ANNOUNCEMENT = "serve.json"
+
+
+@dataclass(frozen=True)
+class Announcement:
+    """What a serving host writes in its data directory."""
+
+    pid: int
+    url: str
+    database: str
+    """The database it owns, named as `database_name` names it."""
+
+
+class DatabaseOwned(Exception):
+    """The database is owned by another live process; nothing was touched."""
+
+    def __init__(self, database: str, pid: int | None, url: str | None) -> None:
+        self.database = database
+        self.pid = pid
+        """The owner's pid, when known."""
+        self.url = url
+        """Where the owner serves, when it is a `wopeval serve` that announced itself."""
+        pid_text = f"pid {pid}" if pid is not None else "pid unknown"
+        if url is not None:
+            holder = f"a running `wopeval serve` ({pid_text}) at {url}"
+        else:
+            holder = f"another wopeval process ({pid_text}, no URL announced)"
+        super().__init__(f"the database {database} is owned by {holder}")
+
+
+def claim(settings: Settings) -> Lease:
+    """Take the lease of the settings' database, or raise `DatabaseOwned`."""
+    if settings.database_url is None:
+        # The default database, and so its lock file, live in the data directory.
+        private_directory(settings.data_dir)
+    url = settings.resolved_database_url()
+    try:
+        lease = take_lease(url)
+    except LeaseHeld as held:
+        announced = _announcement_of(settings, held.pid)
+        raise DatabaseOwned(
+            held.database,
+            announced.pid if announced else held.pid,
+            announced.url if announced else None,
+        ) from None
+    stale = _read(settings.data_dir)
+    if stale is not None and (stale.database == database_name(url) or not _alive(stale.pid)):
+        # Its writer no longer holds the lease: it was killed before it could withdraw it.
+        _remove(settings.data_dir)
+    return lease
+
+
+def announce(settings: Settings, url: str) -> None:
+    """Write `serve.json` for this process (atomically, 0600); only the lease holder may."""
+    announcement = Announcement(os.getpid(), url, database_name(settings.resolved_database_url()))
+    target = settings.data_dir / ANNOUNCEMENT
+    draft = target.with_name(f".{ANNOUNCEMENT}.{os.getpid()}")
+    fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        json.dump(asdict(announcement), handle)
+    os.replace(draft, target)
+
+
+def withdraw(settings: Settings) -> None:
+    """Remove this process's announcement (another process's stays)."""
+    current = _read(settings.data_dir)
+    if current is not None and current.pid == os.getpid():
+        _remove(settings.data_dir)
+
+
+def private_directory(path: Path) -> None:
+    """Create `path` readable by its owner only (0700, whatever the umask); an existing
+    directory is the user's and keeps its mode."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(mode=0o700)
+    except FileExistsError:
+        return
+    path.chmod(0o700)
+
+
+def _announcement_of(settings: Settings, pid: int | None) -> Announcement | None:
+    """The live announcement of this database's owner in this data directory, if any."""
+    found = _read(settings.data_dir)
+    if found is None or found.database != database_name(settings.resolved_database_url()):
+        return None
+    if not _alive(found.pid) or (pid is not None and pid != found.pid):
+        return None
+    return found
+
+
+def _read(data_dir: Path) -> Announcement | None:
+    try:
+        document = json.loads((data_dir / ANNOUNCEMENT).read_text(encoding="utf-8"))
+        return Announcement(
+            pid=int(document["pid"]), url=str(document["url"]), database=str(document["database"])
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _remove(data_dir: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        (data_dir / ANNOUNCEMENT).unlink()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, and someone else's
+        return True
+    return True

@@ -1,0 +1,151 @@
+"""Real `wopeval` processes for the tiers that need them: `serve` started, awaited, stopped or
+killed outright, and the environment every child gets."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+WOPEVAL = str(Path(sys.executable).with_name("wopeval"))
+START_DEADLINE_SECONDS = 60.0
+STOP_DEADLINE_SECONDS = 30.0
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The parent's environment without WOPEVAL_* or proxies, plus a wide terminal."""
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.upper().startswith("WOPEVAL_") and "proxy" not in name.lower()
+    }
+    # Wide enough that no table cell is cut, whatever the test machine's terminal.
+    env["COLUMNS"] = "200"
+    env.update(extra or {})
+    return env
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    """The command line of one `wopeval serve`."""
+
+    data_dir: Path
+    database_url: str | None
+    api_keys: tuple[str, ...] = ()
+    """`TENANT=KEY` pairs; none means the generated dev key."""
+    project: Path | None = None
+    extra: tuple[str, ...] = ()
+    """More `wopeval serve` options, as written on its command line."""
+    env: tuple[tuple[str, str], ...] = ()
+    """Environment variables the process gets besides the test's own."""
+
+    def arguments(self, port: int) -> list[str]:
+        command = ["serve", "--port", str(port), "--data-dir", str(self.data_dir)]
+        if self.database_url:
+            command += ["--database-url", self.database_url]
+        for pair in self.api_keys:
+            command += ["--api-key", pair]
+        if self.project is not None:
+            command += ["--project", str(self.project)]
+        return command + list(self.extra)
+
+    def resolved_database_url(self) -> str:
+        """The URL the host resolves (the SQLite file in the data dir by default)."""
+        if self.database_url:
+            return self.database_url
+        return f"sqlite+aiosqlite:///{(self.data_dir / 'wopeval.db').resolve()}"
+
+    def embedded(self) -> list[str]:
+        """The options that put an embedded CLI command on this host's data and database."""
+        options = ["--data-dir", str(self.data_dir)]
+        return options + (["--database-url", self.database_url] if self.database_url else [])
+
+
+class ServeProcess:
+    def __init__(self, options: ServeOptions, log: Path, *, umask: int = -1) -> None:
+        self.options = options
+        self.port = free_port()
+        self.log = log
+        self._log_file = log.open("w")
+        self.process = subprocess.Popen(
+            [WOPEVAL, *options.arguments(self.port)],
+            stdout=self._log_file,
+            stderr=subprocess.STDOUT,
+            env=child_env(dict(options.env)),
+            umask=umask,
+        )
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def output(self) -> str:
+        if not self._log_file.closed:
+            self._log_file.flush()
+        return self.log.read_text()
+
+    def http(self, api_key: str) -> httpx.Client:
+        return httpx.Client(
+            base_url=self.url,
+            headers={"Authorization": f"Bearer {api_key}", "OpenWOP-Version": "2.0"},
+            trust_env=False,
+            timeout=60.0,
+        )
+
+    def outcome(self) -> int | None:
+        """Wait until the host answers (None) or the process exits (its exit code)."""
+        deadline = time.monotonic() + START_DEADLINE_SECONDS
+        while time.monotonic() < deadline:
+            code = self.process.poll()
+            if code is not None:
+                self._log_file.close()
+                return code
+            try:
+                with httpx.Client(base_url=self.url, trust_env=False, timeout=5.0) as client:
+                    if client.get("/.well-known/openwop").status_code == 200:
+                        return None
+            except httpx.TransportError:
+                pass
+            time.sleep(0.1)
+        raise AssertionError(f"wopeval serve neither answered nor exited: {self.output()}")
+
+    def wait_up(self) -> None:
+        code = self.outcome()
+        assert code is None, f"wopeval serve exited {code}: {self.output()}"
+
+    def stop(self) -> None:
+        """SIGTERM and wait: the host's graceful shutdown."""
+        self._end(signal.SIGTERM)
+
+    def kill(self) -> None:
+        """SIGKILL: the process dies between any two instructions, as in a crash."""
+        self._end(signal.SIGKILL)
+
+    def _end(self, how: signal.Signals) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(how)
+        try:
+            self.process.wait(STOP_DEADLINE_SECONDS)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(STOP_DEADLINE_SECONDS)
+        self._log_file.close()
