@@ -2,7 +2,8 @@
 
 `ServerHandle.restart()` stops the host (lifespan shutdown included) and starts
 a new app object on the same settings, database and port, so a client made
-before the restart keeps working after it.
+before the restart keeps working after it. A `RequestLog` given to the handle
+notes every request the app receives, for tests about what a client sent.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 import httpx
 import uvicorn
 from openwop_client import OpenwopClient
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from wopeval.api.app import create_app
 from wopeval.api.loopback import loopback_socket, quiet_server
@@ -34,6 +36,21 @@ def free_port() -> int:
 
 
 @dataclass
+class RequestLog:
+    """Every HTTP request the host received, as `(method, path)`, in arrival order."""
+
+    seen: list[tuple[str, str]] = field(default_factory=list)
+
+    def wrap(self, app: ASGIApp) -> ASGIApp:
+        async def logged(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] == "http":
+                self.seen.append((scope["method"], scope["path"]))
+            await app(scope, receive, send)
+
+        return logged
+
+
+@dataclass
 class _Running:
     server: uvicorn.Server
     thread: threading.Thread
@@ -44,9 +61,12 @@ class _Running:
 class ServerHandle:
     """A started wopeval host; `keys` maps tenant → bearer key."""
 
-    def __init__(self, settings: Settings, *, backend: str) -> None:
+    def __init__(
+        self, settings: Settings, *, backend: str, request_log: RequestLog | None = None
+    ) -> None:
         self.settings = settings
         self.backend = backend
+        self.request_log = request_log
         self.port = settings.port
         self.keys = dict(settings.api_keys)
         self._running: _Running | None = None
@@ -83,7 +103,10 @@ class ServerHandle:
     def start(self) -> None:
         if self._running is not None:
             raise RuntimeError("the server is already running")
-        server = quiet_server(create_app(self.settings), graceful_seconds=10)
+        app: ASGIApp = create_app(self.settings)
+        if self.request_log is not None:
+            app = self.request_log.wrap(app)
+        server = quiet_server(app, graceful_seconds=10)
         sock = loopback_socket(self.port)
         errors: list[BaseException] = []
 

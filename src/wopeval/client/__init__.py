@@ -5,6 +5,11 @@ server stack only when an embedded host starts, and the eval domain only when
 it judges, so a command that just reads a remote host starts quickly.
 """
 
+from wopeval.client._capabilities import (
+    MissingCapability,
+    missing_capability,
+    require_eval_capabilities,
+)
 from wopeval.client._embedded import (
     EmbeddedHost,
     embedded_client,
@@ -49,6 +54,7 @@ __all__ = [
     "EmbeddedHost",
     "EvalRequest",
     "HostError",
+    "MissingCapability",
     "RunWatch",
     "Unreachable",
     "WireClient",
@@ -61,11 +67,13 @@ __all__ = [
     "ensure_verdict",
     "fetch_summary",
     "follow",
+    "missing_capability",
     "parse_fixture_runs",
     "parse_modes",
     "planned_trials",
     "publish_trials_variant",
     "require_completed",
+    "require_eval_capabilities",
     "run_facts",
     "summary_from_wire",
     "trials_version",

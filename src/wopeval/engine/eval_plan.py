@@ -98,13 +98,7 @@ async def resolve_eval(
     suite, document = await _suite(request.evalSuiteRef or "", tenant, catalog, uow)
     agent = _agent(request.agentId or "", suite, catalog)
     _check_suite(suite, features)
-    modes = evals.resolve_eval_modes(
-        request.evalModes,
-        suite.modes,
-        features.modes,
-        features.modes,
-        has_baseline=request.baselineRunId is not None,
-    )
+    modes = evals.resolve_eval_modes(request.evalModes, suite.modes, features.modes, features.modes)
     evals.check_baseline_fields(modes, request.baselineRunId)
     evals.check_fixture_runs_fields(request.fixtureRuns, suite, modes)
     baseline = None

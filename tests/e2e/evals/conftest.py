@@ -24,7 +24,7 @@ import pytest
 from _backends import Backend
 from wopeval.settings import Settings
 
-from .._server import TENANT_A, TENANT_B, ServerHandle, free_port
+from .._server import TENANT_A, TENANT_B, RequestLog, ServerHandle, free_port
 
 EVAL_PROJECT_MODULE = "wopeval_e2e_evals_project"
 HASH_AGENT = "evals.hash-agent"
@@ -88,8 +88,10 @@ def host_settings(backend: Backend, data_dir: Path, **extra: Any) -> Settings:
 
 
 @contextmanager
-def running_host(settings: Settings, backend: Backend) -> Iterator[ServerHandle]:
-    handle = ServerHandle(settings, backend=backend.name)
+def running_host(
+    settings: Settings, backend: Backend, request_log: RequestLog | None = None
+) -> Iterator[ServerHandle]:
+    handle = ServerHandle(settings, backend=backend.name, request_log=request_log)
     handle.start()
     try:
         yield handle

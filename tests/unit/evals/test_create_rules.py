@@ -25,12 +25,8 @@ class TestResolveEvalModes:
         self,
         requested: list[EvalMode] | None,
         suite_modes: tuple[EvalMode, ...] = ("golden", "regression"),
-        *,
-        has_baseline: bool = False,
     ) -> tuple[EvalMode, ...]:
-        return evals.resolve_eval_modes(
-            requested, suite_modes, HOST, ALL_MODES, has_baseline=has_baseline
-        )
+        return evals.resolve_eval_modes(requested, suite_modes, HOST, ALL_MODES)
 
     def test_requested_modes_are_kept_in_order(self) -> None:
         assert self.resolve(["regression", "golden"]) == ("regression", "golden")
@@ -51,11 +47,9 @@ class TestResolveEvalModes:
         with pytest.raises(errors.ValidationFailed, match="this host does not advertise"):
             self.resolve(["rubric"], ("golden", "rubric"))
 
-    def test_default_drops_regression_without_baseline(self) -> None:
+    def test_default_never_includes_regression(self) -> None:
+        # RFC 0251 §B: a baseline needs regression named in evalModes; absent names none.
         assert self.resolve(None) == GOLDEN
-
-    def test_default_keeps_regression_with_baseline(self) -> None:
-        assert self.resolve(None, has_baseline=True) == ("golden", "regression")
 
     def test_default_drops_live_shadow_when_something_else_runs(self) -> None:
         # The recorded-fixture conformance suites declare golden and live-shadow.
@@ -65,10 +59,8 @@ class TestResolveEvalModes:
         assert self.resolve(None, LIVE_SHADOW) == LIVE_SHADOW
 
     def test_default_respects_the_host_default_set(self) -> None:
-        modes = evals.resolve_eval_modes(
-            None, ("golden", "regression"), HOST, REGRESSION, has_baseline=True
-        )
-        assert modes == REGRESSION
+        modes = evals.resolve_eval_modes(None, ("golden", "live-shadow"), HOST, LIVE_SHADOW)
+        assert modes == LIVE_SHADOW
 
     def test_empty_default_is_refused(self) -> None:
         with pytest.raises(errors.ValidationFailed, match="by default"):
@@ -92,6 +84,12 @@ class TestBaselineFields:
     def test_regression_without_baseline(self) -> None:
         with pytest.raises(errors.ValidationFailed, match="needs baselineRunId"):
             evals.check_baseline_fields(REGRESSION, None)
+
+    def test_baseline_with_absent_eval_modes(self) -> None:
+        # RFC 0251 §B: absent evalModes resolves to the default, which never has regression.
+        modes = evals.resolve_eval_modes(None, ("golden", "regression"), HOST, ALL_MODES)
+        with pytest.raises(errors.ValidationFailed, match="needs regression"):
+            evals.check_baseline_fields(modes, RUN_ID)
 
 
 class TestEvalOnlyFields:
