@@ -2,9 +2,10 @@
 
 `eval_project_server` loads a `--project` of its own: a scripted agent whose
 events carry only `argsHash` (`wire_content = "hash"`), a scripted agent with
-`record = false`, and a python "gate" agent that makes its scripted calls and
+`record = false`, a python "gate" agent that makes its scripted calls and
 then waits until the test creates a file — the one way to hold an eval or
-workflow run active for as long as a test needs.
+workflow run active for as long as a test needs — and a python agent that
+delegates to the agents its input names (itself included) between its own calls.
 """
 
 from __future__ import annotations
@@ -30,16 +31,20 @@ EVAL_PROJECT_MODULE = "wopeval_e2e_evals_project"
 HASH_AGENT = "evals.hash-agent"
 UNRECORDED_AGENT = "evals.unrecorded-agent"
 GATE_AGENT = "evals.gate-agent"
+DELEGATING_AGENT = "evals.delegating-agent"
 HASH_WORKFLOW = "evals-hash-counter"
 UNRECORDED_WORKFLOW = "evals-unrecorded-counter"
 GATE_WORKFLOW = "evals-gate"
+DELEGATING_WORKFLOW = "evals-delegating"
 GATE_DEADLINE_SECONDS = 30.0
 
 _PROJECT_CODE = '''\
-"""The gate agent: its scripted calls, then it waits for the test's gate file."""
+"""The gate agent waits for the test's gate file; the delegating agent hands turns off."""
 
 import asyncio
 from pathlib import Path
+
+from wopeval.agents import ToolCallError
 
 
 async def gate_agent(context):
@@ -51,6 +56,26 @@ async def gate_agent(context):
     while not gate.exists():
         await asyncio.sleep(0.02)
     return script.get("answer")
+
+
+async def delegating_agent(context):
+    """`calls`, then each of `delegates` ({agent, input}) as a delegate, then `after`."""
+    script = context.input
+    for call in script.get("calls", []):
+        await _call(context, call)
+    for turn in script.get("delegates", []):
+        await context.delegate(turn["agent"], turn["input"])
+    for call in script.get("after", []):
+        await _call(context, call)
+    return script.get("answer")
+
+
+async def _call(context, call):
+    # A fixture miss is an error result: note it and go on, as the scripted agent does.
+    try:
+        await context.call_tool(call["tool"], call["args"])
+    except ToolCallError:
+        pass
 '''
 
 _PROJECT_TOML = f"""\
@@ -70,6 +95,11 @@ record = false
 id = "{GATE_AGENT}"
 lane = "python"
 callable = "{EVAL_PROJECT_MODULE}:gate_agent"
+
+[[agents]]
+id = "{DELEGATING_AGENT}"
+lane = "python"
+callable = "{EVAL_PROJECT_MODULE}:delegating_agent"
 """
 
 
@@ -107,6 +137,7 @@ def _write_project(directory: Path) -> None:
         (HASH_WORKFLOW, HASH_AGENT),
         (UNRECORDED_WORKFLOW, UNRECORDED_AGENT),
         (GATE_WORKFLOW, GATE_AGENT),
+        (DELEGATING_WORKFLOW, DELEGATING_AGENT),
     ):
         document = {
             "id": workflow,
