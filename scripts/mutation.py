@@ -39,6 +39,7 @@ KILLED = frozenset({"killed", "timeout", "segfault", "caught by type check"})
 """mutmut statuses where a test (or the checker) noticed the mutant."""
 NOT_KILLED = frozenset({"survived", "no tests", "suspicious"})
 _NAME = re.compile(r"^(?P<function>(?P<module>[\w.]+?)\.x[_ǁ].*)__mutmut_\d+$")
+_MODULE = re.compile(r"^(?P<module>[\w.]+?)\.x[_ǁ]")
 
 
 @dataclass(frozen=True)
@@ -153,7 +154,7 @@ def _score(
 ) -> tuple[list[tuple[Score, list[Score]]], list[Equivalent]]:
     """Each target's score with its files' scores; and the equivalents nothing matched."""
     files: dict[str, Score] = {}
-    unused = list(equivalents)
+    unused = [e for e in equivalents if any(_within(_file_of_function(e), t) for t in targets)]
     for line in _mutmut(workdir, "results", "--all", "true").splitlines():
         mutant, sep, status = line.strip().partition(": ")
         match = _NAME.match(mutant)
@@ -189,6 +190,13 @@ def _score(
 def _file_of(module: str) -> str:
     stem = "src/" + module.replace(".", "/")
     return f"{stem}/__init__.py" if (ROOT / stem).is_dir() else f"{stem}.py"
+
+
+def _file_of_function(equivalent: Equivalent) -> str:
+    match = _MODULE.match(equivalent.function)
+    if match is None:
+        raise SystemExit(f"mutation: {equivalent.function!r} is not a mutmut function name")
+    return _file_of(match["module"])
 
 
 def _within(path: str, target: str) -> bool:
