@@ -22,20 +22,16 @@ def expected(order: str, *calls: dict[str, Any]) -> dict[str, Any]:
     return {"kind": "trajectory", "order": order, "calls": list(calls)}
 
 
-def exact(op: str, key: str) -> dict[str, Any]:
-    return counter_call(op, key)
-
-
 def cases(key: str) -> dict[str, tuple[dict[str, Any], bool]]:
     """taskId → (expected, whether the task passes) for executed `[inc key, read key]`."""
-    inc, read, reset = exact("inc", key), exact("read", key), exact("reset", key)
+    inc, read, reset = (counter_call(op, key) for op in ("inc", "read", "reset"))
     any_call = {"tool": COUNTER_TOOL}
     a_read = {"tool": COUNTER_TOOL, "args": {"op": "read"}, "argsMatch": "subset"}
     return {
         "strict-same-sequence": (expected("strict", inc, read), True),
         "strict-patterns": (expected("strict", any_call, a_read), True),
         "strict-reversed": (expected("strict", read, inc), False),
-        "strict-other-args": (expected("strict", exact("inc", f"{key}-other"), read), False),
+        "strict-other-args": (expected("strict", counter_call("inc", f"{key}-other"), read), False),
         "strict-one-short": (expected("strict", inc), False),
         "unordered-reversed": (expected("unordered", read, inc), True),
         # `any_call` could take `inc`, leaving the exact `inc` nothing: pairing must not be greedy.
