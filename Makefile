@@ -4,9 +4,13 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
+MUTATION_INSTALLED := $(VENV)/.installed-mutation
 DATA_DIR ?= .wopeval
+# What `make mutation` mutates, and the fast tests it runs against each mutant.
+MUTATE ?= src/wopeval/evals
+MUTATION_TESTS ?= tests/unit/evals
 
-.PHONY: install demo serve test lint format clean
+.PHONY: install demo serve test lint format mutation clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +21,10 @@ $(INSTALLED): pyproject.toml | $(BIN)/python
 	touch $(INSTALLED)
 
 install: $(INSTALLED)
+
+$(MUTATION_INSTALLED): pyproject.toml $(INSTALLED)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,mutation]'
+	touch $(MUTATION_INSTALLED)
 
 ## demo: install, then run the main job on the embedded SQLite store: record five production
 ## runs, change the agent, replay them against the change and compare with the baseline
@@ -40,10 +48,17 @@ test: lint
 	$(BIN)/pytest
 	$(BIN)/python scripts/conformance_self_check.py
 
+## mutation: mutation testing (mutmut) of MUTATE against MUTATION_TESTS, then the score of
+## each path; slow, so not part of `make test`. For other paths:
+##   make mutation MUTATE="src/wopeval/engine/runlog.py src/wopeval/engine/boundary.py" \
+##                 MUTATION_TESTS="tests/engine"
+mutation: $(MUTATION_INSTALLED)
+	$(BIN)/python scripts/mutation.py --mutate $(MUTATE) --tests $(MUTATION_TESTS)
+
 ## format: rewrite the code in the house style
 format: install
 	$(BIN)/ruff format
 	$(BIN)/ruff check --fix
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis .mutation

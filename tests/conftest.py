@@ -14,11 +14,25 @@ import os
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import HealthCheck, settings
 from sqlalchemy.engine import make_url
 
 from _backends import DEFAULT_POSTGRES_URL, Backend, PostgresDatabases
 
 _PROXY_VARIABLES = {"http_proxy", "https_proxy", "all_proxy", "no_proxy"}
+
+# `make mutation` runs the fast tests many times in one process (`--hypothesis-profile
+# mutation`): each run re-imports the test classes, which Hypothesis would take for
+# differing executors. Derandomised and without a database, every run draws the same
+# examples, so a mutant is killed or not the same way each time; with no deadline, a
+# mutant is never "killed" by a busy machine (the workers run in parallel).
+settings.register_profile(
+    "mutation",
+    derandomize=True,
+    database=None,
+    deadline=None,
+    suppress_health_check=[HealthCheck.differing_executors],
+)
 
 
 def _host_variable(name: str) -> bool:

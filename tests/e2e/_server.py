@@ -2,7 +2,8 @@
 
 `ServerHandle.restart()` stops the host (lifespan shutdown included) and starts
 a new app object on the same settings, database and port, so a client made
-before the restart keeps working after it.
+before the restart keeps working after it. A `RequestLog` given to the handle
+notes every request the app receives, for tests about what a client sent.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import httpx
 import uvicorn
 from fastapi import FastAPI
 from openwop_client import OpenwopClient
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from _backends import Backend
 from wopeval.api.app import create_app
@@ -41,6 +43,21 @@ def free_port() -> int:
 
 
 @dataclass
+class RequestLog:
+    """Every HTTP request the host received, as `(method, path)`, in arrival order."""
+
+    seen: list[tuple[str, str]] = field(default_factory=list)
+
+    def wrap(self, app: ASGIApp) -> ASGIApp:
+        async def logged(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] == "http":
+                self.seen.append((scope["method"], scope["path"]))
+            await app(scope, receive, send)
+
+        return logged
+
+
+@dataclass
 class _Running:
     server: uvicorn.Server
     thread: threading.Thread
@@ -57,10 +74,12 @@ class ServerHandle:
         *,
         backend: str,
         app_factory: Callable[[Settings], FastAPI] = create_app,
+        request_log: RequestLog | None = None,
     ) -> None:
         self.settings = settings
         self.backend = backend
         self.app_factory = app_factory
+        self.request_log = request_log
         self.port = settings.port
         self.keys = dict(settings.api_keys)
         self._running: _Running | None = None
@@ -97,7 +116,10 @@ class ServerHandle:
     def start(self) -> None:
         if self._running is not None:
             raise RuntimeError("the server is already running")
-        server = quiet_server(self.app_factory(self.settings), graceful_seconds=10)
+        app: ASGIApp = self.app_factory(self.settings)
+        if self.request_log is not None:
+            app = self.request_log.wrap(app)
+        server = quiet_server(app, graceful_seconds=10)
         sock = loopback_socket(self.port)
         errors: list[BaseException] = []
 
@@ -152,8 +174,10 @@ def host_settings(backend: Backend, data_dir: Path, **extra: Any) -> Settings:
 
 
 @contextmanager
-def running_host(settings: Settings, backend: Backend) -> Iterator[ServerHandle]:
-    handle = ServerHandle(settings, backend=backend.name)
+def running_host(
+    settings: Settings, backend: Backend, request_log: RequestLog | None = None
+) -> Iterator[ServerHandle]:
+    handle = ServerHandle(settings, backend=backend.name, request_log=request_log)
     handle.start()
     try:
         yield handle

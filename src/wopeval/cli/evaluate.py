@@ -56,7 +56,7 @@ def evaluate(
         typer.Option(
             "--modes",
             metavar="M1,M2",
-            help="evalModes (default: golden, plus regression with --baseline).",
+            help="evalModes (default: the host's own; golden,regression with --baseline).",
         ),
     ] = None,
     trials: Annotated[
@@ -114,6 +114,7 @@ def run_eval(
     """Create the run, show progress, print the verdict, write reports; return the exit code."""
     err, out = stderr_console(), stdout_console()
     with connect(target) as host:
+        client.require_eval_capabilities(host, request)
         if trials is not None:
             request = replace(
                 request, suite_ref=client.publish_trials_variant(host, request.suite_ref, trials)

@@ -5,6 +5,11 @@ server stack only when an embedded host starts, and the eval domain only when
 it judges, so a command that just reads a remote host starts quickly.
 """
 
+from wopeval.client._capabilities import (
+    MissingCapability,
+    missing_capability,
+    require_eval_capabilities,
+)
 from wopeval.client._embedded import (
     DatabaseInUse,
     EmbeddedHost,
@@ -51,6 +56,7 @@ __all__ = [
     "EmbeddedHost",
     "EvalRequest",
     "HostError",
+    "MissingCapability",
     "RunWatch",
     "Unreachable",
     "WireClient",
@@ -63,11 +69,13 @@ __all__ = [
     "ensure_verdict",
     "fetch_summary",
     "follow",
+    "missing_capability",
     "parse_fixture_runs",
     "parse_modes",
     "planned_trials",
     "publish_trials_variant",
     "require_completed",
+    "require_eval_capabilities",
     "run_facts",
     "summary_from_wire",
     "trials_version",

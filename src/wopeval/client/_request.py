@@ -48,9 +48,14 @@ class EvalRequest:
         return body
 
 
-def default_modes(baseline_run_id: str | None) -> tuple[str, ...]:
-    """RFC 0251 §B: regression exactly when a baseline is named."""
-    return ("golden", "regression") if baseline_run_id else ("golden",)
+def default_modes(baseline_run_id: str | None) -> tuple[str, ...] | None:
+    """The modes to send when none are named: regression with a baseline, else none at all.
+
+    RFC 0251 §B: a baseline needs `regression` in `evalModes`; without one,
+    `evalModes` stays absent ("the host's default") and the request carries no
+    RFC 0251 property, so it suits a host without `baselineSelection` too.
+    """
+    return ("golden", "regression") if baseline_run_id else None
 
 
 def parse_modes(text: str) -> tuple[str, ...]:

@@ -219,6 +219,7 @@ def _production_runs(host: client.WireClient, suite: dict[str, Any]) -> dict[str
 
 
 def _eval(host: client.WireClient, request: client.EvalRequest) -> str:
+    client.require_eval_capabilities(host, request)
     run_id = str(host.create_run(request.body())["runId"])
     watch = client.follow(
         host, run_id, agent_id=request.agent_id, deadline_seconds=RUN_DEADLINE_SECONDS

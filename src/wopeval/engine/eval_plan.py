@@ -103,13 +103,7 @@ async def resolve_eval(
     _check_suite(suite, features)
     # A suite pushed while the project had a grader may outlive it: refuse, naming the field.
     evals.check_known_graders(suite, catalog.graders)
-    modes = evals.resolve_eval_modes(
-        request.evalModes,
-        suite.modes,
-        features.modes,
-        features.modes,
-        has_baseline=request.baselineRunId is not None,
-    )
+    modes = evals.resolve_eval_modes(request.evalModes, suite.modes, features.modes, features.modes)
     evals.check_baseline_fields(modes, request.baselineRunId)
     evals.check_fixture_runs_fields(request.fixtureRuns, suite, modes)
     baseline = None

@@ -10,7 +10,10 @@ RFC 0252 §C).
 Default modes (RFC 0251 §B "absent ⇒ the host's default"; this host's
 decision): the suite's modes, in suite order, that the host advertises and
 runs by default, then
-- without `regression` unless a baseline is given (regression needs one);
+- never `regression`, even beside a `baselineRunId`: §B refuses "baselineRunId
+  without regression in evalModes", and an absent `evalModes` names no mode, so
+  a baseline needs `evalModes` naming `regression` (the SDK documents the field
+  the same way);
 - without `live-shadow` unless nothing else is left (it ignores fixtures, so a
   run that names none should exercise them; RFC 0252 §B refuses it with
   `fixtureRuns`).
@@ -35,12 +38,10 @@ def resolve_eval_modes(
     suite_modes: Sequence[EvalMode],
     host_modes: Collection[EvalMode],
     default_modes: Collection[EvalMode],
-    *,
-    has_baseline: bool,
 ) -> tuple[EvalMode, ...]:
     """RFC 0251 §B: the modes the run exercises, or a refusal."""
     if requested is None:
-        return _default_modes(suite_modes, host_modes, default_modes, has_baseline=has_baseline)
+        return _default_modes(suite_modes, host_modes, default_modes)
     # "evalModes: a non-empty array ..."
     if not requested:
         raise errors.ValidationFailed("evalModes must not be empty")
@@ -60,13 +61,9 @@ def _default_modes(
     suite_modes: Sequence[EvalMode],
     host_modes: Collection[EvalMode],
     default_modes: Collection[EvalMode],
-    *,
-    has_baseline: bool,
 ) -> tuple[EvalMode, ...]:
     """The host default (module docstring)."""
-    modes = [m for m in suite_modes if m in host_modes and m in default_modes]
-    if not has_baseline:
-        modes = [m for m in modes if m != "regression"]
+    modes = [m for m in suite_modes if m in host_modes and m in default_modes and m != "regression"]
     if any(m != "live-shadow" for m in modes):
         modes = [m for m in modes if m != "live-shadow"]
     if not modes:

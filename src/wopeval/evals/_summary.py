@@ -113,8 +113,9 @@ def with_regression(
     `include_verdict=False` is a host with `regressionVerdict` switched off:
     only `baselineRunId` and `scoreDelta`.
     """
-    # RFC 0251 §D: "scoreDelta MUST be this run's aggregateScore minus the baseline's".
-    delta = max(-1.0, min(1.0, summary.aggregateScore - baseline_summary.aggregateScore))
+    # RFC 0251 §D: "scoreDelta MUST be this run's aggregateScore minus the baseline's"
+    # (both in 0..1, so the difference is in -1..1 as the field requires).
+    delta = summary.aggregateScore - baseline_summary.aggregateScore
     if not include_verdict:
         regression = Regression(baselineRunId=baseline_run_id, scoreDelta=delta)
         return summary.model_copy(update={"regression": regression})

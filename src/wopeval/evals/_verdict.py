@@ -90,7 +90,7 @@ def paired_verdict(
 def _task_verdict(
     base: TaskSummary, cand: TaskSummary, p_value: float | None, alpha: float
 ) -> TaskVerdict:
-    delta = max(-1.0, min(1.0, cand.score - base.score))
+    delta = cand.score - base.score  # both scores are in 0..1
     flaky: bool | None = None
     if p_value is None:
         # "with one trial on both sides the sign of the delta decides".

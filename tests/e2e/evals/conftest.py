@@ -4,8 +4,10 @@
 events carry only `argsHash` (`wire_content = "hash"`), a scripted agent with
 `record = false`, a python "gate" agent that makes its scripted calls and
 then waits until the test creates a file — the one way to hold an eval or
-workflow run active for as long as a test needs — and three custom graders
-(a sync one on the decision, an async one on the tool trace, one that raises).
+workflow run active for as long as a test needs —, a python agent that delegates
+to the agents its input names (itself included) between its own calls, and three
+custom graders (a sync one on the decision, an async one on the tool trace, one
+that raises).
 """
 
 from __future__ import annotations
@@ -30,9 +32,11 @@ UNRECORDED_AGENT = "evals.unrecorded-agent"
 GATE_AGENT = "evals.gate-agent"
 WEATHER_AGENT = "evals.weather-agent"
 WEATHER_WORKFLOW = "evals-weather"
+DELEGATING_AGENT = "evals.delegating-agent"
 HASH_WORKFLOW = "evals-hash-counter"
 UNRECORDED_WORKFLOW = "evals-unrecorded-counter"
 GATE_WORKFLOW = "evals-gate"
+DELEGATING_WORKFLOW = "evals-delegating"
 GATE_DEADLINE_SECONDS = 30.0
 GRADERS_MODULE = "wopeval_e2e_evals_graders"
 TIER_GRADER = "e2e.tier-matches"
@@ -44,6 +48,8 @@ _PROJECT_CODE = '''\
 
 import asyncio
 from pathlib import Path
+
+from wopeval.agents import ToolCallError
 
 
 async def gate_agent(context):
@@ -63,6 +69,26 @@ async def weather_agent(context):
         "conformance.eval:counter", {"op": "read", "key": "weather"}
     )
     return {"city": context.input["city"], "seen": seen["count"]}
+
+
+async def delegating_agent(context):
+    """`calls`, then each of `delegates` ({agent, input}) as a delegate, then `after`."""
+    script = context.input
+    for call in script.get("calls", []):
+        await _call(context, call)
+    for turn in script.get("delegates", []):
+        await context.delegate(turn["agent"], turn["input"])
+    for call in script.get("after", []):
+        await _call(context, call)
+    return script.get("answer")
+
+
+async def _call(context, call):
+    # A fixture miss is an error result: note it and go on, as the scripted agent does.
+    try:
+        await context.call_tool(call["tool"], call["args"])
+    except ToolCallError:
+        pass
 '''
 
 _GRADERS_CODE = '''\
@@ -118,6 +144,11 @@ callable = "{EVAL_PROJECT_MODULE}:gate_agent"
 id = "{WEATHER_AGENT}"
 lane = "python"
 callable = "{EVAL_PROJECT_MODULE}:weather_agent"
+
+[[agents]]
+id = "{DELEGATING_AGENT}"
+lane = "python"
+callable = "{EVAL_PROJECT_MODULE}:delegating_agent"
 """
 
 
@@ -131,6 +162,7 @@ def _write_project(directory: Path) -> None:
         (UNRECORDED_WORKFLOW, UNRECORDED_AGENT),
         (GATE_WORKFLOW, GATE_AGENT),
         (WEATHER_WORKFLOW, WEATHER_AGENT),
+        (DELEGATING_WORKFLOW, DELEGATING_AGENT),
     ):
         document = {
             "id": workflow,

@@ -166,14 +166,12 @@ def test_a_mode_outside_the_host_is_refused(http_a: httpx.Client, base_id: str) 
         assert "host" in response.json()["message"]
 
 
-def test_a_baseline_without_eval_modes_runs_the_default_modes_with_regression(
-    server: ServerHandle, http_a: httpx.Client, base_id: str
-) -> None:
-    """This host's default (evals/_create_rules.py): with a baseline, regression is included."""
-    run = run_eval(server.client(), http_a, REGRESSION_CANDIDATE, baselineRunId=base_id)
-    assert run.started["modes"] == BOTH_MODES
-    assert run.summary["regression"]["baselineRunId"] == base_id
-    assert run.summary["regression"]["verdict"] == "unchanged"
+def test_a_baseline_without_eval_modes_is_refused(http_a: httpx.Client, base_id: str) -> None:
+    """RFC 0251 §B: absent evalModes names no regression, so a baseline beside it is refused."""
+    body = eval_body(REGRESSION_CANDIDATE, baselineRunId=base_id)
+    response = post_refused(http_a, body, 400, "validation_error")
+    assert "needs regression" in response.json()["message"]
+    assert_no_id(response.text, base_id)
 
 
 @pytest.mark.parametrize(("tenant", "other"), [(TENANT_A, TENANT_B), (TENANT_B, TENANT_A)])

@@ -22,8 +22,9 @@ def test_request_body_sends_rfc_0251_0252_members_only_when_used() -> None:
     }
 
 
-def test_default_modes_add_regression_exactly_with_a_baseline() -> None:
-    assert flow.default_modes(None) == ("golden",)
+def test_default_modes_name_regression_with_a_baseline_and_nothing_without() -> None:
+    # Without a baseline no evalModes is sent: the host's default, no RFC 0251 property.
+    assert flow.default_modes(None) is None
     assert flow.default_modes("t/r") == ("golden", "regression")
 
 

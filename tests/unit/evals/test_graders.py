@@ -123,3 +123,38 @@ def test_overlapping_patterns_pair_optimally() -> None:
     expected = trajectory("unordered", ANY_COUNTER, INC)
     assert evals.grade_trajectory(expected, [made_inc(), made_read()]).passed
     assert not evals.grade_trajectory(expected, [made_read(), made_read()]).passed
+
+
+class TestGradeTask:
+    """`grade_task` sends each kind to its grader with that kind's own inputs."""
+
+    GOLDEN = Expected.model_validate(
+        {"kind": "golden", "match": {"strategy": "exact", "value": "done"}}
+    )
+    TRAJECTORY = trajectory("strict", INC)
+
+    def test_golden_grades_the_decision_and_ignores_the_calls(self) -> None:
+        assert evals.grade_task(self.GOLDEN, "done", []).passed
+        assert evals.grade_task(self.GOLDEN, "done", [made_read(), made_read()]).passed
+        assert not evals.grade_task(self.GOLDEN, "not done", [made_inc()]).passed
+
+    def test_trajectory_grades_the_calls_and_ignores_the_decision(self) -> None:
+        assert evals.grade_task(self.TRAJECTORY, None, [made_inc()]).passed
+        assert evals.grade_task(self.TRAJECTORY, "anything", [made_inc()]).passed
+        assert not evals.grade_task(self.TRAJECTORY, "done", [made_read()]).passed
+        assert not evals.grade_task(self.TRAJECTORY, "done", []).passed
+
+    def test_the_kind_decides_even_beside_the_other_kinds_member(self) -> None:
+        both = {"match": {"strategy": "exact", "value": "done"}, "calls": [INC]}
+        as_trajectory = Expected.model_validate({"kind": "trajectory", **both})
+        assert not evals.grade_task(as_trajectory, "done", [made_read()]).passed
+        assert evals.grade_task(as_trajectory, "not done", [made_inc()]).passed
+        as_golden = Expected.model_validate({"kind": "golden", **both})
+        assert evals.grade_task(as_golden, "done", [made_read()]).passed
+
+    def test_a_rubric_task_never_passes_here(self) -> None:
+        # Refused at create (eval_plan); should one reach the grader, it passes nothing.
+        rubric = Expected.model_validate(
+            {"kind": "rubric", "rubric": [{"criterion": "polite", "weight": 1}]}
+        )
+        assert not evals.grade_task(rubric, "done", [made_inc()]).passed

@@ -45,6 +45,17 @@ class TestCanonicalJson:
     def test_json_equal(self, left: JsonValue, right: JsonValue, equal: bool) -> None:
         assert evals.json_equal(left, right) is equal
 
+    def test_outside_jcs_domain_equal_values_in_another_key_order(self) -> None:
+        # No canonical form exists; the sorted fallback text still sees them equal.
+        assert evals.json_equal({"id": 2**60, "n": 1}, {"n": 1, "id": 2**60})
+
+    def test_compact_json_is_canonical_where_jcs_can(self) -> None:
+        assert evals.compact_json({"b": 1.0, "a": "é"}) == '{"a":"é","b":1}'
+
+    def test_compact_json_outside_jcs_is_sorted_compact_and_unescaped(self) -> None:
+        text = evals.compact_json({"id": 2**60, "name": "é", "list": [1, 2]})
+        assert text == '{"id":1152921504606846976,"list":[1,2],"name":"é"}'
+
     def test_outside_jcs_domain_is_an_error_for_the_hash(self) -> None:
         with pytest.raises(ValueError, match="exceeds safe integer domain"):
             evals.args_hash(2**60)

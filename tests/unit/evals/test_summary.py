@@ -87,6 +87,9 @@ def test_p95_latency_bar() -> None:
     assert evals.summarise(suite, {"t": [ok(ms) for ms in latencies]}).passed
     two_slow = [10] * 18 + [500, 500]
     assert not evals.summarise(suite, {"t": [ok(ms) for ms in two_slow]}).passed
+    # The bar is a maximum: a p95 exactly at it passes.
+    assert evals.summarise(suite, {"t": [ok(100)]}).passed
+    assert not evals.summarise(suite, {"t": [ok(101)]}).passed
 
 
 @pytest.mark.parametrize(
@@ -170,6 +173,17 @@ class TestWithRegression:
         assert regression is not None
         assert regression.scoreDelta == -1.0
         assert regression.verdict is Verdict.REGRESSED
+
+    def test_multi_trial_tasks_carry_their_adjusted_p_value_and_alpha_decides(self) -> None:
+        base, candidate = summary_of([("t", 10, 10)]), summary_of([("t", 5, 10)])
+        regression = evals.with_regression(candidate, "acme/1", base).regression
+        assert regression is not None
+        (task,) = regression.tasks or []
+        assert task.pValue == pytest.approx(0.0325077399)
+        assert (task.verdict, regression.verdict) == (Verdict.REGRESSED, Verdict.REGRESSED)
+        strict = evals.with_regression(candidate, "acme/1", base, alpha=0.01).regression
+        assert strict is not None
+        assert strict.verdict is Verdict.INCONCLUSIVE
 
 
 def test_to_wire_is_json_without_absent_members() -> None:

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from wopeval import evals
 from wopeval.evals import Verdict
-from wopeval.wire.summary import EvalSummary
+from wopeval.wire.summary import EvalSummary, TaskSummary
 
 from ._builders import summary_of
 
@@ -139,10 +139,46 @@ class TestSeveralTrials:
         base, cand = summary_of([("a", 10, 10)]), summary_of([("a", 5, 10)])
         assert evals.paired_verdict(base, cand, alpha=0.01).verdict is Verdict.INCONCLUSIVE
 
+    def test_a_p_value_equal_to_alpha_is_significant(self) -> None:
+        base, cand = summary_of([("a", 10, 10)]), summary_of([("a", 5, 10)])
+        p_value = evals.paired_verdict(base, cand).tasks[0].p_value
+        assert p_value is not None
+        assert evals.paired_verdict(base, cand, alpha=p_value).verdict is Verdict.REGRESSED
+        nearly = evals.paired_verdict(base, cand, alpha=p_value * (1 - 1e-9))
+        assert nearly.verdict is Verdict.INCONCLUSIVE
+
     def test_single_trial_tasks_are_outside_the_holm_family(self) -> None:
         base = summary_of([("a", 10, 10), ("b", 1, 1), ("c", 1, 1)])
         cand = summary_of([("a", 5, 10), ("b", 1, 1), ("c", 1, 1)])
         assert evals.paired_verdict(base, cand).tasks[0].verdict is Verdict.REGRESSED
+
+
+class TestSummariesWithoutCounts:
+    """Another host's summary may leave out `trials` and `passedTrials` (host additions)."""
+
+    @staticmethod
+    def bare(*tasks: tuple[str, float]) -> EvalSummary:
+        entries = [TaskSummary(taskId=i, score=score, passed=score == 1) for i, score in tasks]
+        return EvalSummary(
+            suiteId="conformance.openwop.evals.regression", suiteVersion="1.0.0",
+            aggregateScore=sum(s for _, s in tasks) / len(tasks), passed=False,
+            taskCount=len(tasks), passedCount=0, tasks=entries,
+        )  # fmt: skip
+
+    def test_no_trials_means_one_trial_judged_by_sign(self) -> None:
+        paired = evals.paired_verdict(self.bare(("t", 1.0)), self.bare(("t", 0.0)))
+        (task,) = paired.tasks
+        assert (task.verdict, task.p_value, task.flaky) == (Verdict.REGRESSED, None, None)
+
+    def test_passed_trials_default_to_score_times_trials(self) -> None:
+        # 4 trials at 0.5 passed 2: flaky, and tested against the other side's 4 of 4.
+        half = self.bare(("t", 0.5)).model_copy(
+            update={"tasks": [TaskSummary(taskId="t", score=0.5, passed=False, trials=4)]}
+        )
+        (task,) = evals.paired_verdict(summary_of([("t", 4, 4)]), half).tasks
+        assert task.flaky is True
+        assert task.p_value == pytest.approx(0.4285714285714286)
+        assert task.verdict is Verdict.INCONCLUSIVE
 
 
 # Property tests: summaries over a small pool of task ids with 1..6 trials each.
