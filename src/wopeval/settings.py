@@ -45,6 +45,9 @@ class Settings(BaseSettings):
     retention_days: int | None = Field(default=None, ge=1)
     purge_interval_seconds: float = Field(default=3600.0, gt=0)
     tool_timeout_seconds: float = Field(default=30.0, gt=0)
+    public_url: str | None = None
+    """Where agent processes and services reach this host (their MCP endpoints); by
+    default `http://HOST:PORT`, with a wildcard HOST read as loopback."""
     eval: EvalFeatures = Field(default_factory=EvalFeatures)
 
     @field_validator("api_keys", mode="before")
@@ -63,6 +66,12 @@ class Settings(BaseSettings):
                 "the generated dev key is for loopback only"
             )
         return self
+
+    def agent_base_url(self) -> str:
+        if self.public_url:
+            return self.public_url
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
+        return f"http://{host}:{self.port}"
 
     def resolved_database_url(self) -> str:
         if self.database_url:

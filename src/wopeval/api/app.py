@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -11,7 +12,7 @@ from wopeval import __version__
 from wopeval.api import errors as error_handlers
 from wopeval.api.host import Host
 from wopeval.api.middleware import LegacyPathIds, VersionNegotiation
-from wopeval.api.routes import catalog, discovery, events, host_routes, runs, tasks
+from wopeval.api.routes import catalog, discovery, events, host_routes, mcp, runs, tasks
 from wopeval.settings import Settings
 
 
@@ -20,8 +21,10 @@ def create_app(settings: Settings) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         host = await Host.start(settings)
         app.state.host = host
+        app.state.mcp_sessions = mcp.session_manager()
         try:
-            yield
+            async with app.state.mcp_sessions.run():
+                yield
         finally:
             await host.stop()
 
@@ -41,9 +44,12 @@ def create_app(settings: Settings) -> FastAPI:
         host_routes.router,
         host_routes.seams_router,
         tasks.router,
+        mcp.router,
     ):
         app.include_router(router)
     error_handlers.install(app)
+    # Invocations' MCP tokens are capabilities: never in a log line.
+    logging.getLogger("uvicorn.access").addFilter(mcp.REDACT_TOKENS)
     app.add_middleware(VersionNegotiation)
     app.add_middleware(LegacyPathIds)
     return app

@@ -19,11 +19,11 @@ from wopeval.engine.catalog import Catalog, seed_conformance
 from wopeval.engine.erasure import purge_expired
 from wopeval.engine.host import Engine
 from wopeval.engine.notifier import Notifier
-from wopeval.engine.project import load_project
+from wopeval.engine.project import connect_mcp_servers, load_project
 from wopeval.engine.runlog import now
 from wopeval.settings import Settings
 from wopeval.store import IDEMPOTENCY_RETENTION, Store, replace_keys
-from wopeval.tools import CounterTool
+from wopeval.tools import COUNTER_LISTING, CounterTool, McpServers
 
 DEV_TENANT = "dev"
 log = logging.getLogger("wopeval.host")
@@ -37,6 +37,7 @@ class Host:
     engine: Engine
     auth: Authenticator
     http: httpx.AsyncClient
+    mcp: McpServers
     housekeeper: asyncio.Task[None] | None = None
 
     @classmethod
@@ -44,20 +45,25 @@ class Host:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         store = await Store.open(settings.resolved_database_url())
         http = httpx.AsyncClient(timeout=settings.tool_timeout_seconds)
+        mcp = McpServers()
         try:
             auth = await _authenticator(settings, store)
             catalog = Catalog()
             seed_conformance(catalog)
-            catalog.tools.add(CounterTool(store))
+            catalog.tools.add(CounterTool(store), COUNTER_LISTING)
             if settings.project is not None:
-                load_project(settings.project, catalog, http)
+                servers = load_project(
+                    settings.project, catalog, http, tool_timeout=settings.tool_timeout_seconds
+                )
+                await connect_mcp_servers(servers, catalog, mcp)
             engine = Engine(settings=settings, store=store, catalog=catalog, notifier=Notifier())
             await engine.recover()
         except BaseException:
+            await mcp.close()
             await http.aclose()
             await store.close()
             raise
-        host = cls(settings, store, catalog, engine, auth, http)
+        host = cls(settings, store, catalog, engine, auth, http, mcp)
         # What start-up loaded lives as long as the process: keep it out of every
         # later collection, which otherwise stalls eval runs for tenths of a second.
         gc.freeze()
@@ -72,6 +78,7 @@ class Host:
             self.housekeeper.cancel()
             await asyncio.gather(self.housekeeper, return_exceptions=True)
         await self.engine.shutdown()
+        await self.mcp.close()
         await self.http.aclose()
         await self.store.close()
 

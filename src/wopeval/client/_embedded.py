@@ -57,8 +57,13 @@ class EmbeddedHost:
         from wopeval.api.app import create_app
         from wopeval.api.loopback import loopback_socket, quiet_server
 
-        server = quiet_server(create_app(self.settings))
         sock = loopback_socket()
+        settings = self.settings
+        if settings.public_url is None:
+            # The kernel picked the port: agent processes reach their MCP endpoints there.
+            public_url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+            settings = settings.model_copy(update={"public_url": public_url})
+        server = quiet_server(create_app(settings))
         failures = self._failures
         captured = _StartupLog()
         startup_log = logging.getLogger("uvicorn.error")
