@@ -43,7 +43,7 @@ class InvocationGrants:
         self._grants.pop(token, None)
 
     def resolve(self, token: str, tenant: str | None) -> Invocation | None:
-        """The invocation `token` names, if it runs and (when `tenant` is given) is that tenant's."""
+        """The invocation `token` names, if it runs and (with `tenant` given) is that tenant's."""
         grant = self._grants.get(token)
         if grant is None or (tenant is not None and tenant != grant.tenant):
             return None

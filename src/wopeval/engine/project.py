@@ -152,8 +152,10 @@ def load_project(
     directory: Path, catalog: Catalog, http: httpx.AsyncClient, *, tool_timeout: float
 ) -> list[McpServerSpec]:
     """Load the project into `catalog`; returns its MCP servers, which `connect_mcp_servers`
-    then lists (connecting is asynchronous)."""
-    manifest = directory / "wopeval.toml"
+    then lists (connecting is asynchronous). `directory` may also name the manifest itself
+    (`DIR/other.toml`): one project directory can hold several variants."""
+    manifest = directory if directory.suffix == ".toml" else directory / "wopeval.toml"
+    directory = manifest.parent
     try:
         project = ProjectFile.model_validate(tomllib.loads(manifest.read_text(encoding="utf-8")))
     except FileNotFoundError as exc:

@@ -9,9 +9,9 @@ from pydantic import JsonValue
 
 from wopeval import evals
 from wopeval.tools.base import Secret, Tool, ToolContext, ToolFailure, ToolListing
-from wopeval.tools.mcp import McpServers, McpServerSpec
 from wopeval.tools.counter import COUNTER_LISTING, COUNTER_TOOL, CounterTool
 from wopeval.tools.http import Credential, HttpTool
+from wopeval.tools.mcp import McpServers, McpServerSpec
 from wopeval.tools.python import PythonTool, derived_input_schema, load_callable
 
 

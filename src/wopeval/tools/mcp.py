@@ -133,7 +133,7 @@ class McpConnection:
                 raise _lost(name) from error
             raise ToolFailure(
                 "mcp_protocol_error",
-                f"MCP server {name} answered the call with error {error.code}: {error.error.message}",
+                f"MCP server {name} answered with error {error.code}: {error.error.message}",
             ) from error
         except asyncio.CancelledError:
             # Abandoned midway (the run's cancel, the host's timeout): the server's
@@ -245,8 +245,10 @@ def recorded_result(result: mcp_types.CallToolResult) -> dict[str, Any]:
     """A `tools/call` result as the boundary records it: its content blocks, and its
     structured content when it has any (protocol metadata is not the tool's answer)."""
     recorded: dict[str, Any] = {
-        "content": [block.model_dump(mode="json", by_alias=True, exclude_none=True)
-                    for block in result.content]  # fmt: skip
+        "content": [
+            block.model_dump(mode="json", by_alias=True, exclude_none=True)
+            for block in result.content
+        ]
     }
     if result.structured_content is not None:
         recorded["structuredContent"] = result.structured_content

@@ -1,4 +1,4 @@
-"""The tool boundary served as MCP: `/host/wopeval/mcp/{token}`, one endpoint per running invocation.
+"""The tool boundary served as MCP: `/host/wopeval/mcp/{token}`, one endpoint per invocation.
 
 An agent outside the host (the command and http lanes, or any agent that
 speaks MCP) lists and calls its tools here. `tools/list` is the agent's
@@ -42,9 +42,7 @@ _INVOCATION = "wopeval.invocation"
 REFUSED = "No such MCP endpoint."
 
 
-@router.api_route(
-    MCP_PATH + "{token}", methods=["GET", "POST", "DELETE"], include_in_schema=False
-)
+@router.api_route(MCP_PATH + "{token}", methods=["GET", "POST", "DELETE"], include_in_schema=False)
 async def mcp_endpoint(token: str, request: Request, host: HostDep) -> Response:
     """The MCP endpoint of one running invocation, for as long as it runs."""
     tenant: str | None = None
@@ -94,7 +92,9 @@ async def _list_tools(
     return mcp_types.ListToolsResult(
         tools=[
             mcp_types.Tool(
-                name=name, description=listing.description or None, input_schema=listing.input_schema
+                name=name,
+                description=listing.description or None,
+                input_schema=listing.input_schema,
             )
             for name, listing in offered.tools
         ]
@@ -108,7 +108,9 @@ async def _call_tool(
     name = params.name
     if name not in invocation.offered().names():
         # Not the agent's tool: nothing runs and nothing is recorded, like an unknown method.
-        return _error({"code": "tool_not_offered", "message": f"{name} is not offered to this agent"})
+        return _error(
+            {"code": "tool_not_offered", "message": f"{name} is not offered to this agent"}
+        )
     try:
         value = await invocation.call_tool(name, params.arguments or {})
     except ToolCallError as failure:
