@@ -145,8 +145,9 @@ class McpConnection:
             raise _lost(name) from exc
 
     async def close(self) -> None:
-        if self._client is not None:
-            self._drop(self._client)
+        if self._stop is not None:
+            self._stop.set()
+        self._client = self._stop = None
         await asyncio.gather(*self._holders, return_exceptions=True)
 
     async def _connected(self) -> Client:
@@ -174,6 +175,7 @@ class McpConnection:
                 f"({type(exc).__name__})",
                 retryable=True,
             ) from exc
+        log.info("MCP server %s: connected", self._spec.name)
         return client, stop
 
     async def _hold(self, ready: asyncio.Future[Client], stop: asyncio.Event) -> None:
@@ -193,6 +195,7 @@ class McpConnection:
     def _drop(self, client: Client) -> None:
         """Close `client`'s connection in the background, if it is still the current one."""
         if self._client is client and self._stop is not None:
+            log.info("MCP server %s: connection closed; the next call opens one", self._spec.name)
             self._stop.set()
             self._client = self._stop = None
 
