@@ -134,7 +134,8 @@ async def _end(
 
     async def reap() -> None:
         await process.wait()
-        with suppress(Exception):
+        # The readers end at the pipes' EOF, or were cancelled with the timeout's cancel.
+        with suppress(Exception, asyncio.CancelledError):
             await readers
 
     await asyncio.shield(reap())

@@ -51,7 +51,7 @@ async def task_detail(uow: UnitOfWork, record: RunRecord, task_id: str) -> TaskD
 
 async def _tool_schemas_changed(uow: UnitOfWork, record: RunRecord, task_id: str) -> bool | None:
     """Whether the task's agent saw another tool listing than in its fixture source."""
-    plan = record.plan or {}
+    plan = await uow.runs.plan(record.tenant, record.run_id) or {}
     source = (plan.get("fixtureRuns") or {}).get(task_id)
     agent_id = plan.get("agentId")
     if not isinstance(source, str) or not isinstance(agent_id, str):

@@ -28,7 +28,7 @@ async def probe(invocation: dict[str, Any]) -> dict[str, Any]:
     from mcp import Client
 
     url = os.environ["WOPEVAL_MCP_URL"]
-    Path(invocation["input"]["urlFile"]).write_text(url)
+    Path(invocation["input"]["urlFile"]).write_text(url)  # noqa: ASYNC240 (a one-line file)
     request = invocation["input"]
     seen: dict[str, Any] = {
         "sameInvocationId": os.environ["WOPEVAL_INVOCATION_ID"] == invocation["invocationId"],

@@ -154,10 +154,16 @@ timeout_seconds = {MCP_TIMEOUT_SECONDS}
                             "timeout_seconds = 2"),
     }  # fmt: skip
     if service is not None:
-        agents["lanes.service"] = ("http", f'url = "{service.url}/agent"\n'
-            f'credential = {{ value = "{secret}", header = "X-Agent-Key", template = "{{secret}}" }}')
+        credential = f'{{ value = "{secret}", header = "X-Agent-Key", template = "{{secret}}" }}'
+        agents["lanes.service"] = (
+            "http",
+            f'url = "{service.url}/agent"\ncredential = {credential}',
+        )
         agents["lanes.broken-service"] = ("http", f'url = "{service.url}/broken"')
-        agents["lanes.hanging-service"] = ("http", f'url = "{service.url}/hang"\ntimeout_seconds = 1')  # fmt: skip
+        agents["lanes.hanging-service"] = (
+            "http",
+            f'url = "{service.url}/hang"\ntimeout_seconds = 1',
+        )
     for agent_id, (lane, lines) in agents.items():
         toml += f'\n[[agents]]\nid = "{agent_id}"\nlane = "{lane}"\n{lines}\n'
         workflow = {

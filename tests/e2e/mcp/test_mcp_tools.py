@@ -54,7 +54,11 @@ def decision(events: list[Any]) -> Any:
 
 
 def replay_suite(host: ServerHandle, calls: list[dict[str, Any]], answer: Any = "done") -> str:
-    task = {"taskId": "replay", "input": {"calls": calls, "answer": answer}, "expected": golden(answer)}
+    task = {
+        "taskId": "replay",
+        "input": {"calls": calls, "answer": answer},
+        "expected": golden(answer),
+    }
     with host.http() as http:
         return publish(http, suite(new_suite_id("mcp"), [task]))
 
