@@ -8,9 +8,10 @@ HTTP (`--http PORT`, for `url = "http://127.0.0.1:PORT/mcp"`):
 
 Every `tools/call` it receives is appended, one JSON line each, to the file
 named by `ORDERS_CALL_LOG` (when set): that is how you see that a replay
-served from recorded fixtures called it zero times. `ORDERS_API_TOKEN`, when
-the host injects one, is required on every call: wopeval adds it at egress,
-and it never appears in a run's events or records.
+served from recorded fixtures called it zero times. The log also says whether
+the call carried the API token wopeval injects at egress (the environment
+variable `ORDERS_API_TOKEN` over stdio, the `Authorization` header over HTTP);
+the token itself never appears in a run's events or records.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import json
 import os
 from typing import TypedDict
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 
@@ -47,22 +48,20 @@ server = MCPServer("orders", instructions="Orders and refunds of a small web sho
 _refunds: list[Refund] = []
 
 
-def _received(tool: str, arguments: dict[str, object]) -> None:
-    token = os.environ.get("ORDERS_API_TOKEN")
+def _received(tool: str, arguments: dict[str, object], context: Context) -> None:
+    headers = context.headers or {}
+    token = headers.get("authorization") or os.environ.get("ORDERS_API_TOKEN")
     log = os.environ.get("ORDERS_CALL_LOG")
     if log:
         entry = {"pid": os.getpid(), "tool": tool, "arguments": arguments, "token": bool(token)}
         with open(log, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(entry) + "\n")
-    expected = os.environ.get("ORDERS_EXPECTED_TOKEN")
-    if expected and token != expected:
-        raise ToolError("unauthorized: the orders API token is missing or wrong")
 
 
 @server.tool()
-def lookup_order(order_id: str) -> Order:
+def lookup_order(order_id: str, context: Context) -> Order:
     """Look an order up by its id: its status, total and currency."""
-    _received("lookup_order", {"order_id": order_id})
+    _received("lookup_order", {"order_id": order_id}, context)
     order = ORDERS.get(order_id)
     if order is None:
         raise ToolError(f"no order {order_id}")
@@ -70,9 +69,9 @@ def lookup_order(order_id: str) -> Order:
 
 
 @server.tool()
-def refund(order_id: str, amount: float) -> Refund:
+def refund(order_id: str, amount: float, context: Context) -> Refund:
     """Refund `amount` of an order; more than the order's total is refused."""
-    _received("refund", {"order_id": order_id, "amount": amount})
+    _received("refund", {"order_id": order_id, "amount": amount}, context)
     order = ORDERS.get(order_id)
     if order is None:
         raise ToolError(f"no order {order_id}")

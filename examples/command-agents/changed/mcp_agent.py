@@ -30,7 +30,9 @@ async def decide(client: Client, order_id: str) -> dict[str, Any]:
         return {"action": "wait", "status": order["status"]}
     if order["total"] > AUTO_REFUND_LIMIT:
         return {"action": "escalate", "reason": "over the auto-refund limit"}
-    refund = await client.call_tool("orders:refund", {"order_id": order_id, "amount": order["total"]})
+    refund = await client.call_tool(
+        "orders:refund", {"order_id": order_id, "amount": order["total"]}
+    )
     if refund.is_error:
         return {"action": "escalate", "reason": "the refund was refused"}
     return {"action": "refund", "amount": refund.structured_content["refunded"]}

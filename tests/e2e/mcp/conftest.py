@@ -68,20 +68,25 @@ class HttpMcpServer:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        deadline = time.monotonic() + START_DEADLINE_SECONDS
-        while True:
-            assert self._process.poll() is None, "the HTTP MCP server exited"
-            assert time.monotonic() < deadline, "the HTTP MCP server did not start"
-            with socket.socket() as probe:
-                if probe.connect_ex(("127.0.0.1", self.port)) == 0:
-                    return
-            time.sleep(0.05)
+        wait_for_port(self.port, self._process)
 
     def stop(self) -> None:
         process, self._process = self._process, None
         if process is not None:
             process.kill()
             process.wait()
+
+
+def wait_for_port(port: int, process: subprocess.Popen[bytes]) -> None:
+    """Return once `process` accepts connections on loopback `port`."""
+    deadline = time.monotonic() + START_DEADLINE_SECONDS
+    while True:
+        assert process.poll() is None, "the server process exited"
+        assert time.monotonic() < deadline, "the server process did not start listening"
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
 
 
 @pytest.fixture(scope="package")
