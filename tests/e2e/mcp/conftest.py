@@ -151,9 +151,10 @@ url = "{http_server.url}"
 credential = {{ value = "{secret}" }}
 timeout_seconds = {MCP_TIMEOUT_SECONDS}
 """
+    allowed = '["count:*", "count-http:lookup"]' if http_server is not None else '["count:*"]'
     agents = {
         "lanes.probe": ("command", f'command = [{python}, "{AGENTS}", "probe"]\n'
-                        'tools = ["count:*", "count-http:lookup"]'),
+                        f"tools = {allowed}"),
         "lanes.misbehave": ("command", f'command = [{python}, "{AGENTS}", "misbehave"]'),
         "lanes.impatient": ("command", f'command = [{python}, "{AGENTS}", "misbehave"]\n'
                             "timeout_seconds = 2"),
