@@ -13,8 +13,13 @@ from wopeval.tools import McpServers
 from wopeval.tools.mcp import HttpEndpoint, StdioLaunch
 
 
+def _write(path: Path, toml: str) -> Path:
+    path.write_text(toml)
+    return path
+
+
 async def _load(directory: Path, toml: str) -> Catalog:
-    (directory / "wopeval.toml").write_text(toml)
+    _write(directory / "wopeval.toml", toml)
     catalog = Catalog()
     async with httpx.AsyncClient() as http:
         servers = load_project(directory, catalog, http, tool_timeout=7)
@@ -53,14 +58,15 @@ async def test_a_manifest_may_be_named_directly_and_its_servers_are_described(
     tmp_path: Path,
 ) -> None:
     project = tmp_path.resolve()
-    (tmp_path / "other.toml").write_text(
+    manifest = _write(
+        tmp_path / "other.toml",
         '[[mcp_servers]]\nname = "s"\ncommand = ["srv", "--flag"]\nenv = { A = "1" }\n'
         'credential = { value = "v", server_env = "TOKEN" }\ntools = ["one"]\n'
         '[[mcp_servers]]\nname = "h"\nurl = "http://h/mcp"\nheaders = { X = "y" }\n'
-        'timeout_seconds = 3\ncredential = { value = "v" }\n'
+        'timeout_seconds = 3\ncredential = { value = "v" }\n',
     )
     async with httpx.AsyncClient() as http:
-        stdio, remote = load_project(tmp_path / "other.toml", Catalog(), http, tool_timeout=7)
+        stdio, remote = load_project(manifest, Catalog(), http, tool_timeout=7)
     assert stdio.transport == StdioLaunch(("srv", "--flag"), (("A", "1"),), project)
     assert stdio.timeout_seconds == 7
     assert stdio.tools == ("one",)
