@@ -57,7 +57,6 @@ async def test_an_incomplete_entry_is_refused_with_what_it_lacks(
 async def test_a_manifest_may_be_named_directly_and_its_servers_are_described(
     tmp_path: Path,
 ) -> None:
-    project = tmp_path.resolve()
     manifest = _write(
         tmp_path / "other.toml",
         '[[mcp_servers]]\nname = "s"\ncommand = ["srv", "--flag"]\nenv = { A = "1" }\n'
@@ -67,7 +66,9 @@ async def test_a_manifest_may_be_named_directly_and_its_servers_are_described(
     )
     async with httpx.AsyncClient() as http:
         stdio, remote = load_project(manifest, Catalog(), http, tool_timeout=7)
-    assert stdio.transport == StdioLaunch(("srv", "--flag"), (("A", "1"),), project)
+    assert stdio.transport == StdioLaunch(
+        ("srv", "--flag"), (("A", "1"),), manifest.parent.absolute()
+    )
     assert stdio.timeout_seconds == 7
     assert stdio.tools == ("one",)
     assert stdio.credential is not None
