@@ -32,6 +32,7 @@ from wopeval.agents import ToolCallError
 from wopeval.api.deps import HostDep
 from wopeval.engine.grants import MCP_PATH
 from wopeval.engine.invocation import Invocation
+from wopeval.engine.runlog import RunClosed
 from wopeval.tools.mcp import McpTool
 from wopeval.wire import errors
 
@@ -115,7 +116,7 @@ async def _call_tool(
         value = await invocation.call_tool(name, params.arguments or {})
     except ToolCallError as failure:
         return _error(failure.error)
-    except Exception:
+    except RunClosed:
         # The run ended under the call (a cancel): the agent sees a plain tool error.
         return _error({"code": "invocation_ended", "message": "the invocation has ended"})
     if isinstance(invocation.boundary.live.registry.get(name), McpTool):
