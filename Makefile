@@ -20,6 +20,12 @@ $(INSTALLED): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	touch $(INSTALLED)
 
+# The examples' frameworks (PydanticAI), for the test suite only: `make demo` stays lean.
+EXAMPLES := $(VENV)/.examples-installed
+$(EXAMPLES): $(INSTALLED)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,examples]'
+	touch $(EXAMPLES)
+
 install: $(INSTALLED)
 
 $(MUTATION_INSTALLED): pyproject.toml $(INSTALLED)
@@ -37,7 +43,7 @@ serve: install
 	$(BIN)/wopeval serve --data-dir $(DATA_DIR)
 
 ## lint: ruff (lint + format check) over the repository, mypy --strict over src and tests
-lint: install
+lint: $(EXAMPLES)
 	$(BIN)/ruff check
 	$(BIN)/ruff format --check
 	$(BIN)/mypy

@@ -48,6 +48,9 @@ class Settings(BaseSettings):
     tool_timeout_seconds: float = Field(default=30.0, gt=0)
     max_body_bytes: int = Field(default=limits.DEFAULT_MAX_BODY_BYTES, ge=1)
     """A larger request body is refused with 413 before it is read or parsed."""
+    public_url: str | None = None
+    """Where agent processes and services reach this host (their MCP endpoints); by
+    default `http://HOST:PORT`, with a wildcard HOST read as loopback."""
     eval: EvalFeatures = Field(default_factory=EvalFeatures)
 
     @field_validator("api_keys", mode="before")
@@ -66,6 +69,12 @@ class Settings(BaseSettings):
                 "the generated dev key is for loopback only"
             )
         return self
+
+    def agent_base_url(self) -> str:
+        if self.public_url:
+            return self.public_url
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
+        return f"http://{host}:{self.port}"
 
     def resolved_database_url(self) -> str:
         if self.database_url:

@@ -22,7 +22,7 @@ ALLOWED: dict[str, set[str]] = {
     "settings": {"wire"},
     "store": {"wire", "evals"},
     "agents": {"wire"},
-    "tools": {"wire", "store"},
+    "tools": {"wire", "evals", "store"},
     "engine": {"wire", "evals", "settings", "store", "agents", "tools"},
     "api": {"wire", "evals", "settings", "store", "agents", "tools", "engine"},
     "reports": {"wire", "evals"},

@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from wopeval.agents.base import Agent, AgentContext, AgentSpec, ToolCallError, WireContent
+from wopeval.agents.base import (
+    Agent,
+    AgentContext,
+    AgentFailed,
+    AgentSpec,
+    Lane,
+    ToolCallError,
+    WireContent,
+)
+from wopeval.agents.command import CommandAgent, ProcessLaunch
+from wopeval.agents.http import HttpAgent
 from wopeval.agents.python import AgentFunction, PythonAgent
 from wopeval.agents.scripted import SCRIPTED_AGENT_ID, ScriptedAgent
 
@@ -27,9 +37,14 @@ __all__ = [
     "SCRIPTED_AGENT_ID",
     "Agent",
     "AgentContext",
+    "AgentFailed",
     "AgentFunction",
     "AgentRegistry",
     "AgentSpec",
+    "CommandAgent",
+    "HttpAgent",
+    "Lane",
+    "ProcessLaunch",
     "PythonAgent",
     "ScriptedAgent",
     "ToolCallError",

@@ -8,6 +8,7 @@ from typing import Literal, Protocol
 from pydantic import JsonValue
 
 WireContent = Literal["full", "hash"]
+Lane = Literal["scripted", "python", "command", "http"]
 
 
 class ToolCallError(Exception):
@@ -19,12 +20,29 @@ class ToolCallError(Exception):
         self.error = error
 
 
+class AgentFailed(Exception):
+    """An agent outside the host failed: its process exited nonzero, timed out or printed no
+    decision, or its service answered an error. `stderr_tail` is what the process said last."""
+
+    def __init__(self, message: str, stderr_tail: str | None = None) -> None:
+        super().__init__(message)
+        self.stderr_tail = stderr_tail
+
+
 class AgentContext(Protocol):
     @property
     def input(self) -> JsonValue: ...
 
     @property
     def agent_id(self) -> str: ...
+
+    @property
+    def invocation_id(self) -> str: ...
+
+    @property
+    def mcp_url(self) -> str:
+        """This invocation's MCP endpoint: its allowed tools, through the same boundary."""
+        ...
 
     async def call_tool(self, name: str, args: JsonValue) -> JsonValue:
         """Call a tool through the boundary; raises ToolCallError when it fails."""
@@ -47,12 +65,14 @@ class AgentSpec:
 
     agent_id: str
     agent: Agent
-    lane: Literal["scripted", "python"]
+    lane: Lane
     record: bool = True
     """Keep its calls in the internal record (RFC 0252 §C needs them to derive fixtures)."""
     wire_content: WireContent = "full"
     """`full` puts inputs/outcome on events; `hash` only argsHash and status."""
     description: str = ""
+    tools: tuple[str, ...] | None = None
+    """The tools its MCP endpoint offers (names or globs like `orders:*`); None: every tool."""
 
     def inventory(self) -> dict[str, JsonValue]:
         """The `GET /agents` entry."""
@@ -63,7 +83,7 @@ class AgentSpec:
             "modelClass": "general",
             "packName": "wopeval",
             "packVersion": "1",
-            "toolAllowlist": [],
+            "toolAllowlist": list(self.tools or ()),
             "hasHandoffSchemas": False,
             "description": self.description or None,
         }

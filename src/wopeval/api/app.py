@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -13,7 +14,7 @@ from wopeval.api import openapi_errors
 from wopeval.api.host import SERVING, Host, Role
 from wopeval.api.middleware import LegacyPathIds, VersionNegotiation
 from wopeval.api.request_guard import RequestGuard
-from wopeval.api.routes import catalog, discovery, events, host_routes, runs, tasks
+from wopeval.api.routes import catalog, discovery, events, host_routes, mcp, runs, tasks
 from wopeval.settings import Settings
 from wopeval.store import Lease
 
@@ -25,6 +26,7 @@ ROUTERS = (
     host_routes.router,
     host_routes.seams_router,
     tasks.router,
+    mcp.router,
 )
 
 
@@ -35,8 +37,10 @@ def create_app(settings: Settings, *, role: Role = SERVING, lease: Lease | None 
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         host = await Host.start(settings, role=role, lease=lease)
         app.state.host = host
+        app.state.mcp_sessions = mcp.session_manager()
         try:
-            yield
+            async with app.state.mcp_sessions.run():
+                yield
         finally:
             await host.stop()
 
@@ -52,6 +56,8 @@ def create_app(settings: Settings, *, role: Role = SERVING, lease: Lease | None 
         app.include_router(router)
     error_handlers.install(app)
     openapi_errors.install(app)
+    # Invocations' MCP tokens are capabilities: never in a log line.
+    logging.getLogger("uvicorn.access").addFilter(mcp.REDACT_TOKENS)
     # Each one added wraps the ones before it: the version header goes on every answer,
     # and a refused body is refused before any route, credential check or parser runs.
     app.add_middleware(error_handlers.CrashGuard)

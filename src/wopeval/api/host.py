@@ -21,12 +21,12 @@ from wopeval.engine.catalog import Catalog, seed_conformance
 from wopeval.engine.erasure import purge_expired
 from wopeval.engine.host import Engine
 from wopeval.engine.notifier import Notifier
-from wopeval.engine.project import load_project
+from wopeval.engine.project import connect_mcp_servers, load_project
 from wopeval.engine.runlog import now
 from wopeval.engine.tail import Tails
 from wopeval.settings import Settings
 from wopeval.store import IDEMPOTENCY_RETENTION, Lease, Store
-from wopeval.tools import CounterTool
+from wopeval.tools import COUNTER_LISTING, CounterTool, McpServers
 
 log = logging.getLogger("wopeval.host")
 
@@ -64,6 +64,8 @@ class Host:
     """The lease this host took itself, released when it stops."""
     tails: Tails
     """The shared readers of followed runs' logs (SSE)."""
+    mcp: McpServers
+    """Connections to the project's MCP servers."""
     housekeeper: asyncio.Task[None] | None = None
 
     @classmethod
@@ -83,6 +85,7 @@ class Host:
                 own_lease.release()
             raise
         http = httpx.AsyncClient(timeout=settings.tool_timeout_seconds)
+        mcp = McpServers()
         try:
             if isinstance(role, Embedded):
                 auth = await embedded_keys(settings, store, role.session_key)
@@ -90,20 +93,24 @@ class Host:
                 auth = await serving_keys(settings, store)
             catalog = Catalog()
             seed_conformance(catalog)
-            catalog.tools.add(CounterTool(store))
+            catalog.tools.add(CounterTool(store), COUNTER_LISTING)
             if settings.project is not None:
-                load_project(settings.project, catalog, http)
+                servers = load_project(
+                    settings.project, catalog, http, tool_timeout=settings.tool_timeout_seconds
+                )
+                await connect_mcp_servers(servers, catalog, mcp)
             engine = Engine(settings=settings, store=store, catalog=catalog, notifier=Notifier())
             await _release_unanswered_keys(store)
             await engine.recover()
         except BaseException:
+            await mcp.close()
             await http.aclose()
             await store.close()
             if own_lease is not None:
                 own_lease.release()
             raise
         tails = Tails(store, engine.notifier)
-        host = cls(settings, role, store, catalog, engine, auth, http, own_lease, tails)
+        host = cls(settings, role, store, catalog, engine, auth, http, own_lease, tails, mcp)
         # What start-up loaded lives as long as the process: keep it out of every
         # later collection, which otherwise stalls eval runs for tenths of a second.
         gc.freeze()
@@ -123,6 +130,7 @@ class Host:
             await asyncio.gather(self.housekeeper, return_exceptions=True)
         await self.engine.shutdown()
         await self.tails.close()
+        await self.mcp.close()
         await self.http.aclose()
         await self.store.close()
         if self.own_lease is not None:

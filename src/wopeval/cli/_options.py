@@ -55,7 +55,7 @@ ProjectOption = Annotated[
     typer.Option(
         "--project",
         envvar="WOPEVAL_PROJECT",
-        help="Embedded host: the directory holding wopeval.toml.",
+        help="Embedded host: the directory holding wopeval.toml (or a .toml manifest).",
         rich_help_panel="Host",
     ),
 ]

@@ -41,7 +41,10 @@ def serve(
         ),
     ] = None,
     project: Annotated[
-        Path | None, typer.Option(envvar="WOPEVAL_PROJECT", help="Directory holding wopeval.toml.")
+        Path | None,
+        typer.Option(
+            envvar="WOPEVAL_PROJECT", help="Directory holding wopeval.toml (or a .toml manifest)."
+        ),
     ] = None,
     retention_days: Annotated[
         int | None,

@@ -93,9 +93,14 @@ class EmbeddedHost:
         from wopeval.api.host import Embedded
         from wopeval.api.loopback import loopback_socket, quiet_server
 
-        app = create_app(self.settings, role=Embedded(self.session_key), lease=lease)
-        server = quiet_server(app)
         sock = loopback_socket()
+        settings = self.settings
+        if settings.public_url is None:
+            # The kernel picked the port: agent processes reach their MCP endpoints there.
+            public_url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+            settings = settings.model_copy(update={"public_url": public_url})
+        app = create_app(settings, role=Embedded(self.session_key), lease=lease)
+        server = quiet_server(app)
         failures = self._failures
         captured = _StartupLog()
         startup_log = logging.getLogger("uvicorn.error")

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import JsonValue
 
 from wopeval import evals
+from wopeval.engine.grants import InvocationGrants
 from wopeval.tools import ToolContext, ToolFailure, ToolRegistry
 from wopeval.wire.events import ToolStatus
 
@@ -51,24 +52,33 @@ class ToolResult:
 class LiveTransport:
     """Runs the registered tool; failures of any kind become tool errors, never crashed runs."""
 
-    def __init__(self, registry: ToolRegistry, context: ToolContext, timeout: float) -> None:
-        self._registry = registry
-        self._context = context
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        context: ToolContext,
+        timeout: float,
+        grants: InvocationGrants | None = None,
+    ) -> None:
+        self.registry = registry
+        self.context = context
         self._timeout = timeout
+        self.grants = grants
+        """Where an invocation gets its MCP endpoint's capability (None: no endpoint)."""
 
     async def handle(self, call: ToolCall) -> ToolResult:
-        tool = self._registry.get(call.tool)
+        tool = self.registry.get(call.tool)
         if tool is None:
             failure = ToolFailure("unknown_tool", f"no tool named {call.tool!r} is registered")
             return _failed(failure, "live", None)
+        timeout = self.registry.timeout(call.tool) or self._timeout
         started = time.perf_counter()
         try:
-            result = await asyncio.wait_for(tool.call(call.args, self._context), self._timeout)
+            result = await asyncio.wait_for(tool.call(call.args, self.context), timeout)
         except ToolFailure as raised:
             return _failed(raised, "live", _elapsed(started))
         except TimeoutError:
             timed_out = ToolFailure(
-                "tool_timeout", f"{call.tool} did not answer in {self._timeout:g}s", retryable=True
+                "tool_timeout", f"{call.tool} did not answer in {timeout:g}s", retryable=True
             )
             return _failed(timed_out, "live", _elapsed(started))
         except Exception as exc:  # any tool crash is the agent's tool error, not the run's

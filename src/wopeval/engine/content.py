@@ -171,4 +171,8 @@ def _grade_view(detail: dict[str, Any], full: bool) -> GradeView | None:
 def _error_view(error: dict[str, Any] | None, full: bool) -> AgentErrorView | None:
     if error is None:
         return None
-    return AgentErrorView(type=error["type"], message=error.get("message") if full else None)
+    if not full:
+        return AgentErrorView(type=error["type"])
+    return AgentErrorView(
+        type=error["type"], message=error.get("message"), stderrTail=error.get("stderrTail")
+    )

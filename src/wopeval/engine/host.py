@@ -19,6 +19,7 @@ from wopeval.engine.control import RunControl
 from wopeval.engine.erasure import Erasure, erase_tool_content
 from wopeval.engine.eval_plan import resolve_eval
 from wopeval.engine.eval_runner import EvalContext, run_eval
+from wopeval.engine.grants import InvocationGrants
 from wopeval.engine.log_writer import LogWriter, OnInsert
 from wopeval.engine.notifier import Notifier
 from wopeval.engine.outcome import RunFailure, Terminal
@@ -57,6 +58,7 @@ class Engine:
         self.catalog = catalog
         self.notifier = notifier
         self.writer = LogWriter(store, notifier)
+        self.grants = InvocationGrants(settings.agent_base_url())
         self._executing: dict[str, tuple[asyncio.Task[None], Execution]] = {}
         self._stopping = False
 
@@ -193,7 +195,9 @@ class Engine:
 
     def _live(self, principal: Principal, run_id: str) -> LiveTransport:
         context = ToolContext(tenant=principal.tenant, run_id=run_id)
-        return LiveTransport(self.catalog.tools, context, self.settings.tool_timeout_seconds)
+        return LiveTransport(
+            self.catalog.tools, context, self.settings.tool_timeout_seconds, self.grants
+        )
 
     # ── shared machinery ─────────────────────────────────────────────
 

@@ -11,11 +11,12 @@ from typing import Any, Literal
 from pydantic import JsonValue
 
 from wopeval import evals
-from wopeval.agents import AgentRegistry, AgentSpec, ToolCallError
+from wopeval.agents import AgentFailed, AgentRegistry, AgentSpec, ToolCallError
 from wopeval.engine import content
 from wopeval.engine.boundary import Boundary, ToolCall, ToolResult
 from wopeval.engine.runlog import Journal, RunClosed, now
 from wopeval.store import InvocationRow, ToolCallOutcome, ToolCallRow
+from wopeval.tools import Offered
 from wopeval.wire import events, ids
 
 Source = Literal["workflow-node", "run-api", "chat-mention"]
@@ -34,7 +35,8 @@ class InvocationResult:
     fixture_misses: int = 0
     invoked_agents: set[str] = field(default_factory=set)
     error: dict[str, Any] | None = None
-    """`{type, message, traceback}` when the agent raised (host-only; see content.py)."""
+    """`{type, message, traceback, stderrTail?}` when the agent raised (host-only; see
+    content.py); `stderrTail` is the end of a command-lane agent's stderr."""
 
 
 @dataclass(frozen=True)
@@ -62,10 +64,32 @@ class Invocation:
         default_factory=lambda: InvocationResult(decision=None, failed=False)
     )
     invocation_id: str = field(default_factory=ids.mint_local_id)
+    _token: str | None = field(default=None, init=False, repr=False)
 
     @property
     def agent_id(self) -> str:
         return self.spec.agent_id
+
+    @property
+    def mcp_url(self) -> str:
+        """This invocation's MCP endpoint; its capability is made on first use, ends with it."""
+        grants = self.boundary.live.grants
+        if grants is None:
+            raise RuntimeError("this host serves no MCP endpoint for its invocations")
+        if self._token is None:
+            self._token = grants.grant(self.boundary.live.context.tenant, self)
+        return grants.url(self._token)
+
+    def offered(self) -> Offered:
+        """The tools the agent may call through its MCP endpoint, with their schemas."""
+        return self.boundary.live.registry.offered(self.spec.tools)
+
+    def revoke(self) -> None:
+        """End the MCP endpoint's capability: the invocation is over."""
+        grants = self.boundary.live.grants
+        if self._token is not None and grants is not None:
+            grants.revoke(self._token)
+            self._token = None
 
     async def call_tool(self, name: str, args: JsonValue) -> JsonValue:
         """The one door of the tool boundary: served from fixtures, or run live and durable.
@@ -198,6 +222,8 @@ async def run_invocation(invocation: Invocation, *, source: Source) -> Invocatio
         return InvocationResult(
             None, True, shared.executed, shared.fixture_misses, shared.invoked_agents, error
         )
+    finally:
+        invocation.revoke()
     journal.emit(events.Decided(agentId=agent_id, decision=decision), node_id=invocation.node_id)
     _close(invocation, "completed", started, None)
     return InvocationResult(
@@ -216,11 +242,14 @@ def _raised(invocation: Invocation, exc: Exception) -> dict[str, Any]:
         "" if where.trial is None else f", trial {where.trial}",
         exc_info=exc,
     )
-    return {
+    error = {
         "type": type(exc).__name__,
         "message": str(exc),
         "traceback": "".join(traceback.format_exception(exc)),
     }
+    if isinstance(exc, AgentFailed) and exc.stderr_tail:
+        error["stderrTail"] = exc.stderr_tail
+    return error
 
 
 def _close(
@@ -248,5 +277,6 @@ def _close(
             error=error,
             started_at=started,
             completed_at=now(),
+            tools_digest=invocation.offered().digest,
         )
     )

@@ -2,15 +2,23 @@
 
 [[agents]]
 id = "support-agent"
-lane = "python"                    # or "scripted"
+lane = "python"                    # or "scripted", "command", "http" (docs/agents.md)
 callable = "support.agent:decide"  # async (context) -> decision
 record = true                      # keep calls for RFC 0252 derivation
 wire_content = "full"              # or "hash"
+tools = ["support:*"]              # what its MCP endpoint offers (default: every tool)
+
+[[agents]]
+id = "support-agent-cli"
+lane = "command"                   # a process per invocation: JSON on stdin, decision on stdout
+command = ["python", "agent.py"]
+timeout_seconds = 120
 
 [[tools]]
 name = "support:lookup"
 kind = "python"
 callable = "support.tools:lookup"  # async (args) -> result
+input_schema = { type = "object", properties = { query = { type = "string" } } }
 
 [[graders]]
 id = "refund-check"
@@ -22,6 +30,11 @@ name = "support:crm"
 kind = "http"
 url = "http://127.0.0.1:9100/crm"
 credential = { header = "Authorization", template = "Bearer {secret}", env = "CRM_TOKEN" }
+
+[[mcp_servers]]                    # its tools register as `orders:<tool>`
+name = "orders"
+command = ["python", "orders_server.py"]   # stdio; or url = "http://…/mcp" (Streamable HTTP)
+credential = { env = "ORDERS_TOKEN" }      # the process gets it in ORDERS_TOKEN
 
 workflows = ["workflows/*.json"]
 suites = ["suites/*.json"]
@@ -37,14 +50,36 @@ from pathlib import Path
 from typing import Any, Literal
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
-from wopeval.agents import AgentSpec, PythonAgent, ScriptedAgent
+from wopeval.agents import (
+    Agent,
+    AgentSpec,
+    CommandAgent,
+    HttpAgent,
+    ProcessLaunch,
+    PythonAgent,
+    ScriptedAgent,
+)
 from wopeval.engine.catalog import Catalog, GlobalSuite
 from wopeval.engine.grading import DEFAULT_GRADER_TIMEOUT_SECONDS, CustomGrader
-from wopeval.tools import Credential, HttpTool, PythonTool, Secret, load_callable
+from wopeval.tools import (
+    Credential,
+    HttpTool,
+    McpServers,
+    McpServerSpec,
+    PythonTool,
+    Secret,
+    ToolListing,
+    ToolRegistry,
+    derived_input_schema,
+    load_callable,
+)
+from wopeval.tools.mcp import HttpEndpoint, McpCredential, StdioLaunch
 from wopeval.wire.suite import GRADER_ID_PATTERN
 from wopeval.wire.workflows import Workflow
+
+DEFAULT_AGENT_TIMEOUT_SECONDS = 300.0
 
 
 class ProjectError(Exception):
@@ -55,20 +90,27 @@ class _Closed(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class AgentEntry(_Closed):
-    id: str
-    lane: Literal["scripted", "python"]
-    callable: str | None = None
-    record: bool = True
-    wire_content: Literal["full", "hash"] = "full"
-    description: str = ""
-
-
 class CredentialEntry(_Closed):
     header: str = "Authorization"
     template: str = "Bearer {secret}"
     env: str | None = None
     value: str | None = None
+
+
+class AgentEntry(_Closed):
+    id: str
+    lane: Literal["scripted", "python", "command", "http"]
+    callable: str | None = None
+    command: list[str] | None = None
+    cwd: str | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    url: str | None = None
+    credential: CredentialEntry | None = None
+    timeout_seconds: float = Field(default=DEFAULT_AGENT_TIMEOUT_SECONDS, gt=0)
+    tools: list[str] | None = None
+    record: bool = True
+    wire_content: Literal["full", "hash"] = "full"
+    description: str = ""
 
 
 class ToolEntry(_Closed):
@@ -78,6 +120,31 @@ class ToolEntry(_Closed):
     url: str | None = None
     method: Literal["GET", "POST", "PUT"] = "POST"
     credential: CredentialEntry | None = None
+    description: str = ""
+    input_schema: dict[str, JsonValue] | None = None
+
+
+class McpCredentialEntry(_Closed):
+    """Where the secret comes from (`env` / `value`) and where it goes: the stdio process's
+    variable `server_env` (default: the name in `env`), or the HTTP header `header`."""
+
+    env: str | None = None
+    value: str | None = None
+    server_env: str | None = None
+    header: str = "Authorization"
+    template: str = "Bearer {secret}"
+
+
+class McpServerEntry(_Closed):
+    name: str = Field(pattern=r"^[A-Za-z0-9._-]+$")
+    command: list[str] | None = Field(default=None, min_length=1)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    credential: McpCredentialEntry | None = None
+    tools: list[str] | None = None
+    timeout_seconds: float | None = Field(default=None, gt=0)
 
 
 class GraderEntry(_Closed):
@@ -90,13 +157,20 @@ class ProjectFile(_Closed):
     agents: list[AgentEntry] = Field(default_factory=list)
     tools: list[ToolEntry] = Field(default_factory=list)
     graders: list[GraderEntry] = Field(default_factory=list)
+    mcp_servers: list[McpServerEntry] = Field(default_factory=list)
     workflows: list[str] = Field(default_factory=list)
     suites: list[str] = Field(default_factory=list)
 
 
+def manifest_path(directory: Path) -> Path:
+    """The project's manifest: `DIR/wopeval.toml`, or the `.toml` file named itself (one
+    project directory can hold several variants)."""
+    return directory if directory.suffix == ".toml" else directory / "wopeval.toml"
+
+
 def read_project_file(directory: Path) -> ProjectFile:
-    """`DIR/wopeval.toml` as written, checked but nothing imported."""
-    manifest = directory / "wopeval.toml"
+    """The project's manifest as written, checked but nothing imported."""
+    manifest = manifest_path(directory)
     try:
         return ProjectFile.model_validate(tomllib.loads(manifest.read_text(encoding="utf-8")))
     except FileNotFoundError as exc:
@@ -105,68 +179,156 @@ def read_project_file(directory: Path) -> ProjectFile:
         raise ProjectError(f"{manifest}: {exc}") from exc
 
 
-def load_project(directory: Path, catalog: Catalog, http: httpx.AsyncClient) -> None:
-    manifest = directory / "wopeval.toml"
-    project = read_project_file(directory)
+def load_project(
+    directory: Path, catalog: Catalog, http: httpx.AsyncClient, *, tool_timeout: float
+) -> list[McpServerSpec]:
+    """Load the project into `catalog`; returns its MCP servers, which `connect_mcp_servers`
+    then lists (connecting is asynchronous). `directory` may name the manifest itself."""
+    manifest = manifest_path(directory)
+    directory = manifest.parent
+    project = read_project_file(manifest)
     # The project's own modules are importable by their dotted paths.
     if str(directory.resolve()) not in sys.path:
         sys.path.insert(0, str(directory.resolve()))
     try:
         for agent in project.agents:
-            catalog.agents.add(_agent(agent))
+            catalog.agents.add(_agent(agent, directory, http))
         for tool in project.tools:
-            catalog.tools.add(_tool(tool, http))
+            catalog.tools.add(*_tool(tool, http))
         for grader in project.graders:
             function = load_callable(grader.callable)
             catalog.add_grader(CustomGrader(grader.id, function, grader.timeout_seconds))
+        servers = [_mcp_server(entry, directory, tool_timeout) for entry in project.mcp_servers]
     except (ValueError, ImportError) as exc:
         raise ProjectError(f"{manifest}: {exc}") from exc
     for path in _expand(directory, project.workflows):
         catalog.add_workflow(_parse(path, Workflow.model_validate))
     for path in _expand(directory, project.suites):
         catalog.add_suite(_parse(path, lambda doc: GlobalSuite(None, doc)))
+    return servers
 
 
-def _agent(entry: AgentEntry) -> AgentSpec:
-    if entry.lane == "python":
-        if not entry.callable:
-            raise ValueError(f"agent {entry.id!r}: the python lane needs `callable`")
-        agent: PythonAgent | ScriptedAgent = PythonAgent(load_callable(entry.callable))
-    else:
-        agent = ScriptedAgent()
+async def connect_mcp_servers(
+    specs: list[McpServerSpec], catalog: Catalog, servers: McpServers
+) -> None:
+    """List each MCP server's tools into the registry, then check every agent's `tools`."""
+    try:
+        for spec in specs:
+            # The host's own timeout is the SDK's plus a margin: the SDK answers first,
+            # and its answer leaves the connection's bookkeeping clean.
+            for tool, listing in await servers.tools_of(spec):
+                catalog.tools.add(tool, listing, timeout_seconds=spec.timeout_seconds + 5)
+    except ValueError as exc:
+        raise ProjectError(str(exc)) from exc
+    for spec_ in catalog.agents.all():
+        _check_allowlist(spec_, catalog.tools)
+
+
+def _check_allowlist(agent: AgentSpec, registry: ToolRegistry) -> None:
+    for pattern in agent.tools or ():
+        if not registry.matching(pattern):
+            raise ProjectError(f"agent {agent.agent_id!r}: `tools` entry {pattern!r} names no tool")
+
+
+def _agent(entry: AgentEntry, directory: Path, http: httpx.AsyncClient) -> AgentSpec:
     return AgentSpec(
         entry.id,
-        agent,
+        _lane(entry, directory, http),
         lane=entry.lane,
         record=entry.record,
         wire_content=entry.wire_content,
         description=entry.description,
+        tools=tuple(entry.tools) if entry.tools is not None else None,
     )
 
 
-def _tool(entry: ToolEntry, http: httpx.AsyncClient) -> PythonTool | HttpTool:
+def _lane(entry: AgentEntry, directory: Path, http: httpx.AsyncClient) -> Agent:
+    where = f"agent {entry.id!r}"
+    if entry.lane == "python":
+        if not entry.callable:
+            raise ValueError(f"{where}: the python lane needs `callable`")
+        return PythonAgent(load_callable(entry.callable))
+    if entry.lane == "command":
+        if not entry.command:
+            raise ValueError(f"{where}: the command lane needs `command`")
+        cwd = directory / entry.cwd if entry.cwd else directory
+        launch = ProcessLaunch(tuple(entry.command), tuple(entry.env.items()), cwd.resolve())
+        return CommandAgent(launch, entry.timeout_seconds)
+    if entry.lane == "http":
+        if not entry.url:
+            raise ValueError(f"{where}: the http lane needs `url`")
+        if entry.credential is None:
+            return HttpAgent(entry.url, http, entry.timeout_seconds)
+        secret = _secret(where, entry.credential.env, entry.credential.value)
+        credential = Credential(entry.credential.header, secret, entry.credential.template)
+        return HttpAgent(
+            entry.url,
+            http,
+            entry.timeout_seconds,
+            lambda: {credential.header: credential.render()},
+        )
+    return ScriptedAgent()
+
+
+def _tool(entry: ToolEntry, http: httpx.AsyncClient) -> tuple[PythonTool | HttpTool, ToolListing]:
     if entry.kind == "python":
         if not entry.callable:
             raise ValueError(f"tool {entry.name!r}: a python tool needs `callable`")
-        return PythonTool(entry.name, load_callable(entry.callable))
+        function = load_callable(entry.callable)
+        schema = entry.input_schema or derived_input_schema(function)
+        return PythonTool(entry.name, function), ToolListing(entry.description, schema)
     if not entry.url:
         raise ValueError(f"tool {entry.name!r}: an http tool needs `url`")
     credential = None
     if entry.credential is not None:
-        secret = _secret(entry.name, entry.credential)
+        where = f"tool {entry.name!r}"
+        secret = _secret(where, entry.credential.env, entry.credential.value)
         credential = Credential(entry.credential.header, secret, entry.credential.template)
-    return HttpTool(entry.name, entry.url, client=http, method=entry.method, credential=credential)
+    tool = HttpTool(entry.name, entry.url, client=http, method=entry.method, credential=credential)
+    return tool, ToolListing(entry.description, entry.input_schema or {"type": "object"})
 
 
-def _secret(tool: str, entry: CredentialEntry) -> Secret:
-    if entry.env:
-        value = os.environ.get(entry.env)
-        if not value:
-            raise ValueError(f"tool {tool!r}: environment variable {entry.env} is not set")
+def _mcp_server(entry: McpServerEntry, directory: Path, tool_timeout: float) -> McpServerSpec:
+    where = f"mcp server {entry.name!r}"
+    if (entry.command is None) == (entry.url is None):
+        raise ValueError(f"{where}: give exactly one of `command` (stdio) or `url` (HTTP)")
+    transport: StdioLaunch | HttpEndpoint
+    if entry.command is not None:
+        cwd = (directory / entry.cwd if entry.cwd else directory).resolve()
+        transport = StdioLaunch(tuple(entry.command), tuple(entry.env.items()), cwd)
+    else:
+        if entry.env or entry.cwd:
+            raise ValueError(f"{where}: `env` and `cwd` are for a stdio server (`command`)")
+        transport = HttpEndpoint(str(entry.url), tuple(entry.headers.items()))
+    credential = None
+    if entry.credential is not None:
+        given = entry.credential
+        secret = _secret(where, given.env, given.value)
+        if entry.command is not None:
+            target = given.server_env or given.env
+            if not target:
+                raise ValueError(f"{where}: a stdio credential needs `server_env` (or `env`)")
+            credential = McpCredential(secret, env=target, template="{secret}")
+        else:
+            credential = McpCredential(secret, header=given.header, template=given.template)
+    return McpServerSpec(
+        entry.name,
+        transport,
+        entry.timeout_seconds or tool_timeout,
+        credential,
+        tuple(entry.tools) if entry.tools is not None else None,
+    )
+
+
+def _secret(where: str, env: str | None, value: str | None) -> Secret:
+    if env:
+        found = os.environ.get(env)
+        if not found:
+            raise ValueError(f"{where}: environment variable {env} is not set")
+        return Secret(found)
+    if value:
         return Secret(value)
-    if entry.value:
-        return Secret(entry.value)
-    raise ValueError(f"tool {tool!r}: a credential needs `env` or `value`")
+    raise ValueError(f"{where}: a credential needs `env` or `value`")
 
 
 def _expand(directory: Path, patterns: list[str]) -> list[Path]:

@@ -41,7 +41,26 @@ async def task_detail(uow: UnitOfWork, record: RunRecord, task_id: str) -> TaskD
     scored = (await _scored(uow, record.run_id)).get(task_id)
     line = _line(task_id, scored, trials, _verdicts(record.summary))
     views: list[TrialDetail] = [content.trial_view(trial) for trial in trials]
-    return TaskDetail(**line.model_dump(), runId=record.run_id, trialDetails=views)
+    return TaskDetail(
+        **line.model_dump(),
+        runId=record.run_id,
+        toolSchemasChanged=await _tool_schemas_changed(uow, record, task_id),
+        trialDetails=views,
+    )
+
+
+async def _tool_schemas_changed(uow: UnitOfWork, record: RunRecord, task_id: str) -> bool | None:
+    """Whether the task's agent saw another tool listing than in its fixture source."""
+    plan = await uow.runs.plan(record.tenant, record.run_id) or {}
+    source = (plan.get("fixtureRuns") or {}).get(task_id)
+    agent_id = plan.get("agentId")
+    if not isinstance(source, str) or not isinstance(agent_id, str):
+        return None
+    seen = await uow.invocations.tools_digests(record.run_id, agent_id, task_id)
+    recorded = await uow.invocations.tools_digests(source, agent_id)
+    if not seen or not recorded:
+        return None
+    return seen != recorded
 
 
 def _require_eval(record: RunRecord) -> None:

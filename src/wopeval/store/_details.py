@@ -28,6 +28,8 @@ class InvocationRow:
     """`{type, message, traceback}` of the exception the agent raised."""
     started_at: datetime
     completed_at: datetime
+    tools_digest: str | None = None
+    """Digest of the tool listing (names, descriptions, input schemas) the agent was offered."""
 
     def to_row(self, run_id: str) -> dict[str, Any]:
         return {**asdict(self), "run_id": run_id}
@@ -79,6 +81,21 @@ class InvocationsRepo:
             .order_by(invocations.c.started_at)
         )
         return [dict(row) for row in result.mappings()]
+
+    async def tools_digests(
+        self, run_id: str, agent_id: str, task_id: str | None = None
+    ) -> set[str]:
+        """The tool listings `agent_id` was offered in the run (in one task, when named)."""
+        query = select(invocations.c.tools_digest).where(
+            invocations.c.run_id == run_id,
+            invocations.c.agent_id == agent_id,
+            invocations.c.is_delegate.is_(False),
+            invocations.c.tools_digest.is_not(None),
+        )
+        if task_id is not None:
+            query = query.where(invocations.c.task_id == task_id)
+        result = await self._connection.execute(query.distinct())
+        return {row[0] for row in result}
 
 
 class TrialsRepo:

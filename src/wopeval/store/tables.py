@@ -110,6 +110,8 @@ invocations = Table(
     Column("error", JSON, nullable=True),
     Column("started_at", DateTime(timezone=True), nullable=False),
     Column("completed_at", DateTime(timezone=True), nullable=False),
+    # `sha256:` digest of the tool listing the agent was offered (its MCP `tools/list`).
+    Column("tools_digest", String(71), nullable=True),
 )
 
 task_trials = Table(

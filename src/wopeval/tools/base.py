@@ -54,6 +54,14 @@ class ToolFailure(Exception):
         )
 
 
+@dataclass(frozen=True)
+class ToolListing:
+    """How a tool is offered to an agent (its MCP `tools/list` entry): what it does and takes."""
+
+    description: str = ""
+    input_schema: dict[str, JsonValue] = field(default_factory=lambda: {"type": "object"})
+
+
 class Tool(Protocol):
     name: str
 

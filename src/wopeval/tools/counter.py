@@ -7,9 +7,18 @@ from typing import Any
 from pydantic import JsonValue
 
 from wopeval.store import Store
-from wopeval.tools.base import ToolContext, ToolFailure
+from wopeval.tools.base import ToolContext, ToolFailure, ToolListing
 
 COUNTER_TOOL = "conformance.eval:counter"
+COUNTER_LISTING = ToolListing(
+    "A per-tenant counter: `inc` adds one to `key` and returns the count, `read` returns it.",
+    {
+        "type": "object",
+        "properties": {"op": {"enum": ["inc", "read"]}, "key": {"type": "string"}},
+        "required": ["op", "key"],
+        "additionalProperties": False,
+    },
+)
 
 
 class CounterTool:

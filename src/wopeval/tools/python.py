@@ -5,9 +5,9 @@ from __future__ import annotations
 import importlib
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import Any, cast
+from typing import Any, cast, get_origin, get_type_hints
 
-from pydantic import JsonValue
+from pydantic import JsonValue, TypeAdapter
 
 from wopeval.tools.base import ToolContext
 
@@ -36,3 +36,18 @@ class PythonTool:
 
     async def call(self, args: JsonValue, context: ToolContext) -> JsonValue:
         return await self._function(args)
+
+
+def derived_input_schema(function: Callable[..., Any]) -> dict[str, JsonValue]:
+    """The JSON Schema of a python tool's args, from its first parameter's type hint.
+
+    A TypedDict, dataclass or pydantic model gives its own schema; no hint (or a
+    plain `dict`) gives `{"type": "object"}`: any object, described by nothing.
+    """
+    parameters = list(inspect.signature(function).parameters.values())
+    hints = get_type_hints(function) if parameters else {}
+    hint = hints.get(parameters[0].name) if parameters else None
+    if hint is None or hint in (dict, Any) or get_origin(hint) is dict:
+        return {"type": "object"}
+    schema: dict[str, JsonValue] = TypeAdapter(hint).json_schema()
+    return schema

@@ -95,6 +95,8 @@ class AgentErrorView(_Shape):
     """The exception's class name."""
     message: str | None = None
     """Its message (`full` only)."""
+    stderrTail: str | None = None
+    """The end of a command-lane agent's stderr (`full` only)."""
 
 
 class TrialDetail(_Shape):
@@ -161,5 +163,8 @@ class TaskList(_Shape):
 class TaskDetail(TaskLine):
     runId: str
     """The eval run."""
+    toolSchemasChanged: bool | None = None
+    """The agent was offered other tools or schemas than in the task's fixture source
+    (their listing's digest differs); absent when the task has no source."""
     trialDetails: list[TrialDetail]
     """Each trial, in order."""

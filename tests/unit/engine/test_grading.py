@@ -203,7 +203,7 @@ def _load(directory: Path, graders: str) -> Catalog:
 
     async def load() -> None:
         async with httpx.AsyncClient() as http:
-            load_project(directory, catalog, http)
+            load_project(directory, catalog, http, tool_timeout=30)
 
     asyncio.run(load())
     return catalog

@@ -1,0 +1,56 @@
+"""Capabilities for the MCP endpoint of running invocations (`/host/wopeval/mcp/{token}`).
+
+An agent that runs outside the host (a process, a service) reaches its tools
+through an MCP endpoint the host serves for that one invocation. The token in
+its URL is the capability: 32 random bytes, bound to the invocation and its
+tenant, valid from the agent's first use until the invocation ends. It is
+never logged, never put on an event or in a record, and an ended or unknown
+token is refused exactly like a token of another tenant.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from wopeval.engine.invocation import Invocation
+
+MCP_PATH = "/host/wopeval/mcp/"
+
+
+@dataclass(frozen=True, slots=True)
+class Grant:
+    tenant: str
+    invocation: Invocation
+
+
+class InvocationGrants:
+    """The tokens of the invocations running in this process."""
+
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url.rstrip("/")
+        """Where agents reach this host; the embedded host sets it once its port is known."""
+        self._grants: dict[str, Grant] = {}
+
+    def grant(self, tenant: str, invocation: Invocation) -> str:
+        token = secrets.token_urlsafe(32)
+        self._grants[token] = Grant(tenant, invocation)
+        return token
+
+    def revoke(self, token: str) -> None:
+        self._grants.pop(token, None)
+
+    def resolve(self, token: str, tenant: str | None) -> Invocation | None:
+        """The invocation `token` names, if it runs and (with `tenant` given) is that tenant's."""
+        grant = self._grants.get(token)
+        if grant is None or (tenant is not None and tenant != grant.tenant):
+            return None
+        return grant.invocation
+
+    def url(self, token: str) -> str:
+        return f"{self.base_url}{MCP_PATH}{token}"
+
+    def __len__(self) -> int:
+        return len(self._grants)

@@ -1,0 +1,88 @@
+"""`wopeval.toml` entries of MCP servers and of the command and http lanes; incomplete: refused."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+
+from wopeval.engine.catalog import Catalog
+from wopeval.engine.project import ProjectError, connect_mcp_servers, load_project
+from wopeval.tools import McpServers
+from wopeval.tools.mcp import HttpEndpoint, StdioLaunch
+
+
+def _write(path: Path, toml: str) -> Path:
+    path.write_text(toml)
+    return path
+
+
+async def _load(directory: Path, toml: str) -> Catalog:
+    _write(directory / "wopeval.toml", toml)
+    catalog = Catalog()
+    async with httpx.AsyncClient() as http:
+        servers = load_project(directory, catalog, http, tool_timeout=7)
+        await connect_mcp_servers(servers, catalog, McpServers())
+    return catalog
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        ('[[mcp_servers]]\nname = "a"\n', "exactly one of `command` (stdio) or `url`"),
+        ('[[mcp_servers]]\nname = "a"\ncommand = ["x"]\nurl = "http://h/mcp"\n', "exactly one"),
+        ('[[mcp_servers]]\nname = "a"\nurl = "http://h/mcp"\ncwd = "x"\n', "are for a stdio"),
+        ('[[mcp_servers]]\nname = "a"\ncommand = ["x"]\ncredential = { value = "s" }\n',
+         "needs `server_env`"),
+        ('[[mcp_servers]]\nname = "a:b"\ncommand = ["x"]\n', "name"),
+        ('[[agents]]\nid = "a"\nlane = "command"\n', "the command lane needs `command`"),
+        ('[[agents]]\nid = "a"\nlane = "http"\n', "the http lane needs `url`"),
+        ('[[agents]]\nid = "a"\nlane = "http"\nurl = "http://h"\ncredential = {}\n',
+         "needs `env` or `value`"),
+        ('[[agents]]\nid = "a"\nlane = "scripted"\ntools = ["nowhere:*"]\n',
+         "`tools` entry 'nowhere:*' names no tool"),
+    ],
+    ids=["no-transport", "two-transports", "http-cwd", "stdio-credential", "bad-name",
+         "command-lane", "http-lane", "empty-credential", "allowlist"],
+)  # fmt: skip
+async def test_an_incomplete_entry_is_refused_with_what_it_lacks(
+    tmp_path: Path, toml: str, message: str
+) -> None:
+    with pytest.raises(ProjectError, match=None) as refused:
+        await _load(tmp_path, toml)
+    assert message in str(refused.value)
+
+
+async def test_a_manifest_may_be_named_directly_and_its_servers_are_described(
+    tmp_path: Path,
+) -> None:
+    manifest = _write(
+        tmp_path / "other.toml",
+        '[[mcp_servers]]\nname = "s"\ncommand = ["srv", "--flag"]\nenv = { A = "1" }\n'
+        'credential = { value = "v", server_env = "TOKEN" }\ntools = ["one"]\n'
+        '[[mcp_servers]]\nname = "h"\nurl = "http://h/mcp"\nheaders = { X = "y" }\n'
+        'timeout_seconds = 3\ncredential = { value = "v" }\n',
+    )
+    async with httpx.AsyncClient() as http:
+        stdio, remote = load_project(manifest, Catalog(), http, tool_timeout=7)
+    assert stdio.transport == StdioLaunch(
+        ("srv", "--flag"), (("A", "1"),), manifest.parent.absolute()
+    )
+    assert stdio.timeout_seconds == 7
+    assert stdio.tools == ("one",)
+    assert stdio.credential is not None
+    assert (stdio.credential.env, stdio.credential.render()) == ("TOKEN", "v")
+    assert remote.transport == HttpEndpoint("http://h/mcp", (("X", "y"),))
+    assert remote.timeout_seconds == 3
+    assert remote.credential is not None
+    assert (remote.credential.header, remote.credential.render()) == ("Authorization", "Bearer v")
+    assert "'v'" not in repr(remote), "the secret is hidden from repr"
+
+
+async def test_an_mcp_server_that_cannot_start_stops_the_host_with_its_name(
+    tmp_path: Path,
+) -> None:
+    toml = '[[mcp_servers]]\nname = "ghost"\ncommand = ["/nonexistent/mcp-server"]\n'
+    with pytest.raises(ProjectError, match="MCP server 'ghost'"):
+        await _load(tmp_path, toml)
