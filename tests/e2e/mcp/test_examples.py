@@ -157,7 +157,12 @@ def test_a_command_agent_is_recorded_then_its_change_gets_the_paired_verdict(
     shutil.copy(project / "changed" / f"{agent}_agent.py", code)
     try:
         candidate = replay(
-            command_host, suite_ref, agent_id, sources, baselineRunId=baseline.run_id
+            command_host,
+            suite_ref,
+            agent_id,
+            sources,
+            evalModes=["golden", "regression"],
+            baselineRunId=baseline.run_id,
         )
     finally:
         code.write_text(original)
