@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from wopeval.cli import compare, demo, evaluate, report, runs, suites
+from wopeval.cli import compare, demo, evaluate, recordings, report, runs, suites
 from wopeval.cli._exit import Group
 from wopeval.cli.conformance import conformance
 from wopeval.cli.purge import purge
@@ -26,6 +26,7 @@ app.command("compare", **compare.SETTINGS)(compare.compare)
 app.command("report", **report.SETTINGS)(report.report)
 app.add_typer(runs.app, name="runs")
 app.add_typer(suites.app, name="suites")
+app.add_typer(recordings.app, name="recordings")
 
 
 @app.callback()

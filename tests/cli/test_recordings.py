@@ -1,0 +1,244 @@
+"""`wopeval recordings export|import`: runs carried from a production store to a CI store.
+
+A real `wopeval serve` records runs in a "production" store (SQLite or PostgreSQL);
+the export reads that store directly; the import loads the bundle into a fresh
+SQLite "CI" store under another tenant, where a second `serve` uses the runs as
+RFC 0252 fixture sources and an RFC 0251 baseline, and can erase them.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from openwop_client.wire_id import project_id
+
+from _backends import Backend
+from _processes import ServeOptions, ServeProcess
+
+from ._support import run_cli
+
+PROD, CI = "prod", "ci"
+DEADLINE_SECONDS = 60.0
+
+
+@dataclass
+class Production:
+    options: ServeOptions
+    source: str
+    """An eval run of `conformance-eval-recorded-source`, tagged `prod`."""
+    workflow: str
+    """A workflow run, tagged `prod`."""
+    baseline: str
+    """An eval run of `conformance-eval-regression-base` (tagged `main`)."""
+
+    def store_options(self) -> list[str]:
+        return self.options.embedded()
+
+
+def _wait(http: httpx.Client, run_id: str) -> dict[str, Any]:
+    deadline = time.monotonic() + DEADLINE_SECONDS
+    while True:
+        snapshot: dict[str, Any] = http.get(f"/runs/{project_id(run_id)}").json()
+        if snapshot["status"] in ("completed", "failed", "cancelled"):
+            return snapshot
+        assert time.monotonic() < deadline, snapshot
+        time.sleep(0.05)
+
+
+def _create(http: httpx.Client, body: dict[str, Any]) -> str:
+    created = http.post("/runs", json=body)
+    assert created.status_code == 201, created.text
+    run_id: str = created.json()["runId"]
+    assert _wait(http, run_id)["status"] == "completed"
+    return run_id
+
+
+def _eval(ref: str, agent: str = "conformance.scripted-agent", **fields: Any) -> dict[str, Any]:
+    return {"mode": "eval", "evalSuiteRef": ref, "agentId": agent, **fields}
+
+
+@pytest.fixture(scope="module")
+def production(backend: Backend, tmp_path_factory: pytest.TempPathFactory) -> Production:
+    data_dir = tmp_path_factory.mktemp(f"production-{backend.name}")
+    key = "wop_prod_" + secrets.token_hex(12)
+    options = ServeOptions(data_dir, backend.new_database(), (f"{PROD}={key}",))
+    serve = ServeProcess(options, data_dir / "serve.log")
+    try:
+        serve.wait_up()
+        with serve.http(key) as http:
+            source = _create(
+                http, _eval("conformance-eval-recorded-source", tags=["prod", "support"])
+            )
+            workflow = _create(
+                http,
+                {
+                    "workflowId": "conformance-agent-counter",
+                    "inputs": {"calls": [], "answer": "hello <b>"},
+                    "tags": ["prod"],
+                },
+            )
+            baseline = _create(http, _eval("conformance-eval-regression-base", tags=["main"]))
+    finally:
+        serve.stop()
+    return Production(options, source, workflow, baseline)
+
+
+def _export(production: Production, bundle: Path, *args: str) -> Any:
+    return run_cli("recordings", "export", *args, "-o", str(bundle), *production.store_options())
+
+
+def test_runs_travel_to_another_store_and_serve_as_sources_and_baselines_there(
+    production: Production, tmp_path: Path
+) -> None:
+    bundle = tmp_path / "recordings.zip"
+    done = _export(production, bundle, "--tag", "prod", "--tenant", PROD,
+                   "--baseline", production.baseline)  # fmt: skip
+    assert done.code == 0, done.stderr
+    assert "exported 3 runs" in done.stdout
+    with zipfile.ZipFile(bundle) as archive:
+        manifest = json.loads(archive.read("manifest.json"))
+    assert manifest["format"] == "wopeval.recordings/1"
+    assert manifest["origin"]["tenant"] == PROD
+    assert {run["id"] for run in manifest["runs"]} == {
+        run_id.partition("/")[2]
+        for run_id in (production.source, production.workflow, production.baseline)
+    }
+
+    ci_dir = tmp_path / "ci"
+    imported = run_cli(
+        "recordings", "import", str(bundle), "--tenant", CI, "--data-dir", str(ci_dir)
+    )
+    assert imported.code == 0, imported.stderr
+    as_ci = {run_id: f"{CI}/{run_id.partition('/')[2]}" for run_id in
+             (production.source, production.workflow, production.baseline)}  # fmt: skip
+    assert all(run_id in imported.stdout for run_id in as_ci.values())
+
+    key = "wop_ci_" + secrets.token_hex(12)
+    serve = ServeProcess(ServeOptions(ci_dir, None, (f"{CI}={key}",)), tmp_path / "ci.log")
+    try:
+        serve.wait_up()
+        with serve.http(key) as http:
+            workflow = http.get(f"/runs/{project_id(as_ci[production.workflow])}").json()
+            assert workflow["status"] == "completed"
+            assert workflow["owner"]["tenant"] == CI
+            log = http.get(f"/runs/{project_id(as_ci[production.workflow])}/events/poll").json()
+            assert log["events"][0]["runId"] == as_ci[production.workflow]
+            assert log["events"][0]["payload"]["owner"]["tenant"] == CI
+
+            replay = _create(
+                http,
+                _eval(
+                    "conformance-eval-recorded-replay",
+                    fixtureRuns={"record": as_ci[production.source]},
+                ),
+            )
+            summary = http.get(f"/runs/{project_id(replay)}/eval-summary").json()
+            assert summary["passed"] is True
+            assert summary["fixtureMissCount"] == 0
+            live = http.get(f"/host/wopeval/runs/{project_id(replay)}/live-calls").json()
+            assert live["liveCalls"] == 0
+
+            candidate = _create(
+                http,
+                _eval(
+                    "conformance-eval-regression-candidate",
+                    evalModes=["golden", "regression"],
+                    baselineRunId=as_ci[production.baseline],
+                ),
+            )
+            paired = http.get(f"/runs/{project_id(candidate)}/eval-summary").json()
+            assert paired["regression"]["baselineRunId"] == as_ci[production.baseline]
+            assert paired["regression"]["verdict"] == "unchanged"
+
+            erased = http.post(
+                f"/host/wopeval/runs/{project_id(as_ci[production.source])}:erase-tool-content"
+            )
+            assert erased.status_code == 200, erased.text
+    finally:
+        serve.stop()
+
+    again = run_cli("recordings", "import", str(bundle), "--tenant", CI, "--data-dir", str(ci_dir))
+    assert again.code == 4
+    assert "already in this store" in again.stderr
+
+
+def test_a_tampered_bundle_is_refused_and_nothing_is_imported(
+    production: Production, tmp_path: Path
+) -> None:
+    bundle = tmp_path / "recordings.zip"
+    assert _export(production, bundle, production.workflow).code == 0
+    tampered = tmp_path / "tampered.zip"
+    with zipfile.ZipFile(bundle) as source, zipfile.ZipFile(tampered, "w") as target:
+        for item in source.infolist():
+            content = source.read(item)
+            if item.filename.endswith("/events.jsonl"):
+                content = content.replace(b"hello <b>", b"hello <i>")
+            target.writestr(item, content)
+    refused = run_cli("recordings", "import", str(tampered), "--data-dir", str(tmp_path / "ci"))
+    assert refused.code == 4
+    assert "does not match its checksum" in refused.stderr
+    listed = run_cli("runs", "list", "--json", "--data-dir", str(tmp_path / "ci"))
+    assert listed.code == 0, listed.stderr
+    assert json.loads(listed.stdout)["runs"] == []
+
+
+def test_a_bundle_of_another_format_is_refused(production: Production, tmp_path: Path) -> None:
+    bundle = tmp_path / "recordings.zip"
+    assert _export(production, bundle, production.workflow).code == 0
+    future = tmp_path / "future.zip"
+    with zipfile.ZipFile(bundle) as source, zipfile.ZipFile(future, "w") as target:
+        for item in source.infolist():
+            content = source.read(item)
+            if item.filename == "manifest.json":
+                manifest = json.loads(content)
+                manifest["format"] = "wopeval.recordings/99"
+                content = json.dumps(manifest).encode()
+            target.writestr(item, content)
+    refused = run_cli("recordings", "import", str(future), "--data-dir", str(tmp_path / "ci"))
+    assert refused.code == 4
+    assert "wopeval.recordings/99" in refused.stderr
+
+
+def test_an_erased_run_is_never_exported(production: Production, tmp_path: Path) -> None:
+    key = "wop_prod_erase_" + secrets.token_hex(8)
+    options = ServeOptions(
+        production.options.data_dir,
+        production.options.database_url,
+        (f"{PROD}={key}",),
+    )
+    serve = ServeProcess(options, tmp_path / "serve.log")
+    try:
+        serve.wait_up()
+        with serve.http(key) as http:
+            run_id = _create(
+                http,
+                {
+                    "workflowId": "conformance-agent-counter",
+                    "inputs": {
+                        "calls": [
+                            {
+                                "tool": "conformance.eval:counter",
+                                "args": {"op": "inc", "key": "erased-export"},
+                            }
+                        ],
+                        "answer": "done",
+                    },
+                },
+            )
+            erased = http.post(f"/host/wopeval/runs/{project_id(run_id)}:erase-tool-content")
+            assert erased.status_code == 200, erased.text
+    finally:
+        serve.stop()
+    bundle = tmp_path / "erased.zip"
+    refused = _export(production, bundle, run_id)
+    assert refused.code == 4
+    assert "was erased" in refused.stderr
+    assert not bundle.exists()
