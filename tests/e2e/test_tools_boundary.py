@@ -15,8 +15,10 @@ import pytest
 from openwop_client.types import CreateRunRequest
 from openwop_client.wire_id import project_id
 
+from _backends import Backend
+
 from ._loopback import LoopbackApi
-from ._server import ServerHandle
+from ._server import ServerHandle, host_settings, running_host
 from ._support import (
     COUNTER_WORKFLOW,
     table_rows,
@@ -25,6 +27,7 @@ from ._support import (
     wait_terminal,
     whole_store,
 )
+from .conftest import CRM_ENV_VARIABLE, write_project
 
 CRM_WORKFLOW = "e2e-crm"
 
@@ -191,3 +194,67 @@ def test_project_workflows_and_agents_are_listed(project_server: ServerHandle) -
     agents = client.agents_list()
     assert agents is not None
     assert {"e2e.crm-agent", "e2e.gate-agent"} <= {agent.agentId for agent in agents}
+
+
+def test_a_credential_from_the_environment_is_needed_only_for_a_live_call(
+    backend: Backend,
+    tmp_path_factory: pytest.TempPathFactory,
+    loopback_api: LoopbackApi,
+    credentials: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The host starts without the variable; a live call fails closed; a replay needs none."""
+    monkeypatch.delenv(CRM_ENV_VARIABLE, raising=False)
+    project = tmp_path_factory.mktemp("project-without-secret")
+    write_project(project, loopback_api, credentials["value"])
+    settings = host_settings(
+        backend, tmp_path_factory.mktemp("host-without-secret"), project=project
+    )
+    with running_host(settings, backend) as host:
+        _, _, events = run_crm(host, "e2e:crm-env")
+        returned = next(e for e in events if e.type == "agent.tool-returned")
+        assert returned.payload["status"] == "error"
+        assert returned.payload["error"]["code"] == "credential_missing"
+        assert CRM_ENV_VARIABLE in returned.payload["error"]["message"]
+        with host.http() as http:
+            suite = {
+                "suiteId": "e2e.evals.replay-without-secret",
+                "version": "1.0.0",
+                "modes": ["golden"],
+                "targetAgentId": "e2e.crm-agent",
+                "tasks": [
+                    {
+                        "taskId": "lookup",
+                        "input": {"customer": "c-1", "tool": "e2e:crm-env"},
+                        "expected": {
+                            "kind": "golden",
+                            "match": {
+                                "strategy": "json-match",
+                                "value": {"customer": "c-1", "tier": "gold"},
+                            },
+                        },
+                        "fixtures": {
+                            "toolResponses": [
+                                {
+                                    "tool": "e2e:crm-env",
+                                    "response": {"customer": "c-1", "tier": "gold"},
+                                }
+                            ]
+                        },
+                    }
+                ],
+            }
+            assert http.put("/host/wopeval/suites", json=suite).status_code == 201
+            created = http.post(
+                "/runs",
+                json={
+                    "mode": "eval",
+                    "evalSuiteRef": "e2e.evals.replay-without-secret@1.0.0",
+                    "agentId": "e2e.crm-agent",
+                },
+            )
+            assert created.status_code == 201, created.text
+            eval_id = created.json()["runId"]
+            assert types_of(wait_terminal(host.client(), eval_id))[-1] == "run.completed"
+            summary = http.get(f"/runs/{project_id(eval_id)}/eval-summary").json()
+            assert summary["passed"] is True

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -72,12 +73,29 @@ class Tool(Protocol):
 
 @dataclass(frozen=True)
 class Secret:
-    """A credential that hides itself from repr and logs; a string only at egress."""
+    """A credential that hides itself from repr and logs; a string only at egress.
 
-    _value: str = field(repr=False)
+    One named by an environment variable is read when it is revealed, not when the
+    project loads: a host that never calls the tool live (a replay) needs no secret.
+    """
+
+    _value: str | None = field(default=None, repr=False)
+    env: str | None = None
+    """The environment variable holding the secret, read at egress."""
+
+    @classmethod
+    def from_env(cls, variable: str) -> Secret:
+        return cls(None, variable)
 
     def reveal(self) -> str:
-        return self._value
+        if self._value is not None:
+            return self._value
+        found = os.environ.get(self.env or "")
+        if not found:
+            raise ToolFailure(
+                "credential_missing", f"the environment variable {self.env} is not set"
+            )
+        return found
 
     def __repr__(self) -> str:
         return "Secret('**********')"
