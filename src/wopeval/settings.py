@@ -46,6 +46,9 @@ class Settings(BaseSettings):
     retention_days: int | None = Field(default=None, ge=1)
     purge_interval_seconds: float = Field(default=3600.0, gt=0)
     tool_timeout_seconds: float = Field(default=30.0, gt=0)
+    live_tools: bool = True
+    """False: an offline host; no tool runs live, a call no fixture answers fails closed
+    (`live_tools_disabled`), and MCP servers are not connected."""
     max_body_bytes: int = Field(default=limits.DEFAULT_MAX_BODY_BYTES, ge=1)
     """A larger request body is refused with 413 before it is read or parsed."""
     public_url: str | None = None

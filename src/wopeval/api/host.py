@@ -98,7 +98,7 @@ class Host:
                 servers = load_project(
                     settings.project, catalog, http, tool_timeout=settings.tool_timeout_seconds
                 )
-                await connect_mcp_servers(servers, catalog, mcp)
+                await connect_mcp_servers(servers, catalog, mcp, offline=not settings.live_tools)
             engine = Engine(settings=settings, store=store, catalog=catalog, notifier=Notifier())
             await _release_unanswered_keys(store)
             await engine.recover()

@@ -58,14 +58,24 @@ class LiveTransport:
         context: ToolContext,
         timeout: float,
         grants: InvocationGrants | None = None,
+        *,
+        enabled: bool = True,
     ) -> None:
         self.registry = registry
         self.context = context
         self._timeout = timeout
         self.grants = grants
         """Where an invocation gets its MCP endpoint's capability (None: no endpoint)."""
+        self._enabled = enabled
+        """False on an offline host: no call reaches a live tool, every one fails closed."""
 
     async def handle(self, call: ToolCall) -> ToolResult:
+        if not self._enabled:
+            failure = ToolFailure(
+                "live_tools_disabled",
+                f"{call.tool} would run live, and this host runs no tool live (offline)",
+            )
+            return _failed(failure, "live", None)
         tool = self.registry.get(call.tool)
         if tool is None:
             failure = ToolFailure("unknown_tool", f"no tool named {call.tool!r} is registered")

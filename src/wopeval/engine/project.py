@@ -45,6 +45,7 @@ from __future__ import annotations
 import json
 import sys
 import tomllib
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -208,9 +209,19 @@ def load_project(
 
 
 async def connect_mcp_servers(
-    specs: list[McpServerSpec], catalog: Catalog, servers: McpServers
+    specs: list[McpServerSpec], catalog: Catalog, servers: McpServers, *, offline: bool = False
 ) -> None:
-    """List each MCP server's tools into the registry, then check every agent's `tools`."""
+    """List each MCP server's tools into the registry, then check every agent's `tools`.
+
+    An offline host connects to none: its calls are served by fixtures or fail closed,
+    so an agent's allowlist entries under an MCP server's prefix are not checked there.
+    """
+    if offline:
+        prefixes = tuple(f"{spec.name}:" for spec in specs)
+        for agent in catalog.agents.all():
+            kept = [p for p in agent.tools or () if not p.startswith(prefixes)]
+            _check_allowlist(replace(agent, tools=tuple(kept)), catalog.tools)
+        return
     try:
         for spec in specs:
             # The host's own timeout is the SDK's plus a margin: the SDK answers first,
