@@ -36,6 +36,14 @@ name = "orders"
 command = ["python", "orders_server.py"]   # stdio; or url = "http://…/mcp" (Streamable HTTP)
 credential = { env = "ORDERS_TOKEN" }      # the process gets it in ORDERS_TOKEN
 
+[[evals]]                          # `wopeval eval ci-triage` (docs/ci.md)
+name = "ci-triage"
+suite = "demo.support.evals.triage@1.0.0"
+agent = "support-agent"
+fixture_runs = "suites/triage.fixture-runs.json"
+baseline = "latest:main"
+offline = true
+
 workflows = ["workflows/*.json"]
 suites = ["suites/*.json"]
 """
@@ -153,11 +161,36 @@ class GraderEntry(_Closed):
     timeout_seconds: float = Field(default=DEFAULT_GRADER_TIMEOUT_SECONDS, gt=0)
 
 
+class EvalEntry(_Closed):
+    """A named eval (`wopeval eval NAME`): what to run, against which recordings and baseline.
+
+    The CLI reads it; command-line flags override each member (docs/ci.md).
+    """
+
+    name: str = Field(pattern=r"^[A-Za-z0-9._-]+$")
+    suite: str
+    """The suite reference: a fixture id or `<suiteId>@<version>`."""
+    agent: str
+    """The agent under evaluation."""
+    fixture_runs: str | dict[str, str] | None = None
+    """A `{taskId: runId}` map, or the path of a JSON file holding one (relative to the
+    project), giving each named task its RFC 0252 source run."""
+    baseline: str | None = None
+    """A baseline eval run id, or `latest:TAG`."""
+    modes: list[str] | None = None
+    trials: int | None = Field(default=None, ge=1, le=100)
+    offline: bool = False
+    """Refuse to start when a task would reach a live tool, and run none live."""
+    tags: list[str] = Field(default_factory=list)
+    """Tags the eval run carries (a later `--baseline latest:TAG` finds it by them)."""
+
+
 class ProjectFile(_Closed):
     agents: list[AgentEntry] = Field(default_factory=list)
     tools: list[ToolEntry] = Field(default_factory=list)
     graders: list[GraderEntry] = Field(default_factory=list)
     mcp_servers: list[McpServerEntry] = Field(default_factory=list)
+    evals: list[EvalEntry] = Field(default_factory=list)
     workflows: list[str] = Field(default_factory=list)
     suites: list[str] = Field(default_factory=list)
 
