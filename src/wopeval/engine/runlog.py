@@ -72,12 +72,7 @@ class Step:
     trials: list[TrialRow] = field(default_factory=list)
 
     def emit(self, payload: events.Payload, *, node_id: str | None = None) -> Staged:
-        return self.emit_raw(payload.TYPE, payload.to_wire(), node_id=node_id)
-
-    def emit_raw(
-        self, type_: str, payload: dict[str, Any], *, node_id: str | None = None
-    ) -> Staged:
-        staged = Staged(type_, payload, now(), node_id)
+        staged = Staged(payload.TYPE, payload.to_wire(), now(), node_id)
         self.staged.append(staged)
         return staged
 
