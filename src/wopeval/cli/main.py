@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from wopeval.cli import compare, demo, evaluate, recordings, report, runs, suites
+from wopeval.cli import compare, demo, evaluate, recordings, report, run, runs, suites
 from wopeval.cli._exit import Group
 from wopeval.cli.conformance import conformance
 from wopeval.cli.purge import purge
@@ -21,6 +21,7 @@ app.command("serve")(serve)
 app.command("conformance")(conformance)
 app.command("purge")(purge)
 app.command("demo", **demo.SETTINGS)(demo.demo)
+app.command("run", **run.SETTINGS)(run.run)
 app.command("eval", **evaluate.SETTINGS)(evaluate.evaluate)
 app.command("compare", **compare.SETTINGS)(compare.compare)
 app.command("report", **report.SETTINGS)(report.report)

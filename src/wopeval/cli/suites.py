@@ -35,7 +35,6 @@ from wopeval.cli._options import (
     guarded,
 )
 from wopeval.cli._render import suites_table
-from wopeval.engine.project import ProjectError, read_project_file
 from wopeval.wire import errors
 from wopeval.wire.suite import parse_suite
 
@@ -109,6 +108,10 @@ def check_suite_file(path: Path, graders: Collection[str] | None = None) -> File
 
 def project_graders(directory: Path) -> list[str]:
     """The grader ids a project's `wopeval.toml` declares (nothing is imported)."""
+    # Imported here: the project loader brings the tool sources (the MCP SDK among
+    # them), seconds of start-up that every other command would pay.
+    from wopeval.engine.project import ProjectError, read_project_file
+
     try:
         return [grader.id for grader in read_project_file(directory).graders]
     except ProjectError as exc:

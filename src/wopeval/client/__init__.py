@@ -23,6 +23,7 @@ from wopeval.client._follow import (
     all_events,
     follow,
     require_completed,
+    run_outputs,
 )
 from wopeval.client._request import (
     DERIVED_PATCH_BASE,
@@ -77,6 +78,7 @@ __all__ = [
     "require_completed",
     "require_eval_capabilities",
     "run_facts",
+    "run_outputs",
     "summary_from_wire",
     "trials_version",
     "with_trials",

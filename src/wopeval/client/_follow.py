@@ -108,3 +108,13 @@ def all_events(client: WireClient, run_id: str) -> list[dict[str, Any]]:
             after = int(events[-1]["sequence"])
         if not events or (after if after is not None else -1) >= int(page.get("lastSequence", -1)):
             return collected
+
+
+def run_outputs(client: WireClient, run_id: str) -> dict[str, Any] | None:
+    """A completed run's `outputs`, as its `run.completed` event carries them (the snapshot
+    does not); None for a run that did not complete."""
+    for event in reversed(all_events(client, run_id)):
+        if event["type"] == "run.completed":
+            outputs: dict[str, Any] = event["payload"].get("outputs") or {}
+            return outputs
+    return None

@@ -42,3 +42,9 @@ async def flaky(context: AgentContext) -> JsonValue:
     if next(_invocations) % 2:
         return "wrong"
     return await good(context)
+
+
+async def raises(context: AgentContext) -> JsonValue:
+    """An agent with a bug: it reads a field its input does not have."""
+    case = context.input if isinstance(context.input, dict) else {}
+    return case["city"]
