@@ -23,6 +23,7 @@ from wopeval.wire import events, ids
 from wopeval.wire.runs import RunStatus
 
 if TYPE_CHECKING:
+    from wopeval.engine.fence import Fence
     from wopeval.engine.log_writer import LogWriter
 
 ACTIVE = frozenset({RunStatus.RUNNING, RunStatus.PAUSED, RunStatus.CANCELLING})
@@ -131,12 +132,18 @@ class Transition:
 
 
 class RunLog:
-    """One run's handle on the log; cheap to make, so any caller can hold one."""
+    """One run's handle on the log; cheap to make, so any caller can hold one.
 
-    def __init__(self, writer: LogWriter, run_id: str, tenant: str) -> None:
+    With a `fence`, every step this handle lands is admitted by it first (fence.py).
+    """
+
+    def __init__(
+        self, writer: LogWriter, run_id: str, tenant: str, fence: Fence | None = None
+    ) -> None:
         self._writer = writer
         self.run_id = run_id
         self.tenant = tenant
+        self.fence = fence
 
     async def commit(self, step: Step, update: RunUpdate | None = None) -> None:
         """Land `step` while the run is active; raises RunClosed once it has ended."""
@@ -149,7 +156,7 @@ class RunLog:
         """Land `step` and move the run as `transition` says, if the run is in a state it
         allows; False (and nothing written) otherwise."""
         return await self._writer.submit(
-            self.run_id, self.tenant, step or Step(), transition, update or RunUpdate()
+            self.run_id, self.tenant, step or Step(), transition, update or RunUpdate(), self.fence
         )
 
     async def close(

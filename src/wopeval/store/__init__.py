@@ -12,12 +12,21 @@ from wopeval.store._details import (
     InvocationRow,
     InvocationsRepo,
     StoredTrial,
+    TrialCounts,
     TrialRow,
     TrialsRepo,
 )
 from wopeval.store._events import EVENTS_PAGE_SIZE, EventsRepo, StoredEvent
 from wopeval.store._idempotency import IDEMPOTENCY_RETENTION, IdempotencyRecord, IdempotencyRepo
-from wopeval.store._runs import RunRecord, RunsRepo, decode_cursor, encode_cursor, next_created_seq
+from wopeval.store._runs import (
+    RUN_CHANNEL,
+    LockedRun,
+    RunRecord,
+    RunsRepo,
+    decode_cursor,
+    encode_cursor,
+    next_created_seq,
+)
 from wopeval.store._small_repos import (
     CountersRepo,
     DerivedFixturesRepo,
@@ -105,6 +114,7 @@ class Store:
 __all__ = [
     "EVENTS_PAGE_SIZE",
     "IDEMPOTENCY_RETENTION",
+    "RUN_CHANNEL",
     "CountersRepo",
     "DerivedFixturesRepo",
     "EventsRepo",
@@ -115,6 +125,7 @@ __all__ = [
     "KeysRepo",
     "Lease",
     "LeaseHeld",
+    "LockedRun",
     "RunRecord",
     "RunsRepo",
     "Store",
@@ -124,6 +135,7 @@ __all__ = [
     "ToolCallOutcome",
     "ToolCallRow",
     "ToolCallsRepo",
+    "TrialCounts",
     "TrialRow",
     "TrialsRepo",
     "UnitOfWork",
