@@ -14,8 +14,8 @@ from wopeval.api import openapi_errors
 from wopeval.api.host import SERVING, Host, Role
 from wopeval.api.middleware import LegacyPathIds, VersionNegotiation
 from wopeval.api.request_guard import RequestGuard
-from wopeval.engine.run_queue import QueueFactory
 from wopeval.api.routes import catalog, discovery, events, health, host_routes, mcp, runs, tasks
+from wopeval.engine.run_queue import QueueFactory
 from wopeval.settings import Settings
 from wopeval.store import Lease
 

@@ -119,14 +119,7 @@ class Host:
                 auth = await embedded_keys(settings, store, role.session_key)
             else:
                 auth = await serving_keys(settings, store)
-            catalog = Catalog()
-            seed_conformance(catalog)
-            catalog.tools.add(CounterTool(store), COUNTER_LISTING)
-            if settings.project is not None:
-                servers = load_project(
-                    settings.project, catalog, http, tool_timeout=settings.tool_timeout_seconds
-                )
-                await connect_mcp_servers(servers, catalog, mcp)
+            catalog = await load_catalog(settings, store, http, mcp)
             digest = catalog_digest(catalog, settings.project)
             engine = Engine(
                 settings=settings,
@@ -185,7 +178,6 @@ class Host:
         if self.own_lease is not None:
             self.own_lease.release()
 
-
     async def health(self) -> HealthReport:
         """This API process's readiness (engine/health.py)."""
         database = await database_check(self.store)
@@ -206,7 +198,9 @@ class Host:
             checks.append(listener)
         if self.engine.queue is not None:
             try:
-                queue: dict[str, JsonValue] = {"ok": True, **await self.engine.queue.health()}
+                async with self.store.reading() as uow:
+                    counts = await self.engine.queue.health(uow)
+                queue: dict[str, JsonValue] = {"ok": True, **counts}
             except Exception as exc:  # an unreachable queue is what readiness reports
                 queue = {"ok": False, "error": f"{type(exc).__name__}: {exc}".strip()}
             document["queue"] = queue
@@ -214,6 +208,21 @@ class Host:
         ready = all_ok(*checks)
         document["ready"] = ready
         return HealthReport(document, ready)
+
+
+async def load_catalog(
+    settings: Settings, store: Store, http: httpx.AsyncClient, mcp: McpServers
+) -> Catalog:
+    """What a host (or a queue worker) can run: the seeded fixtures and the project."""
+    catalog = Catalog()
+    seed_conformance(catalog)
+    catalog.tools.add(CounterTool(store), COUNTER_LISTING)
+    if settings.project is not None:
+        servers = load_project(
+            settings.project, catalog, http, tool_timeout=settings.tool_timeout_seconds
+        )
+        await connect_mcp_servers(servers, catalog, mcp)
+    return catalog
 
 
 async def _release_unanswered_keys(store: Store) -> None:

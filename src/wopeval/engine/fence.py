@@ -27,7 +27,8 @@ class Landing:
     """The run's new status (None: what the step's own transition says)."""
     update: RunUpdate = field(default_factory=RunUpdate)
     noop: bool = False
-    """The step is already in the log (a repeated trial): nothing lands, and it is no error."""
+    """Nothing of the step lands, and it is no error: it is in the log already (a repeated
+    trial), or the fence's own writes were the point (they commit with the transaction)."""
 
 
 ALREADY_LANDED = Landing(noop=True)

@@ -302,9 +302,7 @@ class Engine:
         step.emit(events.RunCancelled(reason=reason))
         update = RunUpdate(completed_at=now(), cancel_reason=reason)
         run_log = RunLog(self.writer, record.run_id, record.tenant, self.queue.cancelling())
-        return await run_log.transition(
-            Transition(STOPPED_HOST, RunStatus.CANCELLED), step, update
-        )
+        return await run_log.transition(Transition(STOPPED_HOST, RunStatus.CANCELLED), step, update)
 
     async def _execute(self, execution: Execution, body: Body) -> None:
         terminal = await self._run_body(execution, body)

@@ -46,7 +46,7 @@ class RunQueue(Protocol):
         paused (its last trial) ends it now."""
         ...
 
-    async def health(self) -> dict[str, JsonValue]:
+    async def health(self, uow: UnitOfWork) -> dict[str, JsonValue]:
         """The queue's state for `/host/wopeval/health`; raises when it is unreachable."""
         ...
 

@@ -184,6 +184,10 @@ class RunLog:
         if status is RunStatus.CANCELLED:
             cancelling |= allowed_from
         elif record.status not in cancelling:
+            if self.fence is not None and record.status in allowed_from:
+                # The run's state allowed this ending, so its fence refused it (a queue
+                # worker that no longer owns its job): the run is not this caller's to end.
+                raise RunClosed(f"run {self.run_id} is no longer this caller's to end")
             # Paused since: the run ends after its resume (or its cancel).
             return None
         ending = Step()

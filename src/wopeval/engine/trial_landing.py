@@ -84,9 +84,7 @@ async def _completion(
     outcomes: dict[str, list[evals.TrialOutcome]] = {}
     for trial in sorted(counted, key=lambda item: (item.task_id, item.trial)):
         outcomes.setdefault(trial.task_id, []).append(_outcome(trial))
-    terminal = finish(
-        plan, outcomes, alpha=plan.alpha, regression_verdict=plan.regression_verdict
-    )
+    terminal = finish(plan, outcomes, alpha=plan.alpha, regression_verdict=plan.regression_verdict)
     terminal.step.emit(terminal.final_event())
     update = RunUpdate(
         completed_at=now(),

@@ -64,10 +64,10 @@ class Wakeups:
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="wakeups")
 
-    async def wait_listening(self, timeout: float) -> bool:
-        """Whether the first LISTEN is in place within `timeout` seconds."""
+    async def wait_listening(self, seconds: float) -> bool:
+        """Whether the first LISTEN is in place within `seconds`."""
         try:
-            await asyncio.wait_for(self._connected.wait(), timeout)
+            await asyncio.wait_for(self._connected.wait(), seconds)
         except TimeoutError:
             return False
         return True

@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from wopeval.store._details import (
@@ -36,7 +37,7 @@ from wopeval.store._small_repos import (
     replace_keys,
 )
 from wopeval.store._tool_calls import ToolCallOutcome, ToolCallRow, ToolCallsRepo
-from wopeval.store.db import create_engine, migrate, sqlite_url
+from wopeval.store.db import MIGRATION_LOCK_KEY, create_engine, migrate, sqlite_url
 from wopeval.store.lease import Lease, LeaseHeld, database_name, take_lease
 
 
@@ -85,6 +86,14 @@ class UnitOfWork:
     @property
     def idempotency(self) -> IdempotencyRepo:
         return IdempotencyRepo(self.connection)
+
+    async def serialise_startup(self) -> None:
+        """On PostgreSQL, wait until no other process is in its start-up writes (migrations,
+        stored keys): queue-mode processes start side by side on one database."""
+        if self.connection.dialect.name == "postgresql":
+            await self.connection.execute(
+                text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY}
+            )
 
 
 class Store:

@@ -164,7 +164,9 @@ class TrialsRepo:
             query.order_by(task_trials.c.task_id, task_trials.c.trial)
         )
         return [
-            TrialCounts(row.task_id, row.trial, row.passed, row.latency_ms or 0, row.fixture_misses or 0)
+            TrialCounts(
+                row.task_id, row.trial, row.passed, row.latency_ms or 0, row.fixture_misses or 0
+            )
             for row in result
         ]
 

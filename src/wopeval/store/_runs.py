@@ -249,7 +249,9 @@ class RunsRepo:
         row = result.first()
         if row is None:
             return None
-        return LockedRun(run_id, tenant, RunStatus(row.status), row.last_sequence, row.landed_trials)
+        return LockedRun(
+            run_id, tenant, RunStatus(row.status), row.last_sequence, row.landed_trials
+        )
 
     async def notify(self, run_ids: Collection[str]) -> None:
         """Wake the readers of these runs in every process (PostgreSQL NOTIFY, sent at commit,
@@ -259,6 +261,13 @@ class RunsRepo:
                 text("SELECT pg_notify(:channel, run_id) FROM unnest(CAST(:ids AS text[])) run_id"),
                 {"channel": RUN_CHANNEL, "ids": sorted(run_ids)},
             )
+
+    async def statuses(self, run_ids: Collection[str]) -> dict[str, RunStatus]:
+        """The status of each of these runs (ids are tenant-bound; a queue worker's read)."""
+        result = await self._connection.execute(
+            select(runs.c.run_id, runs.c.status).where(runs.c.run_id.in_(list(run_ids)))
+        )
+        return {row.run_id: RunStatus(row.status) for row in result}
 
     async def active(self) -> list[RunRecord]:
         """Runs left active by a host that stopped; only start-up recovery reads across tenants."""

@@ -67,7 +67,8 @@ BEGIN
     END LOOP;
     FOR item IN SELECT t.typname FROM pg_type t
         JOIN pg_namespace n ON n.oid = t.typnamespace
-        WHERE n.nspname = current_schema() AND t.typname LIKE '{PREFIX}%' AND t.typtype IN ('e', 'c')
+        WHERE n.nspname = current_schema() AND t.typname LIKE '{PREFIX}%'
+        AND t.typtype IN ('e', 'c')
     LOOP
         EXECUTE format('DROP TYPE IF EXISTS %I CASCADE', item.typname);
     END LOOP;
