@@ -11,6 +11,7 @@ exactly once (engine/trial_landing.py).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from wopeval.engine.eval_plan import EvalPlan
@@ -19,6 +20,9 @@ from wopeval.engine.runlog import Step
 from wopeval.engine.trial_landing import land_trial
 from wopeval.store import LockedRun, UnitOfWork
 from wopeval.worker import sql
+
+log = logging.getLogger("wopeval.worker")
+REFUSED = "job %d is no longer this worker's (%d): its commit to run %s is refused"
 
 
 @dataclass(frozen=True)
@@ -30,6 +34,7 @@ class JobFence:
 
     async def admit(self, uow: UnitOfWork, run: LockedRun, step: Step) -> Landing | None:
         if not await sql.owns(uow, self.job_id, self.worker_id):
+            log.warning(REFUSED, self.job_id, self.worker_id, run.run_id)
             return None
         if self.plan is None:
             return Landing()
