@@ -209,6 +209,8 @@ class WorkerProcess:
             env=child_env(),
         )
         self.health_url: str | None = None
+        self.replaced = False
+        """A dead worker a test has started another in place of."""
 
     @property
     def pid(self) -> int:

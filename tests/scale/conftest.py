@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 from openwop_client import OpenwopClient
 from openwop_client.wire_id import project_id
+from sqlalchemy.engine import make_url
 
 from _backends import PostgresDatabases
 from _processes import (
@@ -76,6 +78,14 @@ class Fleet:
         self.workers.append(worker)
         return worker
 
+    def replace_dead_workers(self, **changes: Any) -> None:
+        """Start a new worker for each one that died (a poison trial kills its worker)."""
+        for worker in list(self.workers):
+            if not worker.alive() and not worker.replaced:
+                worker.kill()  # reaps it and closes its log
+                worker.replaced = True
+                self.worker(**changes)
+
     def http(self, api: ServeProcess) -> httpx.Client:
         return api.http(self.key)
 
@@ -88,6 +98,20 @@ class Fleet:
 
     def rows(self, table: str, **equal: Any) -> list[dict[str, Any]]:
         return table_rows(self.database_url, table, **equal)
+
+    def jobs(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's queue jobs: `{id, status, worker_id, args}` (Procrastinate's table)."""
+        dsn = make_url(self.database_url).set(drivername="postgresql").render_as_string(False)
+        with psycopg.connect(dsn) as connection:
+            rows = connection.execute(
+                "SELECT id, status::text, worker_id, args FROM procrastinate_jobs"
+                " WHERE args ->> 'run_id' = %s ORDER BY id",
+                (run_id,),
+            ).fetchall()
+        return [
+            {"id": job_id, "status": status, "worker_id": worker, "args": args}
+            for job_id, status, worker, args in rows
+        ]
 
 
 @pytest.fixture
@@ -104,7 +128,9 @@ def fleet(postgres_databases: PostgresDatabases, tmp_path: Path) -> Iterator[Fle
         built.stop()
 
 
-def suite(tasks: int, trials: int, *, sleep: float = 0.0, calls: int = 1, **per_task: Any) -> dict[str, Any]:
+def suite(
+    tasks: int, trials: int, *, sleep: float = 0.0, calls: int = 1, **per_task: Any
+) -> dict[str, Any]:
     """A suite for `scale.agent`: each task waits `sleep`, makes `calls` fixture-served calls
     and answers; `per_task` maps a task index to extra input (e.g. `{3: {"kill": True}}`)."""
     extra: dict[int, dict[str, Any]] = per_task.get("inputs", {})
@@ -120,7 +146,10 @@ def suite(tasks: int, trials: int, *, sleep: float = 0.0, calls: int = 1, **per_
                     "answer": f"a{index}",
                     **extra.get(index, {}),
                 },
-                "expected": {"kind": "golden", "match": {"strategy": "exact", "value": f"a{index}"}},
+                "expected": {
+                    "kind": "golden",
+                    "match": {"strategy": "exact", "value": f"a{index}"},
+                },
                 "fixtures": {
                     "toolResponses": [
                         {"tool": TOOL, "args": call["args"], "response": {"ok": index}}
@@ -185,7 +214,9 @@ def events_of(fleet: Fleet, run_id: str) -> list[dict[str, Any]]:
 
 
 def landed_trials(fleet: Fleet, run_id: str) -> list[tuple[str, int]]:
-    return sorted((row["task_id"], row["trial"]) for row in fleet.rows("task_trials", run_id=run_id))
+    return sorted(
+        (row["task_id"], row["trial"]) for row in fleet.rows("task_trials", run_id=run_id)
+    )
 
 
 def assert_log_whole(events: list[dict[str, Any]]) -> None:

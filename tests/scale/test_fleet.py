@@ -6,8 +6,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from wopeval.conformance.runner import leg_ids, run_conformance
 from wopeval.conformance.results import Disposition
+from wopeval.conformance.runner import leg_ids, run_conformance
 from wopeval.conformance.session import Target
 
 from .conftest import (
