@@ -301,7 +301,8 @@ def main() -> None:
             report.figures += [queued, local]
             ratio = queued.tasks_per_second / local.tasks_per_second
             print(
-                f"replay  queue {queued.workers}x{queued.concurrency}: {queued.tasks_per_second} tasks/s;"
+                f"replay  queue {queued.workers}x{queued.concurrency}:"
+                f" {queued.tasks_per_second} tasks/s;"
                 f" in-process at {total}: {local.tasks_per_second} tasks/s;"
                 f" queue/in-process {ratio:.2f} (anchor: >= 0.75)"
             )

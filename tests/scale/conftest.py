@@ -93,8 +93,10 @@ class Fleet:
         return OpenwopClient(api.url, self.key, timeout=60.0)
 
     def stop(self) -> None:
-        for process in [*self.workers, *self.apis]:
-            process.kill()
+        for worker in self.workers:
+            worker.kill()
+        for api in self.apis:
+            api.kill()
 
     def rows(self, table: str, **equal: Any) -> list[dict[str, Any]]:
         return table_rows(self.database_url, table, **equal)
