@@ -149,3 +149,128 @@ class ServeProcess:
             self.process.kill()
             self.process.wait(STOP_DEADLINE_SECONDS)
         self._log_file.close()
+
+
+@dataclass(frozen=True)
+class WorkerOptions:
+    """The command line of one `wopeval worker` (short intervals for tests by default)."""
+
+    data_dir: Path
+    database_url: str
+    project: Path | None = None
+    concurrency: int = 8
+    heartbeat_seconds: float = 0.5
+    stall_seconds: float = 2.0
+    reconcile_seconds: float = 0.5
+    watch_seconds: float = 0.2
+    max_stalls: int = 3
+    shutdown_grace_seconds: float = 10.0
+
+    def arguments(self) -> list[str]:
+        command = [
+            "worker",
+            "--database-url",
+            self.database_url,
+            "--data-dir",
+            str(self.data_dir),
+            "--port",
+            "0",
+            "--concurrency",
+            str(self.concurrency),
+            "--heartbeat-seconds",
+            str(self.heartbeat_seconds),
+            "--stall-seconds",
+            str(self.stall_seconds),
+            "--reconcile-seconds",
+            str(self.reconcile_seconds),
+            "--watch-seconds",
+            str(self.watch_seconds),
+            "--max-stalls",
+            str(self.max_stalls),
+            "--shutdown-grace-seconds",
+            str(self.shutdown_grace_seconds),
+        ]
+        if self.project is not None:
+            command += ["--project", str(self.project)]
+        return command
+
+
+class WorkerProcess:
+    """A real `wopeval worker`: started, awaited (its health endpoint ready), stopped by PID."""
+
+    def __init__(self, options: WorkerOptions, log: Path) -> None:
+        self.options = options
+        self.log = log
+        self._log_file = log.open("w")
+        self.process = subprocess.Popen(
+            [WOPEVAL, *options.arguments()],
+            stdout=self._log_file,
+            stderr=subprocess.STDOUT,
+            env=child_env(),
+        )
+        self.health_url: str | None = None
+        self.replaced = False
+        """A dead worker a test has started another in place of."""
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def output(self) -> str:
+        if not self._log_file.closed:
+            self._log_file.flush()
+        return self.log.read_text()
+
+    def wait_up(self) -> None:
+        """Wait until the worker's health endpoint says it is ready."""
+        deadline = time.monotonic() + START_DEADLINE_SECONDS
+        while time.monotonic() < deadline:
+            code = self.process.poll()
+            assert code is None, f"wopeval worker exited {code}: {self.output()}"
+            if self.health_url is None:
+                for line in self.output().splitlines():
+                    if "health on " in line:
+                        self.health_url = line.split("health on ", 1)[1].strip()
+            if self.health_url is not None and self.health()["ready"]:
+                return
+            time.sleep(0.1)
+        raise AssertionError(f"wopeval worker never became ready: {self.output()}")
+
+    def health(self) -> dict[str, object]:
+        assert self.health_url is not None
+        try:
+            with httpx.Client(trust_env=False, timeout=5.0) as client:
+                body: dict[str, object] = client.get(self.health_url).json()
+        except httpx.TransportError:
+            return {"ready": False}
+        # Not ready: the checks ride in the 503 envelope's details.
+        details = body.get("details")
+        return details if isinstance(details, dict) else body
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def stop(self) -> None:
+        """SIGTERM and wait: running trials finish, the rest goes back to the queue."""
+        self._end(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self._end(signal.SIGKILL)
+
+    def pause(self) -> None:
+        """SIGSTOP: the process stops between two instructions, heartbeats included."""
+        self.process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        self.process.send_signal(signal.SIGCONT)
+
+    def _end(self, how: signal.Signals) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGCONT)
+            self.process.send_signal(how)
+        try:
+            self.process.wait(STOP_DEADLINE_SECONDS)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(STOP_DEADLINE_SECONDS)
+        self._log_file.close()

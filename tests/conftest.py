@@ -11,6 +11,7 @@ the run under CI (`CI` set).
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -52,6 +53,15 @@ def clean_environ() -> Iterator[dict[str, str]]:
         for name in removed:
             patch.delenv(name)
         yield removed
+
+
+@pytest.fixture(scope="session", autouse=True)
+def queue_library_stays_out() -> Iterator[None]:
+    """The whole suite runs hosts in this process on SQLite and PostgreSQL in-process mode;
+    none of it may load the queue library (queue mode runs in subprocesses only)."""
+    yield
+    loaded = sorted(name for name in sys.modules if name.split(".")[0] == "procrastinate")
+    assert loaded == [], f"the queue library was imported in-process: {loaded}"
 
 
 @pytest.fixture(scope="session")

@@ -31,6 +31,31 @@ class EvalFeatures(BaseSettings):
     alpha: float = Field(default=0.05, gt=0, lt=1)
 
 
+class QueueSettings(BaseSettings):
+    """Queue mode (PostgreSQL): how API processes enqueue and workers execute (docs/deploy.md)."""
+
+    model_config = SettingsConfigDict(env_prefix="WOPEVAL_QUEUE_", extra="forbid")
+
+    chunk_size: int = Field(default=32, ge=1, le=10_000)
+    """`(task, trial)` pairs per eval job (set on the API processes, which enqueue)."""
+    concurrency: int = Field(default=16, ge=1, le=1024)
+    """Trials (and jobs) a worker runs at once."""
+    heartbeat_seconds: float = Field(default=10.0, gt=0)
+    """How often a worker tells the queue it is alive."""
+    stall_seconds: float = Field(default=30.0, gt=0)
+    """A worker silent this long is taken for dead: its jobs run again elsewhere."""
+    reconcile_seconds: float = Field(default=10.0, gt=0)
+    """How often a worker looks for stalled jobs and for running runs that have no job."""
+    watch_seconds: float = Field(default=1.0, gt=0)
+    """How often a worker reads the state (paused, cancelled) of the runs it executes."""
+    max_stalls: int = Field(default=3, ge=1, le=100)
+    """A job that stalls this many times (a trial that kills its worker) fails its run
+    with `worker_lost`."""
+    shutdown_grace_seconds: float = Field(default=60.0, ge=0)
+    """On SIGTERM, how long a worker lets its running trials finish before it hands
+    their chunks back to the queue."""
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="WOPEVAL_", extra="forbid")
 
@@ -55,6 +80,7 @@ class Settings(BaseSettings):
     """Where agent processes and services reach this host (their MCP endpoints); by
     default `http://HOST:PORT`, with a wildcard HOST read as loopback."""
     eval: EvalFeatures = Field(default_factory=EvalFeatures)
+    queue: QueueSettings = Field(default_factory=QueueSettings)
 
     @field_validator("api_keys", mode="before")
     @classmethod

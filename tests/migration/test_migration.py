@@ -17,9 +17,17 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from _backends import Backend
 from wopeval.store import create_engine, migrate
 from wopeval.store.db import alembic_config
+from wopeval.store.queue_schema import is_queue_object
 from wopeval.store.tables import metadata
 
 VERSION_TABLE = "alembic_version"
+QUEUE_TABLES = {
+    "procrastinate_jobs",
+    "procrastinate_events",
+    "procrastinate_workers",
+    "procrastinate_periodic_defers",
+}
+"""The job queue's tables: migration 0005_queue applies them on PostgreSQL only."""
 
 
 @pytest.fixture
@@ -34,7 +42,12 @@ async def empty_database(backend: Backend, tmp_path: Path) -> AsyncIterator[Asyn
 
 def _schema_diff(connection: Connection) -> list[Any]:
     context = MigrationContext.configure(
-        connection, opts={"compare_type": True, "compare_server_default": True}
+        connection,
+        opts={
+            "compare_type": True,
+            "compare_server_default": True,
+            "include_name": lambda name, type_, _: type_ != "table" or not is_queue_object(name),
+        },
     )
     diff: list[Any] = compare_metadata(context, metadata)
     return diff
@@ -42,6 +55,19 @@ def _schema_diff(connection: Connection) -> list[Any]:
 
 def _tables(connection: Connection) -> set[str]:
     return set(inspect(connection).get_table_names())
+
+
+def _queue_functions(connection: Connection) -> int:
+    if connection.dialect.name != "postgresql":
+        return 0
+    found = connection.exec_driver_sql(
+        "SELECT count(*) FROM pg_proc WHERE starts_with(proname, 'procrastinate')"
+    ).scalar_one()
+    return int(found)
+
+
+def _queue_tables(connection: Connection) -> set[str]:
+    return QUEUE_TABLES if connection.dialect.name == "postgresql" else set()
 
 
 def _current_revision(connection: Connection) -> str | None:
@@ -68,7 +94,8 @@ async def test_an_empty_database_upgraded_to_head_equals_the_models(
     await migrate(empty_database)
     async with empty_database.connect() as connection:
         assert await connection.run_sync(_schema_diff) == []
-        assert await connection.run_sync(_tables) == set(metadata.tables) | {VERSION_TABLE}
+        queue = await connection.run_sync(_queue_tables)
+        assert await connection.run_sync(_tables) == set(metadata.tables) | {VERSION_TABLE} | queue
         current = await connection.run_sync(_current_revision)
     assert current is not None
     assert current == _head()
@@ -87,7 +114,9 @@ async def test_downgrade_to_base_and_back_up(empty_database: AsyncEngine) -> Non
         await connection.run_sync(_downgrade_to_base)
     async with empty_database.connect() as connection:
         assert await connection.run_sync(_tables) <= {VERSION_TABLE}
+        assert await connection.run_sync(_queue_functions) == 0
         assert await connection.run_sync(_current_revision) is None
     await migrate(empty_database)
     async with empty_database.connect() as connection:
         assert await connection.run_sync(_schema_diff) == []
+        assert await connection.run_sync(_queue_tables) <= await connection.run_sync(_tables)

@@ -29,6 +29,9 @@ ALLOWED: dict[str, set[str]] = {
     "client": {"wire", "evals", "settings", "reports", "api"},
     "conformance": set(),
     "demo": {"wire", "evals", "agents", "tools", "reports", "client"},
+    # The queue worker role: only the CLI imports it (test below), so only queue mode loads
+    # Procrastinate.
+    "worker": {"wire", "evals", "settings", "store", "agents", "tools", "engine", "api"},
     "cli": {
         "wire",
         "evals",
@@ -40,6 +43,7 @@ ALLOWED: dict[str, set[str]] = {
         "reports",
         "demo",
         "conformance",
+        "worker",
     },
 }
 
@@ -75,3 +79,12 @@ def test_a_module_imports_only_the_layers_below_it(path: Path) -> None:
     assert layer in ALLOWED, f"{layer} is a new layer: give it a row in ALLOWED"
     outside = _imported_layers(path) - ALLOWED[layer] - {layer}
     assert not outside, f"{path.relative_to(PACKAGE)} imports {sorted(outside)}"
+
+
+def test_only_the_cli_imports_the_worker_role() -> None:
+    importers = sorted(
+        str(path.relative_to(PACKAGE))
+        for path in MODULES
+        if _layer(path) not in ("worker", "cli") and "worker" in _imported_layers(path)
+    )
+    assert importers == []

@@ -14,7 +14,8 @@ from wopeval.api import openapi_errors
 from wopeval.api.host import SERVING, Host, Role
 from wopeval.api.middleware import LegacyPathIds, VersionNegotiation
 from wopeval.api.request_guard import RequestGuard
-from wopeval.api.routes import catalog, discovery, events, host_routes, mcp, runs, tasks
+from wopeval.api.routes import catalog, discovery, events, health, host_routes, mcp, runs, tasks
+from wopeval.engine.run_queue import QueueFactory
 from wopeval.settings import Settings
 from wopeval.store import Lease
 
@@ -27,16 +28,24 @@ ROUTERS = (
     host_routes.seams_router,
     tasks.router,
     mcp.router,
+    health.router,
 )
 
 
-def create_app(settings: Settings, *, role: Role = SERVING, lease: Lease | None = None) -> FastAPI:
-    """The app; its lifespan starts the host (see `Host.start` for `role` and `lease`)."""
+def create_app(
+    settings: Settings,
+    *,
+    role: Role = SERVING,
+    lease: Lease | None = None,
+    queue: QueueFactory | None = None,
+) -> FastAPI:
+    """The app; its lifespan starts the host (see `Host.start` for `role`, `lease`, `queue`)."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        host = await Host.start(settings, role=role, lease=lease)
+        host = await Host.start(settings, role=role, lease=lease, queue=queue)
         app.state.host = host
+        app.state.health = host.health
         app.state.mcp_sessions = mcp.session_manager()
         try:
             async with app.state.mcp_sessions.run():

@@ -28,6 +28,7 @@ Entry = tuple[str, str, str]
 
 async def serving_keys(settings: Settings, store: Store) -> Authenticator:
     async with store.transaction() as uow:
+        await uow.serialise_startup()
         if settings.api_keys:
             entries = _configured(settings)
             await replace_keys(uow.keys, entries, now())

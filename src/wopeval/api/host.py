@@ -3,6 +3,11 @@
 Start-up order matters: the database's lease comes first, so a process that
 is refused has touched nothing; recovery comes after it, so what it finds
 unfinished (active runs, unanswered idempotency keys) belongs to no one alive.
+
+In queue mode (a `queue` factory given) any number of API processes share the
+database with the workers: each takes the lease shared, recovers nothing at
+start-up (a run's liveness is its jobs, which the workers watch), and listens
+for the other processes' commits (`engine/wakeups.py`).
 """
 
 from __future__ import annotations
@@ -11,24 +16,35 @@ import asyncio
 import gc
 import logging
 from dataclasses import dataclass
+from datetime import timedelta
 
 import httpx
+from pydantic import JsonValue
 
 from wopeval.api import ownership
 from wopeval.api.auth import Authenticator
 from wopeval.api.credentials import embedded_keys, serving_keys
 from wopeval.engine.catalog import Catalog, seed_conformance
+from wopeval.engine.catalog_digest import catalog_digest
 from wopeval.engine.erasure import purge_expired
+from wopeval.engine.health import HealthReport, all_ok, database_check
 from wopeval.engine.host import Engine
 from wopeval.engine.notifier import Notifier
 from wopeval.engine.project import connect_mcp_servers, load_project
+from wopeval.engine.run_queue import QueueFactory
 from wopeval.engine.runlog import now
 from wopeval.engine.tail import Tails
+from wopeval.engine.wakeups import Wakeups
 from wopeval.settings import Settings
-from wopeval.store import IDEMPOTENCY_RETENTION, Lease, Store
+from wopeval.store import IDEMPOTENCY_RETENTION, Lease, Store, take_lease
 from wopeval.tools import COUNTER_LISTING, CounterTool, McpServers
 
 log = logging.getLogger("wopeval.host")
+LISTEN_DEADLINE_SECONDS = 30.0
+"""How long a queue-mode API process waits for its listener before it serves anyway."""
+STALE_CLAIM = timedelta(minutes=10)
+"""Queue mode: an idempotency key unanswered this long belongs to a request that died
+with its process (no request takes so long), and is released by housekeeping."""
 
 
 @dataclass(frozen=True)
@@ -66,17 +82,29 @@ class Host:
     """The shared readers of followed runs' logs (SSE)."""
     mcp: McpServers
     """Connections to the project's MCP servers."""
+    wakeups: Wakeups | None = None
+    """Queue mode: the listener that wakes this process's readers."""
     housekeeper: asyncio.Task[None] | None = None
 
     @classmethod
     async def start(
-        cls, settings: Settings, *, role: Role = SERVING, lease: Lease | None = None
+        cls,
+        settings: Settings,
+        *,
+        role: Role = SERVING,
+        lease: Lease | None = None,
+        queue: QueueFactory | None = None,
     ) -> Host:
         """Start on `settings`; `lease` is one the caller holds (and releases), else the
-        host takes its own (`ownership.DatabaseOwned` when another process has it)."""
-        own_lease = (
-            None if lease is not None else await asyncio.to_thread(ownership.claim, settings)
-        )
+        host takes its own (`ownership.DatabaseOwned` when another process has it). With
+        `queue` the host is a queue-mode API process (PostgreSQL only)."""
+        own_lease: Lease | None = None
+        if lease is None and queue is not None:
+            own_lease = await asyncio.to_thread(
+                take_lease, settings.resolved_database_url(), shared=True
+            )
+        elif lease is None:
+            own_lease = await asyncio.to_thread(ownership.claim, settings)
         try:
             ownership.private_directory(settings.data_dir)
             store = await Store.open(settings.resolved_database_url())
@@ -91,17 +119,19 @@ class Host:
                 auth = await embedded_keys(settings, store, role.session_key)
             else:
                 auth = await serving_keys(settings, store)
-            catalog = Catalog()
-            seed_conformance(catalog)
-            catalog.tools.add(CounterTool(store), COUNTER_LISTING)
-            if settings.project is not None:
-                servers = load_project(
-                    settings.project, catalog, http, tool_timeout=settings.tool_timeout_seconds
-                )
-                await connect_mcp_servers(servers, catalog, mcp, offline=not settings.live_tools)
-            engine = Engine(settings=settings, store=store, catalog=catalog, notifier=Notifier())
-            await _release_unanswered_keys(store)
-            await engine.recover()
+            catalog = await load_catalog(settings, store, http, mcp)
+            digest = catalog_digest(catalog, settings.project)
+            engine = Engine(
+                settings=settings,
+                store=store,
+                catalog=catalog,
+                notifier=Notifier(),
+                catalog_digest=digest,
+                queue=None if queue is None else queue(catalog, digest),
+            )
+            if queue is None:
+                await _release_unanswered_keys(store)
+                await engine.recover()
         except BaseException:
             await mcp.close()
             await http.aclose()
@@ -111,11 +141,21 @@ class Host:
             raise
         tails = Tails(store, engine.notifier)
         host = cls(settings, role, store, catalog, engine, auth, http, own_lease, tails, mcp)
+        if queue is not None:
+            host.wakeups = Wakeups(settings.resolved_database_url(), engine.notifier)
+            host.wakeups.start()
+            if not await host.wakeups.wait_listening(LISTEN_DEADLINE_SECONDS):
+                log.warning("the run listener is not connected yet; readers re-poll meanwhile")
         # What start-up loaded lives as long as the process: keep it out of every
         # later collection, which otherwise stalls eval runs for tenths of a second.
         gc.freeze()
         host.housekeeper = asyncio.create_task(
-            _housekeep(store, settings.retention_days, settings.purge_interval_seconds),
+            _housekeep(
+                store,
+                settings.retention_days,
+                settings.purge_interval_seconds,
+                stale_claims=queue is not None,
+            ),
             name="housekeeping",
         )
         if isinstance(role, Serving) and role.url is not None:
@@ -128,6 +168,8 @@ class Host:
         if self.housekeeper is not None:
             self.housekeeper.cancel()
             await asyncio.gather(self.housekeeper, return_exceptions=True)
+        if self.wakeups is not None:
+            await self.wakeups.stop()
         await self.engine.shutdown()
         await self.tails.close()
         await self.mcp.close()
@@ -135,6 +177,52 @@ class Host:
         await self.store.close()
         if self.own_lease is not None:
             self.own_lease.release()
+
+    async def health(self) -> HealthReport:
+        """This API process's readiness (engine/health.py)."""
+        database = await database_check(self.store)
+        document: dict[str, JsonValue] = {
+            "role": "api",
+            "executor": "in-process" if self.engine.queue is None else "queue",
+            "database": database,
+        }
+        checks = [database]
+        if self.wakeups is not None:
+            state = self.wakeups.state
+            listener: dict[str, JsonValue] = {
+                "ok": state.listening,
+                "connects": state.connects,
+                "lastError": state.last_error,
+            }
+            document["listener"] = listener
+            checks.append(listener)
+        if self.engine.queue is not None:
+            try:
+                async with self.store.reading() as uow:
+                    counts = await self.engine.queue.health(uow)
+                queue: dict[str, JsonValue] = {"ok": True, **counts}
+            except Exception as exc:  # an unreachable queue is what readiness reports
+                queue = {"ok": False, "error": f"{type(exc).__name__}: {exc}".strip()}
+            document["queue"] = queue
+            checks.append(queue)
+        ready = all_ok(*checks)
+        document["ready"] = ready
+        return HealthReport(document, ready)
+
+
+async def load_catalog(
+    settings: Settings, store: Store, http: httpx.AsyncClient, mcp: McpServers
+) -> Catalog:
+    """What a host (or a queue worker) can run: the seeded fixtures and the project."""
+    catalog = Catalog()
+    seed_conformance(catalog)
+    catalog.tools.add(CounterTool(store), COUNTER_LISTING)
+    if settings.project is not None:
+        servers = load_project(
+            settings.project, catalog, http, tool_timeout=settings.tool_timeout_seconds
+        )
+        await connect_mcp_servers(servers, catalog, mcp, offline=not settings.live_tools)
+    return catalog
 
 
 async def _release_unanswered_keys(store: Store) -> None:
@@ -145,13 +233,18 @@ async def _release_unanswered_keys(store: Store) -> None:
         log.info("released %d idempotency keys left in flight by a stopped host", released)
 
 
-async def _housekeep(store: Store, retention_days: int | None, interval: float) -> None:
+async def _housekeep(
+    store: Store, retention_days: int | None, interval: float, *, stale_claims: bool
+) -> None:
     """On a schedule: drop idempotency records past their 24 h and, with a retention
-    period set, erase expired recorded tool content."""
+    period set, erase expired recorded tool content. In queue mode (`stale_claims`),
+    also release keys whose request died with its process (`STALE_CLAIM`)."""
     while True:
         try:
             async with store.transaction() as uow:
                 await uow.idempotency.purge_before(now() - IDEMPOTENCY_RETENTION)
+                if stale_claims:
+                    await uow.idempotency.release_unanswered_before(now() - STALE_CLAIM)
             if retention_days is not None:
                 erased = await purge_expired(store, retention_days)
                 if erased.runs:

@@ -48,6 +48,7 @@ _ROUTE_REFUSALS: dict[str, frozenset[int]] = {
     "wopevalGetSuite": frozenset({404}),
     "wopevalEraseToolContent": frozenset({409}),  # the run is still active
     "getEffectSeamManifest": frozenset({404}),  # replay switched off
+    "wopevalHealth": frozenset({503}),  # wopeval.not_ready
 }
 _BODY_METHODS = frozenset({"post", "put", "patch"})
 _METHOD_NOT_ALLOWED = (

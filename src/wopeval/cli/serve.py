@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 from pydantic import ValidationError
@@ -12,11 +13,17 @@ from wopeval.cli._exit import DATABASE_OWNED
 from wopeval.settings import Settings, parse_api_keys
 
 if TYPE_CHECKING:
-    from wopeval.store import Lease
+    from wopeval.engine.run_queue import QueueFactory
+    from wopeval.store import Lease, LeaseHeld
 
 STARTUP_FAILED = 3
 """Exit code: the host could not start (uvicorn's own code for it)."""
 BACKLOG = 2048
+
+
+class Executor(enum.StrEnum):
+    IN_PROCESS = "in-process"
+    QUEUE = "queue"
 
 
 def serve(
@@ -62,11 +69,29 @@ def serve(
             help="Refuse request bodies larger than this with 413 (default 1 MiB).",
         ),
     ] = None,
+    executor: Annotated[
+        Executor,
+        typer.Option(
+            envvar="WOPEVAL_EXECUTOR",
+            help="in-process: this process executes its runs. queue (PostgreSQL): it only "
+            "serves the API; `wopeval worker` processes execute (docs/deploy.md).",
+        ),
+    ] = Executor.IN_PROCESS,
+    chunk_size: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            envvar="WOPEVAL_QUEUE_CHUNK_SIZE",
+            help="Queue mode: (task, trial) pairs per eval job (default 32).",
+        ),
+    ] = None,
 ) -> None:
     """Start an OpenWOP v2 host on HOST:PORT.
 
-    One host process owns a database: a second `serve` on it exits 5 and changes
-    nothing; CLI commands on the same data directory talk to the running host.
+    In-process (the default), one host process owns a database: a second `serve`
+    on it exits 5 and changes nothing; CLI commands on the same data directory talk
+    to the running host. With `--executor queue` (PostgreSQL) any number of API
+    processes share it with `wopeval worker` processes.
     """
     overrides: dict[str, object] = {"host": host, "port": port, "data_dir": data_dir}
     if database_url:
@@ -82,12 +107,12 @@ def serve(
         overrides["retention_days"] = retention_days
     if max_body_bytes is not None:
         overrides["max_body_bytes"] = max_body_bytes
-    try:
-        settings = Settings(**overrides)  # type: ignore[arg-type]
-    except ValidationError as exc:
-        raise typer.BadParameter(
-            "; ".join(str(error["msg"]).removeprefix("Value error, ") for error in exc.errors())
-        ) from exc
+    settings = build_settings(overrides)
+    if chunk_size is not None:
+        settings.queue.chunk_size = chunk_size
+    if executor is Executor.QUEUE:
+        _serve_queued(settings)
+        return
     # The server stack loads only for this command, so other commands start fast.
     from wopeval.api.ownership import DatabaseOwned, claim
 
@@ -110,7 +135,51 @@ def serve(
         lease.release()
 
 
-def _serve(settings: Settings, lease: Lease) -> None:
+def build_settings(overrides: dict[str, object]) -> Settings:
+    """`Settings` from the command line's values, a bad one reported as a usage error."""
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        raise typer.BadParameter(
+            "; ".join(str(error["msg"]).removeprefix("Value error, ") for error in exc.errors())
+        ) from exc
+
+
+def require_postgres(settings: Settings, command: str) -> None:
+    if not settings.resolved_database_url().startswith("postgresql"):
+        typer.echo(
+            f"wopeval {command}: queue mode needs PostgreSQL (--database-url postgresql+psycopg://…)",
+            err=True,
+        )
+        raise typer.Exit(STARTUP_FAILED)
+
+
+def _serve_queued(settings: Settings) -> None:
+    """An API process of queue mode: no ownership lease, no run of its own."""
+    require_postgres(settings, "serve")
+    from wopeval.store import LeaseHeld, take_lease
+    from wopeval.worker.queue import factory
+
+    try:
+        lease = take_lease(settings.resolved_database_url(), shared=True)
+    except LeaseHeld as held:
+        refuse_in_process_owner(held, "serve")
+    try:
+        _serve(settings, lease, factory(settings.queue))
+    finally:
+        lease.release()
+
+
+def refuse_in_process_owner(held: LeaseHeld, command: str) -> NoReturn:
+    typer.echo(
+        f"wopeval {command}: refused: {held}, an in-process host; queue mode and an "
+        "in-process host cannot share a database. Nothing was changed.",
+        err=True,
+    )
+    raise typer.Exit(DATABASE_OWNED) from None
+
+
+def _serve(settings: Settings, lease: Lease | None, queue: QueueFactory | None = None) -> None:
     import uvicorn
 
     from wopeval.api.app import create_app
@@ -128,7 +197,8 @@ def _serve(settings: Settings, lease: Lease) -> None:
     # during start-up waits in the backlog rather than being refused.
     sock.listen(BACKLOG)
     url = _reachable_url(settings.host, sock.getsockname()[1])
-    app = create_app(settings, role=Serving(url=url), lease=lease)
+    role = Serving(url=url if queue is None else None)
+    app = create_app(settings, role=role, lease=lease, queue=queue)
     server = uvicorn.Server(uvicorn.Config(app, log_level="info", backlog=BACKLOG))
     typer.echo(f"wopeval: serving on {url} (data in {settings.data_dir})", err=True)
     try:

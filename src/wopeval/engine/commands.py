@@ -4,6 +4,11 @@ Each command is decided by one run-row transition (runlog.py): a command that
 races the run's own end gets exactly one of the answers the spec allows —
 accepted, or refused because the run ended first — never an answer that the
 run's log then contradicts.
+
+In queue mode the run executes in worker processes: a cancel ends it at once
+(the queue's fence cancels and aborts its jobs in that transaction, and any
+later commit of a worker is refused), and a pause or resume is seen by the
+workers in the run row (worker/watch.py).
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from wopeval.engine.host import Engine
-from wopeval.engine.runlog import STOPPED_HOST, RunUpdate, Step, Transition, now
+from wopeval.engine.runlog import STOPPED_HOST, RunLog, RunUpdate, Step, Transition, now
 from wopeval.store import RunRecord
 from wopeval.wire import errors, events, ids
 from wopeval.wire.principal import Principal
@@ -39,6 +44,10 @@ async def cancel_run(
     """Accept a cancel (the run moves to `cancelling`) or refuse it: 409 once it has ended."""
     record = await engine.get_run(principal, run_id)
     _refuse_terminal(record)
+    if engine.queue is not None:
+        if not await engine.cancel_queued(record, reason):
+            _refuse_terminal(await engine.get_run(principal, run_id))
+        return await engine.get_run(principal, run_id)
     accepted = await engine.run_log(record).transition(
         Transition(STOPPED_HOST, RunStatus.CANCELLING), update=RunUpdate(cancel_reason=reason)
     )
@@ -94,7 +103,10 @@ async def resume_run(engine: Engine, principal: Principal, run_id: str) -> Trans
     _refuse_terminal(record)
     step = Step()
     step.emit(events.RunResumed())
-    if not await engine.run_log(record).transition(
+    run_log = engine.run_log(record)
+    if engine.queue is not None:
+        run_log = RunLog(engine.writer, record.run_id, record.tenant, engine.queue.resuming())
+    if not await run_log.transition(
         Transition(frozenset({RunStatus.PAUSED}), RunStatus.RUNNING), step
     ):
         _refuse_state(await engine.get_run(principal, run_id))

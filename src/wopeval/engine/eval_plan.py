@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from wopeval import evals
@@ -18,7 +19,7 @@ from wopeval.settings import EvalFeatures
 from wopeval.store import UnitOfWork
 from wopeval.wire import errors
 from wopeval.wire.runs import CreateRunRequest, EvalMode, RunKind
-from wopeval.wire.suite import OnMiss, Suite, Task, ToolResponse
+from wopeval.wire.suite import OnMiss, Suite, Task, ToolResponse, parse_suite
 from wopeval.wire.summary import EvalSummary
 
 # One message each, never carrying the id: every unusable baseline or source gets
@@ -51,16 +52,39 @@ class EvalPlan:
     fixture_runs: dict[str, str] | None = None
     graders: Mapping[str, CustomGrader] = field(default_factory=dict)
     """The project's custom graders the suite names, resolved at create."""
+    alpha: float = evals.DEFAULT_ALPHA
+    regression_verdict: bool = True
 
     def stored(self) -> dict[str, Any]:
-        """What the run row keeps of the plan (derived entries live in their own table)."""
+        """What the run row keeps of the plan (derived entries live in their own table):
+        with the derived copies, enough for `rebuild_plan` to make the plan again."""
         return {
             "suite": self.suite_document,
             "agentId": self.agent.agent_id,
             "modes": list(self.modes),
             "baselineRunId": self.baseline_run_id,
             "fixtureRuns": self.fixture_runs,
+            "baselineSummary": (
+                None if self.baseline_summary is None else self.baseline_summary.to_wire()
+            ),
+            "alpha": self.alpha,
+            "regressionVerdict": self.regression_verdict,
         }
+
+    def pairs(self) -> list[tuple[str, int]]:
+        """Every `(task_id, trial)` the run executes, task by task."""
+        return [(plan.task.taskId, trial) for plan in self.tasks for trial in range(plan.trials)]
+
+    @cached_property
+    def trial_count(self) -> int:
+        return sum(plan.trials for plan in self.tasks)
+
+    @cached_property
+    def _by_task(self) -> dict[str, TaskPlan]:
+        return {plan.task.taskId: plan for plan in self.tasks}
+
+    def task(self, task_id: str) -> TaskPlan:
+        return self._by_task[task_id]
 
     async def keep_copies(self, uow: UnitOfWork, eval_run_id: str) -> None:
         """Store the derived entries with the eval run, in the transaction that creates it.
@@ -123,6 +147,52 @@ async def resolve_eval(
         baseline_summary=baseline,
         fixture_runs=dict(request.fixtureRuns) if request.fixtureRuns is not None else None,
         graders={name: catalog.graders[name] for name in evals.graders_named(suite)},
+        alpha=features.alpha,
+        regression_verdict=features.regression_verdict,
+    )
+
+
+class PlanUnavailable(Exception):
+    """A stored plan cannot be made again here (its agent, grader or fixture copy is gone)."""
+
+
+def rebuild_plan(
+    stored: Mapping[str, Any], copies: list[dict[str, Any]], catalog: Catalog
+) -> EvalPlan:
+    """The plan a run was created with, from its stored form and its derived copies.
+
+    A queue worker executes runs that another process resolved: every refusal
+    happened at create, so this only reassembles. The catalog must be the one the
+    run was created under (the run's catalog digest says so).
+    """
+    document = dict(stored["suite"])
+    suite = parse_suite(document)
+    agent = catalog.agents.get(str(stored["agentId"]))
+    if agent is None:
+        raise PlanUnavailable(f"agent {stored['agentId']!r} is not in this catalog")
+    modes: tuple[EvalMode, ...] = tuple(stored["modes"])
+    derived: dict[str, tuple[str, list[ToolResponse]]] = {}
+    for copy in copies:
+        if copy["entries"] is None:
+            raise PlanUnavailable(f"the recorded fixtures of task {copy['task_id']!r} were erased")
+        entries = [ToolResponse.model_validate(entry) for entry in copy["entries"]]
+        derived[copy["task_id"]] = (copy["source_run_id"], entries)
+    missing = [name for name in evals.graders_named(suite) if name not in catalog.graders]
+    if missing:
+        raise PlanUnavailable(f"graders {missing} are not in this catalog")
+    summary = stored.get("baselineSummary")
+    return EvalPlan(
+        suite=suite,
+        suite_document=document,
+        agent=agent,
+        modes=modes,
+        tasks=tuple(_task_plan(suite, task, modes, derived) for task in suite.tasks),
+        baseline_run_id=stored.get("baselineRunId"),
+        baseline_summary=None if summary is None else EvalSummary.model_validate(summary),
+        fixture_runs=stored.get("fixtureRuns"),
+        graders={name: catalog.graders[name] for name in evals.graders_named(suite)},
+        alpha=float(stored.get("alpha", evals.DEFAULT_ALPHA)),
+        regression_verdict=bool(stored.get("regressionVerdict", True)),
     )
 
 

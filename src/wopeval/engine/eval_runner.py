@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from wopeval import evals
@@ -48,7 +49,9 @@ async def run_eval(plan: EvalPlan, context: EvalContext) -> Terminal:
     async with asyncio.TaskGroup() as group:
         for task_plan in plan.tasks:
             group.create_task(bounded(task_plan))
-    return finish(plan, outcomes, context)
+    return finish(
+        plan, outcomes, alpha=context.alpha, regression_verdict=context.regression_verdict
+    )
 
 
 async def run_task(
@@ -115,13 +118,14 @@ async def run_trial(
             grade=grade,
             duration_ms=latency,
             wire_content=plan.agent.wire_content,
+            fixture_misses=misses,
         )
     )
     return evals.TrialOutcome(passed=passed, latency_ms=latency, fixture_miss_count=misses)
 
 
 def scored(
-    plan: EvalPlan, task_plan: TaskPlan, trials: list[evals.TrialOutcome]
+    plan: EvalPlan, task_plan: TaskPlan, trials: Sequence[evals.TrialOutcome]
 ) -> events.EvalScored:
     summary = evals.summarise_task(plan.suite, task_plan.task, trials)
     return events.EvalScored(
@@ -136,7 +140,11 @@ def scored(
 
 
 def finish(
-    plan: EvalPlan, outcomes: dict[str, list[evals.TrialOutcome]], context: EvalContext
+    plan: EvalPlan,
+    outcomes: Mapping[str, Sequence[evals.TrialOutcome]],
+    *,
+    alpha: float,
+    regression_verdict: bool,
 ) -> Terminal:
     summary = evals.summarise(plan.suite, outcomes)
     if plan.baseline_run_id is not None and plan.baseline_summary is not None:
@@ -144,8 +152,8 @@ def finish(
             summary,
             plan.baseline_run_id,
             plan.baseline_summary,
-            context.alpha,
-            include_verdict=context.regression_verdict,
+            alpha,
+            include_verdict=regression_verdict,
         )
     step = Step()
     step.emit(completed(summary))

@@ -4,6 +4,10 @@ A run's body executes as one asyncio task per run. Whatever ends it (its own
 end, a failure, a cancel, the host stopping) is decided in `_execute`'s
 `finally` and written through the run log, whose run-row transitions settle
 every race with a caller's cancel or pause (runlog.py).
+
+With a `RunQueue` (queue mode, run_queue.py) the engine creates runs and
+enqueues their work in the same transaction, and executes nothing itself:
+worker processes do (`wopeval.worker`).
 """
 
 from __future__ import annotations
@@ -24,7 +28,8 @@ from wopeval.engine.log_writer import LogWriter, OnInsert
 from wopeval.engine.notifier import Notifier
 from wopeval.engine.outcome import RunFailure, Terminal
 from wopeval.engine.replay import check_fork, replay
-from wopeval.engine.runlog import STOPPED_HOST, RunLog, RunUpdate, Step, now
+from wopeval.engine.run_queue import RunQueue, Work
+from wopeval.engine.runlog import STOPPED_HOST, RunLog, RunUpdate, Step, Transition, now
 from wopeval.engine.workflow_runner import WorkflowContext, run_workflow
 from wopeval.settings import Settings
 from wopeval.store import RunRecord, Store, UnitOfWork, next_created_seq
@@ -51,13 +56,26 @@ Body = Callable[[Execution], Awaitable[Terminal]]
 
 class Engine:
     def __init__(
-        self, *, settings: Settings, store: Store, catalog: Catalog, notifier: Notifier
+        self,
+        *,
+        settings: Settings,
+        store: Store,
+        catalog: Catalog,
+        notifier: Notifier,
+        catalog_digest: str | None = None,
+        queue: RunQueue | None = None,
+        broadcast: bool = False,
     ) -> None:
+        """`catalog_digest` is recorded on each run created here; with a `queue` the runs
+        are executed by workers; `broadcast` announces every commit to other processes
+        (NOTIFY), which a queue implies."""
         self.settings = settings
         self.store = store
         self.catalog = catalog
         self.notifier = notifier
-        self.writer = LogWriter(store, notifier)
+        self.catalog_digest = catalog_digest
+        self.queue = queue
+        self.writer = LogWriter(store, notifier, broadcast=broadcast or queue is not None)
         self.grants = InvocationGrants(settings.agent_base_url())
         self._executing: dict[str, tuple[asyncio.Task[None], Execution]] = {}
         self._stopping = False
@@ -79,7 +97,7 @@ class Engine:
             terminal = Terminal.failed(
                 "host_restarted", "The host stopped while this run was active."
             )
-            await self._end(self.run_log(run), terminal, set(invoked), None)
+            await self.end(self.run_log(run), terminal, set(invoked), None)
         return len(stale)
 
     async def shutdown(self) -> None:
@@ -136,12 +154,12 @@ class Engine:
                 log=execution.log,
                 control=execution.control,
                 catalog=self.catalog,
-                boundary=Boundary(self._live(principal, record.run_id)),
+                boundary=Boundary(self.live_transport(principal.tenant, record.run_id)),
                 invoked=execution.invoked,
             )
             return await run_workflow(workflow, inputs, context)
 
-        return await self.launch(record, Step(), body, on_insert)
+        return await self.launch(record, Step(), body, on_insert, Work())
 
     # ── eval runs ────────────────────────────────────────────────────
 
@@ -178,7 +196,7 @@ class Engine:
                 log=execution.log,
                 control=execution.control,
                 agents=self.catalog.agents,
-                live=self._live(principal, record.run_id),
+                live=self.live_transport(principal.tenant, record.run_id),
                 concurrency=self.settings.eval.concurrency,
                 alpha=self.settings.eval.alpha,
                 regression_verdict=self.settings.eval.regression_verdict,
@@ -191,10 +209,10 @@ class Engine:
             if on_insert is not None:
                 await on_insert(uow, stored)
 
-        return await self.launch(record, opening, body, keep_copies)
+        return await self.launch(record, opening, body, keep_copies, Work(tuple(plan.pairs())))
 
-    def _live(self, principal: Principal, run_id: str) -> LiveTransport:
-        context = ToolContext(tenant=principal.tenant, run_id=run_id)
+    def live_transport(self, tenant: str, run_id: str) -> LiveTransport:
+        context = ToolContext(tenant=tenant, run_id=run_id)
         return LiveTransport(
             self.catalog.tools,
             context,
@@ -232,15 +250,22 @@ class Engine:
             summary=None,
             suite_id=suite_id,
             created_seq=next_created_seq(),
+            catalog_digest=self.catalog_digest,
         )
 
     async def launch(
-        self, record: RunRecord, opening: Step, body: Body, extra: OnInsert | None = None
+        self,
+        record: RunRecord,
+        opening: Step,
+        body: Body,
+        extra: OnInsert | None = None,
+        work: Work | None = None,
     ) -> RunRecord:
         """Insert the run with `run.started` + `opening` in one transaction, then execute `body`.
 
         `extra(uow, stored)` adds the caller's own rows (derived fixtures, the
-        idempotency record) to that transaction.
+        idempotency record) to that transaction. In queue mode `work` is enqueued in
+        it too, and the workers execute the run instead of `body`.
         """
         if self._stopping:
             raise errors.InternalError("The host is shutting down.")
@@ -251,6 +276,8 @@ class Engine:
             )
         )
         step.extend(opening)
+        if self.queue is not None:
+            return await self.writer.insert(record, step, self._enqueuing(work or Work(), extra))
         stored = await self.writer.insert(record, step, extra)
         execution = Execution(self.run_log(stored))
         task = asyncio.create_task(self._execute(execution, body), name=f"run:{record.run_id}")
@@ -258,11 +285,34 @@ class Engine:
         task.add_done_callback(lambda _: self._executing.pop(record.run_id, None))
         return stored
 
+    def _enqueuing(self, work: Work, extra: OnInsert | None) -> OnInsert:
+        queue = self.queue
+        if queue is None:
+            raise RuntimeError("enqueuing needs a run queue")
+
+        async def enqueue(uow: UnitOfWork, stored: RunRecord) -> None:
+            if extra is not None:
+                await extra(uow, stored)
+            await queue.enqueue(uow, stored, work)
+
+        return enqueue
+
+    async def cancel_queued(self, record: RunRecord, reason: str | None) -> bool:
+        """Queue mode: end the run `cancelled` now, in one transaction that also cancels its
+        queued jobs and aborts its running ones; False when it had ended first."""
+        if self.queue is None:
+            raise RuntimeError("only a queue-mode engine cancels through the queue")
+        step = Step()
+        step.emit(events.RunCancelled(reason=reason))
+        update = RunUpdate(completed_at=now(), cancel_reason=reason)
+        run_log = RunLog(self.writer, record.run_id, record.tenant, self.queue.cancelling())
+        return await run_log.transition(Transition(STOPPED_HOST, RunStatus.CANCELLED), step, update)
+
     async def _execute(self, execution: Execution, body: Body) -> None:
         terminal = await self._run_body(execution, body)
         control = None if self._stopping else execution.control
         ending = asyncio.ensure_future(
-            self._end(execution.log, terminal, execution.invoked, control)
+            self.end(execution.log, terminal, execution.invoked, control)
         )
         # The terminal event lands before this task finishes, however often it is
         # cancelled meanwhile: whoever waits on the task sees the run ended.
@@ -289,7 +339,7 @@ class Engine:
             log.exception("run %s crashed", execution.log.run_id)
             return Terminal.failed("internal_error", "The host failed while running this run.")
 
-    async def _end(
+    async def end(
         self, run_log: RunLog, terminal: Terminal, invoked: set[str], control: RunControl | None
     ) -> None:
         """Write the run's one terminal event. With a `control` the run ends only when it

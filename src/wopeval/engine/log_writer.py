@@ -9,6 +9,12 @@ run is not in a state it allows lands nothing, and its caller is told.
 Sequences are taken from the run row inside the transaction (see
 `RunsRepo.advance`), which also locks the row: the sequences of a run stay
 contiguous and in commit order even with another process writing to it.
+
+A step may carry a `Fence` (fence.py): it is then landed on its own inside the
+group's transaction, after the run row is locked and the earlier steps' rows
+are written, so the fence sees everything that commits before it. A writer that
+`broadcast`s announces each landed run with a NOTIFY in the same transaction,
+for the readers in other processes (queue mode).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from wopeval.engine.fence import Fence
 from wopeval.engine.notifier import Notifier
 from wopeval.engine.runlog import RunUpdate, Staged, Step, Transition, timestamp
 from wopeval.store import RunRecord, Store, ToolCallOutcome, UnitOfWork
@@ -43,6 +50,7 @@ class _Queued:
     transition: Transition
     update: RunUpdate
     done: asyncio.Future[bool]
+    fence: Fence | None = None
 
 
 @dataclass
@@ -64,9 +72,10 @@ class _Group:
 
 
 class LogWriter:
-    def __init__(self, store: Store, notifier: Notifier) -> None:
+    def __init__(self, store: Store, notifier: Notifier, *, broadcast: bool = False) -> None:
         self.store = store
         self._notifier = notifier
+        self._broadcast = broadcast
         self._queue: list[_Queued] = []
         self._flusher: asyncio.Task[None] | None = None
 
@@ -84,15 +93,30 @@ class LogWriter:
             await group.write(uow)
             if extra is not None:
                 await extra(uow, stored)
+            if self._broadcast:
+                await uow.runs.notify([record.run_id])
         self._notifier.notify(record.run_id)
         return stored
 
     async def submit(
-        self, run_id: str, tenant: str, step: Step, transition: Transition, update: RunUpdate
+        self,
+        run_id: str,
+        tenant: str,
+        step: Step,
+        transition: Transition,
+        update: RunUpdate,
+        fence: Fence | None = None,
     ) -> bool:
-        """Queue a step and wait until it is durable; False when its run's state refused it."""
+        """Queue a step and wait until it is durable; False when its run's state (or its
+        fence) refused it."""
         queued = _Queued(
-            run_id, tenant, step, transition, update, asyncio.get_running_loop().create_future()
+            run_id,
+            tenant,
+            step,
+            transition,
+            update,
+            asyncio.get_running_loop().create_future(),
+            fence,
         )
         self._queue.append(queued)
         if self._flusher is None or self._flusher.done():
@@ -129,6 +153,11 @@ class LogWriter:
         landed: list[bool] = []
         async with self.store.transaction() as uow:
             for queued in batch:
+                if queued.fence is not None:
+                    await group.write(uow)
+                    group = _Group()
+                    landed.append(await _land_fenced(uow, queued, queued.fence))
+                    continue
                 step = queued.step
                 last = await uow.runs.advance(
                     queued.tenant,
@@ -137,11 +166,16 @@ class LogWriter:
                     allowed_from=queued.transition.allowed_from,
                     status=queued.transition.to,
                     values=queued.update.values(),
+                    trials=len(step.trials),
                 )
                 landed.append(last is not None)
                 if last is not None:
                     _number(queued.run_id, step, last - len(step.staged) + 1, group)
             await group.write(uow)
+            if self._broadcast:
+                await uow.runs.notify(
+                    {queued.run_id for queued, ok in zip(batch, landed, strict=True) if ok}
+                )
         return landed
 
     def _finish(self, batch: list[_Queued], landed: list[bool]) -> None:
@@ -160,6 +194,37 @@ async def insert_run(uow: UnitOfWork, record: RunRecord, rows: list[dict[str, An
     """A new run's row and its first event rows: a run is never visible without its log."""
     await uow.runs.insert(record)
     await uow.events.append(rows)
+
+
+async def _land_fenced(uow: UnitOfWork, queued: _Queued, fence: Fence) -> bool:
+    """Lock the run row, ask the fence, then land the step and what the fence adds to it."""
+    transition = queued.transition
+    locked = await uow.runs.lock(queued.tenant, queued.run_id, transition.allowed_from)
+    if locked is None:
+        return False
+    landing = await fence.admit(uow, locked, queued.step)
+    if landing is None:
+        return False
+    if landing.noop:
+        return True
+    step = Step()
+    step.extend(queued.step)
+    step.extend(landing.extra)
+    last = await uow.runs.advance(
+        queued.tenant,
+        queued.run_id,
+        count=len(step.staged),
+        allowed_from=transition.allowed_from,
+        status=landing.to or transition.to,
+        values={**queued.update.values(), **landing.update.values()},
+        trials=len(step.trials),
+    )
+    if last is None:  # the row is locked: its state cannot have changed since
+        raise RuntimeError(f"run {queued.run_id} left its allowed states under its own lock")
+    group = _Group()
+    _number(queued.run_id, step, last - len(step.staged) + 1, group)
+    await group.write(uow)
+    return True
 
 
 def _settle(queued: _Queued, outcome: bool | BaseException) -> None:

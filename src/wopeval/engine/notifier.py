@@ -1,4 +1,7 @@
-"""Wakes readers (poll, SSE) of a run when its log grows; in-process only."""
+"""Wakes readers (poll, SSE) of a run when its log grows, in this process.
+
+In queue mode the commits of other processes reach it through `wakeups.py`.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ import weakref
 
 
 class Notifier:
-    """Wakes readers (poll, SSE) of a run when its log grows; in-process only.
+    """Wakes readers (poll, SSE) of a run when its log grows.
 
     A reader takes `subscribe()` BEFORE it reads, so a commit that lands between
     its read and its wait still wakes it. Signals are held weakly: one that no
@@ -32,6 +35,12 @@ class Notifier:
     def notify(self, run_id: str) -> None:
         signal = self._signals.pop(run_id, None)
         if signal is not None:
+            signal.set()
+
+    def notify_all(self) -> None:
+        """Wake every reader: each reads again (after a gap in what this process was told)."""
+        signals, self._signals = list(self._signals.values()), weakref.WeakValueDictionary()
+        for signal in signals:
             signal.set()
 
 

@@ -23,6 +23,7 @@ from wopeval.wire import events, ids
 from wopeval.wire.runs import RunStatus
 
 if TYPE_CHECKING:
+    from wopeval.engine.fence import Fence
     from wopeval.engine.log_writer import LogWriter
 
 ACTIVE = frozenset({RunStatus.RUNNING, RunStatus.PAUSED, RunStatus.CANCELLING})
@@ -126,12 +127,18 @@ class Transition:
 
 
 class RunLog:
-    """One run's handle on the log; cheap to make, so any caller can hold one."""
+    """One run's handle on the log; cheap to make, so any caller can hold one.
 
-    def __init__(self, writer: LogWriter, run_id: str, tenant: str) -> None:
+    With a `fence`, every step this handle lands is admitted by it first (fence.py).
+    """
+
+    def __init__(
+        self, writer: LogWriter, run_id: str, tenant: str, fence: Fence | None = None
+    ) -> None:
         self._writer = writer
         self.run_id = run_id
         self.tenant = tenant
+        self.fence = fence
 
     async def commit(self, step: Step, update: RunUpdate | None = None) -> None:
         """Land `step` while the run is active; raises RunClosed once it has ended."""
@@ -144,7 +151,7 @@ class RunLog:
         """Land `step` and move the run as `transition` says, if the run is in a state it
         allows; False (and nothing written) otherwise."""
         return await self._writer.submit(
-            self.run_id, self.tenant, step or Step(), transition, update or RunUpdate()
+            self.run_id, self.tenant, step or Step(), transition, update or RunUpdate(), self.fence
         )
 
     async def close(
@@ -172,6 +179,10 @@ class RunLog:
         if status is RunStatus.CANCELLED:
             cancelling |= allowed_from
         elif record.status not in cancelling:
+            if self.fence is not None and record.status in allowed_from:
+                # The run's state allowed this ending, so its fence refused it (a queue
+                # worker that no longer owns its job): the run is not this caller's to end.
+                raise RunClosed(f"run {self.run_id} is no longer this caller's to end")
             # Paused since: the run ends after its resume (or its cancel).
             return None
         ending = Step()

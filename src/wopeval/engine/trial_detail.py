@@ -29,6 +29,7 @@ def trial_row(
     grade: evals.Grade | None,
     duration_ms: int,
     wire_content: str,
+    fixture_misses: int = 0,
 ) -> TrialRow:
     detail: dict[str, Any] = {
         "v": DETAIL_VERSION,
@@ -45,7 +46,7 @@ def trial_row(
     }
     if not result.failed:
         detail["decision"] = result.decision
-    return TrialRow(task.taskId, trial, passed, wire_content, detail)
+    return TrialRow(task.taskId, trial, passed, wire_content, detail, duration_ms, fixture_misses)
 
 
 def _call(index: int, call: evals.ExecutedCall) -> dict[str, JsonValue]:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import JsonValue
@@ -26,6 +27,8 @@ class WorkflowContext:
     catalog: Catalog
     boundary: Boundary
     invoked: set[str]
+    done: Mapping[str, dict[str, JsonValue]] = field(default_factory=dict)
+    """Outputs of nodes an earlier attempt completed (a queue job run again): not re-run."""
 
 
 async def run_workflow(
@@ -33,6 +36,9 @@ async def run_workflow(
 ) -> Terminal:
     outputs: dict[str, Any] = {}
     for node in workflow.order():
+        if node.id in context.done:
+            outputs[node.id] = context.done[node.id]
+            continue
 
         async def attempt(node: Node = node) -> dict[str, JsonValue]:
             return await run_node(node, inputs, context)

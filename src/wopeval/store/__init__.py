@@ -6,18 +6,28 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from wopeval.store._details import (
     InvocationRow,
     InvocationsRepo,
     StoredTrial,
+    TrialCounts,
     TrialRow,
     TrialsRepo,
 )
 from wopeval.store._events import EVENTS_PAGE_SIZE, EventsRepo, StoredEvent
 from wopeval.store._idempotency import IDEMPOTENCY_RETENTION, IdempotencyRecord, IdempotencyRepo
-from wopeval.store._runs import RunRecord, RunsRepo, decode_cursor, encode_cursor, next_created_seq
+from wopeval.store._runs import (
+    RUN_CHANNEL,
+    LockedRun,
+    RunRecord,
+    RunsRepo,
+    decode_cursor,
+    encode_cursor,
+    next_created_seq,
+)
 from wopeval.store._small_repos import (
     CountersRepo,
     DerivedFixturesRepo,
@@ -27,7 +37,7 @@ from wopeval.store._small_repos import (
     replace_keys,
 )
 from wopeval.store._tool_calls import ToolCallOutcome, ToolCallRow, ToolCallsRepo
-from wopeval.store.db import create_engine, migrate, sqlite_url
+from wopeval.store.db import MIGRATION_LOCK_KEY, create_engine, migrate, sqlite_url
 from wopeval.store.lease import Lease, LeaseHeld, database_name, take_lease
 
 
@@ -77,6 +87,14 @@ class UnitOfWork:
     def idempotency(self) -> IdempotencyRepo:
         return IdempotencyRepo(self.connection)
 
+    async def serialise_startup(self) -> None:
+        """On PostgreSQL, wait until no other process is in its start-up writes (migrations,
+        stored keys): queue-mode processes start side by side on one database."""
+        if self.connection.dialect.name == "postgresql":
+            await self.connection.execute(
+                text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY}
+            )
+
 
 class Store:
     def __init__(self, engine: AsyncEngine) -> None:
@@ -105,6 +123,7 @@ class Store:
 __all__ = [
     "EVENTS_PAGE_SIZE",
     "IDEMPOTENCY_RETENTION",
+    "RUN_CHANNEL",
     "CountersRepo",
     "DerivedFixturesRepo",
     "EventsRepo",
@@ -115,6 +134,7 @@ __all__ = [
     "KeysRepo",
     "Lease",
     "LeaseHeld",
+    "LockedRun",
     "RunRecord",
     "RunsRepo",
     "Store",
@@ -124,6 +144,7 @@ __all__ = [
     "ToolCallOutcome",
     "ToolCallRow",
     "ToolCallsRepo",
+    "TrialCounts",
     "TrialRow",
     "TrialsRepo",
     "UnitOfWork",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
@@ -44,9 +44,22 @@ class TrialRow:
     passed: bool
     wire_content: str
     detail: dict[str, Any]
+    latency_ms: int | None = None
+    fixture_misses: int | None = None
 
     def to_row(self, run_id: str) -> dict[str, Any]:
         return {**asdict(self), "run_id": run_id}
+
+
+@dataclass(frozen=True, slots=True)
+class TrialCounts:
+    """What a landed trial came to, without its detail: what a summary is built from."""
+
+    task_id: str
+    trial: int
+    passed: bool
+    latency_ms: int
+    fixture_misses: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +148,36 @@ class TrialsRepo:
             )
             for row in result
         ]
+
+    async def counts(self, run_id: str, task_id: str | None = None) -> list[TrialCounts]:
+        """The landed trials' outcomes (of one task, when named), by task and trial."""
+        query = select(
+            task_trials.c.task_id,
+            task_trials.c.trial,
+            task_trials.c.passed,
+            task_trials.c.latency_ms,
+            task_trials.c.fixture_misses,
+        ).where(task_trials.c.run_id == run_id)
+        if task_id is not None:
+            query = query.where(task_trials.c.task_id == task_id)
+        result = await self._connection.execute(
+            query.order_by(task_trials.c.task_id, task_trials.c.trial)
+        )
+        return [
+            TrialCounts(
+                row.task_id, row.trial, row.passed, row.latency_ms or 0, row.fixture_misses or 0
+            )
+            for row in result
+        ]
+
+    async def landed(self, run_id: str, task_ids: Collection[str]) -> set[tuple[str, int]]:
+        """Which `(task_id, trial)` of these tasks have landed in the run."""
+        result = await self._connection.execute(
+            select(task_trials.c.task_id, task_trials.c.trial).where(
+                and_(task_trials.c.run_id == run_id, task_trials.c.task_id.in_(list(task_ids)))
+            )
+        )
+        return {(row.task_id, row.trial) for row in result}
 
     async def rewrite(
         self, run_id: str, details: dict[tuple[str, int], dict[str, Any]], at: datetime

@@ -110,5 +110,15 @@ class IdempotencyRepo:
         )
         return int(result.rowcount or 0)
 
+    async def release_unanswered_before(self, cutoff: datetime) -> int:
+        """Release the keys in flight since before `cutoff` (queue mode: several processes
+        serve one database, so a key is only known dead by its age)."""
+        result = await self._connection.execute(
+            delete(idempotency).where(
+                idempotency.c.status_code.is_(None), idempotency.c.created_at < cutoff
+            )
+        )
+        return int(result.rowcount or 0)
+
     async def purge_before(self, cutoff: datetime) -> None:
         await self._connection.execute(delete(idempotency).where(idempotency.c.created_at < cutoff))

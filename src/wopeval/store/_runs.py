@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import and_, select, update
+from sqlalchemy import and_, select, text, update
 from sqlalchemy.engine import RowMapping
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -19,6 +19,8 @@ from wopeval.wire import errors, limits
 from wopeval.wire.runs import RunKind, RunStatus
 
 _ACTIVE = [s.value for s in RunStatus if not s.is_terminal]
+RUN_CHANNEL = "wopeval_run"
+"""The NOTIFY channel a commit to a run's log is announced on; the payload is the run id."""
 # The plan holds a whole suite document; reads that render or judge a run never need it.
 _LISTED = [column for column in runs.c if column.name != "plan"]
 _last_created_seq = 0
@@ -62,6 +64,9 @@ class RunRecord:
     parent_run_id: str | None = None
     created_seq: int = 0
     cancel_reason: str | None = None
+    catalog_digest: str | None = None
+    """The project catalog the run was created under (engine/catalog_digest.py)."""
+    landed_trials: int = 0
 
     @classmethod
     def from_row(cls, row: RowMapping) -> RunRecord:
@@ -86,6 +91,8 @@ class RunRecord:
             parent_run_id=row["parent_run_id"],
             created_seq=row["created_seq"],
             cancel_reason=row["cancel_reason"],
+            catalog_digest=row["catalog_digest"],
+            landed_trials=row["landed_trials"],
         )
 
     def to_row(self) -> dict[str, Any]:
@@ -110,7 +117,20 @@ class RunRecord:
             "parent_run_id": self.parent_run_id,
             "created_seq": self.created_seq,
             "cancel_reason": self.cancel_reason,
+            "catalog_digest": self.catalog_digest,
+            "landed_trials": self.landed_trials,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class LockedRun:
+    """A run row as read under its lock, for a step that decides what lands (a fence)."""
+
+    run_id: str
+    tenant: str
+    status: RunStatus
+    last_sequence: int
+    landed_trials: int
 
 
 def encode_cursor(created_seq: int) -> str:
@@ -182,14 +202,18 @@ class RunsRepo:
         allowed_from: Collection[RunStatus],
         status: RunStatus | None,
         values: dict[str, Any],
+        trials: int = 0,
     ) -> int | None:
         """Take `count` sequences for a run in one of `allowed_from`; None if it is in none.
 
         Returns the run's new last sequence: the taken ones end there. The update
         locks the row until the caller's transaction ends, so the sequences of
         concurrent writers never interleave and a state test cannot go stale.
+        `trials` eval trials land with the step and are counted in `landed_trials`.
         """
         changes: dict[str, Any] = {"last_sequence": runs.c.last_sequence + count, **values}
+        if trials:
+            changes["landed_trials"] = runs.c.landed_trials + trials
         if status is not None:
             changes["status"] = status.value
         result = await self._connection.execute(
@@ -206,6 +230,44 @@ class RunsRepo:
         )
         last: int | None = result.scalar_one_or_none()
         return last
+
+    async def lock(
+        self, tenant: str, run_id: str, allowed_from: Collection[RunStatus]
+    ) -> LockedRun | None:
+        """Lock the run's row until the transaction ends, if it is in one of `allowed_from`."""
+        result = await self._connection.execute(
+            select(runs.c.status, runs.c.last_sequence, runs.c.landed_trials)
+            .where(
+                and_(
+                    runs.c.tenant == tenant,
+                    runs.c.run_id == run_id,
+                    runs.c.status.in_([state.value for state in allowed_from]),
+                )
+            )
+            .with_for_update()
+        )
+        row = result.first()
+        if row is None:
+            return None
+        return LockedRun(
+            run_id, tenant, RunStatus(row.status), row.last_sequence, row.landed_trials
+        )
+
+    async def notify(self, run_ids: Collection[str]) -> None:
+        """Wake the readers of these runs in every process (PostgreSQL NOTIFY, sent at commit,
+        so a reader woken by it finds the rows); SQLite has no other process to wake."""
+        if run_ids and self._connection.dialect.name == "postgresql":
+            await self._connection.execute(
+                text("SELECT pg_notify(:channel, run_id) FROM unnest(CAST(:ids AS text[])) run_id"),
+                {"channel": RUN_CHANNEL, "ids": sorted(run_ids)},
+            )
+
+    async def statuses(self, run_ids: Collection[str]) -> dict[str, RunStatus]:
+        """The status of each of these runs (ids are tenant-bound; a queue worker's read)."""
+        result = await self._connection.execute(
+            select(runs.c.run_id, runs.c.status).where(runs.c.run_id.in_(list(run_ids)))
+        )
+        return {row.run_id: RunStatus(row.status) for row in result}
 
     async def active(self) -> list[RunRecord]:
         """Runs left active by a host that stopped; only start-up recovery reads across tenants."""

@@ -9,11 +9,13 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Connection, event
+from sqlalchemy import Connection, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 _MIGRATIONS = Path(__file__).with_name("migrations")
+MIGRATION_LOCK_KEY = 0x776F_7066
+"""The advisory lock that serialises migrations of one PostgreSQL database ("wopf")."""
 
 
 def sqlite_url(data_dir: Path) -> str:
@@ -71,6 +73,15 @@ def _upgrade(connection: Connection) -> None:
 
 
 async def migrate(engine: AsyncEngine) -> None:
-    """Bring the schema to the newest revision; runs at every start."""
+    """Bring the schema to the newest revision; runs at every start.
+
+    Processes that share a PostgreSQL database (API processes and workers in queue
+    mode) start in any order: each migrates under one transaction-scoped advisory
+    lock, so the first brings the schema up and the others find it at head.
+    """
     async with engine.begin() as connection:
+        if connection.dialect.name == "postgresql":
+            await connection.execute(
+                text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY}
+            )
         await connection.run_sync(_upgrade)

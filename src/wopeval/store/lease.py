@@ -15,7 +15,10 @@ recovers or writes anything.
 
 The lease is a separate, small object so that a deployment in which several
 processes share one database (with another way to find dead runs) can start
-a host without it.
+a host without it: in queue mode, API processes and workers take the same
+advisory lock *shared* instead (`take_lease(url, shared=True)`), so any number
+of them coexist while an in-process owner, which needs it exclusively, is
+refused beside them, and they beside it.
 """
 
 from __future__ import annotations
@@ -53,15 +56,18 @@ class LeaseHeld(Exception):
         super().__init__(f"{database} is owned by {holder}")
 
 
-def take_lease(database_url: str) -> Lease:
-    """Take the exclusive lease of this database now, or raise `LeaseHeld`; never waits."""
+def take_lease(database_url: str, *, shared: bool = False) -> Lease:
+    """Take the exclusive lease of this database now (or, `shared`, one of the queue-mode
+    leases, PostgreSQL only), or raise `LeaseHeld`; never waits."""
     url = make_url(database_url)
     if url.get_backend_name() == "sqlite":
+        if shared:
+            raise ValueError("queue mode needs PostgreSQL")
         if not url.database or url.database == ":memory:":
             raise ValueError("a host needs a SQLite database file, not an in-memory database")
         return _FileLease.take(Path(url.database), database_name(database_url))
     if url.get_backend_name() == "postgresql":
-        return _AdvisoryLease.take(database_url)
+        return _AdvisoryLease.take(database_url, shared=shared)
     raise ValueError(f"unsupported database {url.get_backend_name()!r}")
 
 
@@ -106,11 +112,12 @@ class _FileLease:
 
 
 class _AdvisoryLease:
-    def __init__(self, connection: Connection) -> None:
+    def __init__(self, connection: Connection, shared: bool) -> None:
         self._connection: Connection | None = connection
+        self._suffix = "_shared" if shared else ""
 
     @classmethod
-    def take(cls, database_url: str) -> _AdvisoryLease:
+    def take(cls, database_url: str, *, shared: bool = False) -> _AdvisoryLease:
         # A session of its own, outside the store's pool: the lock lives exactly as long as it.
         url = make_url(database_url).set(drivername="postgresql+psycopg")
         engine = create_engine(
@@ -120,8 +127,9 @@ class _AdvisoryLease:
         )
         connection = engine.connect()
         try:
+            suffix = "_shared" if shared else ""
             taken = connection.execute(
-                text("SELECT pg_try_advisory_lock(:key)"), {"key": ADVISORY_KEY}
+                text(f"SELECT pg_try_advisory_lock{suffix}(:key)"), {"key": ADVISORY_KEY}
             ).scalar_one()
             if not taken:
                 pid = _pid_in(_holder_application(connection))
@@ -130,20 +138,23 @@ class _AdvisoryLease:
         except BaseException:
             connection.close()
             raise
-        return cls(connection)
+        return cls(connection, shared)
 
     def release(self) -> None:
         connection, self._connection = self._connection, None
         if connection is None:
             return
         with contextlib.suppress(Exception):  # a dead session has released the lock already
-            connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": ADVISORY_KEY})
+            connection.execute(
+                text(f"SELECT pg_advisory_unlock{self._suffix}(:key)"), {"key": ADVISORY_KEY}
+            )
             connection.commit()
         connection.close()
 
 
 def _holder_application(connection: Connection) -> bytes:
-    """The `application_name` of the session holding the lease (b"" if not visible)."""
+    """The `application_name` of a session holding the lease (b"" if not visible); of
+    several queue-mode holders, the one with the lowest pid."""
     name = connection.execute(
         text(
             "SELECT a.application_name FROM pg_locks l"
@@ -151,6 +162,7 @@ def _holder_application(connection: Connection) -> bytes:
             " WHERE l.locktype = 'advisory' AND l.granted AND l.objid = :key"
             " AND l.classid = 0 AND l.objsubid = 1"
             " AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+            " ORDER BY l.pid LIMIT 1"
         ),
         {"key": ADVISORY_KEY},
     ).scalar_one_or_none()

@@ -60,6 +60,10 @@ runs = Table(
     Column("cancel_reason", Text, nullable=True),
     # Monotonic insertion order; newest-first listing and cursors ride on it.
     Column("created_seq", BigInteger, nullable=False),
+    # `sha256:` digest of the project catalog the run was created under (engine/catalog_digest.py).
+    Column("catalog_digest", String(71), nullable=True),
+    # Eval trials landed so far, counted under the row lock with each trial's commit.
+    Column("landed_trials", Integer, nullable=False, server_default="0"),
     Index("ix_runs_tenant_created", "tenant", "created_seq"),
 )
 
@@ -126,6 +130,9 @@ task_trials = Table(
     # The whole trial as the host saw it; shown through `engine/content.py` only.
     Column("detail", JSON, nullable=False),
     Column("erased_at", DateTime(timezone=True), nullable=True),
+    # The trial's outcome in counts, for the summary built from stored trials (queue mode).
+    Column("latency_ms", Integer, nullable=True),
+    Column("fixture_misses", Integer, nullable=True),
 )
 
 derived_fixtures = Table(

@@ -15,6 +15,7 @@ Hierarchy::
     ├── NotFound                    404 not_found
     ├── Conflict-family             409 run_terminal / run_state_conflict / idempotency_*
     ├── CapabilityNotProvided       422 capability_not_provided
+    ├── NotReady                    503 wopeval.not_ready (the health endpoint)
     └── ...                         one class per code in ErrorCode
 """
 
@@ -98,6 +99,8 @@ class ErrorCode(enum.Enum):
     )
     FORK_POINT_INVALID = ("fork_point_invalid", 422, "fromSeq does not name an event of the run.")
     INTERNAL_ERROR = ("internal_error", 500, "The host failed to handle the request.")
+    # The health endpoint's readiness answer; no registered code names "not ready yet".
+    NOT_READY = ("wopeval.not_ready", 503, "This process is not ready to serve.")
 
 
 class WireError(Exception):
@@ -199,3 +202,7 @@ class ForkPointInvalid(WireError):
 
 class InternalError(WireError):
     code = ErrorCode.INTERNAL_ERROR
+
+
+class NotReady(WireError):
+    code = ErrorCode.NOT_READY

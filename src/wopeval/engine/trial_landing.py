@@ -1,0 +1,113 @@
+"""Exactly-once eval trials on top of at-least-once work (queue mode).
+
+A queued eval's trials run in jobs that a crash, a stall or a shutdown may run
+again, so one trial can reach the log more than once. Here each trial's step is
+admitted under its run row's lock (a `Fence`, fence.py), which makes every
+decision about the run race-free:
+
+- a trial already in `task_trials` under its `(run_id, task_id, trial)` key
+  lands nothing (`ALREADY_LANDED`): a second commit is a no-op;
+- the task's `eval.scored` lands with the trial that makes the task complete,
+  built from the stored outcomes of its other trials;
+- `eval.completed` and `run.completed` land with the run's last trial, if the
+  run is `running` then; a run paused at that moment ends with its resume
+  (`complete_if_done`).
+
+The run's `landed_trials` counter, moved in the same transaction, says when
+the last trial lands without counting rows. In-process runs (one executor per
+database) keep their own order of events (eval_runner.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from wopeval import evals
+from wopeval.engine.eval_plan import EvalPlan
+from wopeval.engine.eval_runner import finish, scored
+from wopeval.engine.fence import ALREADY_LANDED, Landing
+from wopeval.engine.runlog import RunUpdate, Step, now
+from wopeval.store import LockedRun, TrialCounts, TrialRow, UnitOfWork
+from wopeval.wire.runs import RunStatus
+
+PlanLoader = Callable[[UnitOfWork, str, str], Awaitable[EvalPlan]]
+"""The plan of a run (tenant, run id), read in the caller's transaction."""
+
+
+async def land_trial(uow: UnitOfWork, run: LockedRun, step: Step, plan: EvalPlan) -> Landing:
+    """How a step of a queued eval lands: as it is, with what its trial completes, or not
+    at all when its trial is already in the log."""
+    if not step.trials:
+        return Landing()
+    if len(step.trials) != 1:
+        raise ValueError("a queued eval step carries at most one trial")
+    (row,) = step.trials
+    others = await uow.trials.counts(run.run_id, row.task_id)
+    if any(counted.trial == row.trial for counted in others):
+        return ALREADY_LANDED
+    extra = Step()
+    task_plan = plan.task(row.task_id)
+    task_trials = sorted([*others, _counts(row)], key=lambda counted: counted.trial)
+    if len(task_trials) == task_plan.trials:
+        extra.emit(scored(plan, task_plan, [_outcome(counted) for counted in task_trials]))
+    if run.landed_trials + 1 < plan.trial_count or run.status is not RunStatus.RUNNING:
+        return Landing(extra)
+    ending = await _completion(uow, run, plan, latest=_counts(row), invoked=_agents(step))
+    extra.extend(ending.extra)
+    return Landing(extra, ending.to, ending.update)
+
+
+async def complete_if_done(uow: UnitOfWork, run: LockedRun, plan: EvalPlan) -> Landing:
+    """With every trial landed (the last one while the run was paused), the run's end
+    lands now; otherwise nothing more."""
+    if run.landed_trials < plan.trial_count:
+        return Landing()
+    return await _completion(uow, run, plan, latest=None, invoked=set())
+
+
+async def invoked_agent_ids(uow: UnitOfWork, run_id: str, also: set[str]) -> list[str]:
+    """The run row's `agent_ids` at its end: every agent its log shows invoked."""
+    return sorted(set(await uow.events.invoked_agents(run_id)) | also)
+
+
+async def _completion(
+    uow: UnitOfWork,
+    run: LockedRun,
+    plan: EvalPlan,
+    *,
+    latest: TrialCounts | None,
+    invoked: set[str],
+) -> Landing:
+    counted = await uow.trials.counts(run.run_id)
+    if latest is not None:
+        counted.append(latest)
+    outcomes: dict[str, list[evals.TrialOutcome]] = {}
+    for trial in sorted(counted, key=lambda item: (item.task_id, item.trial)):
+        outcomes.setdefault(trial.task_id, []).append(_outcome(trial))
+    terminal = finish(plan, outcomes, alpha=plan.alpha, regression_verdict=plan.regression_verdict)
+    terminal.step.emit(terminal.final_event())
+    update = RunUpdate(
+        completed_at=now(),
+        outputs=terminal.outputs,
+        summary=terminal.summary,
+        agent_ids=await invoked_agent_ids(uow, run.run_id, invoked),
+    )
+    return Landing(terminal.step, terminal.status, update)
+
+
+def _counts(row: TrialRow) -> TrialCounts:
+    return TrialCounts(
+        row.task_id, row.trial, row.passed, row.latency_ms or 0, row.fixture_misses or 0
+    )
+
+
+def _outcome(counted: TrialCounts) -> evals.TrialOutcome:
+    return evals.TrialOutcome(
+        passed=counted.passed,
+        latency_ms=counted.latency_ms,
+        fixture_miss_count=counted.fixture_misses,
+    )
+
+
+def _agents(step: Step) -> set[str]:
+    return {invocation.agent_id for invocation in step.invocations}

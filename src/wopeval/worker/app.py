@@ -1,0 +1,230 @@
+"""`wopeval worker`: a Procrastinate worker that executes queued runs, with a health endpoint.
+
+One process: the store and the project catalog (as a host loads them), the
+engine's log writer (announcing every commit by NOTIFY), a Procrastinate
+`Worker` on the queue of this catalog's digest, the run watch, the queue
+maintenance, and `/host/wopeval/health` over HTTP. SIGTERM or SIGINT drains it:
+no new trial starts, the running ones finish within `shutdown_grace_seconds`,
+and each unfinished chunk goes back to the queue (`HandBack`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import uvicorn
+from fastapi import FastAPI
+from procrastinate import App, BaseRetryStrategy, JobContext, PsycopgConnector, RetryDecision
+from procrastinate.job_context import AbortReason
+from procrastinate.jobs import Job
+from procrastinate.worker import Worker
+from pydantic import JsonValue
+
+from wopeval.api.host import load_catalog
+from wopeval.api.loopback import bound_socket
+from wopeval.api.routes import health
+from wopeval.engine.catalog_digest import catalog_digest
+from wopeval.engine.health import HealthReport, all_ok, database_check
+from wopeval.engine.host import Engine
+from wopeval.engine.notifier import Notifier
+from wopeval.engine.wakeups import libpq_dsn
+from wopeval.settings import Settings
+from wopeval.store import Store, take_lease
+from wopeval.tools import McpServers
+from wopeval.worker import sql
+from wopeval.worker.jobs import HandBack, JobIdentity, Runtime
+from wopeval.worker.maintenance import Maintenance
+from wopeval.worker.plans import Plans
+from wopeval.worker.queues import EVAL_CHUNK, WORKFLOW_RUN, JobArgs, queue_name
+from wopeval.worker.watch import RunWatch
+
+log = logging.getLogger("wopeval.worker")
+POLL_SECONDS = 5.0
+"""Procrastinate's fallback poll for new jobs and aborts (NOTIFY tells it sooner)."""
+
+
+class _HandBackOnly(BaseRetryStrategy):
+    """Procrastinate retries a job only when it hands its work back; a failure or an abort
+    is final (the run says how it ended)."""
+
+    def get_retry_decision(self, *, exception: BaseException, job: Job) -> RetryDecision | None:
+        return RetryDecision(retry_in={"seconds": 0}) if isinstance(exception, HandBack) else None
+
+
+async def run_worker(settings: Settings, announce: Any) -> None:
+    """Run until SIGTERM/SIGINT; `announce(url)` is told where the health endpoint listens."""
+    url = settings.resolved_database_url()
+    lease = await asyncio.to_thread(take_lease, url, shared=True)
+    try:
+        store = await Store.open(url)
+        http = httpx.AsyncClient(timeout=settings.tool_timeout_seconds)
+        mcp = McpServers()
+        try:
+            await _serve(settings, store, http, mcp, announce)
+        finally:
+            await mcp.close()
+            await http.aclose()
+            await store.close()
+    finally:
+        lease.release()
+
+
+async def _serve(
+    settings: Settings, store: Store, http: httpx.AsyncClient, mcp: McpServers, announce: Any
+) -> None:
+    catalog = await load_catalog(settings, store, http, mcp)
+    digest = catalog_digest(catalog, settings.project)
+    engine = Engine(
+        settings=settings,
+        store=store,
+        catalog=catalog,
+        notifier=Notifier(),
+        catalog_digest=digest,
+        broadcast=True,
+    )
+    queue = queue_name(digest)
+    options = settings.queue
+    runtime = Runtime(
+        engine,
+        RunWatch(store, options.watch_seconds),
+        Plans(catalog),
+        asyncio.Semaphore(options.concurrency),
+    )
+    connector = PsycopgConnector(
+        conninfo=libpq_dsn(settings.resolved_database_url()),
+        min_size=1,
+        max_size=4,
+        kwargs={"application_name": "wopeval worker"},
+    )
+    app = App(connector=connector)
+    _register(app, runtime)
+    worker = Worker(
+        app,
+        queues=[queue],
+        name="wopeval",
+        concurrency=options.concurrency,
+        install_signal_handlers=False,
+        update_heartbeat_interval=options.heartbeat_seconds,
+        stalled_worker_timeout=options.stall_seconds,
+        shutdown_graceful_timeout=options.shutdown_grace_seconds,
+        delete_jobs="successful",
+        fetch_job_polling_interval=POLL_SECONDS,
+        abort_job_polling_interval=POLL_SECONDS,
+    )
+
+    async def report() -> HealthReport:
+        database = await database_check(store)
+        try:
+            async with store.reading() as uow:
+                counts = await sql.queue_counts(uow, queue)
+            queue_state: dict[str, JsonValue] = {"ok": worker.worker_id is not None, **counts}
+        except Exception as exc:  # an unreachable queue is what readiness reports
+            queue_state = {"ok": False, "error": f"{type(exc).__name__}: {exc}".strip()}
+        draining = runtime.draining.is_set()
+        document: dict[str, JsonValue] = {
+            "role": "worker",
+            "executor": "queue",
+            "catalogDigest": digest,
+            "database": database,
+            "queue": queue_state,
+            "worker": {
+                "id": worker.worker_id,
+                "concurrency": options.concurrency,
+                "draining": draining,
+            },
+        }
+        ready = all_ok(database, queue_state) and not draining
+        document["ready"] = ready
+        return HealthReport(document, ready)
+
+    server, sock = _health_server(settings, report)
+    announce(_url(settings.host, sock.getsockname()[1]))
+    log.info("worker on queue %s (catalog %s), concurrency %d", queue, digest, options.concurrency)
+
+    def drain() -> None:
+        if not runtime.draining.is_set():
+            log.info("stopping: running trials finish, unfinished chunks go back to the queue")
+            runtime.draining.set()
+            worker.stop()  # type: ignore[no-untyped-call]  # Procrastinate leaves it untyped
+
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, drain)
+    side = [
+        asyncio.create_task(runtime.watch.run(), name="watch"),
+        asyncio.create_task(Maintenance(engine, queue, options).run(), name="maintenance"),
+        asyncio.create_task(server.serve(sockets=[sock]), name="health"),
+    ]
+    try:
+        async with app.open_async():
+            await worker.run()  # type: ignore[no-untyped-call]
+    finally:
+        server.should_exit = True
+        for task in side[:2]:
+            task.cancel()
+        await asyncio.gather(*side, return_exceptions=True)
+        sock.close()
+        await engine.writer.stop()
+
+
+def _register(app: App, runtime: Runtime) -> None:
+    @app.task(name=EVAL_CHUNK, pass_context=True, retry=_HandBackOnly())
+    async def eval_chunk(context: JobContext, /, **kwargs: Any) -> None:
+        with _handing_back(context):
+            await runtime.eval_chunk(_identity(context), JobArgs.from_json(kwargs))
+
+    @app.task(name=WORKFLOW_RUN, pass_context=True, retry=_HandBackOnly())
+    async def workflow_run(context: JobContext, /, **kwargs: Any) -> None:
+        with _handing_back(context):
+            await runtime.workflow_run(_identity(context), JobArgs.from_json(kwargs))
+
+
+@contextlib.contextmanager
+def _handing_back(context: JobContext) -> Iterator[None]:
+    """A job cut short by the worker's own shutdown hands its work back instead of ending."""
+    try:
+        yield
+    except asyncio.CancelledError:
+        if context.abort_reason() is not AbortReason.SHUTDOWN:
+            raise
+        task = asyncio.current_task()
+        if task is not None:
+            task.uncancel()
+        raise HandBack() from None
+
+
+def _identity(context: JobContext) -> JobIdentity:
+    job = context.job
+    if job.id is None or job.worker_id is None:
+        raise RuntimeError("a fetched job has an id and a worker")
+    return JobIdentity(job.id, job.worker_id)
+
+
+def _health_server(settings: Settings, report: Any) -> tuple[uvicorn.Server, Any]:
+    app = FastAPI(title="wopeval worker", docs_url=None, redoc_url=None, openapi_url=None)
+    app.include_router(health.router)
+    app.state.health = report
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+    server = _SignalFreeServer(config)
+    sock = bound_socket(settings.host, settings.port)
+    sock.listen(128)
+    return server, sock
+
+
+class _SignalFreeServer(uvicorn.Server):
+    """The health server leaves SIGTERM to the worker, which drains before it stops."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def _url(host: str, port: int) -> str:
+    address = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
+    return f"http://[{address}]:{port}" if ":" in address else f"http://{address}:{port}"

@@ -1,0 +1,41 @@
+"""The trial commit fence of a queue worker: this worker still owns this job.
+
+Procrastinate delivers a job at least once, and a worker that stalled (stopped,
+partitioned) can come back after its job was given to another. Each step a job
+writes is admitted (engine/fence.py) only while its job is `doing` under this
+worker's id, checked in the step's own transaction with the job row
+share-locked, so a stall handler that takes the job away waits for the commit
+and every commit after that is refused. An eval step's trial then lands
+exactly once (engine/trial_landing.py).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from wopeval.engine.eval_plan import EvalPlan
+from wopeval.engine.fence import Landing
+from wopeval.engine.runlog import Step
+from wopeval.engine.trial_landing import land_trial
+from wopeval.store import LockedRun, UnitOfWork
+from wopeval.worker import sql
+
+log = logging.getLogger("wopeval.worker")
+REFUSED = "job %d is no longer this worker's (%d): its commit to run %s is refused"
+
+
+@dataclass(frozen=True)
+class JobFence:
+    job_id: int
+    worker_id: int
+    plan: EvalPlan | None = None
+    """The eval's plan (None: a workflow run, whose steps only need the ownership check)."""
+
+    async def admit(self, uow: UnitOfWork, run: LockedRun, step: Step) -> Landing | None:
+        if not await sql.owns(uow, self.job_id, self.worker_id):
+            log.warning(REFUSED, self.job_id, self.worker_id, run.run_id)
+            return None
+        if self.plan is None:
+            return Landing()
+        return await land_trial(uow, run, step, self.plan)
