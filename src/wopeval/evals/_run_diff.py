@@ -73,7 +73,10 @@ class LoggedRun:
 def diff_logs(
     a: LoggedRun, b: LoggedRun, *, max_event_diffs: int = limits.RUN_DIFF_MAX_EVENT_DIFFS
 ) -> RunDiff:
-    """runs.md §Diff and ancestry: the diff of `a`'s log against `b`'s, a pure function of both.
+    """runs.md §Diff and ancestry: the diff of `a`'s log against `b`'s.
+
+    "The diff MUST be a pure function of the two logs": it reads nothing but
+    `a` and `b`.
 
     At most `max_event_diffs` entries are listed; a further difference makes
     the answer `truncated`.
@@ -105,8 +108,11 @@ def diff_logs(
 
 
 def _settled_end(a: LoggedRun, b: LoggedRun) -> int:
-    """The sequences both logs have settled: past the end of a prefix, that log may still
-    write an event, so a sequence there is neither `added` nor `removed` yet."""
+    """Where the comparison stops: the end of the longer log, or of a prefix before it.
+
+    Past the end of a prefix that run may still write an event, so a sequence
+    there is neither `added` nor `removed` yet.
+    """
     end = max(len(a.events), len(b.events))
     for log in (a, b):
         if not log.complete:
