@@ -68,6 +68,8 @@ class Settings(BaseSettings):
     project: Path | None = None
     replay: bool = True
     run_list: bool = True
+    run_diff: bool = True
+    """`GET /runs/{runId}:diff` (runs.md `diffRun`, OPTIONAL); off, it answers 404."""
     retention_days: int | None = Field(default=None, ge=1)
     purge_interval_seconds: float = Field(default=3600.0, gt=0)
     tool_timeout_seconds: float = Field(default=30.0, gt=0)

@@ -82,8 +82,14 @@ def _cases(
 ) -> st.SearchStrategy[Case]:
     drawn = operation.as_strategy(generation_mode=mode)
     if "{runId}" in operation.path:
+        # `diffRun` names a second run in `against`: pinned to the same run, its 200 is reached.
+        diff = operation.label == "GET /runs/{runId}:diff"
         pinned = [
-            operation.as_strategy(generation_mode=mode, path_parameters={"runId": ids.project(r)})
+            operation.as_strategy(
+                generation_mode=mode,
+                path_parameters={"runId": ids.project(r)},
+                query={"against": ids.project(r)} if diff else None,
+            )
             for r in run_ids
         ]
         return st.one_of(drawn, *pinned)

@@ -6,7 +6,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
 
 from wopeval import __version__
 from wopeval.api import errors as error_handlers
@@ -14,13 +14,25 @@ from wopeval.api import openapi_errors
 from wopeval.api.host import SERVING, Host, Role
 from wopeval.api.middleware import LegacyPathIds, VersionNegotiation
 from wopeval.api.request_guard import RequestGuard
-from wopeval.api.routes import catalog, discovery, events, health, host_routes, mcp, runs, tasks
+from wopeval.api.routes import (
+    catalog,
+    discovery,
+    events,
+    health,
+    host_routes,
+    mcp,
+    run_diff,
+    runs,
+    tasks,
+)
 from wopeval.engine.run_queue import QueueFactory
 from wopeval.settings import Settings
 from wopeval.store import Lease
 
 ROUTERS = (
     discovery.router,
+    # Before `runs`, whose `GET /runs/{runId}` would take `<id>:diff` for a run id.
+    run_diff.router,
     runs.router,
     events.router,
     catalog.router,
@@ -62,7 +74,7 @@ def create_app(
         redoc_url=None,
     )
     for router in ROUTERS:
-        app.include_router(router)
+        app.include_router(router, include_in_schema=_described(router, settings))
     error_handlers.install(app)
     openapi_errors.install(app)
     # Invocations' MCP tokens are capabilities: never in a log line.
@@ -74,3 +86,8 @@ def create_app(
     app.add_middleware(LegacyPathIds)
     app.add_middleware(VersionNegotiation)
     return app
+
+
+def _described(router: APIRouter, settings: Settings) -> bool:
+    """An OPTIONAL operation switched off is absent, from `/openapi.json` too."""
+    return router is not run_diff.router or settings.run_diff

@@ -2,8 +2,9 @@
 
 Suite references, the fixture matcher and its miss analysis, derived fixtures
 (RFC 0252 §D), graders and their reasons, structural JSON diffs, pass
-policies, the summary, the paired verdict (RFC 0244 §F) and the create-time
-rules of RFC 0251 / RFC 0252 §B–§C. Call sites use `evals.<name>`.
+policies, the summary, the paired verdict (RFC 0244 §F), the create-time
+rules of RFC 0251 / RFC 0252 §B–§C and the diff of two run logs (RFC 0054).
+Call sites use `evals.<name>`.
 """
 
 from wopeval.evals._canonical import args_hash, canonical_json, compact_json, json_equal
@@ -56,6 +57,7 @@ from wopeval.evals._policy import (
     effective_trials,
     trials_pass,
 )
+from wopeval.evals._run_diff import LoggedRun, diff_logs
 from wopeval.evals._suite_ref import (
     FixtureSuiteRef,
     SuiteRef,
@@ -95,6 +97,7 @@ __all__ = [
     "Found",
     "GoLive",
     "Grade",
+    "LoggedRun",
     "MissDetail",
     "Missed",
     "PairedVerdict",
@@ -121,6 +124,7 @@ __all__ = [
     "closest_entry",
     "compact_json",
     "derive_fixtures",
+    "diff_logs",
     "effective_policy",
     "effective_trials",
     "grade_golden",

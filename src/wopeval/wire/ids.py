@@ -76,8 +76,8 @@ def unproject(segment: str) -> str:
         raise errors.ValidationFailed("A path id does not decode to UTF-8.") from exc
 
 
-def run_id_from_path(segment: str, tenant: str) -> str:
-    """Decode a `{runId}` path segment for the caller's tenant.
+def run_id_from_path(segment: str, tenant: str, field: str = "runId") -> str:
+    """Decode a `{runId}` path segment (or a run id in that form named `field`) for the caller.
 
     A segment that decodes to no tenant-bound id (a bare opaque id, or one
     projected twice, `~7E2F` decoding to `~2F`) is 400: this host serves no 1.x
@@ -92,7 +92,7 @@ def run_id_from_path(segment: str, tenant: str) -> str:
         twice = " (it is projected twice)" if _ESCAPE.search(run_id) else ""
         raise errors.ValidationFailed(
             f"A run id in a path must be tenant-bound, <tenant>/<id>{twice}.",
-            details={"field": "runId"},
+            details={"field": field},
         )
     if owner != tenant:
         raise errors.IdTenantMismatch()

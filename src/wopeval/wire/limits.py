@@ -28,6 +28,13 @@ RUN_LIST_MAX_PAGE_SIZE = 200
 
 RUN_LIST_DEFAULT_PAGE_SIZE = 50
 
+RUN_DIFF_MAX_EVENTS = 5_000
+"""`diffRun` reads at most this many events of each log (five poll pages); past them the
+answer is `truncated`, so a large log gives a partial answer rather than a slow one."""
+
+RUN_DIFF_MAX_EVENT_DIFFS = 500
+"""`diffRun` lists at most this many differing sequences; a further one makes it `truncated`."""
+
 
 def parse_sequence(text: str, field: str) -> int:
     """An event sequence written as a decimal (`-1` means before the first event).

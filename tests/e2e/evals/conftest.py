@@ -5,9 +5,10 @@ events carry only `argsHash` (`wire_content = "hash"`), a scripted agent with
 `record = false`, a python "gate" agent that makes its scripted calls and
 then waits until the test creates a file — the one way to hold an eval or
 workflow run active for as long as a test needs —, a python agent that delegates
-to the agents its input names (itself included) between its own calls, and three
-custom graders (a sync one on the decision, an async one on the tool trace, one
-that raises).
+to the agents its input names (itself included) between its own calls, a python
+agent that makes the calls a file lists — rewriting the file changes the agent and
+not the suite —, and three custom graders (a sync one on the decision, an async one
+on the tool trace, one that raises).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ GATE_AGENT = "evals.gate-agent"
 WEATHER_AGENT = "evals.weather-agent"
 WEATHER_WORKFLOW = "evals-weather"
 DELEGATING_AGENT = "evals.delegating-agent"
+FILE_AGENT = "evals.file-agent"
 HASH_WORKFLOW = "evals-hash-counter"
 UNRECORDED_WORKFLOW = "evals-unrecorded-counter"
 GATE_WORKFLOW = "evals-gate"
@@ -47,6 +49,7 @@ _PROJECT_CODE = '''\
 """The eval project's python agents."""
 
 import asyncio
+import json
 from pathlib import Path
 
 from wopeval.agents import ToolCallError
@@ -81,6 +84,17 @@ async def delegating_agent(context):
     for call in script.get("after", []):
         await _call(context, call)
     return script.get("answer")
+
+
+async def file_agent(context):
+    """Makes the calls the JSON file at `script` lists, then decides its `answer`.
+
+    The file is read at each invocation, so a test rewrites it to change the agent.
+    """
+    script = json.loads(Path(context.input["script"]).read_text())
+    for call in script["calls"]:
+        await _call(context, call)
+    return script["answer"]
 
 
 async def _call(context, call):
@@ -149,6 +163,11 @@ callable = "{EVAL_PROJECT_MODULE}:weather_agent"
 id = "{DELEGATING_AGENT}"
 lane = "python"
 callable = "{EVAL_PROJECT_MODULE}:delegating_agent"
+
+[[agents]]
+id = "{FILE_AGENT}"
+lane = "python"
+callable = "{EVAL_PROJECT_MODULE}:file_agent"
 """
 
 
