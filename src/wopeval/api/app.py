@@ -15,6 +15,7 @@ from wopeval.api.host import SERVING, Host, Role
 from wopeval.api.middleware import LegacyPathIds, VersionNegotiation
 from wopeval.api.request_guard import RequestGuard
 from wopeval.api.routes import catalog, discovery, events, host_routes, mcp, runs, tasks
+from wopeval.api.startup import ExpectedStartupFailures, StartupFailure
 from wopeval.settings import Settings
 from wopeval.store import Lease
 
@@ -32,10 +33,12 @@ ROUTERS = (
 
 def create_app(settings: Settings, *, role: Role = SERVING, lease: Lease | None = None) -> FastAPI:
     """The app; its lifespan starts the host (see `Host.start` for `role` and `lease`)."""
+    failure = StartupFailure()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        host = await Host.start(settings, role=role, lease=lease)
+        with failure.noting():
+            host = await Host.start(settings, role=role, lease=lease)
         app.state.host = host
         app.state.mcp_sessions = mcp.session_manager()
         try:
@@ -64,4 +67,5 @@ def create_app(settings: Settings, *, role: Role = SERVING, lease: Lease | None 
     app.add_middleware(RequestGuard, max_body_bytes=settings.max_body_bytes)
     app.add_middleware(LegacyPathIds)
     app.add_middleware(VersionNegotiation)
+    app.add_middleware(ExpectedStartupFailures, failure=failure)
     return app

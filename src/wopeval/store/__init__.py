@@ -28,7 +28,7 @@ from wopeval.store._small_repos import (
 )
 from wopeval.store._tool_calls import ToolCallOutcome, ToolCallRow, ToolCallsRepo
 from wopeval.store.db import create_engine, migrate, sqlite_url
-from wopeval.store.lease import Lease, LeaseHeld, database_name, take_lease
+from wopeval.store.lease import DatabaseUnreachable, Lease, LeaseHeld, database_name, take_lease
 
 
 @dataclass(frozen=True)
@@ -106,6 +106,7 @@ __all__ = [
     "EVENTS_PAGE_SIZE",
     "IDEMPOTENCY_RETENTION",
     "CountersRepo",
+    "DatabaseUnreachable",
     "DerivedFixturesRepo",
     "EventsRepo",
     "IdempotencyRecord",
