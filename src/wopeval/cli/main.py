@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from wopeval.cli import compare, demo, evaluate, report, runs, suites
+from wopeval.cli import compare, demo, evaluate, explain, report, runs, suites
 from wopeval.cli._exit import Group
 from wopeval.cli.conformance import conformance
 from wopeval.cli.purge import purge
@@ -24,6 +24,7 @@ app.command("demo", **demo.SETTINGS)(demo.demo)
 app.command("eval", **evaluate.SETTINGS)(evaluate.evaluate)
 app.command("compare", **compare.SETTINGS)(compare.compare)
 app.command("report", **report.SETTINGS)(report.report)
+app.command("explain", **explain.SETTINGS)(explain.explain)
 app.add_typer(runs.app, name="runs")
 app.add_typer(suites.app, name="suites")
 
