@@ -50,6 +50,7 @@ svg .bar-improved,svg .bar-pass{fill:var(--green)}
 svg .bar-unchanged{fill:var(--grey)}
 svg .bar-inconclusive{fill:var(--amber)}
 footer{margin-top:32px;color:var(--muted);font-size:12px}
+[hidden]{display:none !important}
 .controls{display:flex;gap:10px;align-items:center;margin:0 0 8px}
 .controls input{flex:1;max-width:320px;padding:4px 8px;font:inherit}
 .controls select{padding:4px;font:inherit}
