@@ -218,3 +218,20 @@ def _blocks(text: str) -> dict[str, str]:
         if blocks:
             blocks[list(blocks)[-1]] = "\n".join(current)
     return blocks
+
+
+def test_the_docs_show_these_reasons_and_this_explanation() -> None:
+    """docs/why.md pastes a real run of this example: its lines must stay the host's."""
+    docs = (Path(__file__).parents[2] / "docs" / "why.md").read_text(encoding="utf-8")
+    for task_id in FAILING:
+        assert f"  {task_id.ljust(12)}  {REASONS[task_id]}\n" in docs
+    assert f'<failure type="failed" message="{REASONS["small-refund"]}">' in docs
+    for line in (
+        "    diff       - $.amount     expected 40       → got (absent)",
+        "               + $.amount_eur expected (absent) → got 40",
+        "    trace      #0 shop:order  MISS  error  0 ms",
+        "    MISS       call #0 to shop:order: closest recording toolResponses[0]",
+        "               + $.express recorded (absent) → call true",
+        "    raised     KeyError: 'order'",
+    ):
+        assert line in docs
