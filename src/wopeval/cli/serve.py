@@ -89,8 +89,7 @@ def serve(
             "; ".join(str(error["msg"]).removeprefix("Value error, ") for error in exc.errors())
         ) from exc
     # The server stack loads only for this command, so other commands start fast.
-    from wopeval.api.ownership import DatabaseOwned, claim
-    from wopeval.store import DatabaseUnreachable
+    from wopeval.api.ownership import DatabaseOwned, DatabaseUnreachable, claim
 
     try:
         lease = claim(settings)

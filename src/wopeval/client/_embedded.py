@@ -75,8 +75,7 @@ class EmbeddedHost:
     def start(self) -> None:
         # Imported here, not at the top: the server stack (FastAPI, SQLAlchemy, Alembic)
         # costs seconds of start-up that `--url` commands never need.
-        from wopeval.api.ownership import DatabaseOwned, claim
-        from wopeval.store import DatabaseUnreachable
+        from wopeval.api.ownership import DatabaseOwned, DatabaseUnreachable, claim
 
         try:
             lease = claim(self.settings)
