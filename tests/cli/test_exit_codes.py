@@ -16,6 +16,14 @@ from ._support import ServedHost, run_cli
 
 BASIC = "cli.test.evals.basic@1.0.0"
 COIN = "suite://cli.test.evals.coin@1.0.0"
+BETA_REGRESSED = (
+    '  beta  regressed — exact: the decision "wrong" differs from the expected value "b"'
+)
+COIN_FLAKY = (
+    "  coin  inconclusive · p=0.429 · flaky — passed (2 of 4 trials failed: exact: the decision "
+    '"wrong" differs from the expected value "heads")'
+)
+"""The reason line of the coin task, 2/4 against 4/4: Fisher's p ≈ 0.43, Holm over one task."""
 
 
 @pytest.fixture(scope="module")
@@ -39,8 +47,9 @@ def test_threshold_failure_exits_1(served: ServedHost, tmp_path: Path) -> None:
     cases = outcomes(junit)
     assert list(cases) == ["alpha", "beta", "gamma"]
     assert cases["alpha"] == ("passed", "")
-    assert cases["beta"][0] == "failure"
-    assert cases["beta"][1].startswith("failed: score 0.00")
+    assert cases["beta"] == (
+        "failure", 'exact: the decision "wrong" differs from the expected value "b"'
+    )  # fmt: skip
     assert suite_counts(junit) == {"tests": "3", "failures": "1", "errors": "0", "skipped": "0"}
 
 
@@ -61,13 +70,20 @@ def test_regression_exits_2_and_beats_the_threshold_failure(
     assert summary["regression"]["verdict"] == "regressed"
     cases = outcomes(junit)
     assert list(cases) == ["alpha", "beta", "gamma"]
-    assert cases["beta"] == ("failure", "regressed: score 1.00 -> 0.00, delta -1.00")
+    assert cases["beta"] == (
+        "failure",
+        'regressed: exact: the decision "wrong" differs from the expected value "b" '
+        "(score 1.00 -> 0.00, delta -1.00)",
+    )
     assert cases["alpha"] == cases["gamma"] == ("passed", "")
 
     candidate = str(result.json_file(report)["runId"])
     compared = served.cli("compare", basic_baseline, candidate)
     assert compared.code == 2, compared.stdout + compared.stderr
     assert "regressed" in compared.stdout
+    # Under the table: the regressed task's reason, as the host gave it.
+    assert BETA_REGRESSED in compared.stdout.splitlines()
+    assert BETA_REGRESSED in result.stdout.splitlines()
     # The same pair the other way round is an improvement, and the candidate then passes.
     reverse = served.cli("compare", candidate, basic_baseline)
     assert reverse.code == 0, reverse.stdout + reverse.stderr
@@ -110,11 +126,21 @@ def test_inconclusive_multi_trial_exits_3_only_with_strict(
     assert outcomes(junit)["coin"][1].startswith("inconclusive: score 1.00 -> 0.50, delta -0.50")
     assert suite_counts(junit)["skipped"] == "1"
 
+    lenient_json = tmp_path / "lenient.json"
     lenient = served.cli(
-        "eval", COIN, "--agent", "cli.flaky", "--trials", "4", "--baseline", baseline
-    )
+        "eval", COIN, "--agent", "cli.flaky", "--trials", "4", "--baseline", baseline,
+        "--json", str(lenient_json),
+    )  # fmt: skip
     assert lenient.code == 0, lenient.stdout + lenient.stderr
     assert "INCONCLUSIVE" in lenient.stdout
+    # Several trials a side: the table has the p-value and flaky columns, the reason its marks.
+    assert "┃     p ┃ Flaky ┃" in lenient.stdout
+    assert "│ inconclusive │ 0.429 │ flaky │" in lenient.stdout
+    assert COIN_FLAKY in lenient.stdout.splitlines()
+    compared = served.cli("compare", baseline, str(lenient.json_file(lenient_json)["runId"]))
+    assert compared.code == 0, compared.stdout + compared.stderr
+    assert "│ inconclusive │ 0.429 │ flaky │" in compared.stdout
+    assert COIN_FLAKY in compared.stdout.splitlines()
 
 
 def test_unreachable_host_exits_4() -> None:

@@ -25,6 +25,7 @@ from wopeval.api.routes import (
     runs,
     tasks,
 )
+from wopeval.api.startup import ExpectedStartupFailures, StartupFailure
 from wopeval.engine.run_queue import QueueFactory
 from wopeval.settings import Settings
 from wopeval.store import Lease
@@ -52,10 +53,12 @@ def create_app(
     queue: QueueFactory | None = None,
 ) -> FastAPI:
     """The app; its lifespan starts the host (see `Host.start` for `role`, `lease`, `queue`)."""
+    failure = StartupFailure()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        host = await Host.start(settings, role=role, lease=lease, queue=queue)
+        with failure.noting():
+            host = await Host.start(settings, role=role, lease=lease, queue=queue)
         app.state.host = host
         app.state.health = host.health
         app.state.mcp_sessions = mcp.session_manager()
@@ -85,6 +88,7 @@ def create_app(
     app.add_middleware(RequestGuard, max_body_bytes=settings.max_body_bytes)
     app.add_middleware(LegacyPathIds)
     app.add_middleware(VersionNegotiation)
+    app.add_middleware(ExpectedStartupFailures, failure=failure)
     return app
 
 

@@ -1,8 +1,9 @@
 """Who owns a data directory's database, and how a refused process finds the owner.
 
 `claim(settings)` takes the database's lease (`store/lease.py`) before
-anything touches the store; a refused caller gets `DatabaseOwned` and has
-changed nothing. The data directory is created 0700 (`private_directory`).
+anything touches the store; a refused caller gets `DatabaseOwned` (or
+`DatabaseUnreachable`, with the database's message) and has changed nothing.
+The data directory is created 0700 (`private_directory`).
 A host that serves announces itself in `DATA_DIR/serve.json` (0600): pid, URL
 and database, written once it listens and withdrawn when it stops, so a CLI
 command on the same data directory can talk to it instead of starting a host
@@ -18,12 +19,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from wopeval.settings import Settings
-from wopeval.store import Lease, LeaseHeld, database_name, take_lease
+from wopeval.store import DatabaseUnreachable, Lease, LeaseHeld, database_name, take_lease
 
 __all__ = [
     "ANNOUNCEMENT",
     "Announcement",
     "DatabaseOwned",
+    "DatabaseUnreachable",
     "Lease",
     "announce",
     "claim",

@@ -1,4 +1,8 @@
-"""Report files a command was asked for: JUnit XML, JSON and HTML of one judged run."""
+"""Report files a command was asked for: JUnit XML, JSON and HTML of one judged run.
+
+`--json -` writes the JSON document to stdout; the command then prints its
+table and lines to stderr, so stdout holds the document alone.
+"""
 
 from __future__ import annotations
 
@@ -6,20 +10,25 @@ import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from rich.console import Console
 
+from wopeval import client, reports
 from wopeval.cli._exit import ExitCode
-from wopeval.reports import RunFacts, html_report, junit_xml
+from wopeval.cli._options import stderr_console, stdout_console
+from wopeval.reports import RunFacts, RunWhy, html_report, junit_xml
 from wopeval.wire.summary import EvalSummary
+
+STDOUT = Path("-")
 
 JunitOption = Annotated[
     Path | None,
     typer.Option(
         "--junit",
         metavar="FILE",
-        help="Write JUnit XML (one testcase per task).",
+        help="Write JUnit XML (one testcase per task, failures with their reason).",
         rich_help_panel="Reports",
     ),
 ]
@@ -28,7 +37,7 @@ JsonFileOption = Annotated[
     typer.Option(
         "--json",
         metavar="FILE",
-        help="Write the summary and exit code as JSON.",
+        help="Write the summary, task reasons and exit code as JSON (`-`: to stdout).",
         rich_help_panel="Reports",
     ),
 ]
@@ -37,7 +46,7 @@ HtmlOption = Annotated[
     typer.Option(
         "--html",
         metavar="FILE",
-        help="Write a self-contained HTML report.",
+        help="Write a self-contained HTML report (with a drill-down per task).",
         rich_help_panel="Reports",
     ),
 ]
@@ -52,27 +61,67 @@ class ReportFiles:
     def requested(self) -> bool:
         return any((self.junit, self.json, self.html))
 
+    @property
+    def json_to_stdout(self) -> bool:
+        return self.json == STDOUT
+
+    def console(self) -> Console:
+        """Where the command prints its table: stderr when stdout carries the JSON."""
+        return stderr_console() if self.json_to_stdout else stdout_console()
+
+
+def read_why(
+    host: client.WireClient, run_id: str, summary: EvalSummary, files: ReportFiles
+) -> RunWhy | None:
+    """The host's task lines, and the details the requested reports show: every task's for
+    HTML, the failing ones' for JUnit. None (with a note) when they cannot be read: the
+    verdict stands without them."""
+    try:
+        why = client.fetch_why(host, run_id)
+        if why is None:
+            return None
+        if files.html is not None:
+            wanted = [line.taskId for line in why.listing.tasks]
+        elif files.junit is not None:
+            wanted = reports.explained_task_ids(summary, why.listing)
+        else:
+            wanted = []
+        return client.with_details(host, why, wanted)
+    except client.ClientError as exc:
+        typer.echo(f"wopeval: the task details could not be read ({exc})", err=True)
+        return None
+
 
 def write_reports(
-    files: ReportFiles, summary: EvalSummary, facts: RunFacts, exit_code: ExitCode | None
+    files: ReportFiles,
+    summary: EvalSummary,
+    facts: RunFacts,
+    exit_code: ExitCode | None,
+    why: RunWhy | None = None,
 ) -> list[tuple[str, Path]]:
     """Write each requested file; returns `(kind, path)` for the lines the command prints."""
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     written: list[tuple[str, Path]] = []
     if files.junit is not None:
-        _write(files.junit, junit_xml(summary, run_id=facts.run_id, timestamp=now))
+        _write(files.junit, junit_xml(summary, run_id=facts.run_id, timestamp=now, why=why))
         written.append(("JUnit", files.junit))
     if files.json is not None:
-        document = {
+        document: dict[str, Any] = {
             "runId": facts.run_id,
             "exitCode": int(exit_code) if exit_code is not None else None,
             "liveCalls": facts.live_calls,
             "summary": summary.to_wire(),
         }
-        _write(files.json, json.dumps(document, indent=2) + "\n")
-        written.append(("JSON", files.json))
+        if why is not None:
+            document["tasks"] = why.listing.model_dump(mode="json", exclude_none=True)["tasks"]
+        text = json.dumps(document, indent=2) + "\n"
+        if files.json_to_stdout:
+            typer.echo(text, nl=False)
+        else:
+            _write(files.json, text)
+            written.append(("JSON", files.json))
     if files.html is not None:
-        _write(files.html, html_report(summary, facts, generated_at=now))
+        _write(files.html, html_report(summary, facts, generated_at=now, why=why))
         written.append(("HTML report", files.html))
     return written
 

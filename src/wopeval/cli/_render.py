@@ -47,7 +47,8 @@ def verdict_text(verdict: Verdict | str | None) -> Text:
 def task_table(summary: EvalSummary, *, title: str | None = None) -> Table:
     """Per task: baseline and candidate scores, delta, trials, misses and verdict.
 
-    Without a baseline the table has the run's own columns only.
+    Without a baseline the table has the run's own columns only; the p-value and
+    flaky columns appear when the pairing has multi-trial tasks.
     """
     table = Table(title=title, title_justify="left", header_style="bold")
     table.add_column("Task", no_wrap=True)
@@ -62,8 +63,13 @@ def task_table(summary: EvalSummary, *, title: str | None = None) -> Table:
     table.add_column("Trials", justify="right")
     table.add_column("Misses", justify="right")
     table.add_column("Passed", justify="center")
+    multi_trial = False
     if summary.regression is not None:
         table.add_column("Verdict", no_wrap=True)
+        multi_trial = any(p.pValue is not None or p.flaky is not None for p in paired.values())
+        if multi_trial:
+            table.add_column("p", justify="right")
+            table.add_column("Flaky", justify="center")
     for task in summary.tasks:
         trials = f"{task.passedTrials}/{task.trials}" if task.trials is not None else "—"
         misses = str(task.fixtureMissCount) if task.fixtureMissCount is not None else "—"
@@ -72,7 +78,7 @@ def task_table(summary: EvalSummary, *, title: str | None = None) -> Table:
             table.add_row(task.taskId, score(task.score), trials, misses, passed)
             continue
         pair = paired.get(task.taskId)
-        table.add_row(
+        cells: list[RenderableType] = [
             task.taskId,
             score(pair.baselineScore if pair else None),
             score(task.score),
@@ -81,11 +87,25 @@ def task_table(summary: EvalSummary, *, title: str | None = None) -> Table:
             misses,
             passed,
             verdict_text(pair.verdict) if pair else Text("candidate only", style="dim"),
-        )
+        ]
+        if multi_trial:
+            cells += [p_value(pair.pValue if pair else None), flaky_text(pair)]
+        table.add_row(*cells)
     if summary.regression is not None:
         for task_id in summary.regression.baselineOnlyTaskIds or []:
-            table.add_row(task_id, "—", "—", "—", "—", "—", "—", Text("baseline only", style="dim"))
+            blanks = ["—"] * (8 if multi_trial else 6)
+            table.add_row(task_id, *blanks[:6], Text("baseline only", style="dim"), *blanks[6:])
     return table
+
+
+def p_value(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3g}"
+
+
+def flaky_text(pair: TaskRegression | None) -> Text:
+    if pair is None or pair.flaky is None:
+        return Text("—", style="dim")
+    return Text("flaky", style="yellow") if pair.flaky else Text("no", style="dim")
 
 
 def verdict_counts(summary: EvalSummary) -> str:

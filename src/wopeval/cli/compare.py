@@ -18,10 +18,17 @@ from wopeval.cli._options import (
     UrlOption,
     connect,
     guarded,
-    stdout_console,
 )
-from wopeval.cli._outputs import HtmlOption, JsonFileOption, JunitOption, ReportFiles, write_reports
+from wopeval.cli._outputs import (
+    HtmlOption,
+    JsonFileOption,
+    JunitOption,
+    ReportFiles,
+    read_why,
+    write_reports,
+)
 from wopeval.cli._render import result_lines, task_table
+from wopeval.cli._why import reason_lines
 
 SETTINGS: dict[str, Any] = {"cls": Command, "epilog": EXIT_CODES_HELP}
 """How main.py registers the command: usage errors exit 4; the exit codes in --help."""
@@ -72,10 +79,13 @@ def run_compare(
     with connect(target) as host:
         summary = client.compare_runs(host, baseline_run, candidate_run, alpha=alpha)
         facts = client.run_facts(host, candidate_run)
+        why = read_why(host, candidate_run, summary, files)
     code = exit_code_for(summary, strict=strict)
-    written = write_reports(files, summary, facts, code)
-    out = stdout_console()
+    written = write_reports(files, summary, facts, code, why)
+    out = files.console()
     out.print(task_table(summary))
+    if why is not None and (reasons := reason_lines(summary, why, candidate_run)) is not None:
+        out.print(reasons)
     out.print(result_lines(summary, run_id=candidate_run, exit_code=code))
     for kind, path in written:
         out.print(f"{kind}: {path}", highlight=False)

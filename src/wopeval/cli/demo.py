@@ -18,6 +18,7 @@ from rich.text import Text
 from wopeval.cli._exit import Command, ExitCode
 from wopeval.cli._options import guarded, stdout_console
 from wopeval.cli._render import result_lines, task_table
+from wopeval.cli._why import reason_lines
 from wopeval.demo import DemoResult, run_demo
 
 SETTINGS: dict[str, Any] = {"cls": Command}
@@ -57,7 +58,13 @@ def demo(
 def conclusion(result: DemoResult) -> Group:
     """The closing block: verdict table, headline facts, report path, what to try next."""
     lines: list[RenderableType] = [
-        task_table(result.candidate, title="Baseline (v1) vs candidate (v2), per task"),
+        task_table(result.candidate, title="Baseline (v1) vs candidate (v2), per task")
+    ]
+    if result.why is not None:
+        reasons = reason_lines(result.candidate, result.why, result.candidate_run_id)
+        if reasons is not None:
+            lines.append(reasons)
+    lines += [
         result_lines(result.candidate, run_id=result.candidate_run_id),
         Text.assemble(
             ("Live tool calls".ljust(17), "bold"),
@@ -78,6 +85,7 @@ def conclusion(result: DemoResult) -> Group:
         lines.append(
             Text(
                 f"Explore: wopeval runs list --data-dir {result.data_dir}\n"
+                f"         wopeval explain {result.candidate_run_id} --data-dir {result.data_dir}\n"
                 f"         wopeval compare {result.baseline_run_id} {result.candidate_run_id} "
                 f"--data-dir {result.data_dir}",
                 style="dim",

@@ -20,11 +20,18 @@ from wopeval.cli._options import (
     connect,
     guarded,
     stderr_console,
-    stdout_console,
 )
-from wopeval.cli._outputs import HtmlOption, JsonFileOption, JunitOption, ReportFiles, write_reports
+from wopeval.cli._outputs import (
+    HtmlOption,
+    JsonFileOption,
+    JunitOption,
+    ReportFiles,
+    read_why,
+    write_reports,
+)
 from wopeval.cli._progress import EvalProgress
 from wopeval.cli._render import result_lines, task_table
+from wopeval.cli._why import reason_lines
 
 SETTINGS: dict[str, Any] = {"cls": Command, "epilog": EXIT_CODES_HELP}
 """How main.py registers the command: usage errors exit 4; the exit codes in --help."""
@@ -112,7 +119,7 @@ def run_eval(
     files: ReportFiles,
 ) -> ExitCode:
     """Create the run, show progress, print the verdict, write reports; return the exit code."""
-    err, out = stderr_console(), stdout_console()
+    err, out = stderr_console(), files.console()
     with connect(target) as host:
         client.require_eval_capabilities(host, request)
         if trials is not None:
@@ -128,9 +135,12 @@ def run_eval(
         client.require_completed(host, watch)
         summary = client.ensure_verdict(host, client.fetch_summary(host, run_id))
         facts = client.run_facts(host, run_id)
+        why = read_why(host, run_id, summary, files)
     code = exit_code_for(summary, strict=strict)
-    written = write_reports(files, summary, facts, code)
+    written = write_reports(files, summary, facts, code, why)
     out.print(task_table(summary))
+    if why is not None and (reasons := reason_lines(summary, why, run_id)) is not None:
+        out.print(reasons)
     out.print(result_lines(summary, run_id=run_id, live_calls=facts.live_calls, exit_code=code))
     for kind, path in written:
         out.print(f"{kind}: {path}", highlight=False)

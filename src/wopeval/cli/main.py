@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import typer
 
-from wopeval.cli import compare, demo, evaluate, recordings, report, run, runs, suites
+from wopeval.cli import (
+    compare,
+    demo,
+    evaluate,
+    explain,
+    recordings,
+    report,
+    run,
+    runs,
+    suites,
+)
 from wopeval.cli._exit import Group
 from wopeval.cli.conformance import conformance
 from wopeval.cli.purge import purge
@@ -27,6 +37,7 @@ app.command("run", **run.SETTINGS)(run.run)
 app.command("eval", **evaluate.SETTINGS)(evaluate.evaluate)
 app.command("compare", **compare.SETTINGS)(compare.compare)
 app.command("report", **report.SETTINGS)(report.report)
+app.command("explain", **explain.SETTINGS)(explain.explain)
 app.add_typer(runs.app, name="runs")
 app.add_typer(suites.app, name="suites")
 app.add_typer(recordings.app, name="recordings")

@@ -18,10 +18,17 @@ from wopeval.cli._options import (
     UrlOption,
     connect,
     guarded,
-    stdout_console,
 )
-from wopeval.cli._outputs import HtmlOption, JsonFileOption, JunitOption, ReportFiles, write_reports
+from wopeval.cli._outputs import (
+    HtmlOption,
+    JsonFileOption,
+    JunitOption,
+    ReportFiles,
+    read_why,
+    write_reports,
+)
 from wopeval.cli._render import result_lines, task_table
+from wopeval.cli._why import reason_lines
 
 SETTINGS: dict[str, Any] = {"cls": Command}
 """How main.py registers the command: usage errors exit 4."""
@@ -50,11 +57,14 @@ def run_report(target: Target, run_id: str, files: ReportFiles) -> ExitCode:
     with connect(target) as host:
         summary = client.ensure_verdict(host, client.fetch_summary(host, run_id))
         facts = client.run_facts(host, run_id)
+        why = read_why(host, run_id, summary, files)
     if facts.status not in (None, "completed"):
         raise CliError(f"run {run_id} ended {facts.status}; there is no verdict to report")
-    written = write_reports(files, summary, facts, exit_code_for(summary, strict=False))
-    out = stdout_console()
+    written = write_reports(files, summary, facts, exit_code_for(summary, strict=False), why)
+    out = files.console()
     out.print(task_table(summary))
+    if why is not None and (reasons := reason_lines(summary, why, run_id)) is not None:
+        out.print(reasons)
     out.print(result_lines(summary, run_id=run_id, live_calls=facts.live_calls))
     for kind, path in written:
         out.print(f"{kind}: {path}", highlight=False)

@@ -114,10 +114,13 @@ def serve(
         _serve_queued(settings)
         return
     # The server stack loads only for this command, so other commands start fast.
-    from wopeval.api.ownership import DatabaseOwned, claim
+    from wopeval.api.ownership import DatabaseOwned, DatabaseUnreachable, claim
 
     try:
         lease = claim(settings)
+    except DatabaseUnreachable as unreachable:
+        typer.echo(f"wopeval serve: {unreachable}", err=True)
+        raise typer.Exit(STARTUP_FAILED) from None
     except DatabaseOwned as owned:
         use_it = (
             f", or use it: commands on this data directory find it, others take --url {owned.url}"

@@ -45,6 +45,7 @@ from wopeval.client._summaries import (
     run_facts,
     summary_from_wire,
 )
+from wopeval.client._tasks import fetch_why, with_details
 from wopeval.client._wire import ClientError, HostError, Unreachable, WireClient
 
 __all__ = [
@@ -69,6 +70,7 @@ __all__ = [
     "embedded_settings",
     "ensure_verdict",
     "fetch_summary",
+    "fetch_why",
     "follow",
     "missing_capability",
     "parse_fixture_runs",
@@ -81,5 +83,6 @@ __all__ = [
     "run_outputs",
     "summary_from_wire",
     "trials_version",
+    "with_details",
     "with_trials",
 ]

@@ -75,12 +75,14 @@ class EmbeddedHost:
     def start(self) -> None:
         # Imported here, not at the top: the server stack (FastAPI, SQLAlchemy, Alembic)
         # costs seconds of start-up that `--url` commands never need.
-        from wopeval.api.ownership import DatabaseOwned, claim
+        from wopeval.api.ownership import DatabaseOwned, DatabaseUnreachable, claim
 
         try:
             lease = claim(self.settings)
         except DatabaseOwned as owned:
             raise DatabaseInUse(owned) from None
+        except DatabaseUnreachable as unreachable:
+            raise ClientError(f"the embedded host did not start: {unreachable}") from None
         try:
             self._start(lease)
         except BaseException:
@@ -106,7 +108,7 @@ class EmbeddedHost:
         startup_log = logging.getLogger("uvicorn.error")
         startup_log.addHandler(captured)
         # uvicorn logs a failed start (a bad project, say) instead of raising it: keep the
-        # message for our own error and keep the traceback off the user's terminal.
+        # message for our own error, and off the user's terminal (it would print twice).
         startup_log.propagate = False
 
         def serve() -> None:
@@ -161,12 +163,9 @@ class _StartupLog(logging.Handler):
         self.messages.append(record.getMessage())
 
     def reason(self) -> str | None:
-        """The last line of the first logged traceback: the exception and its message."""
-        for message in self.messages:
-            lines = [line.strip() for line in message.splitlines() if line.strip()]
-            if len(lines) > 1:
-                return lines[-1]
-        return None
+        """The first error logged: an expected failure's whole message (the app reports it
+        so, `api/startup.py`), or the traceback of an unexpected one."""
+        return self.messages[0].strip() if self.messages else None
 
 
 def _describe(failures: list[BaseException]) -> str:

@@ -139,6 +139,18 @@ class WireClient:
             return None
         return int(body["liveCalls"])
 
+    def task_list(self, run_id: str) -> dict[str, Any] | None:
+        """Every task of an eval run with its reason line; None when the host has no such route."""
+        return self._optional("GET", f"/host/wopeval/runs/{ids.project(run_id)}/tasks")
+
+    def task_detail(self, run_id: str, task_id: str) -> dict[str, Any]:
+        """One task's trials: decision, expected value, grade, trace and misses.
+
+        Asked only of a host that served `task_list`, so a 404 here is a real answer
+        (no such task), not a missing route.
+        """
+        return self._json("GET", f"/host/wopeval/runs/{ids.project(run_id)}/tasks/{task_id}")
+
     # ── plumbing ─────────────────────────────────────────────────────
 
     def _json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:

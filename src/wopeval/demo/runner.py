@@ -31,7 +31,7 @@ from typing import Any
 
 from wopeval import client
 from wopeval.demo.crm import CrmService
-from wopeval.reports import html_report
+from wopeval.reports import RunWhy, html_report
 from wopeval.wire.summary import EvalSummary, Verdict
 
 AGENT_ID = "support-agent"
@@ -58,6 +58,8 @@ class DemoResult:
     live_calls: int | None
     crm_requests_in_production: int
     crm_requests_in_replay: int
+    why: RunWhy | None = None
+    """The candidate's task lines and details, as the host's task routes gave them."""
     problems: list[str] = field(default_factory=list)
     """Why the demo did not run as designed; empty when it did."""
 
@@ -110,13 +112,17 @@ def run_demo(
             on_step(f"Candidate eval (v2) against baseline {baseline_id}: {candidate_id}")
             live_candidate = host.live_calls(candidate_id)
             facts = client.run_facts(host, candidate_id)
+            why = client.fetch_why(host, candidate_id)
+            if why is not None:
+                why = client.with_details(host, why, [t.taskId for t in why.listing.tasks])
         crm_replay = crm.requests_served - crm_production
     live = (
         None if live_baseline is None or live_candidate is None else live_baseline + live_candidate
     )
     generated = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     report_path.parent.mkdir(parents=True, exist_ok=True)
-    report_path.write_text(html_report(candidate, facts, generated_at=generated), encoding="utf-8")
+    document = html_report(candidate, facts, generated_at=generated, why=why)
+    report_path.write_text(document, encoding="utf-8")
     result = DemoResult(
         data_dir=data_dir,
         report_path=report_path,
@@ -128,6 +134,7 @@ def run_demo(
         live_calls=live,
         crm_requests_in_production=crm_production,
         crm_requests_in_replay=crm_replay,
+        why=why,
     )
     result.problems = _problems(result)
     return result

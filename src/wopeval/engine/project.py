@@ -84,7 +84,7 @@ from wopeval.tools import (
     load_callable,
 )
 from wopeval.tools.mcp import HttpEndpoint, McpCredential, StdioLaunch
-from wopeval.wire.suite import GRADER_ID_PATTERN
+from wopeval.wire.suite import GRADER_ID_PATTERN, error_pointer
 from wopeval.wire.workflows import Workflow
 
 DEFAULT_AGENT_TIMEOUT_SECONDS = 300.0
@@ -209,7 +209,7 @@ def read_project_file(directory: Path) -> ProjectFile:
     except FileNotFoundError as exc:
         raise ProjectError(f"{manifest} does not exist") from exc
     except (tomllib.TOMLDecodeError, ValidationError) as exc:
-        raise ProjectError(f"{manifest}: {exc}") from exc
+        raise ProjectError(f"{manifest}: {_described(exc)}") from exc
 
 
 def load_project(
@@ -386,4 +386,15 @@ def _parse(path: Path, build: Any) -> Any:
     try:
         return build(json.loads(path.read_text(encoding="utf-8")))
     except (json.JSONDecodeError, ValidationError, ValueError, KeyError) as exc:
-        raise ProjectError(f"{path}: {exc}") from exc
+        raise ProjectError(f"{path}: {_described(exc)}") from exc
+
+
+def _described(exc: Exception) -> str:
+    """An error as a line: each pydantic error as `agents[0].lane: <message>`, else its text.
+
+    Pydantic's own text adds a documentation link per error and quotes the input,
+    which may be a secret (a credential written in the wrong field).
+    """
+    if isinstance(exc, ValidationError):
+        return "; ".join(f"{error_pointer(error['loc'])}: {error['msg']}" for error in exc.errors())
+    return str(exc)

@@ -1,6 +1,46 @@
-"""Reports of an eval run: pure functions from a summary to a JUnit XML or HTML string."""
+"""Reports of an eval run: pure functions from a summary (and why its tasks failed) to text."""
 
+from wopeval.reports._why import (
+    SERVED_LABELS,
+    ChangeRow,
+    RunWhy,
+    TraceRow,
+    actual_text,
+    change_rows,
+    cut,
+    decisions_text,
+    detail_text,
+    expected_text,
+    explained_task_ids,
+    json_text,
+    marks,
+    miss_headline,
+    needs_explaining,
+    paired,
+    trace_rows,
+)
 from wopeval.reports.html import RunFacts, html_report
 from wopeval.reports.junit import junit_xml
 
-__all__ = ["RunFacts", "html_report", "junit_xml"]
+__all__ = [
+    "SERVED_LABELS",
+    "ChangeRow",
+    "RunFacts",
+    "RunWhy",
+    "TraceRow",
+    "actual_text",
+    "change_rows",
+    "cut",
+    "decisions_text",
+    "detail_text",
+    "expected_text",
+    "explained_task_ids",
+    "html_report",
+    "json_text",
+    "junit_xml",
+    "marks",
+    "miss_headline",
+    "needs_explaining",
+    "paired",
+    "trace_rows",
+]

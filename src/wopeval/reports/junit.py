@@ -3,18 +3,28 @@
 The shape is the common Jenkins / Surefire one (`testsuites > testsuite >
 testcase`): one `testsuite` per run, one `testcase` per task the run scored,
 `classname` = the suiteId. A task that failed, or that regressed against the
-baseline, carries a `<failure>` whose message names the verdict and delta; a
-task whose only news is an inconclusive difference is `<skipped>` (a CI server
-shows it without failing the build). `errors` is always 0: an eval that hit an
-infrastructure error produces no summary, hence no report (exit code 4).
+baseline, carries a `<failure>`; a task whose only news is an inconclusive
+difference is `<skipped>` (a CI server shows it without failing the build).
+`errors` is always 0: an eval that hit an infrastructure error produces no
+summary, hence no report (exit code 4).
+
+With the host's task details (`RunWhy`), a failure's `message` is the host's
+reason line (a regression's adds the score movement), its body the expected /
+actual diff and the tool trace, and the testcase's `<system-out>` the decision.
+Without them (a host that serves no task routes) the message names the score
+and the verdict only.
 """
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
+from dataclasses import dataclass
 
+from wopeval.reports._why import RunWhy, decisions_text, detail_text
 from wopeval.wire.summary import EvalSummary, TaskRegression, TaskSummary, Verdict
+from wopeval.wire.task_detail import TaskDetail, TaskLine
 
 TESTSUITES_NAME = "wopeval"
 
@@ -24,12 +34,16 @@ def junit_xml(
     *,
     run_id: str | None = None,
     timestamp: str | None = None,
+    why: RunWhy | None = None,
 ) -> str:
     """The report as a UTF-8 XML document string (with declaration)."""
     paired: Mapping[str, TaskRegression] = {}
     if summary.regression is not None:
         paired = {t.taskId: t for t in summary.regression.tasks or []}
-    cases = [_testcase(summary.suiteId, task, paired.get(task.taskId)) for task in summary.tasks]
+    cases = [
+        _testcase(summary.suiteId, task, paired.get(task.taskId), _Why.of(why, task.taskId))
+        for task in summary.tasks
+    ]
     failures = sum(1 for case in cases if case.find("failure") is not None)
     skipped = sum(1 for case in cases if case.find("skipped") is not None)
     total_time = sum(float(case.get("time", "0")) for case in cases)
@@ -86,33 +100,62 @@ def _properties(summary: EvalSummary, run_id: str | None) -> dict[str, str]:
     return props
 
 
-def _testcase(suite_id: str, task: TaskSummary, pair: TaskRegression | None) -> ET.Element:
+@dataclass(frozen=True)
+class _Why:
+    """What the task routes said about one task, if anything."""
+
+    line: TaskLine | None
+    detail: TaskDetail | None
+
+    @classmethod
+    def of(cls, why: RunWhy | None, task_id: str) -> _Why:
+        if why is None:
+            return cls(None, None)
+        return cls(why.line(task_id), why.details.get(task_id))
+
+    @property
+    def reason(self) -> str | None:
+        return self.line.reason if self.line is not None else None
+
+
+def _testcase(
+    suite_id: str, task: TaskSummary, pair: TaskRegression | None, why: _Why
+) -> ET.Element:
     trials = task.trials or 1
     seconds = (task.latencyMs or 0) * trials / 1000
     case = ET.Element(
         "testcase", {"name": task.taskId, "classname": suite_id, "time": _seconds(seconds)}
     )
-    details = _details(task, pair)
+    body = _body(task, pair, why)
+    reason = why.reason
     if pair is not None and pair.verdict is Verdict.REGRESSED:
-        failure = ET.SubElement(
-            case,
-            "failure",
-            {"type": "regressed", "message": f"regressed: {_movement(pair)}"},
-        )
-        failure.text = details
+        message = f"regressed: {_movement(pair)}"
+        if reason is not None:
+            message = f"regressed: {reason} ({_movement(pair)})"
+        _child(case, "failure", {"type": "regressed", "message": message}, body)
     elif not task.passed:
         verdict = f" (verdict {pair.verdict.value}, {_movement(pair)})" if pair else ""
-        failure = ET.SubElement(
-            case,
-            "failure",
-            {"type": "failed", "message": f"failed: score {task.score:.2f}{verdict}"},
-        )
-        failure.text = details
+        message = reason if reason is not None else f"failed: score {task.score:.2f}{verdict}"
+        _child(case, "failure", {"type": "failed", "message": message}, body)
     elif pair is not None and pair.verdict is Verdict.INCONCLUSIVE:
-        ET.SubElement(
-            case, "skipped", {"message": f"inconclusive: {_movement(pair)}"}
-        ).text = details
+        _child(case, "skipped", {"message": f"inconclusive: {_movement(pair)}"}, body)
+    if why.detail is not None:
+        _child(case, "system-out", {}, decisions_text(why.detail))
     return case
+
+
+def _child(parent: ET.Element, tag: str, attributes: dict[str, str], text: str) -> None:
+    clean = {name: _xml_safe(value) for name, value in attributes.items()}
+    ET.SubElement(parent, tag, clean).text = _xml_safe(text)
+
+
+_NOT_XML = re.compile(r"[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _xml_safe(text: str) -> str:
+    """`text` with the characters XML 1.0 cannot hold (most control characters) as `\\uXXXX`:
+    agent content may carry them, and one would make the whole file unreadable."""
+    return _NOT_XML.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
 
 
 def _movement(pair: TaskRegression) -> str:
@@ -122,8 +165,9 @@ def _movement(pair: TaskRegression) -> str:
     return text
 
 
-def _details(task: TaskSummary, pair: TaskRegression | None) -> str:
-    lines = [f"score: {task.score:.2f}"]
+def _body(task: TaskSummary, pair: TaskRegression | None, why: _Why) -> str:
+    lines = [] if why.reason is None else [f"reason: {why.reason}"]
+    lines.append(f"score: {task.score:.2f}")
     if task.trials is not None:
         lines.append(f"trials passed: {task.passedTrials}/{task.trials}")
     if task.fixtureMissCount is not None:
@@ -132,8 +176,12 @@ def _details(task: TaskSummary, pair: TaskRegression | None) -> str:
         lines.append(f"verdict: {pair.verdict.value}")
         lines.append(f"baseline score: {pair.baselineScore:.2f}")
         lines.append(f"delta: {pair.delta:+.2f}")
+        if pair.pValue is not None:
+            lines.append(f"p-value (Holm-adjusted): {pair.pValue:.3g}")
         if pair.flaky:
             lines.append("flaky: a side passed some trials and failed others")
+    if why.detail is not None:
+        lines.extend(["", detail_text(why.detail)])
     return "\n".join(lines)
 
 

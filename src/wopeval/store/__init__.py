@@ -38,7 +38,7 @@ from wopeval.store._small_repos import (
 )
 from wopeval.store._tool_calls import ToolCallOutcome, ToolCallRow, ToolCallsRepo
 from wopeval.store.db import MIGRATION_LOCK_KEY, create_engine, migrate, sqlite_url
-from wopeval.store.lease import Lease, LeaseHeld, database_name, take_lease
+from wopeval.store.lease import DatabaseUnreachable, Lease, LeaseHeld, database_name, take_lease
 
 
 @dataclass(frozen=True)
@@ -125,6 +125,7 @@ __all__ = [
     "IDEMPOTENCY_RETENTION",
     "RUN_CHANNEL",
     "CountersRepo",
+    "DatabaseUnreachable",
     "DerivedFixturesRepo",
     "EventsRepo",
     "IdempotencyRecord",

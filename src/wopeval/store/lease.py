@@ -31,6 +31,7 @@ from typing import Protocol
 
 from sqlalchemy import Connection, create_engine, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import NullPool
 
 ADVISORY_KEY = 0x776F_7065
@@ -54,6 +55,17 @@ class LeaseHeld(Exception):
         """The holder's pid, when it could be read."""
         holder = f"pid {pid}" if pid is not None else "another process"
         super().__init__(f"{database} is owned by {holder}")
+
+
+class DatabaseUnreachable(Exception):
+    """The database refused the connection, or could not be reached at all."""
+
+    def __init__(self, database: str, reason: str) -> None:
+        self.database = database
+        """The database, named without its password."""
+        self.reason = reason
+        """The database driver's own message (PostgreSQL's, for a refusal it sent)."""
+        super().__init__(f"cannot connect to the database {database}: {reason}")
 
 
 def take_lease(database_url: str, *, shared: bool = False) -> Lease:
@@ -125,7 +137,12 @@ class _AdvisoryLease:
             poolclass=NullPool,
             connect_args={"application_name": f"{_APPLICATION}{os.getpid()}"},
         )
-        connection = engine.connect()
+        try:
+            connection = engine.connect()
+        except DBAPIError as exc:
+            # The driver's message is the useful part; SQLAlchemy's wrapper adds only a link.
+            reason = str(exc.orig).strip() if exc.orig is not None else str(exc)
+            raise DatabaseUnreachable(database_name(database_url), reason) from None
         try:
             suffix = "_shared" if shared else ""
             taken = connection.execute(

@@ -12,6 +12,8 @@ from wopeval.reports import junit_xml
 from wopeval.wire.suite import Suite, parse_suite
 from wopeval.wire.summary import EvalSummary
 
+from ._details import HOSTILE, MISS_REASON, RUN_ID, WRONG_REASON, run_why
+
 SCHEMA = xmlschema.XMLSchema(Path(__file__).parents[2] / "cli" / "junit.xsd")
 TASKS = ("same", "broken", "wobbly", "fixed")
 
@@ -88,3 +90,51 @@ def test_a_judged_run_marks_regressions_and_inconclusive_tasks() -> None:
     props = {p.get("name"): p.get("value") for p in suite.iter("property")}
     assert props["baselineRunId"] == "t/" + "b" * 16
     assert props["verdict"] == "regressed"
+
+
+def _why_suite_summary(passed: dict[str, bool]) -> EvalSummary:
+    suite = parse_suite(
+        {"suiteId": "unit.reports.evals.why", "version": "1.0.0", "modes": ["golden"],
+         "tasks": [{"taskId": t, "input": None,
+                    "expected": {"kind": "golden", "match": {"strategy": "exact", "value": "x"}}}
+                   for t in passed]}
+    )  # fmt: skip
+    return evals.summarise(
+        suite, {t: [evals.TrialOutcome(passed=p, latency_ms=5)] for t, p in passed.items()}
+    )
+
+
+def test_with_the_hosts_details_a_failure_carries_its_reason_diff_trace_and_decision() -> None:
+    summary = _why_suite_summary({"wrong": False, "raised": False, "missed": False, "fine": True})
+    xml = junit_xml(summary, run_id=RUN_ID, why=run_why("wrong", "raised", "missed", "fine"))
+    cases = _cases(xml)  # still valid against the schema, a NUL in a stderr tail included
+    wrong = cases["wrong"].find("failure")
+    assert wrong is not None
+    assert wrong.get("message") == WRONG_REASON
+    body = wrong.text or ""
+    assert f"reason: {WRONG_REASON}" in body
+    assert '    ~ $.city: "Oslo" → "Bergen"' in body
+    assert '    #0 weather:lookup [replayed] ok {"city":"Bergen"} → {"temp":4}' in body
+    assert cases["wrong"].findtext("system-out") == (
+        'trial 0 decision: {"city":"Bergen","note":"' + HOSTILE + '"}'
+    )
+    missed = cases["missed"].find("failure")
+    assert missed is not None
+    assert missed.get("message") == MISS_REASON
+    assert "[MISS] error" in (missed.text or "")
+    assert "      + $.express: (absent) → true" in (missed.text or "")
+    raised = cases["raised"].find("failure")
+    assert raised is not None
+    assert raised.get("message") == "the agent raised KeyError: 'city'"
+    assert "line\\u0000one" in (raised.text or "")  # XML 1.0 cannot hold a NUL: escaped
+    assert cases["fine"].find("failure") is None
+
+
+def test_a_regression_message_holds_the_reason_and_the_movement() -> None:
+    base = _why_suite_summary({"wrong": True})
+    judged = evals.with_regression(_why_suite_summary({"wrong": False}), "t/" + "b" * 16, base)
+    failure = _cases(junit_xml(judged, why=run_why("wrong")))["wrong"].find("failure")
+    assert failure is not None
+    assert failure.get("message") == (
+        f"regressed: {WRONG_REASON} (score 1.00 -> 0.00, delta -1.00)"
+    )
