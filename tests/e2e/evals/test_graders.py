@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
+from openwop_client.wire_id import project_id
 
 from _backends import Backend
 
@@ -38,6 +39,20 @@ def golden(strategy: str, **match: Any) -> dict[str, Any]:
 
 def task_results(summary: dict[str, Any]) -> dict[str, bool]:
     return {t["taskId"]: t["passed"] for t in summary["tasks"]}
+
+
+def reasons(http: httpx.Client, run_id: str) -> dict[str, str]:
+    """Each task's reason line, as the host's task route gives it."""
+    response = http.get(f"/host/wopeval/runs/{project_id(run_id)}/tasks")
+    assert response.status_code == 200, response.text
+    return {line["taskId"]: line["reason"] for line in response.json()["tasks"]}
+
+
+def trial(http: httpx.Client, run_id: str, task_id: str) -> dict[str, Any]:
+    response = http.get(f"/host/wopeval/runs/{project_id(run_id)}/tasks/{task_id}")
+    assert response.status_code == 200, response.text
+    detail: dict[str, Any] = response.json()["trialDetails"][0]
+    return detail
 
 
 def test_json_subset_json_path_and_regex_pass_and_fail_on_purpose(
@@ -69,6 +84,18 @@ def test_json_subset_json_path_and_regex_pass_and_fail_on_purpose(
     assert {p["taskId"]: p["passed"] for p in run.of_type("eval.scored")} == task_results(
         run.summary
     )
+    why = reasons(http_a, run.run_id)
+    assert why["subset-holds"] == why["paths-hold"] == why["regex-matches"] == "passed"
+    assert why["subset-differs"].startswith("json-subset: ")
+    assert "$.action" in why["subset-differs"]
+    assert '"escalate"' in why["subset-differs"]
+    assert why["paths-differ"].startswith("json-path: ")
+    assert why["paths-differ"].endswith('$["line items"][1]: expected 5, got 1')
+    assert why["regex-misses"].startswith("regex: ")
+    assert "refund of $5" in why["regex-misses"]
+    diff = trial(http_a, run.run_id, "subset-differs")["grade"]["diff"]
+    assert diff == [{"path": "$.action", "kind": "changed", "expected": "refund",
+                     "actual": "escalate"}]  # fmt: skip
 
 
 def test_a_pattern_or_path_the_host_cannot_read_is_refused_at_push(http_a: httpx.Client) -> None:
@@ -113,6 +140,13 @@ def test_custom_graders_pass_and_fail_and_one_that_raises_fails_only_its_task(
     }
     assert (run.summary["taskCount"], run.summary["passedCount"]) == (6, 3)
     assert len(run.of_type("eval.scored")) == 6
+    with eval_project_server.http(TENANT_A) as http:
+        why = reasons(http, run.run_id)
+        raised = trial(http, run.run_id, "grader-raises")["grade"]
+    assert why["tier-differs"].endswith("tier silver")
+    assert why["trace-one"].endswith("1 ok live calls")
+    assert "RuntimeError" in why["grader-raises"]
+    assert "the grader broke" in raised["traceback"]
 
 
 def test_a_suite_naming_an_unknown_grader_is_refused_at_push(
