@@ -115,11 +115,12 @@ class Host:
         http = httpx.AsyncClient(timeout=settings.tool_timeout_seconds)
         mcp = McpServers()
         try:
+            # The project first: a start that fails on it writes no key either.
+            catalog = await load_catalog(settings, store, http, mcp)
             if isinstance(role, Embedded):
                 auth = await embedded_keys(settings, store, role.session_key)
             else:
                 auth = await serving_keys(settings, store)
-            catalog = await load_catalog(settings, store, http, mcp)
             digest = catalog_digest(catalog, settings.project)
             engine = Engine(
                 settings=settings,

@@ -94,12 +94,9 @@ def trial_view(stored: StoredTrial) -> TrialDetail:
 
 
 def reason_line(detail: dict[str, Any], full: bool) -> str:
-    """Why a trial failed, first cause first: the agent's exception, a fixture miss, the grade."""
-    error = detail.get("error")
-    if error is not None:
-        if full and error.get("message"):
-            return f"the agent raised {error['type']}: {error['message']}"
-        return f"the agent raised {error['type']}"
+    """Why a trial failed, first cause first: a fixture miss (where the changed agent left
+    its recording; an agent that raises on the miss's error raised because of it), the
+    agent's exception, then the grade."""
     misses = detail["misses"]
     if misses:
         first = misses[0]
@@ -107,6 +104,11 @@ def reason_line(detail: dict[str, Any], full: bool) -> str:
         if full and "reason" in first:
             return f"fixture miss: {first['reason']}{more}"
         return f"fixture miss: a call to {first['tool']} no recording serves{more}"
+    error = detail.get("error")
+    if error is not None:
+        if full and error.get("message"):
+            return f"the agent raised {error['type']}: {error['message']}"
+        return f"the agent raised {error['type']}"
     grade = detail.get("grade")
     if grade is None or grade["passed"]:
         return "passed"

@@ -34,7 +34,8 @@ def trial_row(
     detail: dict[str, Any] = {
         "v": DETAIL_VERSION,
         "durationMs": duration_ms,
-        "expected": task.expected.model_dump(mode="json", by_alias=True, exclude_none=True),
+        # As the suite wrote it: defaults of other kinds (a trajectory's order) stay out.
+        "expected": task.expected.model_dump(mode="json", by_alias=True, exclude_unset=True),
         "grade": None if grade is None else grade.to_json(),
         "calls": [_call(index, call) for index, call in enumerate(result.executed)],
         "misses": [
