@@ -196,7 +196,11 @@ class Engine:
     def _live(self, principal: Principal, run_id: str) -> LiveTransport:
         context = ToolContext(tenant=principal.tenant, run_id=run_id)
         return LiveTransport(
-            self.catalog.tools, context, self.settings.tool_timeout_seconds, self.grants
+            self.catalog.tools,
+            context,
+            self.settings.tool_timeout_seconds,
+            self.grants,
+            self.catalog.prices,
         )
 
     # ── shared machinery ─────────────────────────────────────────────

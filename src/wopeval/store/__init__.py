@@ -17,6 +17,7 @@ from wopeval.store._details import (
 )
 from wopeval.store._events import EVENTS_PAGE_SIZE, EventsRepo, StoredEvent
 from wopeval.store._idempotency import IDEMPOTENCY_RETENTION, IdempotencyRecord, IdempotencyRepo
+from wopeval.store._model_calls import ModelCallRow, ModelCallsRepo, ModelVia
 from wopeval.store._runs import RunRecord, RunsRepo, decode_cursor, encode_cursor, next_created_seq
 from wopeval.store._small_repos import (
     CountersRepo,
@@ -74,6 +75,10 @@ class UnitOfWork:
         return TrialsRepo(self.connection)
 
     @property
+    def model_calls(self) -> ModelCallsRepo:
+        return ModelCallsRepo(self.connection)
+
+    @property
     def idempotency(self) -> IdempotencyRepo:
         return IdempotencyRepo(self.connection)
 
@@ -115,6 +120,9 @@ __all__ = [
     "KeysRepo",
     "Lease",
     "LeaseHeld",
+    "ModelCallRow",
+    "ModelCallsRepo",
+    "ModelVia",
     "RunRecord",
     "RunsRepo",
     "Store",
