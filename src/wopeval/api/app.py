@@ -14,7 +14,16 @@ from wopeval.api import openapi_errors
 from wopeval.api.host import SERVING, Host, Role
 from wopeval.api.middleware import LegacyPathIds, VersionNegotiation
 from wopeval.api.request_guard import RequestGuard
-from wopeval.api.routes import catalog, discovery, events, host_routes, mcp, runs, tasks
+from wopeval.api.routes import (
+    catalog,
+    discovery,
+    events,
+    host_routes,
+    mcp,
+    model_proxy,
+    runs,
+    tasks,
+)
 from wopeval.settings import Settings
 from wopeval.store import Lease
 
@@ -27,6 +36,7 @@ ROUTERS = (
     host_routes.seams_router,
     tasks.router,
     mcp.router,
+    model_proxy.router,
 )
 
 
@@ -56,7 +66,7 @@ def create_app(settings: Settings, *, role: Role = SERVING, lease: Lease | None 
         app.include_router(router)
     error_handlers.install(app)
     openapi_errors.install(app)
-    # Invocations' MCP tokens are capabilities: never in a log line.
+    # Invocations' MCP and model-proxy tokens are capabilities: never in a log line.
     logging.getLogger("uvicorn.access").addFilter(mcp.REDACT_TOKENS)
     # Each one added wraps the ones before it: the version header goes on every answer,
     # and a refused body is refused before any route, credential check or parser runs.

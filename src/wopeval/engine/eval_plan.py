@@ -7,7 +7,7 @@ The order follows DESIGN.md §2: gates and field rules first, the run lookups
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from wopeval import evals
@@ -36,6 +36,8 @@ class TaskPlan:
     """The entries served to this task; None means every call runs live."""
     on_miss: OnMiss
     source_run_id: str | None = None
+    model_fixtures: tuple[evals.ModelFixture, ...] | None = None
+    """Model replay: the source's recorded answers; None means the model runs live."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,8 @@ class EvalPlan:
     fixture_runs: dict[str, str] | None = None
     graders: Mapping[str, CustomGrader] = field(default_factory=dict)
     """The project's custom graders the suite names, resolved at create."""
+    model_replay: bool = False
+    """Tasks with a fixture source also replay its model answers (docs/llm.md)."""
 
     def stored(self) -> dict[str, Any]:
         """What the run row keeps of the plan (derived entries live in their own table)."""
@@ -60,6 +64,7 @@ class EvalPlan:
             "modes": list(self.modes),
             "baselineRunId": self.baseline_run_id,
             "fixtureRuns": self.fixture_runs,
+            "modelReplay": self.model_replay,
         }
 
     async def keep_copies(self, uow: UnitOfWork, eval_run_id: str) -> None:
@@ -71,9 +76,12 @@ class EvalPlan:
         """
         for task_plan in self.tasks:
             source = task_plan.source_run_id
-            if source is not None and not await uow.tool_calls.still_held(
-                source, self.agent.agent_id
-            ):
+            if source is None:
+                continue
+            held = await uow.tool_calls.still_held(source, self.agent.agent_id)
+            if task_plan.model_fixtures is not None:
+                held = held and await uow.model_calls.still_held(source, self.agent.agent_id)
+            if not held:
                 raise errors.ValidationFailed(UNUSABLE_SOURCE)
         await uow.derived_fixtures.store(eval_run_id, self.derived_copies())
 
@@ -83,6 +91,9 @@ class EvalPlan:
                 "task_id": plan.task.taskId,
                 "source_run_id": plan.source_run_id,
                 "entries": [e.model_dump(mode="json", exclude_unset=True) for e in plan.fixtures],
+                "model_entries": None
+                if plan.model_fixtures is None
+                else [fixture.to_json() for fixture in plan.model_fixtures],
             }
             for plan in self.tasks
             if plan.source_run_id is not None and plan.fixtures is not None
@@ -110,19 +121,27 @@ async def resolve_eval(
     if request.baselineRunId is not None:
         baseline = await load_baseline(uow, tenant, request.baselineRunId, suite.suiteId)
     derived: dict[str, tuple[str, list[ToolResponse]]] = {}
+    model_replay = agent.model_replay == "recorded" or features.model_replay
+    answers: dict[str, tuple[evals.ModelFixture, ...]] = {}
     for task_id, source in (request.fixtureRuns or {}).items():
         entries = await load_source(uow, tenant, source, agent.agent_id, features.fixture_errors)
         derived[task_id] = (source, entries)
+        if model_replay:
+            answers[task_id] = await load_model_answers(uow, source, agent.agent_id)
     return EvalPlan(
         suite=suite,
         suite_document=document,
         agent=agent,
         modes=modes,
-        tasks=tuple(_task_plan(suite, task, modes, derived) for task in suite.tasks),
+        tasks=tuple(
+            replace(plan, model_fixtures=answers.get(plan.task.taskId))
+            for plan in (_task_plan(suite, task, modes, derived) for task in suite.tasks)
+        ),
         baseline_run_id=request.baselineRunId,
         baseline_summary=baseline,
         fixture_runs=dict(request.fixtureRuns) if request.fixtureRuns is not None else None,
         graders={name: catalog.graders[name] for name in evals.graders_named(suite)},
+        model_replay=model_replay,
     )
 
 
@@ -274,3 +293,19 @@ async def load_source(
     ):
         raise errors.ValidationFailed(UNUSABLE_SOURCE)
     return evals.derive_fixtures(calls, agent_id)
+
+
+async def load_model_answers(
+    uow: UnitOfWork, run_id: str, agent_id: str
+) -> tuple[evals.ModelFixture, ...]:
+    """Model replay (beyond RFC 0252 UQ 5): the source's recorded answers, derived at create.
+
+    The source has already passed `load_source` (same tenant, usable). Its model
+    exchanges must still hold their content (`record_model` on, not erased), or it
+    is refused with the same uniform answer: a replay derived short would turn
+    recorded answers into misses.
+    """
+    exchanges, all_held = await uow.model_calls.held_exchanges(run_id, agent_id)
+    if not all_held:
+        raise errors.ValidationFailed(UNUSABLE_SOURCE)
+    return tuple(evals.derive_model_fixtures(exchanges, agent_id))

@@ -17,6 +17,7 @@ from wopeval.engine.control import RunControl
 from wopeval.engine.eval_plan import EvalPlan, TaskPlan
 from wopeval.engine.grading import grade_trial
 from wopeval.engine.invocation import Invocation, Where, run_invocation
+from wopeval.engine.models import ModelServer
 from wopeval.engine.outcome import Terminal
 from wopeval.engine.runlog import Journal, RunLog, Step
 from wopeval.engine.trial_detail import trial_row
@@ -57,13 +58,16 @@ async def run_task(
     cursor = None
     if task_plan.fixtures is not None:
         cursor = evals.FixtureCursor(task_plan.fixtures, task_plan.on_miss)
+    models = None
+    if task_plan.model_fixtures is not None:
+        models = evals.ModelReplayCursor(task_plan.model_fixtures)
     trials: list[evals.TrialOutcome] = []
     for trial in range(task_plan.trials):
         last = trial == task_plan.trials - 1
 
         async def attempt(trial: int = trial, last: bool = last) -> evals.TrialOutcome:
             journal = Journal(context.log)
-            outcome = await run_trial(plan, task_plan, trial, cursor, journal, context)
+            outcome = await run_trial(plan, task_plan, trial, (cursor, models), journal, context)
             if last:
                 journal.emit(scored(plan, task_plan, [*trials, outcome]))
             await journal.flush()
@@ -77,20 +81,24 @@ async def run_trial(
     plan: EvalPlan,
     task_plan: TaskPlan,
     trial: int,
-    cursor: evals.FixtureCursor | None,
+    cursors: tuple[evals.FixtureCursor | None, evals.ModelReplayCursor | None],
     journal: Journal,
     context: EvalContext,
 ) -> evals.TrialOutcome:
-    fixtures = None
+    cursor, model_cursor = cursors
+    fixtures = models = None
     if cursor is not None:
         # RFC 0244 §D: consumption resets at each trial.
         cursor.reset()
         fixtures = FixtureServer(cursor)
+    if model_cursor is not None:
+        model_cursor.reset()
+        models = ModelServer(model_cursor)
     invocation = Invocation(
         spec=plan.agent,
         input=task_plan.task.input,
         journal=journal,
-        boundary=Boundary(context.live, fixtures),
+        boundary=Boundary(context.live, fixtures, models),
         agents=context.agents,
         where=Where(context.log.run_id, task_plan.task.taskId, trial),
     )
@@ -98,7 +106,8 @@ async def run_trial(
     result = await run_invocation(invocation, source="run-api")
     latency = int((time.perf_counter() - started) * 1000)
     context.invoked.update(result.invoked_agents)
-    misses = cursor.miss_count if cursor is not None else 0
+    # A model request the source never made counts as a fixture miss (docs/llm.md).
+    misses = (cursor.miss_count if cursor is not None else 0) + result.models.misses
     grade = None
     if not result.failed:
         grade = await grade_trial(
@@ -117,7 +126,12 @@ async def run_trial(
             wire_content=plan.agent.wire_content,
         )
     )
-    return evals.TrialOutcome(passed=passed, latency_ms=latency, fixture_miss_count=misses)
+    return evals.TrialOutcome(
+        passed=passed,
+        latency_ms=latency,
+        fixture_miss_count=misses,
+        cost_usd=result.models.cost_usd(),
+    )
 
 
 def scored(
@@ -128,6 +142,7 @@ def scored(
         taskId=summary.taskId,
         score=summary.score,
         passed=summary.passed,
+        costUsd=summary.costUsd,
         latencyMs=summary.latencyMs,
         x_trials=summary.trials,
         x_passed_trials=summary.passedTrials,

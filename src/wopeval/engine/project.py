@@ -264,7 +264,7 @@ def _agent(entry: AgentEntry, directory: Path, http: httpx.AsyncClient) -> Agent
     if entry.lane == "openai" and tools is None:
         tools = ()  # a model is offered the tools it is given, not every tool of the host
     upstream = None
-    if entry.lane in ("command", "http"):
+    if entry.lane in ("python", "command", "http"):
         upstream = model_upstream(where, entry, entry.timeout_seconds)
     return AgentSpec(
         entry.id,
