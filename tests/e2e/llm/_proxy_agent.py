@@ -3,19 +3,24 @@
 The client reads `OPENAI_BASE_URL` and `OPENAI_API_KEY` from its environment,
 which the host set to the invocation's recording model proxy and its token.
 It asks the model (streamed or whole, as its input says), runs the `add`
-function the model calls itself, and prints the model's final answer.
+function the model calls itself, and prints the model's final answer. With
+`urlFile` in its input it writes its proxy URL and token there first (never
+into its decision: the token is a capability).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from openai import OpenAI
+from openai.types.chat import ChatCompletionFunctionToolParam
 
 MODEL = "gpt-test-mini"
-ADD = {
+ADD: ChatCompletionFunctionToolParam = {
     "type": "function",
     "function": {
         "name": "add",
@@ -43,6 +48,9 @@ def ask(client: OpenAI, messages: list[Any], stream: bool) -> Any:
 def main() -> None:
     invocation = json.loads(sys.stdin.read())
     request = invocation["input"]
+    if "urlFile" in request:
+        seen = {"url": os.environ["OPENAI_BASE_URL"], "key": os.environ["OPENAI_API_KEY"]}
+        Path(request["urlFile"]).write_text(json.dumps(seen))
     client = OpenAI(max_retries=0)
     messages: list[Any] = [{"role": "user", "content": request["question"]}]
     for _ in range(4):
