@@ -11,7 +11,8 @@ from rich.table import Table
 from rich.text import Text
 
 from wopeval.cli._exit import ExitCode
-from wopeval.wire.summary import EvalSummary, TaskRegression, Verdict
+from wopeval.reports import cost_text
+from wopeval.wire.summary import EvalSummary, TaskRegression, TaskSummary, Verdict
 
 VERDICT_STYLES = {
     Verdict.REGRESSED: "bold red",
@@ -47,7 +48,8 @@ def verdict_text(verdict: Verdict | str | None) -> Text:
 def task_table(summary: EvalSummary, *, title: str | None = None) -> Table:
     """Per task: baseline and candidate scores, delta, trials, misses and verdict.
 
-    Without a baseline the table has the run's own columns only.
+    Without a baseline the table has the run's own columns only; a run whose model
+    calls were priced adds each task's mean latency and cost.
     """
     table = Table(title=title, title_justify="left", header_style="bold")
     table.add_column("Task", no_wrap=True)
@@ -64,12 +66,17 @@ def task_table(summary: EvalSummary, *, title: str | None = None) -> Table:
     table.add_column("Passed", justify="center")
     if summary.regression is not None:
         table.add_column("Verdict", no_wrap=True)
+    spend = summary.totalCostUsd is not None
+    if spend:
+        table.add_column("Latency", justify="right")
+        table.add_column("Cost", justify="right")
     for task in summary.tasks:
+        extra = _spend_cells(task) if spend else []
         trials = f"{task.passedTrials}/{task.trials}" if task.trials is not None else "—"
         misses = str(task.fixtureMissCount) if task.fixtureMissCount is not None else "—"
         passed = Text("yes", style="green") if task.passed else Text("no", style="red")
         if summary.regression is None:
-            table.add_row(task.taskId, score(task.score), trials, misses, passed)
+            table.add_row(task.taskId, score(task.score), trials, misses, passed, *extra)
             continue
         pair = paired.get(task.taskId)
         table.add_row(
@@ -81,11 +88,19 @@ def task_table(summary: EvalSummary, *, title: str | None = None) -> Table:
             misses,
             passed,
             verdict_text(pair.verdict) if pair else Text("candidate only", style="dim"),
+            *extra,
         )
     if summary.regression is not None:
         for task_id in summary.regression.baselineOnlyTaskIds or []:
-            table.add_row(task_id, "—", "—", "—", "—", "—", "—", Text("baseline only", style="dim"))
+            blank = ["—"] * (2 if spend else 0)
+            baseline_only = Text("baseline only", style="dim")
+            table.add_row(task_id, "—", "—", "—", "—", "—", "—", baseline_only, *blank)
     return table
+
+
+def _spend_cells(task: TaskSummary) -> list[RenderableType]:
+    latency = f"{task.latencyMs} ms" if task.latencyMs is not None else "—"
+    return [latency, f"${cost_text(task.costUsd)}" if task.costUsd is not None else "—"]
 
 
 def verdict_counts(summary: EvalSummary) -> str:
@@ -135,6 +150,11 @@ def result_lines(
             )
         )
     rows.append(_line("Fixture misses", str(summary.fixtureMissCount)))
+    if summary.totalCostUsd is not None:
+        rows.append(_line("Cost", f"${cost_text(summary.totalCostUsd)} (model calls, all tasks)"))
+    latencies = [t.latencyMs for t in summary.tasks if t.latencyMs is not None]
+    if latencies:
+        rows.append(_line("Latency", f"slowest task {max(latencies)} ms (mean of its trials)"))
     if live_calls is not None:
         rows.append(_line("Live tool calls", str(live_calls)))
     if exit_code is not None:

@@ -14,6 +14,7 @@ from html import escape
 
 from wopeval import __version__
 from wopeval.reports._svg import Bar, delta_chart, rate_chart
+from wopeval.reports.junit import cost_text
 from wopeval.wire.summary import EvalSummary, TaskRegression, TaskSummary
 
 
@@ -90,6 +91,11 @@ def _summary_section(summary: EvalSummary) -> str:
         ("Thresholds", "passed" if summary.passed else "failed"),
         ("Fixture misses", str(summary.fixtureMissCount)),
     ]
+    if summary.totalCostUsd is not None:
+        cards.append(("Total cost", f"${cost_text(summary.totalCostUsd)}"))
+    latencies = [t.latencyMs for t in summary.tasks if t.latencyMs is not None]
+    if latencies:
+        cards.append(("Slowest task", f"{max(latencies)} ms"))
     regression = summary.regression
     if regression is not None:
         cards.append(("Δ aggregate", f"{regression.scoreDelta:+.2f}"))
@@ -106,6 +112,7 @@ def _summary_section(summary: EvalSummary) -> str:
 def _tasks_section(summary: EvalSummary) -> str:
     paired = _paired(summary)
     head = ["Task", "Baseline", "Candidate", "Δ", "Trials", "Misses", "Passed", "Verdict"]
+    head += ["Latency", "Cost"]
     rows = []
     for task in summary.tasks:
         pair = paired.get(task.taskId)
@@ -119,6 +126,8 @@ def _tasks_section(summary: EvalSummary) -> str:
             str(task.fixtureMissCount) if task.fixtureMissCount is not None else "—",
             "yes" if task.passed else "no",
             verdict,
+            f"{task.latencyMs} ms" if task.latencyMs is not None else "—",
+            f"${cost_text(task.costUsd)}" if task.costUsd is not None else "—",
         ]
         tds = "".join(f"<td>{escape(c)}</td>" for c in cells)
         rows.append(

@@ -6,7 +6,10 @@ testcase`): one `testsuite` per run, one `testcase` per task the run scored,
 baseline, carries a `<failure>` whose message names the verdict and delta; a
 task whose only news is an inconclusive difference is `<skipped>` (a CI server
 shows it without failing the build). `errors` is always 0: an eval that hit an
-infrastructure error produces no summary, hence no report (exit code 4).
+infrastructure error produces no summary, hence no report (exit code 4). A
+testcase's `time` is its trials' wall time; a run whose model calls were
+priced adds `totalCostUsd` to the properties and, per task, its cost and mean
+latency as the testcase's `system-out`.
 """
 
 from __future__ import annotations
@@ -73,6 +76,8 @@ def _properties(summary: EvalSummary, run_id: str | None) -> dict[str, str]:
         "passed": str(summary.passed).lower(),
         "fixtureMissCount": str(summary.fixtureMissCount),
     }
+    if summary.totalCostUsd is not None:
+        props["totalCostUsd"] = cost_text(summary.totalCostUsd)
     if run_id:
         props["runId"] = run_id
     regression = summary.regression
@@ -112,7 +117,23 @@ def _testcase(suite_id: str, task: TaskSummary, pair: TaskRegression | None) -> 
         ET.SubElement(
             case, "skipped", {"message": f"inconclusive: {_movement(pair)}"}
         ).text = details
+    if task.costUsd is not None:
+        ET.SubElement(case, "system-out").text = "\n".join(_spend(task))
     return case
+
+
+def cost_text(value: float) -> str:
+    """USD with enough digits for a model call's fraction of a cent."""
+    return f"{value:.6f}"
+
+
+def _spend(task: TaskSummary) -> list[str]:
+    lines = []
+    if task.costUsd is not None:
+        lines.append(f"cost: ${cost_text(task.costUsd)}")
+    if task.latencyMs is not None:
+        lines.append(f"latency: {task.latencyMs} ms (mean of its trials)")
+    return lines
 
 
 def _movement(pair: TaskRegression) -> str:
@@ -128,6 +149,7 @@ def _details(task: TaskSummary, pair: TaskRegression | None) -> str:
         lines.append(f"trials passed: {task.passedTrials}/{task.trials}")
     if task.fixtureMissCount is not None:
         lines.append(f"fixture misses: {task.fixtureMissCount}")
+    lines.extend(_spend(task))
     if pair is not None:
         lines.append(f"verdict: {pair.verdict.value}")
         lines.append(f"baseline score: {pair.baselineScore:.2f}")

@@ -77,3 +77,18 @@ def test_with_baseline_and_trials_the_delta_and_trial_charts() -> None:
     assert 'id="trial-chart"' in html
     assert 'class="headline tone-regressed"' in html
     assert html.count('class="bar bar-regressed"') == 1
+
+
+def test_each_task_shows_its_latency_and_cost_and_the_run_its_total() -> None:
+    plain = _summary(1, {"a": 1, "b": 0})
+    priced = plain.model_copy(
+        update={
+            "totalCostUsd": 0.25,
+            "tasks": [t.model_copy(update={"costUsd": 0.125}) for t in plain.tasks],
+        }
+    )
+    html = _html(priced)
+    assert "<th>Latency</th><th>Cost</th>" in html
+    assert re.search(r'data-task-id="a".*?<td>3 ms</td><td>\$0\.125000</td>', html)
+    assert 'Total cost</div><div class="v">$0.250000' in html
+    assert "Total cost" not in _html(plain)
