@@ -198,6 +198,8 @@ def _chunks(body: dict[str, Any], turn: dict[str, Any]) -> Iterator[dict[str, An
     content = message.get("content") or ""
     for start in range(0, len(content), 3):
         yield chunk({"content": content[start : start + 3]})
+    if "refusal" in message:
+        yield chunk({"refusal": message["refusal"]})
     for index, call in enumerate(message.get("tool_calls") or []):
         function = call["function"]
         opening = {"index": index, "id": call["id"], "type": "function",
