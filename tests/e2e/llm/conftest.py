@@ -5,7 +5,8 @@ The host's project has an order desk: two python tools (`shop:lookup`,
 openai-lane agents (`llm.desk` with its model live in evals, `llm.pinned`
 with `model_replay = "recorded"`), and a command-lane agent on the plain
 `openai` client (`llm.proxy-agent`), whose model calls go through the proxy.
-Every model call goes to the local model server; the API key is a random
+`llm.hashed` is the desk with `wire_content = "hash"`. Every model call goes
+to the local model server; the API key is a random
 secret read from the host's environment, so a test can look for it anywhere.
 """
 
@@ -110,6 +111,11 @@ system_prompt = {json.dumps(self.prompts["llm.desk"])}
 id = "llm.pinned"
 model_replay = "recorded"
 system_prompt = {json.dumps(self.prompts["llm.pinned"])}
+{openai}
+[[agents]]
+id = "llm.hashed"
+wire_content = "hash"
+system_prompt = {json.dumps(DESK_PROMPT)}
 {openai}
 [[agents]]
 id = "llm.proxy-agent"
