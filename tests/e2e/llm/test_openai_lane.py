@@ -260,16 +260,23 @@ def test_turns_retries_and_errors_end_as_documented(llm_host: LlmHost) -> None:
         user_message(broken),
         [{"json": {"ok": True}, "fail_always": {"status": 500, "retry_after": "0"}}],
     )
+    refused = {"question": unique("refused")}
+    script.add(user_message(refused), [{"refusal": "I cannot help with refunds."}])
+    garbled = {"question": unique("garbled")}
+    script.add(user_message(garbled), [{"content": "ok, refunded!"}])  # not the JSON asked for
+    inputs = {"loop": looping, "limited": limited, "broken": broken, "refused": refused,
+              "garbled": garbled}  # fmt: skip
     tasks = [
-        {"taskId": "loop", "input": looping, "expected": golden({"ok": True}, "json-match")},
-        {"taskId": "limited", "input": limited, "expected": golden({"ok": True}, "json-match")},
-        {"taskId": "broken", "input": broken, "expected": golden({"ok": True}, "json-match")},
+        {"taskId": task_id, "input": value, "expected": golden({"ok": True}, "json-match")}
+        for task_id, value in inputs.items()
     ]
     with llm_host.handle.http() as http:
         ref = publish(http, suite(new_suite_id("outcomes"), tasks, target="llm.desk"))
         ran = run_eval(llm_host.handle.client(), http, ref, "llm.desk")
     passed = {t["taskId"]: t["passed"] for t in ran.summary["tasks"]}
-    assert passed == {"loop": False, "limited": True, "broken": False}
+    assert passed == {
+        "loop": False, "limited": True, "broken": False, "refused": False, "garbled": False
+    }  # fmt: skip
 
     (loop,) = task_detail(llm_host, ran.run_id, "loop")["trialDetails"]
     assert "no final answer within max_turns (4)" in loop["error"]["message"]
@@ -288,6 +295,13 @@ def test_turns_retries_and_errors_end_as_documented(llm_host: LlmHost) -> None:
     assert failed["error"]["status"] == 500
     assert failed["attempts"] == 3
     assert len(script.requests_with(user_message(broken))) == 3
+
+    for task_id, reason in (("refused", "the model refused: I cannot help with refunds."),
+                            ("garbled", "the model's final answer is not JSON")):  # fmt: skip
+        (trial,) = task_detail(llm_host, ran.run_id, task_id)["trialDetails"]
+        assert trial["error"]["type"] == "AgentFailed"
+        assert reason in trial["error"]["message"]
+        assert reason in trial["reason"]
 
 
 def test_cost_and_latency_reach_the_summary_and_max_cost_usd_fails_the_suite(
