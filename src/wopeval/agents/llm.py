@@ -90,7 +90,7 @@ class OpenAIAgent:
         lane = self._lane
         specs = context.tool_specs()
         functions = function_names([spec.name for spec in specs])
-        tools = _function_tools(specs)
+        tools = _function_tools(specs, functions)
         messages: list[JsonValue] = []
         if lane.system_prompt:
             messages.append({"role": "system", "content": lane.system_prompt})
@@ -186,10 +186,12 @@ class OpenAIAgent:
                 return LiveAnswer(answer, attempts)
 
 
-def _function_tools(specs: Sequence[ToolSpec]) -> list[JsonValue]:
-    functions = {_FUNCTION_NAME.sub("_", spec.name)[:64]: spec for spec in specs}
+def _function_tools(specs: Sequence[ToolSpec], functions: dict[str, str]) -> list[JsonValue]:
+    """The offered tools as function tools, by function name (`functions`: name → tool)."""
+    by_tool = {spec.name: spec for spec in specs}
     tools: list[JsonValue] = []
-    for name, spec in functions.items():
+    for name, tool in functions.items():
+        spec = by_tool[tool]
         function: dict[str, JsonValue] = {"name": name, "parameters": spec.input_schema}
         if spec.description:
             function["description"] = spec.description
