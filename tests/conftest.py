@@ -37,12 +37,14 @@ settings.register_profile(
 
 
 def _host_variable(name: str) -> bool:
-    return name.upper().startswith("WOPEVAL_") or name.lower() in _PROXY_VARIABLES
+    # OPENAI_*: a developer's key or base URL must never send a test's model call anywhere.
+    upper = name.upper()
+    return upper.startswith(("WOPEVAL_", "OPENAI_")) or name.lower() in _PROXY_VARIABLES
 
 
 @pytest.fixture(scope="session", autouse=True)
 def clean_environ() -> Iterator[dict[str, str]]:
-    """Remove `WOPEVAL_*` and proxy variables for the whole session (G15).
+    """Remove `WOPEVAL_*`, `OPENAI_*` and proxy variables for the whole session (G15).
 
     Settings are built explicitly by each test; nothing from the developer's
     shell may reach a host. Yields what was removed, so the test harness can

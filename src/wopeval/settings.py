@@ -27,6 +27,10 @@ class EvalFeatures(BaseSettings):
     regression_verdict: bool = True
     baseline_selection: bool = True
     recorded_fixtures: bool = True
+    model_replay: bool = False
+    """Host extension beyond RFC 0252 UQ 5: every agent replays its recorded model answers
+    in an eval task that takes its fixtures from a source run (`wopeval eval --replay-model`;
+    per agent: `model_replay = "recorded"`)."""
     concurrency: int = Field(default=32, ge=1, le=1024)
     alpha: float = Field(default=0.05, gt=0, lt=1)
 

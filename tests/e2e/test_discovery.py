@@ -150,7 +150,8 @@ def test_openapi_needs_no_credential_and_describes_every_route(server: ServerHan
         (route.path, method.lower())
         for router in ROUTERS
         for route in router.routes
-        # A capability-token endpoint (an invocation's MCP server) is no OpenWOP operation.
+        # The MCP endpoint and the model proxy speak MCP's and OpenAI's protocols, not
+        # OpenWOP's: they are left out of the document on purpose.
         if isinstance(route, APIRoute) and route.include_in_schema
         for method in route.methods or ()
     }

@@ -8,11 +8,25 @@ from wopeval.agents.base import (
     AgentFailed,
     AgentSpec,
     Lane,
+    ModelReplay,
     ToolCallError,
+    ToolSpec,
     WireContent,
 )
 from wopeval.agents.command import CommandAgent, ProcessLaunch
+from wopeval.agents.exchange import (
+    LiveAnswer,
+    LiveModelCall,
+    ModelAnswer,
+    ModelCallFailed,
+    ModelReplayMiss,
+    ModelRequest,
+    ModelUpstream,
+    ToolCallRequest,
+    normalised_answer,
+)
 from wopeval.agents.http import HttpAgent
+from wopeval.agents.llm import OpenAIAgent, OpenAILane, function_names
 from wopeval.agents.python import AgentFunction, PythonAgent
 from wopeval.agents.scripted import SCRIPTED_AGENT_ID, ScriptedAgent
 
@@ -44,9 +58,23 @@ __all__ = [
     "CommandAgent",
     "HttpAgent",
     "Lane",
+    "LiveAnswer",
+    "LiveModelCall",
+    "ModelAnswer",
+    "ModelCallFailed",
+    "ModelReplay",
+    "ModelReplayMiss",
+    "ModelRequest",
+    "ModelUpstream",
+    "OpenAIAgent",
+    "OpenAILane",
     "ProcessLaunch",
     "PythonAgent",
     "ScriptedAgent",
     "ToolCallError",
+    "ToolCallRequest",
+    "ToolSpec",
     "WireContent",
+    "function_names",
+    "normalised_answer",
 ]

@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from pydantic import JsonValue
 
+from wopeval.agents.exchange import LiveModelCall, ModelAnswer, ModelRequest, ModelUpstream
+
 WireContent = Literal["full", "hash"]
-Lane = Literal["scripted", "python", "command", "http"]
+Lane = Literal["scripted", "python", "command", "http", "openai"]
+ModelReplay = Literal["off", "recorded"]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool as an agent is offered it: its name, what it does and the JSON schema it takes."""
+
+    name: str
+    description: str
+    input_schema: dict[str, JsonValue]
 
 
 class ToolCallError(Exception):
@@ -44,8 +57,28 @@ class AgentContext(Protocol):
         """This invocation's MCP endpoint: its allowed tools, through the same boundary."""
         ...
 
+    @property
+    def openai_base_url(self) -> str:
+        """This invocation's recording model proxy (an OpenAI-compatible `/v1` base URL)."""
+        ...
+
+    @property
+    def openai_api_key(self) -> str:
+        """The key an OpenAI client presents to the proxy: the invocation's capability."""
+        ...
+
+    def tool_specs(self) -> Sequence[ToolSpec]:
+        """The tools the agent is offered (its `tools`), with their input schemas."""
+        ...
+
     async def call_tool(self, name: str, args: JsonValue) -> JsonValue:
         """Call a tool through the boundary; raises ToolCallError when it fails."""
+        ...
+
+    async def call_model(self, request: ModelRequest, live: LiveModelCall) -> ModelAnswer:
+        """Ask the model through the model boundary: recorded, replayed from a source run
+        under model replay (raises ModelReplayMiss on a request it never made), else
+        `live()`; raises ModelCallFailed when the model did not answer."""
         ...
 
     async def delegate(self, agent_id: str, input: JsonValue) -> JsonValue:
@@ -73,6 +106,12 @@ class AgentSpec:
     description: str = ""
     tools: tuple[str, ...] | None = None
     """The tools its MCP endpoint offers (names or globs like `orders:*`); None: every tool."""
+    record_model: bool = True
+    """Keep its model exchanges' content in the record (model replay needs it)."""
+    model_replay: ModelReplay = "off"
+    """`recorded`: an eval task replaying a source run also replays its model answers."""
+    model_upstream: ModelUpstream | None = None
+    """Where its model proxy forwards (command and http lanes); None: no proxy upstream."""
 
     def inventory(self) -> dict[str, JsonValue]:
         """The `GET /agents` entry."""

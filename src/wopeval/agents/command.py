@@ -2,7 +2,8 @@
 
 The contract (docs/agents.md): the host starts `command` in `cwd` with the
 invocation on stdin as one JSON document `{"agentId", "invocationId",
-"input"}` and `WOPEVAL_MCP_URL` / `WOPEVAL_INVOCATION_ID` in its environment;
+"input"}` and `WOPEVAL_MCP_URL` / `WOPEVAL_INVOCATION_ID` in its environment,
+with `OPENAI_BASE_URL` / `OPENAI_API_KEY` naming its recording model proxy;
 the agent reaches its tools through that MCP endpoint and prints its decision
 as the last JSON line on stdout. A nonzero exit, a timeout or a last line that
 is not JSON fails the invocation, with the end of its stderr kept for the task
@@ -57,6 +58,9 @@ class CommandAgent:
         env.update(self._launch.env)
         env["WOPEVAL_MCP_URL"] = context.mcp_url
         env["WOPEVAL_INVOCATION_ID"] = context.invocation_id
+        # Any OpenAI-compatible client then talks to the recording model proxy (docs/llm.md).
+        env["OPENAI_BASE_URL"] = context.openai_base_url
+        env["OPENAI_API_KEY"] = context.openai_api_key
         try:
             process = await asyncio.create_subprocess_exec(
                 *self._launch.command,

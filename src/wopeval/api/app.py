@@ -21,6 +21,7 @@ from wopeval.api.routes import (
     health,
     host_routes,
     mcp,
+    model_proxy,
     run_diff,
     runs,
     tasks,
@@ -42,6 +43,7 @@ ROUTERS = (
     tasks.router,
     mcp.router,
     health.router,
+    model_proxy.router,
 )
 
 
@@ -80,7 +82,7 @@ def create_app(
         app.include_router(router, include_in_schema=_described(router, settings))
     error_handlers.install(app)
     openapi_errors.install(app)
-    # Invocations' MCP tokens are capabilities: never in a log line.
+    # Invocations' MCP and model-proxy tokens are capabilities: never in a log line.
     logging.getLogger("uvicorn.access").addFilter(mcp.REDACT_TOKENS)
     # Each one added wraps the ones before it: the version header goes on every answer,
     # and a refused body is refused before any route, credential check or parser runs.

@@ -82,19 +82,29 @@ class Target:
     data_dir: Path
     project: Path | None
     database_url: str | None
+    replay_model: bool = False
+    """`--replay-model`: the embedded host replays recorded model answers (docs/llm.md)."""
 
 
 @contextlib.contextmanager
 def connect(target: Target) -> Iterator[client.WireClient]:
     """A client on the remote host, or on an embedded one started (and stopped) here."""
     if target.url:
+        if target.replay_model:
+            raise CliError(
+                "--replay-model configures the embedded host; for the host at --url set "
+                'model_replay = "recorded" on the agent or WOPEVAL_EVAL_MODEL_REPLAY=true'
+            )
         if not target.api_key:
             raise CliError("--url needs --api-key (or WOPEVAL_API_KEY)")
         with client.WireClient(target.url, target.api_key) as host:
             yield host
         return
     settings = client.embedded_settings(
-        data_dir=target.data_dir, project=target.project, database_url=target.database_url
+        data_dir=target.data_dir,
+        project=target.project,
+        database_url=target.database_url,
+        replay_model=target.replay_model,
     )
     with client.embedded_client(settings, target.api_key, notify=_note) as host:
         yield host

@@ -11,7 +11,8 @@ from rich.table import Table
 from rich.text import Text
 
 from wopeval.cli._exit import ExitCode
-from wopeval.wire.summary import EvalSummary, TaskRegression, Verdict
+from wopeval.reports import cost_text
+from wopeval.wire.summary import EvalSummary, TaskRegression, TaskSummary, Verdict
 
 VERDICT_STYLES = {
     Verdict.REGRESSED: "bold red",
@@ -48,7 +49,8 @@ def task_table(summary: EvalSummary, *, title: str | None = None) -> Table:
     """Per task: baseline and candidate scores, delta, trials, misses and verdict.
 
     Without a baseline the table has the run's own columns only; the p-value and
-    flaky columns appear when the pairing has multi-trial tasks.
+    flaky columns appear when the pairing has multi-trial tasks, and a run whose
+    model calls were priced adds each task's mean latency and cost.
     """
     table = Table(title=title, title_justify="left", header_style="bold")
     table.add_column("Task", no_wrap=True)
@@ -70,12 +72,17 @@ def task_table(summary: EvalSummary, *, title: str | None = None) -> Table:
         if multi_trial:
             table.add_column("p", justify="right")
             table.add_column("Flaky", justify="center")
+    spend = summary.totalCostUsd is not None
+    if spend:
+        table.add_column("Latency", justify="right")
+        table.add_column("Cost", justify="right")
     for task in summary.tasks:
+        extra = _spend_cells(task) if spend else []
         trials = f"{task.passedTrials}/{task.trials}" if task.trials is not None else "—"
         misses = str(task.fixtureMissCount) if task.fixtureMissCount is not None else "—"
         passed = Text("yes", style="green") if task.passed else Text("no", style="red")
         if summary.regression is None:
-            table.add_row(task.taskId, score(task.score), trials, misses, passed)
+            table.add_row(task.taskId, score(task.score), trials, misses, passed, *extra)
             continue
         pair = paired.get(task.taskId)
         cells: list[RenderableType] = [
@@ -90,11 +97,13 @@ def task_table(summary: EvalSummary, *, title: str | None = None) -> Table:
         ]
         if multi_trial:
             cells += [p_value(pair.pValue if pair else None), flaky_text(pair)]
-        table.add_row(*cells)
+        table.add_row(*cells, *extra)
     if summary.regression is not None:
         for task_id in summary.regression.baselineOnlyTaskIds or []:
             blanks = ["—"] * (8 if multi_trial else 6)
-            table.add_row(task_id, *blanks[:6], Text("baseline only", style="dim"), *blanks[6:])
+            spent = ["—"] * (2 if spend else 0)
+            baseline_only = Text("baseline only", style="dim")
+            table.add_row(task_id, *blanks[:6], baseline_only, *blanks[6:], *spent)
     return table
 
 
@@ -106,6 +115,11 @@ def flaky_text(pair: TaskRegression | None) -> Text:
     if pair is None or pair.flaky is None:
         return Text("—", style="dim")
     return Text("flaky", style="yellow") if pair.flaky else Text("no", style="dim")
+
+
+def _spend_cells(task: TaskSummary) -> list[RenderableType]:
+    latency = f"{task.latencyMs} ms" if task.latencyMs is not None else "—"
+    return [latency, f"${cost_text(task.costUsd)}" if task.costUsd is not None else "—"]
 
 
 def verdict_counts(summary: EvalSummary) -> str:
@@ -155,6 +169,11 @@ def result_lines(
             )
         )
     rows.append(_line("Fixture misses", str(summary.fixtureMissCount)))
+    if summary.totalCostUsd is not None:
+        rows.append(_line("Cost", f"${cost_text(summary.totalCostUsd)} (model calls, all tasks)"))
+    latencies = [t.latencyMs for t in summary.tasks if t.latencyMs is not None]
+    if latencies:
+        rows.append(_line("Latency", f"slowest task {max(latencies)} ms (mean of its trials)"))
     if live_calls is not None:
         rows.append(_line("Live tool calls", str(live_calls)))
     if exit_code is not None:

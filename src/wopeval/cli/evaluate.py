@@ -79,6 +79,14 @@ def evaluate(
     strict: Annotated[
         bool, typer.Option("--strict", help="Exit 3 when the only differences are inconclusive.")
     ] = False,
+    replay_model: Annotated[
+        bool,
+        typer.Option(
+            "--replay-model",
+            help="With --from-run: serve the agent's model calls from the recorded run too "
+            "(the embedded host only; beyond RFC 0252, see docs/llm.md).",
+        ),
+    ] = False,
     junit: JunitOption = None,
     json_file: JsonFileOption = None,
     html: HtmlOption = None,
@@ -104,7 +112,7 @@ def evaluate(
         baseline_run_id=baseline,
         fixture_runs=fixture_runs,
     )
-    target = Target(url, api_key, data_dir, project, database_url)
+    target = Target(url, api_key, data_dir, project, database_url, replay_model)
     files = ReportFiles(junit=junit, json=json_file, html=html)
     code = guarded(lambda: run_eval(target, request, trials=trials, strict=strict, files=files))
     raise typer.Exit(code)

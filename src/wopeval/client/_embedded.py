@@ -177,9 +177,14 @@ def _describe(failures: list[BaseException]) -> str:
 
 
 def embedded_settings(
-    *, data_dir: Path, project: Path | None, database_url: str | None
+    *,
+    data_dir: Path,
+    project: Path | None,
+    database_url: str | None,
+    replay_model: bool = False,
 ) -> Settings:
-    """The settings `wopeval serve` would build from the same options (G14: built here)."""
+    """The settings `wopeval serve` would build from the same options (G14: built here);
+    `replay_model` makes every agent replay recorded model answers (`--replay-model`)."""
     # The embedded host binds loopback itself, whatever WOPEVAL_HOST says.
     overrides: dict[str, object] = {"data_dir": data_dir, "host": "127.0.0.1", "port": 0}
     if project is not None:
@@ -187,10 +192,14 @@ def embedded_settings(
     if database_url:
         overrides["database_url"] = database_url
     try:
-        return Settings(**overrides)  # type: ignore[arg-type]
+        settings = Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
         problems = "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in exc.errors())
         raise ClientError(f"invalid host settings: {problems}") from None
+    if replay_model:
+        features = settings.eval.model_copy(update={"model_replay": True})
+        settings = settings.model_copy(update={"eval": features})
+    return settings
 
 
 def configured_key(settings: Settings, api_key: str | None) -> str | None:
@@ -225,6 +234,12 @@ def embedded_client(
     except DatabaseInUse as in_use:
         owner = in_use.owner
     if owner is not None:
+        if settings.eval.model_replay:
+            raise ClientError(
+                f"{owner}: --replay-model configures the embedded host, which cannot start; "
+                'set model_replay = "recorded" on the agent, or WOPEVAL_EVAL_MODEL_REPLAY=true '
+                "for that host"
+            )
         with _owner_client(settings, api_key, owner, notify) as client:
             yield client
         return

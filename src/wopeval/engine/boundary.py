@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import JsonValue
 
@@ -19,6 +20,9 @@ from wopeval import evals
 from wopeval.engine.grants import InvocationGrants
 from wopeval.tools import ToolContext, ToolFailure, ToolRegistry
 from wopeval.wire.events import ToolStatus
+
+if TYPE_CHECKING:
+    from wopeval.engine.models import ModelServer
 
 ServedBy = Literal["live", "fixture"]
 
@@ -58,6 +62,7 @@ class LiveTransport:
         context: ToolContext,
         timeout: float,
         grants: InvocationGrants | None = None,
+        prices: Mapping[str, evals.ModelPrice] | None = None,
         *,
         enabled: bool = True,
     ) -> None:
@@ -65,7 +70,9 @@ class LiveTransport:
         self.context = context
         self._timeout = timeout
         self.grants = grants
-        """Where an invocation gets its MCP endpoint's capability (None: no endpoint)."""
+        """Where an invocation gets its endpoints' capability (None: no endpoint)."""
+        self.prices: Mapping[str, evals.ModelPrice] = prices or {}
+        """The project's model prices, for the cost of each live model exchange."""
         self._enabled = enabled
         """False on an offline host: no call reaches a live tool, every one fails closed."""
 
@@ -122,10 +129,11 @@ class FixtureServer:
 @dataclass(frozen=True)
 class Boundary:
     """Where an invocation's calls go: its fixtures first (in an eval task that has them),
-    else the live tools."""
+    else the live tools; under model replay, its model requests go to `models`."""
 
     live: LiveTransport
     fixtures: FixtureServer | None = None
+    models: ModelServer | None = None
 
     def served(self, call: ToolCall) -> ToolResult | None:
         return None if self.fixtures is None else self.fixtures.serve(call)

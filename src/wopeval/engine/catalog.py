@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
+from wopeval import evals
 from wopeval.agents import SCRIPTED_AGENT_ID, AgentRegistry, AgentSpec, ScriptedAgent
 from wopeval.engine.grading import CustomGrader
 from wopeval.tools import ToolRegistry
@@ -65,6 +66,8 @@ class Catalog:
     parsed_suites: ParsedSuites = field(default_factory=ParsedSuites)
     graders: dict[str, CustomGrader] = field(default_factory=dict)
     """The project's custom graders by id (seeded suites use none)."""
+    prices: dict[str, evals.ModelPrice] = field(default_factory=dict)
+    """The project's model price table (`[models."<id>"]`), by model id."""
 
     def add_grader(self, grader: CustomGrader) -> None:
         if grader.grader_id in self.graders:

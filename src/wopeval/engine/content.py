@@ -22,6 +22,7 @@ from wopeval.wire.task_detail import (
     ClosestEntry,
     GradeView,
     MissView,
+    ModelCallView,
     PathChange,
     TraceCall,
     TrialDetail,
@@ -89,14 +90,24 @@ def trial_view(stored: StoredTrial) -> TrialDetail:
         calls=calls,
         misses=[_miss_view(miss, detail["calls"], full) for miss in detail["misses"]],
         error=_error_view(detail.get("error"), full),
+        modelCalls=[_model_call_view(exchange, full) for exchange in detail.get("modelCalls", [])],
+        costUsd=detail.get("costUsd"),
         contentErased=stored.erased,
     )
 
 
 def reason_line(detail: dict[str, Any], full: bool) -> str:
-    """Why a trial failed, first cause first: a fixture miss (where the changed agent left
-    its recording; an agent that raises on the miss's error raised because of it), the
-    agent's exception, then the grade."""
+    """Why a trial failed, first cause first: a model replay miss or a fixture miss (where
+    the changed agent left its recording; an agent that raises on the miss's error raised
+    because of it), the agent's exception, then the grade."""
+    model_misses = [e for e in detail.get("modelCalls", []) if e["servedBy"] == "miss"]
+    if model_misses:
+        more = f" (and {len(model_misses) - 1} more)" if len(model_misses) > 1 else ""
+        first = model_misses[0]
+        return (
+            f"model replay miss: the source run made no request like model exchange "
+            f"{first['index']}{more}; nothing reached the model"
+        )
     misses = detail["misses"]
     if misses:
         first = misses[0]
@@ -138,6 +149,14 @@ def _call_view(call: dict[str, Any], full: bool) -> TraceCall:
         outcome=call.get("outcome") if full else None,
         error=error,
     )
+
+
+def _model_call_view(exchange: dict[str, Any], full: bool) -> ModelCallView:
+    keep = {key: value for key, value in exchange.items() if key not in ("request", "response")}
+    if full:
+        keep["request"] = exchange.get("request")
+        keep["response"] = exchange.get("response")
+    return ModelCallView(**keep)
 
 
 def _miss_view(miss: dict[str, Any], calls: list[dict[str, Any]], full: bool) -> MissView:

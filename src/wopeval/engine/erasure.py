@@ -3,7 +3,9 @@
 Erasing a run's tool content reaches every copy of it: the derived fixtures
 taken from the run, the eval runs that were served them (their own record of
 those calls), and replays of any of these. What is left is the shape of each
-call — tool, status, duration, `argsHash` — never its content.
+call — tool, status, duration, `argsHash` — never its content. The model
+exchanges go with it (their messages carry the tools' results): tokens,
+latency, cost and `requestHash` stay; requests and answers do not.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ async def erase_tool_content(uow: UnitOfWork, tenant: str, run_id: str) -> Erasu
             continue
         seen.add(current)
         calls += await uow.tool_calls.erase(current, at)
+        await uow.model_calls.erase(current, at)
         await _scrub_events(uow, current)
         await _scrub_trials(uow, current, at)
         pending.extend(await uow.derived_fixtures.takers(current))
@@ -70,6 +73,10 @@ async def _scrub_trials(uow: UnitOfWork, run_id: str, at: datetime) -> None:
             continue
         detail = dict(stored.detail)
         detail["calls"] = [_scrub_call(call) for call in detail["calls"]]
+        detail["modelCalls"] = [
+            {key: value for key, value in exchange.items() if key not in ("request", "response")}
+            for exchange in detail.get("modelCalls", [])
+        ]
         detail["misses"] = [
             {key: miss[key] for key in ("callIndex", "tool", "closestIndex", "consumedForTool")}
             for miss in detail["misses"]
@@ -90,7 +97,10 @@ async def purge_expired(store: Store, retention_days: int) -> Erasure:
     """Erase the tool content of every run that finished more than `retention_days` ago."""
     cutoff: datetime = now() - timedelta(days=retention_days)
     async with store.reading() as uow:
-        expired = await uow.tool_calls.run_ids_older_than(cutoff)
+        expired = sorted(
+            set(await uow.tool_calls.run_ids_older_than(cutoff))
+            | set(await uow.model_calls.run_ids_older_than(cutoff))
+        )
     total = Erasure(0, 0, 0)
     for run_id in expired:
         async with store.transaction() as uow:

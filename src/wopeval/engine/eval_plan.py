@@ -7,7 +7,7 @@ The order follows DESIGN.md §2: gates and field rules first, the run lookups
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -37,6 +37,8 @@ class TaskPlan:
     """The entries served to this task; None means every call runs live."""
     on_miss: OnMiss
     source_run_id: str | None = None
+    model_fixtures: tuple[evals.ModelFixture, ...] | None = None
+    """Model replay: the source's recorded answers; None means the model runs live."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,8 @@ class EvalPlan:
     """The project's custom graders the suite names, resolved at create."""
     alpha: float = evals.DEFAULT_ALPHA
     regression_verdict: bool = True
+    model_replay: bool = False
+    """Tasks with a fixture source also replay its model answers (docs/llm.md)."""
 
     def stored(self) -> dict[str, Any]:
         """What the run row keeps of the plan (derived entries live in their own table):
@@ -69,6 +73,7 @@ class EvalPlan:
             ),
             "alpha": self.alpha,
             "regressionVerdict": self.regression_verdict,
+            "modelReplay": self.model_replay,
         }
 
     def pairs(self) -> list[tuple[str, int]]:
@@ -95,9 +100,12 @@ class EvalPlan:
         """
         for task_plan in self.tasks:
             source = task_plan.source_run_id
-            if source is not None and not await uow.tool_calls.still_held(
-                source, self.agent.agent_id
-            ):
+            if source is None:
+                continue
+            held = await uow.tool_calls.still_held(source, self.agent.agent_id)
+            if task_plan.model_fixtures is not None:
+                held = held and await uow.model_calls.still_held(source, self.agent.agent_id)
+            if not held:
                 raise errors.ValidationFailed(UNUSABLE_SOURCE)
         await uow.derived_fixtures.store(eval_run_id, self.derived_copies())
 
@@ -107,6 +115,9 @@ class EvalPlan:
                 "task_id": plan.task.taskId,
                 "source_run_id": plan.source_run_id,
                 "entries": [e.model_dump(mode="json", exclude_unset=True) for e in plan.fixtures],
+                "model_entries": None
+                if plan.model_fixtures is None
+                else [fixture.to_json() for fixture in plan.model_fixtures],
             }
             for plan in self.tasks
             if plan.source_run_id is not None and plan.fixtures is not None
@@ -134,21 +145,29 @@ async def resolve_eval(
     if request.baselineRunId is not None:
         baseline = await load_baseline(uow, tenant, request.baselineRunId, suite.suiteId)
     derived: dict[str, tuple[str, list[ToolResponse]]] = {}
+    model_replay = agent.model_replay == "recorded" or features.model_replay
+    answers: dict[str, tuple[evals.ModelFixture, ...]] = {}
     for task_id, source in (request.fixtureRuns or {}).items():
         entries = await load_source(uow, tenant, source, agent.agent_id, features.fixture_errors)
         derived[task_id] = (source, entries)
+        if model_replay:
+            answers[task_id] = await load_model_answers(uow, source, agent.agent_id)
     return EvalPlan(
         suite=suite,
         suite_document=document,
         agent=agent,
         modes=modes,
-        tasks=tuple(_task_plan(suite, task, modes, derived) for task in suite.tasks),
+        tasks=tuple(
+            replace(plan, model_fixtures=answers.get(plan.task.taskId))
+            for plan in (_task_plan(suite, task, modes, derived) for task in suite.tasks)
+        ),
         baseline_run_id=request.baselineRunId,
         baseline_summary=baseline,
         fixture_runs=dict(request.fixtureRuns) if request.fixtureRuns is not None else None,
         graders={name: catalog.graders[name] for name in evals.graders_named(suite)},
         alpha=features.alpha,
         regression_verdict=features.regression_verdict,
+        model_replay=model_replay,
     )
 
 
@@ -172,11 +191,16 @@ def rebuild_plan(
         raise PlanUnavailable(f"agent {stored['agentId']!r} is not in this catalog")
     modes: tuple[EvalMode, ...] = tuple(stored["modes"])
     derived: dict[str, tuple[str, list[ToolResponse]]] = {}
+    answers: dict[str, tuple[evals.ModelFixture, ...]] = {}
     for copy in copies:
         if copy["entries"] is None:
             raise PlanUnavailable(f"the recorded fixtures of task {copy['task_id']!r} were erased")
         entries = [ToolResponse.model_validate(entry) for entry in copy["entries"]]
         derived[copy["task_id"]] = (copy["source_run_id"], entries)
+        if copy.get("model_entries") is not None:
+            answers[copy["task_id"]] = tuple(
+                evals.ModelFixture.from_json(entry) for entry in copy["model_entries"]
+            )
     missing = [name for name in evals.graders_named(suite) if name not in catalog.graders]
     if missing:
         raise PlanUnavailable(f"graders {missing} are not in this catalog")
@@ -186,13 +210,17 @@ def rebuild_plan(
         suite_document=document,
         agent=agent,
         modes=modes,
-        tasks=tuple(_task_plan(suite, task, modes, derived) for task in suite.tasks),
+        tasks=tuple(
+            replace(plan, model_fixtures=answers.get(plan.task.taskId))
+            for plan in (_task_plan(suite, task, modes, derived) for task in suite.tasks)
+        ),
         baseline_run_id=stored.get("baselineRunId"),
         baseline_summary=None if summary is None else EvalSummary.model_validate(summary),
         fixture_runs=stored.get("fixtureRuns"),
         graders={name: catalog.graders[name] for name in evals.graders_named(suite)},
         alpha=float(stored.get("alpha", evals.DEFAULT_ALPHA)),
         regression_verdict=bool(stored.get("regressionVerdict", True)),
+        model_replay=bool(stored.get("modelReplay", False)),
     )
 
 
@@ -344,3 +372,19 @@ async def load_source(
     ):
         raise errors.ValidationFailed(UNUSABLE_SOURCE)
     return evals.derive_fixtures(calls, agent_id)
+
+
+async def load_model_answers(
+    uow: UnitOfWork, run_id: str, agent_id: str
+) -> tuple[evals.ModelFixture, ...]:
+    """Model replay (beyond RFC 0252 UQ 5): the source's recorded answers, derived at create.
+
+    The source has already passed `load_source` (same tenant, usable). Its model
+    exchanges must still hold their content (`record_model` on, not erased), or it
+    is refused with the same uniform answer: a replay derived short would turn
+    recorded answers into misses.
+    """
+    exchanges, all_held = await uow.model_calls.held_exchanges(run_id, agent_id)
+    if not all_held:
+        raise errors.ValidationFailed(UNUSABLE_SOURCE)
+    return tuple(evals.derive_model_fixtures(exchanges, agent_id))

@@ -18,6 +18,7 @@ from wopeval.engine.control import RunControl
 from wopeval.engine.eval_plan import EvalPlan, TaskPlan
 from wopeval.engine.grading import grade_trial
 from wopeval.engine.invocation import Invocation, Where, run_invocation
+from wopeval.engine.models import ModelServer
 from wopeval.engine.outcome import Terminal
 from wopeval.engine.runlog import Journal, RunLog, Step
 from wopeval.engine.trial_detail import trial_row
@@ -54,19 +55,32 @@ async def run_eval(plan: EvalPlan, context: EvalContext) -> Terminal:
     )
 
 
-async def run_task(
-    plan: EvalPlan, task_plan: TaskPlan, context: EvalContext
-) -> list[evals.TrialOutcome]:
+Cursors = tuple[evals.FixtureCursor | None, evals.ModelReplayCursor | None]
+"""A task's consume-once state over its fixtures and its replayed model answers."""
+
+
+def task_cursors(task_plan: TaskPlan) -> Cursors:
+    """Fresh cursors for a task's trials (each trial resets them, RFC 0244 §D)."""
     cursor = None
     if task_plan.fixtures is not None:
         cursor = evals.FixtureCursor(task_plan.fixtures, task_plan.on_miss)
+    models = None
+    if task_plan.model_fixtures is not None:
+        models = evals.ModelReplayCursor(task_plan.model_fixtures)
+    return cursor, models
+
+
+async def run_task(
+    plan: EvalPlan, task_plan: TaskPlan, context: EvalContext
+) -> list[evals.TrialOutcome]:
+    cursors = task_cursors(task_plan)
     trials: list[evals.TrialOutcome] = []
     for trial in range(task_plan.trials):
         last = trial == task_plan.trials - 1
 
         async def attempt(trial: int = trial, last: bool = last) -> evals.TrialOutcome:
             journal = Journal(context.log)
-            outcome = await run_trial(plan, task_plan, trial, cursor, journal, context)
+            outcome = await run_trial(plan, task_plan, trial, cursors, journal, context)
             if last:
                 journal.emit(scored(plan, task_plan, [*trials, outcome]))
             await journal.flush()
@@ -80,20 +94,24 @@ async def run_trial(
     plan: EvalPlan,
     task_plan: TaskPlan,
     trial: int,
-    cursor: evals.FixtureCursor | None,
+    cursors: Cursors,
     journal: Journal,
     context: EvalContext,
 ) -> evals.TrialOutcome:
-    fixtures = None
+    cursor, model_cursor = cursors
+    fixtures = models = None
     if cursor is not None:
         # RFC 0244 §D: consumption resets at each trial.
         cursor.reset()
         fixtures = FixtureServer(cursor)
+    if model_cursor is not None:
+        model_cursor.reset()
+        models = ModelServer(model_cursor)
     invocation = Invocation(
         spec=plan.agent,
         input=task_plan.task.input,
         journal=journal,
-        boundary=Boundary(context.live, fixtures),
+        boundary=Boundary(context.live, fixtures, models),
         agents=context.agents,
         where=Where(context.log.run_id, task_plan.task.taskId, trial),
     )
@@ -101,7 +119,8 @@ async def run_trial(
     result = await run_invocation(invocation, source="run-api")
     latency = int((time.perf_counter() - started) * 1000)
     context.invoked.update(result.invoked_agents)
-    misses = cursor.miss_count if cursor is not None else 0
+    # A model request the source never made counts as a fixture miss (docs/llm.md).
+    misses = (cursor.miss_count if cursor is not None else 0) + result.models.misses
     grade = None
     if not result.failed:
         grade = await grade_trial(
@@ -121,7 +140,12 @@ async def run_trial(
             fixture_misses=misses,
         )
     )
-    return evals.TrialOutcome(passed=passed, latency_ms=latency, fixture_miss_count=misses)
+    return evals.TrialOutcome(
+        passed=passed,
+        latency_ms=latency,
+        fixture_miss_count=misses,
+        cost_usd=result.models.cost_usd(),
+    )
 
 
 def scored(
@@ -132,6 +156,7 @@ def scored(
         taskId=summary.taskId,
         score=summary.score,
         passed=summary.passed,
+        costUsd=summary.costUsd,
         latencyMs=summary.latencyMs,
         x_trials=summary.trials,
         x_passed_trials=summary.passedTrials,

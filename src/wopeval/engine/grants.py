@@ -1,9 +1,11 @@
-"""Capabilities for the MCP endpoint of running invocations (`/host/wopeval/mcp/{token}`).
+"""Capabilities for the endpoints of running invocations: MCP and the model proxy.
 
 An agent that runs outside the host (a process, a service) reaches its tools
-through an MCP endpoint the host serves for that one invocation. The token in
-its URL is the capability: 32 random bytes, bound to the invocation and its
-tenant, valid from the agent's first use until the invocation ends. It is
+through an MCP endpoint the host serves for that one invocation
+(`/host/wopeval/mcp/{token}`), and its model through a recording
+OpenAI-compatible proxy (`/host/wopeval/openai/{token}/v1`). The token in
+their URLs is the capability: 32 random bytes, bound to the invocation and
+its tenant, valid from the agent's first use until the invocation ends. It is
 never logged, never put on an event or in a record, and an ended or unknown
 token is refused exactly like a token of another tenant.
 """
@@ -18,6 +20,7 @@ if TYPE_CHECKING:
     from wopeval.engine.invocation import Invocation
 
 MCP_PATH = "/host/wopeval/mcp/"
+OPENAI_PATH = "/host/wopeval/openai/"
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +54,10 @@ class InvocationGrants:
 
     def url(self, token: str) -> str:
         return f"{self.base_url}{MCP_PATH}{token}"
+
+    def openai_base_url(self, token: str) -> str:
+        """The model proxy's base URL, as OpenAI clients take it (`OPENAI_BASE_URL`)."""
+        return f"{self.base_url}{OPENAI_PATH}{token}/v1"
 
     def __len__(self) -> int:
         return len(self._grants)

@@ -218,6 +218,7 @@ class Engine:
             context,
             self.settings.tool_timeout_seconds,
             self.grants,
+            self.catalog.prices,
             enabled=self.settings.live_tools,
         )
 

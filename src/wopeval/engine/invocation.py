@@ -11,9 +11,20 @@ from typing import Any, Literal
 from pydantic import JsonValue
 
 from wopeval import evals
-from wopeval.agents import AgentFailed, AgentRegistry, AgentSpec, ToolCallError
+from wopeval.agents import (
+    AgentFailed,
+    AgentRegistry,
+    AgentSpec,
+    LiveModelCall,
+    ModelAnswer,
+    ModelRequest,
+    ToolCallError,
+    ToolSpec,
+)
 from wopeval.engine import content
 from wopeval.engine.boundary import Boundary, ToolCall, ToolResult
+from wopeval.engine.grants import InvocationGrants
+from wopeval.engine.models import ModelLedger, ModelRecorder
 from wopeval.engine.runlog import Journal, RunClosed, now
 from wopeval.store import InvocationRow, ToolCallOutcome, ToolCallRow
 from wopeval.tools import Offered
@@ -34,6 +45,8 @@ class InvocationResult:
     executed: list[evals.ExecutedCall] = field(default_factory=list)
     fixture_misses: int = 0
     invoked_agents: set[str] = field(default_factory=set)
+    models: ModelLedger = field(default_factory=ModelLedger)
+    """The model exchanges of the invocation and its delegates."""
     error: dict[str, Any] | None = None
     """`{type, message, traceback, stderrTail?}` when the agent raised (host-only; see
     content.py); `stderrTail` is the end of a command-lane agent's stderr."""
@@ -65,6 +78,7 @@ class Invocation:
     )
     invocation_id: str = field(default_factory=ids.mint_local_id)
     _token: str | None = field(default=None, init=False, repr=False)
+    _models: ModelRecorder | None = field(default=None, init=False, repr=False)
 
     @property
     def agent_id(self) -> str:
@@ -73,16 +87,55 @@ class Invocation:
     @property
     def mcp_url(self) -> str:
         """This invocation's MCP endpoint; its capability is made on first use, ends with it."""
+        return self._grants().url(self._capability())
+
+    @property
+    def openai_base_url(self) -> str:
+        """This invocation's model proxy (`…/v1`), under the same capability as `mcp_url`."""
+        return self._grants().openai_base_url(self._capability())
+
+    @property
+    def openai_api_key(self) -> str:
+        return self._capability()
+
+    def _grants(self) -> InvocationGrants:
         grants = self.boundary.live.grants
         if grants is None:
-            raise RuntimeError("this host serves no MCP endpoint for its invocations")
+            raise RuntimeError("this host serves no endpoints for its invocations")
+        return grants
+
+    def _capability(self) -> str:
         if self._token is None:
-            self._token = grants.grant(self.boundary.live.context.tenant, self)
-        return grants.url(self._token)
+            self._token = self._grants().grant(self.boundary.live.context.tenant, self)
+        return self._token
 
     def offered(self) -> Offered:
         """The tools the agent may call through its MCP endpoint, with their schemas."""
         return self.boundary.live.registry.offered(self.spec.tools)
+
+    def tool_specs(self) -> list[ToolSpec]:
+        return [
+            ToolSpec(name, listing.description, listing.input_schema)
+            for name, listing in self.offered().tools
+        ]
+
+    @property
+    def models(self) -> ModelRecorder:
+        """The invocation's model boundary (the openai lane's and the model proxy's)."""
+        if self._models is None:
+            self._models = ModelRecorder(
+                spec=self.spec,
+                invocation_id=self.invocation_id,
+                is_delegate=self.is_delegate,
+                journal=self.journal,
+                ledger=self.shared.models,
+                prices=self.boundary.live.prices,
+                replay=self.boundary.models,
+            )
+        return self._models
+
+    async def call_model(self, request: ModelRequest, live: LiveModelCall) -> ModelAnswer:
+        return await self.models.call(request, live)
 
     def revoke(self) -> None:
         """End the MCP endpoint's capability: the invocation is over."""
@@ -220,14 +273,25 @@ async def run_invocation(invocation: Invocation, *, source: Source) -> Invocatio
         error = _raised(invocation, exc)
         _close(invocation, "failed", started, error)
         return InvocationResult(
-            None, True, shared.executed, shared.fixture_misses, shared.invoked_agents, error
+            None,
+            True,
+            shared.executed,
+            shared.fixture_misses,
+            shared.invoked_agents,
+            shared.models,
+            error,
         )
     finally:
         invocation.revoke()
     journal.emit(events.Decided(agentId=agent_id, decision=decision), node_id=invocation.node_id)
     _close(invocation, "completed", started, None)
     return InvocationResult(
-        decision, False, shared.executed, shared.fixture_misses, shared.invoked_agents
+        decision,
+        False,
+        shared.executed,
+        shared.fixture_misses,
+        shared.invoked_agents,
+        shared.models,
     )
 
 

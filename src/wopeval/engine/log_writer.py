@@ -60,6 +60,7 @@ class _Group:
     events: list[dict[str, Any]] = field(default_factory=list)
     calls: list[dict[str, Any]] = field(default_factory=list)
     outcomes: list[tuple[str, int, ToolCallOutcome]] = field(default_factory=list)
+    model_calls: list[dict[str, Any]] = field(default_factory=list)
     invocations: list[dict[str, Any]] = field(default_factory=list)
     trials: list[dict[str, Any]] = field(default_factory=list)
 
@@ -67,6 +68,7 @@ class _Group:
         await uow.events.append(self.events)
         await uow.tool_calls.append(self.calls)
         await uow.tool_calls.complete(self.outcomes)
+        await uow.model_calls.append(self.model_calls)
         await uow.invocations.append(self.invocations)
         await uow.trials.append(self.trials)
 
@@ -256,6 +258,7 @@ def _number(run_id: str, step: Step, first: int, group: _Group) -> None:
         if called.sequence is None:
             raise ValueError("an outcome must complete a call that has landed")
         group.outcomes.append((run_id, called.sequence, outcome))
+    group.model_calls.extend(row.to_row(run_id) for row in step.model_calls)
     group.invocations.extend(row.to_row(run_id) for row in step.invocations)
     group.trials.extend(row.to_row(run_id) for row in step.trials)
 

@@ -14,6 +14,16 @@ lane = "command"                   # a process per invocation: JSON on stdin, de
 command = ["python", "agent.py"]
 timeout_seconds = 120
 
+[[agents]]
+id = "support-llm"
+lane = "openai"                    # the host runs the tool loop (project_llm.py, docs/llm.md)
+model = "gpt-4.1-mini"
+tools = ["support:lookup"]
+
+[models."gpt-4.1-mini"]            # the price table: cost per task in the summary
+input_per_mtok = 0.40
+output_per_mtok = 1.60
+
 [[tools]]
 name = "support:lookup"
 kind = "python"
@@ -65,12 +75,22 @@ from wopeval.agents import (
     AgentSpec,
     CommandAgent,
     HttpAgent,
+    OpenAIAgent,
     ProcessLaunch,
     PythonAgent,
     ScriptedAgent,
+    function_names,
 )
 from wopeval.engine.catalog import Catalog, GlobalSuite
 from wopeval.engine.grading import DEFAULT_GRADER_TIMEOUT_SECONDS, CustomGrader
+from wopeval.engine.project_llm import (
+    LlmFields,
+    ModelPriceEntry,
+    check_lane_fields,
+    model_upstream,
+    openai_lane,
+    prices,
+)
 from wopeval.tools import (
     Credential,
     HttpTool,
@@ -105,9 +125,9 @@ class CredentialEntry(_Closed):
     value: str | None = None
 
 
-class AgentEntry(_Closed):
+class AgentEntry(LlmFields):
     id: str
-    lane: Literal["scripted", "python", "command", "http"]
+    lane: Literal["scripted", "python", "command", "http", "openai"]
     callable: str | None = None
     command: list[str] | None = None
     cwd: str | None = None
@@ -191,6 +211,7 @@ class ProjectFile(_Closed):
     graders: list[GraderEntry] = Field(default_factory=list)
     mcp_servers: list[McpServerEntry] = Field(default_factory=list)
     evals: list[EvalEntry] = Field(default_factory=list)
+    models: dict[str, ModelPriceEntry] = Field(default_factory=dict)
     workflows: list[str] = Field(default_factory=list)
     suites: list[str] = Field(default_factory=list)
 
@@ -232,6 +253,7 @@ def load_project(
             function = load_callable(grader.callable)
             catalog.add_grader(CustomGrader(grader.id, function, grader.timeout_seconds))
         servers = [_mcp_server(entry, directory, tool_timeout) for entry in project.mcp_servers]
+        catalog.prices.update(prices(project.models))
     except (ValueError, ImportError) as exc:
         raise ProjectError(f"{manifest}: {exc}") from exc
     for path in _expand(directory, project.workflows):
@@ -271,9 +293,22 @@ def _check_allowlist(agent: AgentSpec, registry: ToolRegistry) -> None:
     for pattern in agent.tools or ():
         if not registry.matching(pattern):
             raise ProjectError(f"agent {agent.agent_id!r}: `tools` entry {pattern!r} names no tool")
+    if agent.lane == "openai":
+        try:
+            function_names(sorted(registry.offered(agent.tools).names()))
+        except ValueError as exc:
+            raise ProjectError(f"agent {agent.agent_id!r}: {exc}") from exc
 
 
 def _agent(entry: AgentEntry, directory: Path, http: httpx.AsyncClient) -> AgentSpec:
+    where = f"agent {entry.id!r}"
+    check_lane_fields(where, entry.lane, entry)
+    tools = tuple(entry.tools) if entry.tools is not None else None
+    if entry.lane == "openai" and tools is None:
+        tools = ()  # a model is offered the tools it is given, not every tool of the host
+    upstream = None
+    if entry.lane in ("python", "command", "http"):
+        upstream = model_upstream(where, entry, entry.timeout_seconds)
     return AgentSpec(
         entry.id,
         _lane(entry, directory, http),
@@ -281,7 +316,10 @@ def _agent(entry: AgentEntry, directory: Path, http: httpx.AsyncClient) -> Agent
         record=entry.record,
         wire_content=entry.wire_content,
         description=entry.description,
-        tools=tuple(entry.tools) if entry.tools is not None else None,
+        tools=tools,
+        record_model=entry.record_model,
+        model_replay=entry.model_replay,
+        model_upstream=upstream,
     )
 
 
@@ -310,6 +348,8 @@ def _lane(entry: AgentEntry, directory: Path, http: httpx.AsyncClient) -> Agent:
             entry.timeout_seconds,
             lambda: {credential.header: credential.render()},
         )
+    if entry.lane == "openai":
+        return OpenAIAgent(openai_lane(where, entry, directory, entry.timeout_seconds))
     return ScriptedAgent()
 
 

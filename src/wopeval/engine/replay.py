@@ -60,6 +60,7 @@ async def replay(uow: UnitOfWork, principal: Principal, source: RunRecord) -> Ru
         uow, record, [_reemit(doc, run_id) for doc in await uow.events.all_docs(source.run_id)]
     )
     await uow.tool_calls.copy(source.run_id, run_id)
+    await uow.model_calls.copy(source.run_id, run_id)
     await uow.invocations.copy(source.run_id, run_id)
     await uow.trials.copy(source.run_id, run_id)
     await copy_derived(uow.derived_fixtures, source.run_id, run_id)

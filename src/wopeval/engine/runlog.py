@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from wopeval.store import InvocationRow, ToolCallOutcome, ToolCallRow, TrialRow
+from wopeval.store import InvocationRow, ModelCallRow, ToolCallOutcome, ToolCallRow, TrialRow
 from wopeval.wire import events, ids
 from wopeval.wire.runs import RunStatus
 
@@ -64,11 +64,12 @@ class Staged:
 @dataclass
 class Step:
     """What lands together: events, the tool records keyed to them, outcomes of earlier
-    calls, and the invocations and eval trials that ended."""
+    calls, model exchanges, and the invocations and eval trials that ended."""
 
     staged: list[Staged] = field(default_factory=list)
     calls: list[tuple[Staged, ToolCallRow]] = field(default_factory=list)
     outcomes: list[tuple[Staged, ToolCallOutcome]] = field(default_factory=list)
+    model_calls: list[ModelCallRow] = field(default_factory=list)
     invocations: list[InvocationRow] = field(default_factory=list)
     trials: list[TrialRow] = field(default_factory=list)
 
@@ -91,6 +92,7 @@ class Step:
         self.staged.extend(other.staged)
         self.calls.extend(other.calls)
         self.outcomes.extend(other.outcomes)
+        self.model_calls.extend(other.model_calls)
         self.invocations.extend(other.invocations)
         self.trials.extend(other.trials)
 
@@ -214,6 +216,9 @@ class Journal:
 
     def complete_call(self, called: Staged, outcome: ToolCallOutcome) -> None:
         self._step.complete_call(called, outcome)
+
+    def record_model_call(self, row: ModelCallRow) -> None:
+        self._step.model_calls.append(row)
 
     def record_invocation(self, row: InvocationRow) -> None:
         self._step.invocations.append(row)

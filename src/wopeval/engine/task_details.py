@@ -110,7 +110,11 @@ def _line(
             score=passed_so_far / len(trials) if trials else 0.0,
             trials=len(trials),
             passedTrials=passed_so_far,
-            fixtureMissCount=sum(len(trial.detail["misses"]) for trial in trials),
+            fixtureMissCount=sum(
+                len(trial.detail["misses"])
+                + sum(e["servedBy"] == "miss" for e in trial.detail.get("modelCalls", []))
+                for trial in trials
+            ),
             reason=reason,
         )
     return TaskLine(
@@ -121,6 +125,7 @@ def _line(
         trials=scored.get("x-trials", len(trials)),
         passedTrials=scored.get("x-passedTrials", sum(trial.passed for trial in trials)),
         fixtureMissCount=scored.get("x-fixtureMissCount", 0),
+        costUsd=scored.get("costUsd"),
         latencyMs=scored.get("latencyMs"),
         verdict=verdict.get("verdict"),
         pValue=verdict.get("pValue"),

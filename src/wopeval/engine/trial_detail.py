@@ -1,4 +1,5 @@
-"""One eval trial's detail as the host keeps it: decision, expectation, grade, trace, misses.
+"""One eval trial's detail as the host keeps it: decision, expectation, grade, trace, misses,
+and the model exchanges with their tokens, latency and cost.
 
 Kept whole in the host's store (`task_trials`); `content.trial_view` decides
 what of it a caller sees. Nothing here enters the `EvalSummary` or an `eval.*`
@@ -44,6 +45,10 @@ def trial_row(
             if call.miss is not None
         ],
         "error": result.error,
+        "modelCalls": [
+            {"index": index, **exchange} for index, exchange in enumerate(result.models.exchanges)
+        ],
+        "costUsd": result.models.cost_usd(),
     }
     if not result.failed:
         detail["decision"] = result.decision

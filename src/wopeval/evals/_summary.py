@@ -1,9 +1,10 @@
 """The EvalSummary of a run, and its regression block (RFC 0081 §C; RFC 0251 §D).
 
 Per task: score = passed trials / trials, `passed` by the task's pass policy,
-`latencyMs` the mean trial latency. The run: `aggregateScore` the mean task
-score, `passed` when it reaches `thresholds.passScore` and the declared cost and
-p95-latency bars hold. Without `passScore` the host bar is 1.0: every task must
+`latencyMs` the mean trial latency, `costUsd` the cost of all its trials. The
+run: `aggregateScore` the mean task score, `totalCostUsd` the cost of every
+trial, `passed` when it reaches `thresholds.passScore` and the declared cost
+and p95-latency bars hold. Without `passScore` the host bar is 1.0: every task must
 pass (a suite that wants less says so).
 """
 
@@ -65,10 +66,12 @@ def summarise_task(suite: Suite, task: Task, trials: Sequence[TrialOutcome]) -> 
     if not trials:
         raise ValueError(f"no trial outcomes for task {task.taskId!r}")
     results = [o.passed for o in trials]
+    costs = [o.cost_usd for o in trials if o.cost_usd is not None]
     return TaskSummary(
         taskId=task.taskId,
         score=sum(results) / len(results),
         passed=trials_pass(effective_policy(suite, task), results),
+        costUsd=math.fsum(costs) if costs else None,
         latencyMs=round(math.fsum(o.latency_ms for o in trials) / len(trials)),
         trials=len(trials),
         passedTrials=sum(results),

@@ -20,7 +20,7 @@ from wopeval.reports._why import (
     trace_rows,
 )
 from wopeval.reports.html import RunFacts, html_report
-from wopeval.reports.junit import junit_xml
+from wopeval.reports.junit import cost_text, junit_xml
 
 __all__ = [
     "SERVED_LABELS",
@@ -30,6 +30,7 @@ __all__ = [
     "TraceRow",
     "actual_text",
     "change_rows",
+    "cost_text",
     "cut",
     "decisions_text",
     "detail_text",

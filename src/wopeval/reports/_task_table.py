@@ -4,7 +4,8 @@ Each task is a `<tbody>` of its own — the row, then (when the host's details
 were read) a row holding its `<details>` drill-down — so sorting moves a task
 and its drill-down together. The p-value and flaky columns appear when the
 pairing has multi-trial figures; the reason column when the host's task routes
-answered. `data-sort` holds a cell's sort key (blank for "—", sorted last).
+answered; each task's mean latency and (for priced model calls) cost always.
+`data-sort` holds a cell's sort key (blank for "—", sorted last).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from html import escape
 
 from wopeval.reports._drilldown import drilldown
 from wopeval.reports._why import RunWhy, paired
+from wopeval.reports.junit import cost_text
 from wopeval.wire.summary import EvalSummary, TaskRegression, TaskSummary
 
 CONTROLS = (
@@ -33,6 +35,7 @@ def tasks_section(summary: EvalSummary, why: RunWhy | None) -> str:
     head = ["Task", "Baseline", "Candidate", "Δ", "Trials", "Misses", "Passed", "Verdict"]
     if multi_trial:
         head += ["p", "Flaky"]
+    head += ["Latency", "Cost"]
     if why is not None:
         head.append("Reason")
     groups = [
@@ -73,6 +76,9 @@ def _task(
         cells.append(_number(pair.pValue if pair else None, "{:.3g}"))
         flaky = "" if pair is None or pair.flaky is None else ("yes" if pair.flaky else "no")
         cells.append((flaky or "—", flaky))
+    cells.append(_number(task.latencyMs, "{} ms"))
+    cost = task.costUsd
+    cells.append(("—", "") if cost is None else (f"${cost_text(cost)}", repr(cost)))
     tds = "".join(f'<td data-sort="{escape(key)}">{escape(shown)}</td>' for shown, key in cells)
     line = why.line(task.taskId) if why is not None else None
     if why is not None:

@@ -20,6 +20,7 @@ from wopeval.reports._assets import CONTENT_SECURITY_POLICY, CSS, SCRIPT
 from wopeval.reports._svg import Bar, delta_chart, rate_chart
 from wopeval.reports._task_table import tasks_section, trials_text
 from wopeval.reports._why import RunWhy, paired
+from wopeval.reports.junit import cost_text
 from wopeval.wire.summary import EvalSummary
 
 
@@ -101,6 +102,11 @@ def _summary_section(summary: EvalSummary) -> str:
         ("Thresholds", "passed" if summary.passed else "failed"),
         ("Fixture misses", str(summary.fixtureMissCount)),
     ]
+    if summary.totalCostUsd is not None:
+        cards.append(("Total cost", f"${cost_text(summary.totalCostUsd)}"))
+    latencies = [t.latencyMs for t in summary.tasks if t.latencyMs is not None]
+    if latencies:
+        cards.append(("Slowest task", f"{max(latencies)} ms"))
     regression = summary.regression
     if regression is not None:
         cards.append(("Δ aggregate", f"{regression.scoreDelta:+.2f}"))

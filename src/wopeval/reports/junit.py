@@ -6,13 +6,16 @@ testcase`): one `testsuite` per run, one `testcase` per task the run scored,
 baseline, carries a `<failure>`; a task whose only news is an inconclusive
 difference is `<skipped>` (a CI server shows it without failing the build).
 `errors` is always 0: an eval that hit an infrastructure error produces no
-summary, hence no report (exit code 4).
+summary, hence no report (exit code 4). A testcase's `time` is its trials'
+wall time; a run whose model calls were priced adds `totalCostUsd` to the
+properties.
 
 With the host's task details (`RunWhy`), a failure's `message` is the host's
 reason line (a regression's adds the score movement), its body the expected /
 actual diff and the tool trace, and the testcase's `<system-out>` the decision.
 Without them (a host that serves no task routes) the message names the score
-and the verdict only.
+and the verdict only. A task's cost and mean latency, where priced, join its
+`<system-out>`.
 """
 
 from __future__ import annotations
@@ -87,6 +90,8 @@ def _properties(summary: EvalSummary, run_id: str | None) -> dict[str, str]:
         "passed": str(summary.passed).lower(),
         "fixtureMissCount": str(summary.fixtureMissCount),
     }
+    if summary.totalCostUsd is not None:
+        props["totalCostUsd"] = cost_text(summary.totalCostUsd)
     if run_id:
         props["runId"] = run_id
     regression = summary.regression
@@ -139,8 +144,11 @@ def _testcase(
         _child(case, "failure", {"type": "failed", "message": message}, body)
     elif pair is not None and pair.verdict is Verdict.INCONCLUSIVE:
         _child(case, "skipped", {"message": f"inconclusive: {_movement(pair)}"}, body)
-    if why.detail is not None:
-        _child(case, "system-out", {}, decisions_text(why.detail))
+    out = [] if why.detail is None else [decisions_text(why.detail)]
+    if task.costUsd is not None:
+        out += _spend(task)
+    if out:
+        _child(case, "system-out", {}, "\n".join(out))
     return case
 
 
@@ -158,6 +166,20 @@ def _xml_safe(text: str) -> str:
     return _NOT_XML.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
 
 
+def cost_text(value: float) -> str:
+    """USD with enough digits for a model call's fraction of a cent."""
+    return f"{value:.6f}"
+
+
+def _spend(task: TaskSummary) -> list[str]:
+    lines = []
+    if task.costUsd is not None:
+        lines.append(f"cost: ${cost_text(task.costUsd)}")
+    if task.latencyMs is not None:
+        lines.append(f"latency: {task.latencyMs} ms (mean of its trials)")
+    return lines
+
+
 def _movement(pair: TaskRegression) -> str:
     text = f"score {pair.baselineScore:.2f} -> {pair.score:.2f}, delta {pair.delta:+.2f}"
     if pair.pValue is not None:
@@ -172,6 +194,7 @@ def _body(task: TaskSummary, pair: TaskRegression | None, why: _Why) -> str:
         lines.append(f"trials passed: {task.passedTrials}/{task.trials}")
     if task.fixtureMissCount is not None:
         lines.append(f"fixture misses: {task.fixtureMissCount}")
+    lines.extend(_spend(task))
     if pair is not None:
         lines.append(f"verdict: {pair.verdict.value}")
         lines.append(f"baseline score: {pair.baselineScore:.2f}")

@@ -19,6 +19,7 @@ from wopeval.store._details import (
 )
 from wopeval.store._events import EVENTS_PAGE_SIZE, EventsRepo, StoredEvent
 from wopeval.store._idempotency import IDEMPOTENCY_RETENTION, IdempotencyRecord, IdempotencyRepo
+from wopeval.store._model_calls import ModelCallRow, ModelCallsRepo, ModelVia
 from wopeval.store._runs import (
     RUN_CHANNEL,
     LockedRun,
@@ -84,6 +85,10 @@ class UnitOfWork:
         return TrialsRepo(self.connection)
 
     @property
+    def model_calls(self) -> ModelCallsRepo:
+        return ModelCallsRepo(self.connection)
+
+    @property
     def idempotency(self) -> IdempotencyRepo:
         return IdempotencyRepo(self.connection)
 
@@ -136,6 +141,9 @@ __all__ = [
     "Lease",
     "LeaseHeld",
     "LockedRun",
+    "ModelCallRow",
+    "ModelCallsRepo",
+    "ModelVia",
     "RunRecord",
     "RunsRepo",
     "Store",

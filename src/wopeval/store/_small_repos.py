@@ -137,6 +137,7 @@ class DerivedFixturesRepo:
                 derived_fixtures.c.task_id,
                 derived_fixtures.c.source_run_id,
                 derived_fixtures.c.entries,
+                derived_fixtures.c.model_entries,
                 derived_fixtures.c.erased_at,
             ).where(derived_fixtures.c.eval_run_id == eval_run_id)
         )
@@ -160,7 +161,7 @@ class DerivedFixturesRepo:
                     derived_fixtures.c.erased_at.is_(None),
                 )
             )
-            .values(entries=None, erased_at=at)
+            .values(entries=None, model_entries=None, erased_at=at)
         )
         return int(result.rowcount or 0)
 

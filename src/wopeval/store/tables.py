@@ -8,6 +8,7 @@ from sqlalchemy import (
     Boolean,
     Column,
     DateTime,
+    Float,
     Index,
     Integer,
     MetaData,
@@ -118,6 +119,36 @@ invocations = Table(
     Column("tools_digest", String(71), nullable=True),
 )
 
+model_calls = Table(
+    "model_calls",
+    metadata,
+    # One row per model exchange of an invocation (the openai lane or the model proxy).
+    Column("run_id", String(300), primary_key=True),
+    Column("invocation_id", String(64), primary_key=True),
+    Column("ordinal", Integer, primary_key=True),
+    Column("agent_id", String(128), nullable=False),
+    Column("is_delegate", Boolean, nullable=False),
+    Column("via", String(8), nullable=False),
+    Column("served_by", String(8), nullable=False),
+    Column("status", String(8), nullable=False),
+    Column("request_hash", String(71), nullable=False),
+    Column("model", String(256), nullable=True),
+    Column("response_model", String(256), nullable=True),
+    Column("stream", Boolean, nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("latency_ms", Integer, nullable=False),
+    Column("prompt_tokens", Integer, nullable=True),
+    Column("completion_tokens", Integer, nullable=True),
+    Column("cost_usd", Float, nullable=True),
+    Column("at", DateTime(timezone=True), nullable=False),
+    Column("recorded", Boolean, nullable=False),
+    # Content columns (never the API key): nulled by erasure and retention.
+    Column("request", JSON, nullable=True),
+    Column("response", JSON, nullable=True),
+    Column("error", JSON, nullable=True),
+    Column("erased_at", DateTime(timezone=True), nullable=True),
+)
+
 task_trials = Table(
     "task_trials",
     metadata,
@@ -142,6 +173,8 @@ derived_fixtures = Table(
     Column("task_id", String(128), primary_key=True),
     Column("source_run_id", String(300), nullable=False),
     Column("entries", JSON, nullable=True),
+    # Recorded model answers for model replay (`model_replay = "recorded"`); null otherwise.
+    Column("model_entries", JSON, nullable=True),
     Column("erased_at", DateTime(timezone=True), nullable=True),
     Index("ix_derived_fixtures_source", "source_run_id"),
 )

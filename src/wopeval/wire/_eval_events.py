@@ -38,6 +38,8 @@ class EvalScored(Payload):
     """0..1."""
     passed: bool
     """Whether the task passed under its pass policy."""
+    costUsd: float | None = Field(default=None, ge=0)
+    """RFC 0081 §C: what the task's model calls cost, over all its trials."""
     latencyMs: int | None = Field(default=None, ge=0)
     """Mean wall time of the task's trials."""
     x_trials: int | None = Field(default=None, alias="x-trials")

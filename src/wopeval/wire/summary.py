@@ -42,6 +42,9 @@ class TaskSummary(_Closed):
     """RFC 0081 §C: 0..1; here passed trials / trials."""
     passed: bool
     """RFC 0081 §C: the task's result under its pass policy."""
+    costUsd: float | None = Field(default=None, ge=0)
+    """RFC 0081 §C: what the task's model calls cost over all its trials (the project's
+    price table); absent when none was priced."""
     latencyMs: int | None = Field(default=None, ge=0)
     """RFC 0081 §C: mean wall time of the task's trials."""
     trials: int | None = Field(default=None, ge=1)

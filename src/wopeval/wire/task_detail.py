@@ -99,6 +99,45 @@ class AgentErrorView(_Shape):
     """The end of a command-lane agent's stderr (`full` only)."""
 
 
+class ModelCallView(_Shape):
+    index: int
+    """Position of the exchange among the trial's model exchanges, from 0."""
+    agentId: str
+    """The agent that asked (the eval's agent, or a delegate)."""
+    delegate: bool
+    """Asked by a delegate of the agent (not replayed)."""
+    via: Literal["lane", "proxy"]
+    """The openai lane's own loop, or the agent's model proxy."""
+    servedBy: Literal["live", "replay", "miss"]
+    """The upstream answered, a recorded answer was replayed, or no recording matched."""
+    status: Literal["ok", "error"]
+    """Whether the exchange ended in an answer."""
+    model: str | None = None
+    """The model the request named."""
+    responseModel: str | None = None
+    """The model id the answer reported."""
+    stream: bool
+    """The request asked for streamed deltas."""
+    attempts: int
+    """Requests sent upstream for it (retries included); 0 when none was."""
+    latencyMs: int
+    """Wall time of the exchange, retries included."""
+    promptTokens: int | None = None
+    """Input tokens the answer reported."""
+    completionTokens: int | None = None
+    """Output tokens the answer reported."""
+    costUsd: float | None = None
+    """At the project's price table; absent for a replayed answer or an unpriced model."""
+    requestHash: str
+    """`sha256:` + hex of the JCS request without its transport keys (what replay matches)."""
+    request: AnyJson | None = None
+    """The request as sent: messages, tools, parameters (`full`; never the API key)."""
+    response: AnyJson | None = None
+    """The normalised answer: content, tool calls, finish reason, usage (`full`)."""
+    error: dict[str, AnyJson] | None = None
+    """Why it failed: the reason, the HTTP status and the error's type and code."""
+
+
 class TrialDetail(_Shape):
     trial: int
     """The trial number, from 0."""
@@ -122,6 +161,10 @@ class TrialDetail(_Shape):
     """Every fixture miss, with the closest recording."""
     error: AgentErrorView | None = None
     """The exception the agent raised, if it did."""
+    modelCalls: list[ModelCallView] = []
+    """Every model exchange of the trial, in order (the openai lane and the model proxy)."""
+    costUsd: float | None = None
+    """What the trial's live model exchanges cost (the project's price table)."""
     contentErased: bool = False
     """The tool content of this trial was erased (RFC 0252 erasure)."""
 
@@ -140,7 +183,9 @@ class TaskLine(_Shape):
     passedTrials: int
     """Trials that passed."""
     fixtureMissCount: int
-    """Fixture misses over all trials."""
+    """Fixture misses over all trials (model replay misses included)."""
+    costUsd: float | None = None
+    """What the task's model exchanges cost over all its trials."""
     latencyMs: int | None = None
     """Mean trial latency."""
     verdict: str | None = None

@@ -23,10 +23,9 @@ from dataclasses import dataclass, field
 
 from pydantic import JsonValue
 
-from wopeval import evals
 from wopeval.engine.boundary import Boundary
 from wopeval.engine.eval_plan import EvalPlan, PlanUnavailable, TaskPlan
-from wopeval.engine.eval_runner import EvalContext, run_trial
+from wopeval.engine.eval_runner import EvalContext, run_trial, task_cursors
 from wopeval.engine.host import Engine
 from wopeval.engine.outcome import RunFailure, Terminal
 from wopeval.engine.runlog import Journal, RunClosed, RunLog
@@ -120,9 +119,7 @@ class Runtime:
         self, plan: EvalPlan, task_plan: TaskPlan, trials: list[int], context: EvalContext
     ) -> bool:
         """Run one task's trials in order; False when the worker began to stop first."""
-        cursor = None
-        if task_plan.fixtures is not None:
-            cursor = evals.FixtureCursor(task_plan.fixtures, task_plan.on_miss)
+        cursors = task_cursors(task_plan)
         for trial in trials:
             if self.draining.is_set():
                 return False
@@ -130,7 +127,7 @@ class Runtime:
             async def attempt(trial: int = trial) -> None:
                 async with self.gate:
                     journal = Journal(context.log)
-                    await run_trial(plan, task_plan, trial, cursor, journal, context)
+                    await run_trial(plan, task_plan, trial, cursors, journal, context)
                     await journal.flush()
 
             await context.control.unit(attempt)

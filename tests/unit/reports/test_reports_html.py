@@ -148,3 +148,19 @@ def test_the_p_value_and_flaky_columns_appear_with_multi_trial_pairs() -> None:
         evals.with_regression(_why_summary({"wrong": 0}), "t/0", _why_summary({"wrong": 1}))
     )
     assert "<th>p</th>" not in single
+
+
+def test_each_task_shows_its_latency_and_cost_and_the_run_its_total() -> None:
+    plain = _summary(1, {"a": 1, "b": 0})
+    priced = plain.model_copy(
+        update={
+            "totalCostUsd": 0.25,
+            "tasks": [t.model_copy(update={"costUsd": 0.125}) for t in plain.tasks],
+        }
+    )
+    html = _html(priced)
+    assert "<th>Latency</th><th>Cost</th>" in html
+    cell = r'<td data-sort="[^"]*">'
+    assert re.search(rf'data-task-id="a".*?{cell}3 ms</td>{cell}\$0\.125000</td>', html)
+    assert 'Total cost</div><div class="v">$0.250000' in html
+    assert "Total cost" not in _html(plain)

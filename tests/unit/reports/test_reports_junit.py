@@ -138,3 +138,20 @@ def test_a_regression_message_holds_the_reason_and_the_movement() -> None:
     assert failure.get("message") == (
         f"regressed: {WRONG_REASON} (score 1.00 -> 0.00, delta -1.00)"
     )
+
+
+def test_priced_model_calls_add_the_cost_and_latency_of_each_task() -> None:
+    outcomes = {
+        t: [evals.TrialOutcome(passed=True, latency_ms=120, cost_usd=0.0015)] * 2 for t in TASKS
+    }
+    xml = junit_xml(evals.summarise(_suite(), outcomes))
+    props = {p.get("name"): p.get("value") for p in ET.fromstring(xml).iter("property")}
+    assert props["totalCostUsd"] == "0.012000"  # 4 tasks × 2 trials × $0.0015
+    cases = _cases(xml)
+    assert (
+        cases["same"].findtext("system-out")
+        == "cost: $0.003000\nlatency: 120 ms (mean of its trials)"
+    )
+    unpriced = junit_xml(_summary(CAND))
+    assert "totalCostUsd" not in unpriced
+    assert "system-out" not in unpriced

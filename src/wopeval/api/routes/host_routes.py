@@ -69,11 +69,13 @@ async def get_suite(ref: str, principal: PrincipalDep, host: HostDep) -> JSONRes
 
 @router.get("/runs/{runId}/live-calls", operation_id="wopevalCountLiveCalls")
 async def count_live_calls(runId: str, principal: PrincipalDep, host: HostDep) -> JSONResponse:
-    """How many of the run's tool calls reached a live tool (a replay should show 0)."""
+    """How many of the run's tool calls reached a live tool (a replay should show 0), and how
+    many model exchanges reached an upstream model (0 under model replay)."""
     record = await host.engine.get_run(principal, path_run_id(runId, principal))
     async with host.store.reading() as uow:
         live = await uow.tool_calls.count_live(record.run_id)
-    return JSONResponse({"runId": record.run_id, "liveCalls": live})
+        models = await uow.model_calls.count_live(record.run_id)
+    return JSONResponse({"runId": record.run_id, "liveCalls": live, "liveModelCalls": models})
 
 
 def _listing(

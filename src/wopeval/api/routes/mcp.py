@@ -30,7 +30,7 @@ from starlette.types import Receive, Scope, Send
 
 from wopeval.agents import ToolCallError
 from wopeval.api.deps import HostDep
-from wopeval.engine.grants import MCP_PATH
+from wopeval.engine.grants import MCP_PATH, OPENAI_PATH
 from wopeval.engine.invocation import Invocation
 from wopeval.engine.runlog import RunClosed
 from wopeval.tools.mcp import McpTool
@@ -148,15 +148,15 @@ def _error(error: dict[str, Any]) -> mcp_types.CallToolResult:
 
 
 class RedactTokens(logging.Filter):
-    """Keeps MCP capability tokens out of the access log: the path is logged without it."""
+    """Keeps capability tokens (MCP endpoint, model proxy) out of the access log: the path
+    is logged without them."""
 
-    _token = re.compile(re.escape(MCP_PATH) + r"[^/?\s\"]+")
+    _token = re.compile("(" + re.escape(MCP_PATH) + "|" + re.escape(OPENAI_PATH) + r")[^/?\s\"]+")
 
     def filter(self, record: logging.LogRecord) -> bool:
         if isinstance(record.args, tuple):
             record.args = tuple(
-                self._token.sub(MCP_PATH + "…", arg) if isinstance(arg, str) else arg
-                for arg in record.args
+                self._token.sub(r"\1…", arg) if isinstance(arg, str) else arg for arg in record.args
             )
         return True
 

@@ -1,0 +1,150 @@
+"""Recorded model exchanges: the model boundary, recorded beside the tool boundary.
+
+One row per exchange of an invocation with its model — through the openai
+lane or the model proxy — with the request as sent (never the API key), the
+normalised answer, usage, latency and cost. Content columns are erased with
+the run's tool content (the messages carry the tools' results).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import JsonValue
+from sqlalchemy import and_, func, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from wopeval.evals import ModelServedBy, RecordedExchange
+from wopeval.store.tables import model_calls, runs
+
+ModelVia = Literal["lane", "proxy"]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCallRow:
+    """One model exchange as the host executed it (or served it from a recording)."""
+
+    invocation_id: str
+    ordinal: int
+    agent_id: str
+    is_delegate: bool
+    via: ModelVia
+    served_by: ModelServedBy
+    status: Literal["ok", "error"]
+    request_hash: str
+    model: str | None
+    """The model the request named."""
+    response_model: str | None
+    """The model id the answer reported."""
+    stream: bool
+    attempts: int
+    latency_ms: int
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    cost_usd: float | None
+    at: datetime
+    recorded: bool
+    """False when the agent's `record_model` is off: the exchange is listed without content."""
+    request: JsonValue
+    response: JsonValue
+    error: dict[str, JsonValue] | None
+
+    def to_row(self, run_id: str) -> dict[str, Any]:
+        return {**asdict(self), "run_id": run_id}
+
+
+def _held(row: Any) -> bool:
+    return bool(row.recorded and row.erased_at is None)
+
+
+class ModelCallsRepo:
+    def __init__(self, connection: AsyncConnection) -> None:
+        self._connection = connection
+
+    async def append(self, rows: Sequence[dict[str, Any]]) -> None:
+        if rows:
+            await self._connection.execute(model_calls.insert(), list(rows))
+
+    async def of_run(self, run_id: str) -> list[dict[str, Any]]:
+        result = await self._connection.execute(
+            select(model_calls)
+            .where(model_calls.c.run_id == run_id)
+            .order_by(model_calls.c.at, model_calls.c.invocation_id, model_calls.c.ordinal)
+        )
+        return [dict(row) for row in result.mappings()]
+
+    async def held_exchanges(
+        self, run_id: str, agent_id: str
+    ) -> tuple[list[RecordedExchange], bool]:
+        """The agent's live exchanges in the run, in order, and whether all still hold content."""
+        result = await self._connection.execute(
+            select(model_calls)
+            .where(
+                and_(
+                    model_calls.c.run_id == run_id,
+                    model_calls.c.agent_id == agent_id,
+                    model_calls.c.served_by != "miss",
+                )
+            )
+            .order_by(model_calls.c.at, model_calls.c.invocation_id, model_calls.c.ordinal)
+        )
+        rows = list(result)
+        exchanges = [
+            RecordedExchange(
+                invocation_id=row.invocation_id,
+                agent_id=row.agent_id,
+                is_delegate=row.is_delegate,
+                ordinal=row.ordinal,
+                request_hash=row.request_hash,
+                status=row.status,
+                response=row.response,
+            )
+            for row in rows
+        ]
+        return exchanges, all(_held(row) for row in rows)
+
+    async def still_held(self, run_id: str, agent_id: str) -> bool:
+        """Like `ToolCallsRepo.still_held`: share-locks the rows a copy is taken from."""
+        result = await self._connection.execute(
+            select(model_calls.c.recorded, model_calls.c.erased_at)
+            .where(and_(model_calls.c.run_id == run_id, model_calls.c.agent_id == agent_id))
+            .with_for_update(read=True)
+        )
+        return all(_held(row) for row in result)
+
+    async def erase(self, run_id: str, at: datetime) -> int:
+        result = await self._connection.execute(
+            update(model_calls)
+            .where(and_(model_calls.c.run_id == run_id, model_calls.c.erased_at.is_(None)))
+            .values(request=None, response=None, error=None, erased_at=at)
+        )
+        return int(result.rowcount or 0)
+
+    async def run_ids_older_than(self, cutoff: datetime) -> list[str]:
+        """Terminal runs finished before `cutoff` that still hold model content (retention)."""
+        result = await self._connection.execute(
+            select(model_calls.c.run_id)
+            .join(runs, runs.c.run_id == model_calls.c.run_id)
+            .where(and_(runs.c.completed_at < cutoff, model_calls.c.erased_at.is_(None)))
+            .group_by(model_calls.c.run_id)
+        )
+        return list(result.scalars())
+
+    async def count_live(self, run_id: str) -> int:
+        """Exchanges of the run that reached an upstream model."""
+        result = await self._connection.execute(
+            select(func.count())
+            .select_from(model_calls)
+            .where(and_(model_calls.c.run_id == run_id, model_calls.c.served_by == "live"))
+        )
+        return int(result.scalar_one())
+
+    async def copy(self, source_run_id: str, target_run_id: str) -> None:
+        """Give a replay fork the model record of the run it re-emits."""
+        result = await self._connection.execute(
+            select(model_calls).where(model_calls.c.run_id == source_run_id)
+        )
+        await self.append([{**row, "run_id": target_run_id} for row in result.mappings()])

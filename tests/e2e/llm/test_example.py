@@ -1,0 +1,117 @@
+"""`examples/llm-agent` runs as its README says, against the local scripted model server.
+
+The project's one `base_url` line is pointed at the test server (as a user
+points it at OpenAI, vLLM, llama.cpp or Ollama). Both agents — the openai
+lane and the command-lane program on the plain `openai` client — are
+recorded in production, replayed through `fixtureRuns` with zero live tool
+calls and the model live, and then, by `wopeval eval --replay-model`, with
+the model answers replayed too: no request reaches the model server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from openwop_client.types import CreateRunRequest
+
+from _backends import Backend
+from _model_server import ModelScript, ModelServer
+from cli._support import run_cli
+
+from .._server import TENANT_A, ServerHandle, host_settings, running_host
+from .._support import wait_terminal
+from ..evals._evals import live_calls, run_eval
+from ..mcp.conftest import CallLog
+
+EXAMPLE = Path(__file__).parents[3] / "examples" / "llm-agent"
+ORDERS = {"delivered-small": "A-1001", "not-delivered": "A-1002", "delivered-large": "A-1003"}
+AGENTS = {
+    "orders.llm-desk": ("orders-refund-llm", "orders.evals.refunds-llm@1.0.0"),
+    "orders.openai-client-agent": (
+        "orders-refund-openai-client",
+        "orders.evals.refunds-openai-client@1.0.0",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def example_model() -> Iterator[ModelServer]:
+    script = ModelScript()
+    script.load(json.loads((EXAMPLE / "model-script.json").read_text(encoding="utf-8")))
+    server = ModelServer(script)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def project(tmp_path: Path, example_model: ModelServer) -> Iterator[Path]:
+    """A copy of examples/, its `base_url` lines pointed at the test server."""
+    copy = tmp_path / "examples"
+    shutil.copytree(EXAMPLE.parent, copy, ignore=shutil.ignore_patterns("*.log", "__pycache__"))
+    manifest = copy / "llm-agent" / "wopeval.toml"
+    text = manifest.read_text()
+    assert text.count("http://127.0.0.1:8792/v1") == 2
+    manifest.write_text(text.replace("http://127.0.0.1:8792/v1", example_model.base_url))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+        yield copy / "llm-agent"
+
+
+def _record(host: ServerHandle, workflow: str) -> dict[str, str]:
+    client = host.client()
+    runs = {
+        task: client.runs_create(
+            CreateRunRequest(workflowId=workflow, inputs={"order_id": order})
+        ).runId
+        for task, order in ORDERS.items()
+    }
+    for run_id in runs.values():
+        assert wait_terminal(client, run_id)[-1].type == "run.completed"
+    return runs
+
+
+def test_the_llm_example_records_replays_and_pins_its_model(
+    backend: Backend, tmp_path: Path, project: Path, example_model: ModelServer
+) -> None:
+    orders_log = CallLog(project / "orders-calls.log")
+    settings = host_settings(backend, tmp_path / "data", project=project)
+    sources: dict[str, dict[str, str]] = {}
+    with running_host(settings, backend) as host:
+        for agent, (workflow, suite_ref) in AGENTS.items():
+            sources[agent] = _record(host, workflow)
+            tool_calls, asked = orders_log.count(), len(example_model.script.received)
+            with host.http() as http:
+                replayed = run_eval(
+                    host.client(), http, suite_ref, agent, fixtureRuns=sources[agent]
+                )
+                assert live_calls(http, replayed.run_id) == 0
+            assert replayed.summary["passed"] is True, replayed.summary
+            assert 0 < replayed.summary["totalCostUsd"] <= 0.05
+            assert orders_log.count() == tool_calls, "the replay reached the orders server"
+            # The model is live in this replay: each task asked it again, turn by turn.
+            assert len(example_model.script.received) == asked + 7
+
+    # The CLI's embedded host, told to replay the model too (the proxy's replay of the
+    # command-lane agent is tested in test_model_proxy.py).
+    asked = len(example_model.script.received)
+    agent = "orders.llm-desk"
+    pinned = run_cli(
+        "eval", AGENTS[agent][1], "--agent", agent, "--replay-model",
+        *[f"--from-run={task}={run}" for task, run in sources[agent].items()],
+        "--project", str(project), "--data-dir", str(tmp_path / "data"),
+        "--database-url", settings.resolved_database_url(),
+        "--api-key", settings.api_keys[TENANT_A],  # the tenant that recorded the sources
+    )  # fmt: skip
+    assert pinned.code == 0, pinned.stdout + pinned.stderr
+    assert "Fixture misses   0" in pinned.stdout
+    assert "Live tool calls  0" in pinned.stdout
+    assert len(example_model.script.received) == asked, "a pinned model answer reached upstream"
