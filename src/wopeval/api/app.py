@@ -15,6 +15,7 @@ from wopeval.api.host import SERVING, Host, Role
 from wopeval.api.middleware import LegacyPathIds, VersionNegotiation
 from wopeval.api.request_guard import RequestGuard
 from wopeval.api.routes import catalog, discovery, events, host_routes, mcp, runs, tasks
+from wopeval.api.ui import install as install_dashboard
 from wopeval.settings import Settings
 from wopeval.store import Lease
 
@@ -54,6 +55,7 @@ def create_app(settings: Settings, *, role: Role = SERVING, lease: Lease | None 
     )
     for router in ROUTERS:
         app.include_router(router)
+    install_dashboard(app)
     error_handlers.install(app)
     openapi_errors.install(app)
     # Invocations' MCP tokens are capabilities: never in a log line.

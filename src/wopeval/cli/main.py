@@ -9,6 +9,7 @@ from wopeval.cli._exit import Group
 from wopeval.cli.conformance import conformance
 from wopeval.cli.purge import purge
 from wopeval.cli.serve import serve
+from wopeval.cli.ui import ui
 
 app = typer.Typer(
     cls=Group,
@@ -18,6 +19,7 @@ app = typer.Typer(
     add_completion=False,
 )
 app.command("serve")(serve)
+app.command("ui")(ui)
 app.command("conformance")(conformance)
 app.command("purge")(purge)
 app.command("demo", **demo.SETTINGS)(demo.demo)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -12,6 +15,8 @@ from wopeval.cli._exit import DATABASE_OWNED
 from wopeval.settings import Settings, parse_api_keys
 
 if TYPE_CHECKING:
+    import uvicorn
+
     from wopeval.store import Lease
 
 STARTUP_FAILED = 3
@@ -105,12 +110,20 @@ def serve(
         )
         raise typer.Exit(DATABASE_OWNED) from None
     try:
-        _serve(settings, lease)
+        serve_host(settings, lease)
     finally:
         lease.release()
 
 
-def _serve(settings: Settings, lease: Lease) -> None:
+def serve_host(
+    settings: Settings,
+    lease: Lease,
+    *,
+    on_started: Callable[[str], None] | None = None,
+    log_level: str = "info",
+) -> None:
+    """Serve on `settings` (holding `lease`) until interrupted; `on_started(url)` runs once the
+    host answers."""
     import uvicorn
 
     from wopeval.api.app import create_app
@@ -129,8 +142,10 @@ def _serve(settings: Settings, lease: Lease) -> None:
     sock.listen(BACKLOG)
     url = _reachable_url(settings.host, sock.getsockname()[1])
     app = create_app(settings, role=Serving(url=url), lease=lease)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="info", backlog=BACKLOG))
+    server = uvicorn.Server(uvicorn.Config(app, log_level=log_level, backlog=BACKLOG))
     typer.echo(f"wopeval: serving on {url} (data in {settings.data_dir})", err=True)
+    if on_started is not None:
+        _when_started(server, lambda: on_started(url))
     try:
         server.run(sockets=[sock])
     except KeyboardInterrupt:
@@ -139,6 +154,19 @@ def _serve(settings: Settings, lease: Lease) -> None:
         sock.close()
     if not server.started:
         raise typer.Exit(STARTUP_FAILED)
+
+
+def _when_started(server: uvicorn.Server, action: Callable[[], None]) -> None:
+    """Run `action` on a helper thread as soon as `server` has started (never if it stops first)."""
+
+    def wait() -> None:
+        while not server.started:
+            if server.should_exit:
+                return
+            time.sleep(0.05)
+        action()
+
+    threading.Thread(target=wait, name="serve-started", daemon=True).start()
 
 
 def _reachable_url(host: str, port: int) -> str:

@@ -17,7 +17,14 @@ from wopeval.store._details import (
 )
 from wopeval.store._events import EVENTS_PAGE_SIZE, EventsRepo, StoredEvent
 from wopeval.store._idempotency import IDEMPOTENCY_RETENTION, IdempotencyRecord, IdempotencyRepo
-from wopeval.store._runs import RunRecord, RunsRepo, decode_cursor, encode_cursor, next_created_seq
+from wopeval.store._runs import (
+    RunFilter,
+    RunRecord,
+    RunsRepo,
+    decode_cursor,
+    encode_cursor,
+    next_created_seq,
+)
 from wopeval.store._small_repos import (
     CountersRepo,
     DerivedFixturesRepo,
@@ -115,6 +122,7 @@ __all__ = [
     "KeysRepo",
     "Lease",
     "LeaseHeld",
+    "RunFilter",
     "RunRecord",
     "RunsRepo",
     "Store",
