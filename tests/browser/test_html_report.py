@@ -1,13 +1,7 @@
-"""The HTML report in a real browser: headless Chromium (Debian's) driven by Playwright.
-
-Skipped only on a developer machine without /usr/bin/chromium; under CI (`CI`
-set) a missing browser fails the test instead. `playwright install` is never
-used: the browser is the distribution's.
-"""
+"""The HTML report in a real browser: headless Chromium (Debian's) driven by Playwright."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,20 +11,9 @@ from wopeval import evals
 from wopeval.reports import RunFacts, html_report
 from wopeval.wire.suite import parse_suite
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+from ._chromium import CHROMIUM, CHROMIUM_ARGS, require_chromium
 
-if not CHROMIUM.exists() and not os.environ.get("CI"):
-    pytest.skip("no /usr/bin/chromium (apt-get install -y chromium)", allow_module_level=True)
+require_chromium()
 
 from playwright.sync_api import Browser, Page, sync_playwright  # noqa: E402
 

@@ -34,9 +34,16 @@ def json_text(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
 
 
+CELL_CHARACTERS = 2000
+"""A table cell shows this much of a JSON value (the run's events hold it whole)."""
+
+
 def json_line(value: Any) -> str:
-    """A JSON value on as few lines as the cell's width allows (tables)."""
-    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+    """A JSON value on as few lines as the cell's width allows (tables), cut if very long."""
+    text = json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+    if len(text) <= CELL_CHARACTERS:
+        return text
+    return f"{text[:CELL_CHARACTERS]}… ({len(text) - CELL_CHARACTERS} more characters)"
 
 
 def expected_value(expected: Any) -> Any:
@@ -71,6 +78,12 @@ def signed(value: float | None) -> str:
     return "—" if value is None else f"{value:+.2f}"
 
 
+def short_id(run_id: str) -> str:
+    """A run id short enough for a table cell: the tenant and the first 12 characters."""
+    tenant, _, opaque = run_id.partition("/")
+    return f"{tenant}/{opaque[:12]}…" if len(opaque) > 12 else run_id
+
+
 def run_path(run_id: str) -> str:
     """The dashboard page of a run: its id as one path segment (the wire's projection)."""
     return f"/ui/runs/{ids.project(run_id)}"
@@ -97,6 +110,7 @@ _ENVIRONMENT.filters.update(
     score=score,
     signed=signed,
     run_path=run_path,
+    short_id=short_id,
     eval_path=eval_path,
     segment=segment,
 )
