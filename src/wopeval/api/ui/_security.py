@@ -16,6 +16,7 @@ from fastapi import Request
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from wopeval.api.ui.sessions import Session
 from wopeval.wire import errors
 
 PREFIX = "/ui"
@@ -94,4 +95,13 @@ async def form_fields(request: Request) -> dict[str, str]:
     fields: dict[str, str] = {}
     for name, value in pairs:
         fields.setdefault(name, value)
+    return fields
+
+
+async def require_csrf(request: Request, session: Session) -> dict[str, str]:
+    """A state-changing form's fields, once it proved it came from this session's page."""
+    require_same_origin(request)
+    fields = await form_fields(request)
+    if not session.csrf_matches(fields.get("csrf")):
+        raise errors.Forbidden("This form has expired; reload the page and try again.")
     return fields

@@ -91,7 +91,6 @@ class EvalView:
     columns: list[Column]
     tasks: list[TaskLine]
     scored: int
-    csrf: str
     stream: str | None
 
 
@@ -143,7 +142,6 @@ async def eval_page(
         columns=_columns(base, show, sort, dir),
         tasks=tasks,
         scored=sum(task.scored for task in listed.tasks),
-        csrf=session.csrf,
         stream=stream_url([record]) if not record.status.is_terminal else None,
     )
     return render("eval.html", Chrome(session, "runs", f"Eval run {record.run_id}"), view)

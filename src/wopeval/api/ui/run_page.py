@@ -23,9 +23,9 @@ from wopeval.api.deps import HostDep
 from wopeval.api.host import Host
 from wopeval.api.ui._render import Chrome, render, run_path
 from wopeval.api.ui._route import UiRoute
+from wopeval.api.ui._security import require_csrf
 from wopeval.api.ui.deps import SessionDep
 from wopeval.api.ui.live import stream_url
-from wopeval.api.ui.sign_in import require_csrf
 from wopeval.engine import commands, content
 from wopeval.store import RunRecord
 from wopeval.wire import events, ids, limits
@@ -84,7 +84,6 @@ class RunView:
     timeline_window: Window
     calls: list[content.BoundaryCall]
     calls_window: Window
-    csrf: str
     stream: str | None
 
 
@@ -152,11 +151,9 @@ async def run_page(
                 f"{base}?calls_after={calls[-1].sequence}" if len(recorded) > CALLS_SHOWN else None
             ),
         ),
-        csrf=session.csrf,
         stream=stream_url([record]) if not record.status.is_terminal else None,
     )
-    section = "runs"
-    return render("run.html", Chrome(session, section, f"Run {record.run_id}"), view)
+    return render("run.html", Chrome(session, "runs", f"Run {record.run_id}"), view)
 
 
 @router.post("/runs/{runId}/cancel")

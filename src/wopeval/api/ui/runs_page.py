@@ -65,7 +65,7 @@ class RunsView:
     """The live stream of the active runs listed, if any."""
 
 
-@router.get("", include_in_schema=False)
+@router.get("")
 @router.get("/")
 async def home(_session: SessionDep) -> Response:
     return RedirectResponse("/ui/runs", status_code=303)

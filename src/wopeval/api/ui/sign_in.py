@@ -14,9 +14,9 @@ from fastapi.responses import RedirectResponse
 from wopeval.api.deps import HostDep
 from wopeval.api.ui._render import Chrome, render
 from wopeval.api.ui._route import SIGN_IN, UiRoute, safe_next
-from wopeval.api.ui._security import form_fields, require_same_origin
+from wopeval.api.ui._security import form_fields, require_csrf, require_same_origin
 from wopeval.api.ui.deps import SessionDep, session_of, sessions
-from wopeval.api.ui.sessions import COOKIE, COOKIE_PATH, LIFETIME_SECONDS, Session
+from wopeval.api.ui.sessions import COOKIE, COOKIE_PATH, LIFETIME_SECONDS
 from wopeval.wire import errors
 
 router = APIRouter(prefix="/ui", route_class=UiRoute, include_in_schema=False)
@@ -75,15 +75,6 @@ async def sign_out(request: Request, session: SessionDep) -> Response:
         secure=request.url.scheme == "https",
     )
     return response
-
-
-async def require_csrf(request: Request, session: Session) -> dict[str, str]:
-    """A state-changing form's fields, once it proved it came from this session's page."""
-    require_same_origin(request)
-    fields = await form_fields(request)
-    if not session.csrf_matches(fields.get("csrf")):
-        raise errors.Forbidden("This form has expired; reload the page and try again.")
-    return fields
 
 
 def _form(view: SignInView, *, status: int = 200) -> Response:
