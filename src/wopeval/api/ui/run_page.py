@@ -21,7 +21,7 @@ from pydantic import JsonValue
 from wopeval.agents import WireContent
 from wopeval.api.deps import HostDep
 from wopeval.api.host import Host
-from wopeval.api.ui._render import Chrome, render, run_path
+from wopeval.api.ui._render import Chrome, eval_path, render, run_path
 from wopeval.api.ui._route import UiRoute
 from wopeval.api.ui._security import require_csrf
 from wopeval.api.ui.deps import SessionDep
@@ -124,8 +124,8 @@ async def run_page(
 ) -> Response:
     record = await load_run(host, session, runId)
     newest = max(-1, record.last_sequence - EVENTS_SHOWN)
-    after = newest if events_after is None else limits.parse_sequence(events_after, "events")
-    call_cursor = -1 if calls_after is None else limits.parse_sequence(calls_after, "calls")
+    after = newest if events_after is None else limits.parse_sequence(events_after, "events_after")
+    call_cursor = -1 if calls_after is None else limits.parse_sequence(calls_after, "calls_after")
     async with host.store.reading() as uow:
         stored = (await uow.events.read(record.run_id, after=after))[:EVENTS_SHOWN]
         recorded = await uow.tool_calls.page(
@@ -163,7 +163,7 @@ async def cancel(runId: str, request: Request, session: SessionDep, host: HostDe
     await commands.cancel_run(host.engine, session.principal, record.run_id, CANCEL_REASON)
     back = run_path(record.run_id)
     if fields.get("back") == "eval" and record.kind is RunKind.EVAL:
-        back = f"/ui/evals/{ids.project(record.run_id)}"
+        back = eval_path(record.run_id)
     return RedirectResponse(back, status_code=303)
 
 
