@@ -8,7 +8,6 @@ of a real eval run: `wopeval eval` on the first-agent example (docs/why.md).
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 from collections.abc import Iterator
@@ -21,20 +20,9 @@ from wopeval import evals
 from wopeval.reports import RunFacts, html_report
 from wopeval.wire.suite import parse_suite
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+from ._chromium import CHROMIUM, CHROMIUM_ARGS, require_chromium
 
-if not CHROMIUM.exists() and not os.environ.get("CI"):
-    pytest.skip("no /usr/bin/chromium (apt-get install -y chromium)", allow_module_level=True)
+require_chromium()
 
 from playwright.sync_api import Browser, Page, sync_playwright  # noqa: E402
 

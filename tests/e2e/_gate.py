@@ -2,7 +2,8 @@
 
 The project's gate agent touches `entered` when it starts and then waits
 until the test creates `gate`, so a run stays active exactly as long as the
-test needs it to.
+test needs it to. `Gate` is the pair of files itself, for a gate agent whose
+input a test writes (an eval task's input, a workflow's inputs).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from openwop_client.types import CreateRunRequest
 
@@ -43,3 +45,28 @@ def start_gated_run(server: ServerHandle, directory: Path) -> GatedRun:
     run = GatedRun(server.client().runs_create(request).runId, entered, gate)
     run.wait_entered()
     return run
+
+
+@dataclass(frozen=True)
+class Gate:
+    """Two files: the gate agent touches `entered` when it waits, and returns once `gate` exists."""
+
+    entered: Path
+    gate: Path
+
+    def inputs(self, answer: str = "released", calls: list[Any] | None = None) -> dict[str, Any]:
+        return {
+            "calls": calls or [],
+            "entered": str(self.entered),
+            "gate": str(self.gate),
+            "answer": answer,
+        }
+
+    def wait_entered(self) -> None:
+        deadline = time.monotonic() + DEADLINE_SECONDS
+        while not self.entered.exists():
+            assert time.monotonic() < deadline, "the gate agent never started waiting"
+            time.sleep(0.02)
+
+    def release(self) -> None:
+        self.gate.touch()

@@ -24,7 +24,7 @@ ALLOWED: dict[str, set[str]] = {
     "agents": {"wire"},
     "tools": {"wire", "evals", "store"},
     "engine": {"wire", "evals", "settings", "store", "agents", "tools"},
-    "api": {"wire", "evals", "settings", "store", "agents", "tools", "engine"},
+    "api": {"wire", "evals", "settings", "store", "agents", "tools", "engine", "reports"},
     "reports": {"wire", "evals"},
     "client": {"wire", "evals", "settings", "reports", "api"},
     "conformance": set(),

@@ -27,6 +27,7 @@ from wopeval.api.routes import (
     tasks,
 )
 from wopeval.api.startup import ExpectedStartupFailures, StartupFailure
+from wopeval.api.ui import install as install_dashboard
 from wopeval.engine.run_queue import QueueFactory
 from wopeval.settings import Settings
 from wopeval.store import Lease
@@ -80,6 +81,7 @@ def create_app(
     )
     for router in ROUTERS:
         app.include_router(router, include_in_schema=_described(router, settings))
+    install_dashboard(app)
     error_handlers.install(app)
     openapi_errors.install(app)
     # Invocations' MCP and model-proxy tokens are capabilities: never in a log line.

@@ -87,7 +87,8 @@ def conclusion(result: DemoResult) -> Group:
                 f"Explore: wopeval runs list --data-dir {result.data_dir}\n"
                 f"         wopeval explain {result.candidate_run_id} --data-dir {result.data_dir}\n"
                 f"         wopeval compare {result.baseline_run_id} {result.candidate_run_id} "
-                f"--data-dir {result.data_dir}",
+                f"--data-dir {result.data_dir}\n"
+                f"         wopeval ui --data-dir {result.data_dir}   (the dashboard)",
                 style="dim",
             )
         )

@@ -19,6 +19,7 @@ from wopeval.cli._exit import Group
 from wopeval.cli.conformance import conformance
 from wopeval.cli.purge import purge
 from wopeval.cli.serve import serve
+from wopeval.cli.ui import ui
 from wopeval.cli.worker import worker
 
 app = typer.Typer(
@@ -30,6 +31,7 @@ app = typer.Typer(
 )
 app.command("serve")(serve)
 app.command("worker")(worker)
+app.command("ui")(ui)
 app.command("conformance")(conformance)
 app.command("purge")(purge)
 app.command("demo", **demo.SETTINGS)(demo.demo)

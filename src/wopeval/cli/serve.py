@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import enum
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
 
@@ -13,6 +16,8 @@ from wopeval.cli._exit import DATABASE_OWNED
 from wopeval.settings import Settings, parse_api_keys
 
 if TYPE_CHECKING:
+    import uvicorn
+
     from wopeval.engine.run_queue import QueueFactory
     from wopeval.store import Lease, LeaseHeld
 
@@ -133,7 +138,7 @@ def serve(
         )
         raise typer.Exit(DATABASE_OWNED) from None
     try:
-        _serve(settings, lease)
+        serve_host(settings, lease)
     finally:
         lease.release()
 
@@ -168,7 +173,7 @@ def _serve_queued(settings: Settings) -> None:
     except LeaseHeld as held:
         refuse_in_process_owner(held, "serve")
     try:
-        _serve(settings, lease, factory(settings.queue))
+        serve_host(settings, lease, queue=factory(settings.queue))
     finally:
         lease.release()
 
@@ -182,7 +187,16 @@ def refuse_in_process_owner(held: LeaseHeld, command: str) -> NoReturn:
     raise typer.Exit(DATABASE_OWNED) from None
 
 
-def _serve(settings: Settings, lease: Lease | None, queue: QueueFactory | None = None) -> None:
+def serve_host(
+    settings: Settings,
+    lease: Lease | None,
+    *,
+    queue: QueueFactory | None = None,
+    on_started: Callable[[str], None] | None = None,
+    log_level: str = "info",
+) -> None:
+    """Serve on `settings` (holding `lease`; in queue mode a shared one, and `queue`) until
+    interrupted; `on_started(url)` runs once the host answers."""
     import uvicorn
 
     from wopeval.api.app import create_app
@@ -202,8 +216,10 @@ def _serve(settings: Settings, lease: Lease | None, queue: QueueFactory | None =
     url = _reachable_url(settings.host, sock.getsockname()[1])
     role = Serving(url=url if queue is None else None)
     app = create_app(settings, role=role, lease=lease, queue=queue)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="info", backlog=BACKLOG))
+    server = uvicorn.Server(uvicorn.Config(app, log_level=log_level, backlog=BACKLOG))
     typer.echo(f"wopeval: serving on {url} (data in {settings.data_dir})", err=True)
+    if on_started is not None:
+        _when_started(server, lambda: on_started(url))
     try:
         server.run(sockets=[sock])
     except KeyboardInterrupt:
@@ -212,6 +228,19 @@ def _serve(settings: Settings, lease: Lease | None, queue: QueueFactory | None =
         sock.close()
     if not server.started:
         raise typer.Exit(STARTUP_FAILED)
+
+
+def _when_started(server: uvicorn.Server, action: Callable[[], None]) -> None:
+    """Run `action` on a helper thread as soon as `server` has started (never if it stops first)."""
+
+    def wait() -> None:
+        while not server.started:
+            if server.should_exit:
+                return
+            time.sleep(0.05)
+        action()
+
+    threading.Thread(target=wait, name="serve-started", daemon=True).start()
 
 
 def _reachable_url(host: str, port: int) -> str:

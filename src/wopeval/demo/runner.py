@@ -69,8 +69,13 @@ class DemoResult:
 
 
 def run_demo(
-    data_dir: Path, report_path: Path, *, on_step: Callable[[str], None] = lambda _: None
+    data_dir: Path,
+    report_path: Path,
+    *,
+    on_step: Callable[[str], None] = lambda _: None,
+    database_url: str | None = None,
 ) -> DemoResult:
+    """The demo on `data_dir` (its SQLite default, or the database at `database_url`)."""
     data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # private, as a host makes it
     project_dir = data_dir / "project"
     suite = _suite_document()
@@ -78,7 +83,7 @@ def run_demo(
     with CrmService() as crm, _environment(CRM_TOKEN_ENV, crm.token):
         on_step(f"CRM service on {crm.url} (bearer credential held by the host, not the agent)")
         _materialize(project_dir, crm.url, AGENT_V1)
-        with _host(data_dir, project_dir) as (embedded, host):
+        with _host(data_dir, project_dir, database_url) as (embedded, host):
             on_step(f"Host started in-process on {embedded.base_url} (data in {data_dir})")
             production = _production_runs(host, suite)
             crm_production = crm.requests_served
@@ -97,7 +102,7 @@ def run_demo(
             live_baseline = host.live_calls(baseline_id)
         _materialize(project_dir, crm.url, AGENT_V2)
         on_step(f"Changed the agent: {AGENT_ID} now runs {AGENT_V2}; host restarted")
-        with _host(data_dir, project_dir) as (embedded, host):
+        with _host(data_dir, project_dir, database_url) as (embedded, host):
             candidate_id = _eval(
                 host,
                 client.EvalRequest(
@@ -186,9 +191,11 @@ def _materialize(project_dir: Path, crm_url: str, agent_callable: str) -> None:
 
 @contextlib.contextmanager
 def _host(
-    data_dir: Path, project_dir: Path
+    data_dir: Path, project_dir: Path, database_url: str | None
 ) -> Iterator[tuple[client.EmbeddedHost, client.WireClient]]:
-    settings = client.embedded_settings(data_dir=data_dir, project=project_dir, database_url=None)
+    settings = client.embedded_settings(
+        data_dir=data_dir, project=project_dir, database_url=database_url
+    )
     with (
         client.EmbeddedHost(settings) as embedded,
         embedded.client() as host,

@@ -9,6 +9,7 @@ counts only. Tracebacks never leave the host.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import JsonValue
@@ -24,6 +25,7 @@ from wopeval.wire.task_detail import (
     MissView,
     ModelCallView,
     PathChange,
+    ServedAs,
     TraceCall,
     TrialDetail,
 )
@@ -196,4 +198,60 @@ def _error_view(error: dict[str, Any] | None, full: bool) -> AgentErrorView | No
         return AgentErrorView(type=error["type"])
     return AgentErrorView(
         type=error["type"], message=error.get("message"), stderrTail=error.get("stderrTail")
+    )
+
+
+@dataclass(frozen=True)
+class BoundaryCall:
+    """One recorded tool call as the caller may see it (the dashboard's tool table)."""
+
+    sequence: int
+    """The sequence of its `agent.tool-called` in the run."""
+    agent_id: str
+    delegate: bool
+    tool: str
+    call_id: str
+    served_by: ServedAs
+    status: str
+    duration_ms: int | None
+    args_hash: str
+    inputs: JsonValue = None
+    """The args as the agent passed them (`full` only)."""
+    outcome: JsonValue = None
+    """The result (`full`, status `ok`)."""
+    error: dict[str, JsonValue] | None = None
+    """The tool error (`full` only)."""
+    content_shown: bool = False
+    """Whether the content above may be shown; else only its shape is."""
+
+
+def boundary_call(
+    call: evals.RecordedCall, called: dict[str, Any] | None, mode: WireContent
+) -> BoundaryCall:
+    """A recorded call as its own `agent.tool-called` event (`called`, its payload) showed it.
+
+    Content is shown only where that event carried the args (it went out under
+    `full` and was not erased since) and the agent's `wireContent` is still
+    `full` (`mode`): never more than the wire showed, never more than the agent
+    allows now.
+    """
+    called = called or {}
+    error = call.error or {}
+    served: ServedAs = "miss" if error.get("code") == "fixture_miss" else call.served_by
+    shown = mode == "full" and "callId" in called and "argsHash" not in called
+    return BoundaryCall(
+        sequence=call.sequence,
+        agent_id=call.agent_id,
+        delegate=call.is_delegate,
+        tool=call.tool,
+        call_id=call.call_id,
+        served_by=served,
+        status=call.status,
+        duration_ms=call.duration_ms,
+        # The event's own hash once it went out (or was scrubbed) as one; else of its args.
+        args_hash=called.get("argsHash") or evals.args_hash(called.get("inputs")),
+        inputs=call.inputs if shown else None,
+        outcome=call.result if shown and call.status == "ok" else None,
+        error=call.error if shown else None,
+        content_shown=shown,
     )

@@ -23,6 +23,7 @@ from wopeval.store._model_calls import ModelCallRow, ModelCallsRepo, ModelVia
 from wopeval.store._runs import (
     RUN_CHANNEL,
     LockedRun,
+    RunFilter,
     RunRecord,
     RunsRepo,
     decode_cursor,
@@ -144,6 +145,7 @@ __all__ = [
     "ModelCallRow",
     "ModelCallsRepo",
     "ModelVia",
+    "RunFilter",
     "RunRecord",
     "RunsRepo",
     "Store",

@@ -76,6 +76,17 @@ class EventsRepo:
         docs = await self.docs_of_types(run_id, ["agent.invocation-started"])
         return [json.loads(docs[sequence])["payload"]["agentId"] for sequence in sorted(docs)]
 
+    async def docs_at(self, run_id: str, sequences: Sequence[int]) -> dict[int, str]:
+        """The docs at these sequences (those the log has), by sequence."""
+        if not sequences:
+            return {}
+        result = await self._connection.execute(
+            select(events.c.sequence, events.c.doc).where(
+                and_(events.c.run_id == run_id, events.c.sequence.in_(list(sequences)))
+            )
+        )
+        return {row.sequence: row.doc for row in result}
+
     async def docs_of_types(self, run_id: str, types: Sequence[str]) -> dict[int, str]:
         result = await self._connection.execute(
             select(events.c.sequence, events.c.doc).where(

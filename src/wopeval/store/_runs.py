@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import and_, select, text, update
+from sqlalchemy import ColumnElement, and_, exists, func, or_, select, text, update
 from sqlalchemy.engine import RowMapping
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -133,6 +133,26 @@ class LockedRun:
     landed_trials: int
 
 
+@dataclass(frozen=True)
+class RunFilter:
+    """Which runs a listing keeps: every member given must hold (None keeps all)."""
+
+    workflow_id: str | None = None
+    status: str | None = None
+    kind: str | None = None
+    suite_id: str | None = None
+    suite_version: str | None = None
+    """The version of the suite an eval run ran, as its plan keeps it."""
+    tag: str | None = None
+    """One of the run's `tags`."""
+    agent_id: str | None = None
+    """The eval run's `agentId`, or an agent the run invoked."""
+    created_from: datetime | None = None
+    """Created at or after."""
+    created_before: datetime | None = None
+    """Created strictly before."""
+
+
 def encode_cursor(created_seq: int) -> str:
     return base64.urlsafe_b64encode(f"v1:{created_seq}".encode()).decode().rstrip("=")
 
@@ -179,19 +199,54 @@ class RunsRepo:
         *,
         limit: int,
         before_seq: int | None,
-        workflow_id: str | None,
-        status: str | None,
+        where: RunFilter = RunFilter(),
     ) -> list[RunRecord]:
-        query = select(*_LISTED).where(runs.c.tenant == tenant)
+        """The tenant's runs newest first, created before the cursor's `before_seq`."""
+        query = select(*_LISTED).where(runs.c.tenant == tenant, *self._conditions(where))
         if before_seq is not None:
             query = query.where(runs.c.created_seq < before_seq)
-        if workflow_id is not None:
-            query = query.where(runs.c.workflow_id == workflow_id)
-        if status is not None:
-            query = query.where(runs.c.status == status)
         query = query.order_by(runs.c.created_seq.desc()).limit(limit)
         result = await self._connection.execute(query)
         return [RunRecord.from_row(row) for row in result.mappings()]
+
+    def _conditions(self, where: RunFilter) -> list[ColumnElement[bool]]:
+        equal = {
+            runs.c.workflow_id: where.workflow_id,
+            runs.c.status: where.status,
+            runs.c.kind: where.kind,
+            runs.c.suite_id: where.suite_id,
+            runs.c.plan[("suite", "version")].as_string(): where.suite_version,
+        }
+        conditions = [column == value for column, value in equal.items() if value is not None]
+        if where.tag is not None:
+            conditions.append(self._array_holds("request", "tags", where.tag))
+        if where.agent_id is not None:
+            conditions.append(
+                or_(
+                    runs.c.request["agentId"].as_string() == where.agent_id,
+                    self._array_holds("agent_ids", None, where.agent_id),
+                )
+            )
+        if where.created_from is not None:
+            conditions.append(runs.c.created_at >= where.created_from)
+        if where.created_before is not None:
+            conditions.append(runs.c.created_at < where.created_before)
+        return conditions
+
+    def _array_holds(self, column: str, member: str | None, value: str) -> ColumnElement[bool]:
+        """Whether the JSON array in `column` (or in its `member`) holds the string `value`.
+
+        SQL has no portable way to look inside a JSON array: each backend's own
+        table function lists its elements.
+        """
+        document = runs.c[column]
+        if self._connection.dialect.name == "postgresql":
+            array = document if member is None else document[member]
+            elements = func.json_array_elements_text(array).table_valued("value")
+        else:
+            path = "$" if member is None else f"$.{member}"
+            elements = func.json_each(document, path).table_valued("value")
+        return exists(select(1).select_from(elements).where(elements.c.value == value))
 
     async def advance(
         self,

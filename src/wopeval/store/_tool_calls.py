@@ -123,6 +123,16 @@ class ToolCallsRepo:
         all_held = all(_held(row) for row in rows)
         return [_recorded_call(row) for row in rows], all_held
 
+    async def page(self, run_id: str, *, after: int, limit: int) -> list[RecordedCall]:
+        """Every agent's calls in the run after sequence `after`, in order, at most `limit`."""
+        result = await self._connection.execute(
+            select(tool_calls)
+            .where(and_(tool_calls.c.run_id == run_id, tool_calls.c.sequence > after))
+            .order_by(tool_calls.c.sequence)
+            .limit(limit)
+        )
+        return [_recorded_call(row) for row in result]
+
     async def still_held(self, run_id: str, agent_id: str) -> bool:
         """Whether the agent's calls in the run still hold their content, share-locking them.
 

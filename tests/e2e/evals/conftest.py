@@ -15,16 +15,14 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from _backends import Backend
 
+from .._gate import Gate
 from .._server import ServerHandle, host_settings, running_host
 
 EVAL_PROJECT_MODULE = "wopeval_e2e_evals_project"
@@ -39,7 +37,6 @@ HASH_WORKFLOW = "evals-hash-counter"
 UNRECORDED_WORKFLOW = "evals-unrecorded-counter"
 GATE_WORKFLOW = "evals-gate"
 DELEGATING_WORKFLOW = "evals-delegating"
-GATE_DEADLINE_SECONDS = 30.0
 GRADERS_MODULE = "wopeval_e2e_evals_graders"
 TIER_GRADER = "e2e.tier-matches"
 TRACE_GRADER = "e2e.ok-calls"
@@ -204,31 +201,6 @@ def eval_project_server(
         sys.path[:] = [p for p in sys.path if p != str(project.resolve())]
         sys.modules.pop(EVAL_PROJECT_MODULE, None)
         sys.modules.pop(GRADERS_MODULE, None)
-
-
-@dataclass(frozen=True)
-class Gate:
-    """Two files: the gate agent touches `entered` when it waits, and returns once `gate` exists."""
-
-    entered: Path
-    gate: Path
-
-    def inputs(self, answer: str = "released", calls: list[Any] | None = None) -> dict[str, Any]:
-        return {
-            "calls": calls or [],
-            "entered": str(self.entered),
-            "gate": str(self.gate),
-            "answer": answer,
-        }
-
-    def wait_entered(self) -> None:
-        deadline = time.monotonic() + GATE_DEADLINE_SECONDS
-        while not self.entered.exists():
-            assert time.monotonic() < deadline, "the gate agent never started waiting"
-            time.sleep(0.02)
-
-    def release(self) -> None:
-        self.gate.touch()
 
 
 @pytest.fixture

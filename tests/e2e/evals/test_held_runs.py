@@ -16,6 +16,7 @@ from openwop_client import WopError
 from openwop_client.types import CreateRunRequest
 from openwop_client.wire_id import project_id
 
+from .._gate import Gate
 from .._server import TENANT_A, TENANT_B, ServerHandle
 from .._support import NOOP_WORKFLOW, assert_error, assert_wop_error, wait_terminal
 from ._evals import (
@@ -31,7 +32,7 @@ from ._evals import (
     suite,
     task,
 )
-from .conftest import GATE_AGENT, Gate
+from .conftest import GATE_AGENT
 
 MODES = ("golden", "regression")
 

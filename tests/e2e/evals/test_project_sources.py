@@ -18,6 +18,7 @@ from openwop_client import OpenwopClient
 from openwop_client.types import CreateRunRequest
 from openwop_client.wire_id import project_id
 
+from .._gate import Gate
 from .._server import TENANT_A, ServerHandle
 from .._support import (
     COUNTER_TOOL,
@@ -49,7 +50,6 @@ from .conftest import (
     HASH_WORKFLOW,
     UNRECORDED_AGENT,
     UNRECORDED_WORKFLOW,
-    Gate,
 )
 
 

@@ -15,10 +15,11 @@ import httpx
 from openwop_client.types import CreateRunRequest
 from openwop_client.wire_id import project_id
 
+from .._gate import Gate
 from .._server import ServerHandle
 from .._support import unique, wait_terminal
 from ._evals import counter_call, golden, live_calls, new_suite_id, publish, run_eval, suite
-from .conftest import FILE_AGENT, GATE_WORKFLOW, Gate
+from .conftest import FILE_AGENT, GATE_WORKFLOW
 
 
 def _script(path: Path, calls: list[dict[str, Any]]) -> None:

@@ -14,7 +14,7 @@ from wopeval.api.snapshots import created, run_links, snapshot
 from wopeval.engine import commands
 from wopeval.engine.replay import fork_point
 from wopeval.engine.runlog import timestamp
-from wopeval.store import RunRecord, decode_cursor, encode_cursor
+from wopeval.store import RunFilter, RunRecord, decode_cursor, encode_cursor
 from wopeval.wire import errors, limits
 from wopeval.wire.runs import (
     BulkCancelRequest,
@@ -92,8 +92,7 @@ async def list_runs(
             principal.tenant,
             limit=limit + 1,
             before_seq=before,
-            workflow_id=workflowId,
-            status=status.value if status else None,
+            where=RunFilter(workflow_id=workflowId, status=status.value if status else None),
         )
     body: dict[str, object] = {"runs": [snapshot(record) for record in page[:limit]]}
     if len(page) > limit:

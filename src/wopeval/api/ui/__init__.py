@@ -1,0 +1,46 @@
+"""The dashboard: server-rendered pages under `/ui/` on the host's own port (docs/dashboard.md).
+
+Jinja2 templates and static CSS/JS ship in this package; nothing is built
+and nothing is fetched from elsewhere. Pages read through the same engine and
+store calls as the wire routes, in the signed-in tenant. The routes stay out
+of `/openapi.json`: they are pages for people, not part of the wire.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+
+from fastapi import FastAPI
+from starlette.staticfiles import StaticFiles
+
+from wopeval.api.ui import (
+    compare_page,
+    eval_page,
+    live,
+    run_page,
+    runs_page,
+    sign_in,
+    suites_page,
+)
+from wopeval.api.ui._security import DashboardHeaders
+from wopeval.api.ui.sessions import Sessions
+
+ROUTERS = (
+    sign_in.router,
+    runs_page.router,
+    run_page.router,
+    eval_page.router,
+    compare_page.router,
+    suites_page.router,
+    live.router,
+)
+
+
+def install(app: FastAPI) -> None:
+    """Mount the dashboard on `app`: its pages, its static files, its sessions and headers."""
+    app.state.ui_sessions = Sessions()
+    for router in ROUTERS:
+        app.include_router(router)
+    static = resources.files("wopeval.api.ui").joinpath("static")
+    app.mount("/ui/static", StaticFiles(directory=str(static)), name="ui-static")
+    app.add_middleware(DashboardHeaders)

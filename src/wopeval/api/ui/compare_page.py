@@ -1,0 +1,189 @@
+"""The compare page: a baseline and a candidate eval run of one suiteId, task by task.
+
+The pairing is the host's own paired verdict (`evals.with_regression`, the
+host's alpha), computed from the two stored summaries, so the page agrees
+with what an eval run with that `baselineRunId` reports. Both runs load
+through `Engine.get_run`; the regressed tasks' traces through `task_detail`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from fastapi import APIRouter, Response
+
+from wopeval import evals
+from wopeval.api.deps import HostDep
+from wopeval.api.host import Host
+from wopeval.api.ui._render import Chrome, render
+from wopeval.api.ui._route import UiRoute
+from wopeval.api.ui.deps import SessionDep
+from wopeval.api.ui.eval_page import load_eval
+from wopeval.engine.task_details import task_detail
+from wopeval.reports._svg import Bar, Chart, delta_shapes
+from wopeval.store import RunFilter, RunRecord
+from wopeval.wire import errors
+from wopeval.wire.runs import RunKind, RunStatus
+from wopeval.wire.summary import EvalSummary, TaskRegression, Verdict
+from wopeval.wire.task_detail import TaskDetail, TrialDetail
+
+router = APIRouter(prefix="/ui", route_class=UiRoute, include_in_schema=False)
+
+CHOICES = 200
+"""Completed eval runs the pickers offer, newest first."""
+_RANK = {Verdict.REGRESSED: 0, Verdict.INCONCLUSIVE: 1, Verdict.IMPROVED: 2, Verdict.UNCHANGED: 3}
+
+
+@dataclass(frozen=True)
+class Choice:
+    run_id: str
+    label: str
+
+
+@dataclass(frozen=True)
+class SideBySide:
+    """One regressed task's representative trial on each side."""
+
+    task_id: str
+    baseline: TrialDetail
+    candidate: TrialDetail
+    baseline_trials: str
+    candidate_trials: str
+
+
+@dataclass(frozen=True)
+class Comparison:
+    baseline_run_id: str
+    candidate_run_id: str
+    suite_id: str
+    baseline_version: str
+    candidate_version: str
+    verdict: str
+    score_delta: float
+    baseline_score: float
+    candidate_score: float
+    rows: list[TaskRegression]
+    """Paired tasks, regressed first, then inconclusive, improved, unchanged."""
+    baseline_only: list[str]
+    candidate_only: list[str]
+    chart: Chart
+    traces: list[SideBySide]
+
+
+@dataclass(frozen=True)
+class CompareView:
+    groups: dict[str, list[Choice]]
+    """The pickers' choices by suiteId."""
+    baseline: str
+    candidate: str
+    comparison: Comparison | None
+
+
+@router.get("/compare")
+async def compare_page(
+    session: SessionDep, host: HostDep, baseline: str = "", candidate: str = ""
+) -> Response:
+    comparison = None
+    if baseline and candidate:
+        comparison = await _compare(
+            host,
+            await _finished(host, session, baseline),
+            await _finished(host, session, candidate),
+        )
+    async with host.store.reading() as uow:
+        finished = await uow.runs.page(
+            session.principal.tenant,
+            limit=CHOICES,
+            before_seq=None,
+            where=RunFilter(kind=RunKind.EVAL.value, status=RunStatus.COMPLETED.value),
+        )
+    view = CompareView(
+        groups=_choices(finished), baseline=baseline, candidate=candidate, comparison=comparison
+    )
+    return render("compare.html", Chrome(session, "compare", "Compare eval runs"), view)
+
+
+async def _finished(host: Host, session: SessionDep, segment: str) -> RunRecord:
+    """An eval run with a summary, refused as `GET /runs/{runId}/eval-summary` refuses."""
+    record = await load_eval(host, session, segment)
+    if not record.status.is_terminal:
+        raise errors.RunStateConflict(
+            "The eval run is still active.", details={"runStatus": record.status.value}
+        )
+    if record.summary is None:
+        raise errors.NotFound("This eval run ended without a summary.")
+    return record
+
+
+async def _compare(host: Host, baseline: RunRecord, candidate: RunRecord) -> Comparison:
+    before = EvalSummary.model_validate(baseline.summary)
+    after = EvalSummary.model_validate(candidate.summary)
+    if before.suiteId != after.suiteId:
+        raise errors.ValidationFailed(
+            "Only eval runs of one suiteId can be compared "
+            f"({before.suiteId} and {after.suiteId} differ)."
+        )
+    judged = evals.with_regression(
+        after, baseline.run_id, before, host.settings.eval.alpha
+    ).regression
+    # with_regression always judges (include_verdict defaults to True).
+    assert judged is not None
+    assert judged.verdict is not None
+    rows = sorted(judged.tasks or [], key=lambda t: (_RANK[t.verdict], t.delta, t.taskId))
+    bars = [
+        Bar(t.taskId, t.delta, f"{t.delta:+.2f} {t.verdict.value}", t.verdict.value) for t in rows
+    ]
+    regressed = [t.taskId for t in rows if t.verdict is Verdict.REGRESSED]
+    async with host.store.reading() as uow:
+        traces = [
+            _side_by_side(
+                await task_detail(uow, baseline, task_id),
+                await task_detail(uow, candidate, task_id),
+            )
+            for task_id in regressed
+        ]
+    return Comparison(
+        baseline_run_id=baseline.run_id,
+        candidate_run_id=candidate.run_id,
+        suite_id=after.suiteId,
+        baseline_version=before.suiteVersion,
+        candidate_version=after.suiteVersion,
+        verdict=judged.verdict.value,
+        score_delta=judged.scoreDelta,
+        baseline_score=before.aggregateScore,
+        candidate_score=after.aggregateScore,
+        rows=rows,
+        baseline_only=list(judged.baselineOnlyTaskIds or []),
+        candidate_only=list(judged.candidateOnlyTaskIds or []),
+        chart=delta_shapes(bars),
+        traces=traces,
+    )
+
+
+def _side_by_side(baseline: TaskDetail, candidate: TaskDetail) -> SideBySide:
+    """The candidate's first failing trial beside the baseline's trial of the same number."""
+    shown = next((t for t in candidate.trialDetails if not t.passed), candidate.trialDetails[0])
+    beside = next(
+        (t for t in baseline.trialDetails if t.trial == shown.trial), baseline.trialDetails[0]
+    )
+    return SideBySide(
+        task_id=candidate.taskId,
+        baseline=beside,
+        candidate=shown,
+        baseline_trials=f"{baseline.passedTrials} of {baseline.trials} trials passed",
+        candidate_trials=f"{candidate.passedTrials} of {candidate.trials} trials passed",
+    )
+
+
+def _choices(finished: list[RunRecord]) -> dict[str, list[Choice]]:
+    groups: dict[str, list[Choice]] = defaultdict(list)
+    for record in finished:
+        summary = record.summary or {}
+        version = summary.get("suiteVersion", "?")
+        score = summary.get("aggregateScore")
+        figure = f"score {score:.2f}" if isinstance(score, int | float) else "no score"
+        when = record.created_at.strftime("%Y-%m-%d %H:%M")
+        label = f"{when} · {version} · {figure} · {record.run_id}"
+        groups[str(record.suite_id)].append(Choice(record.run_id, label))
+    return dict(sorted(groups.items()))
