@@ -206,7 +206,7 @@ def test_a_resume_point_that_is_no_sequence_is_400(
 def test_the_largest_advertised_page_is_served(http_a: httpx.Client) -> None:
     facet = http_a.get("/.well-known/openwop").json()["runList"]
     assert facet["maxPageSize"] == limits.RUN_LIST_MAX_PAGE_SIZE
-    assert set(facet["filters"]) == {"workflowId", "status"}
+    assert set(facet["filters"]) == {"workflowId", "status", "tag"}
     assert http_a.get("/runs", params={"limit": facet["maxPageSize"]}).status_code == 200
 
 

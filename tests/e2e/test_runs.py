@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime
 
 import httpx
 from openwop_client.types import CreateRunRequest
@@ -13,9 +14,11 @@ from ._support import (
     COUNTER_TOOL,
     COUNTER_WORKFLOW,
     NOOP_WORKFLOW,
+    assert_error,
     assert_refused,
     counter_inputs,
     counter_request,
+    create_counter_run,
     read_counter,
     run_to_end,
     store_unchanged,
@@ -158,3 +161,35 @@ def test_cancel_of_a_finished_run_is_409_run_terminal(server: ServerHandle) -> N
         assert_refused(lambda: client.runs_cancel(run_id), 409, "run_terminal")
     assert client.runs_get(run_id) == before
     assert types_of(wait_terminal(client, run_id)) == types_of(events)
+
+
+def test_the_run_list_filters_by_tag_agent_and_creation_time(
+    server: ServerHandle, http_a: httpx.Client
+) -> None:
+    tag = unique("listed")
+    before = http_a.get("/runs", params={"limit": 1}).json()["runs"]
+    since = datetime.now(UTC).isoformat()
+    tagged = [
+        server.client()
+        .runs_create(CreateRunRequest(workflowId=NOOP_WORKFLOW, tags=[tag, "other"]))
+        .runId
+        for _ in range(3)
+    ]
+    untagged = create_counter_run(server.client(), unique("untagged"))
+    for run_id in (*tagged, untagged):
+        wait_terminal(server.client(), run_id)
+
+    def listed(**params: str) -> list[str]:
+        response = http_a.get("/runs", params={"limit": 200, **params})
+        assert response.status_code == 200, response.text
+        return [run["runId"] for run in response.json()["runs"]]
+
+    assert listed(tag=tag) == tagged[::-1]
+    assert listed(tag=tag, limit="2") == tagged[:0:-1]
+    assert listed(tag=unique("nobody")) == []
+    assert set(listed(agentId="conformance.scripted-agent", createdAfter=since)) == {untagged}
+    after = listed(createdAfter=since)
+    assert set(after) == {*tagged, untagged}
+    assert all(run["runId"] not in after for run in before)
+    refused = http_a.get("/runs", params={"createdAfter": "yesterday"})
+    assert_error(refused, 400, "validation_error")

@@ -59,7 +59,7 @@ def build_discovery(settings: Settings, catalog: Catalog) -> dict[str, Any]:
     }
     if settings.run_list:
         document["runList"] = _record(
-            maxPageSize=limits.RUN_LIST_MAX_PAGE_SIZE, filters=["workflowId", "status"]
+            maxPageSize=limits.RUN_LIST_MAX_PAGE_SIZE, filters=["workflowId", "status", "tag"]
         )
     if settings.replay:
         document["replay"] = _record(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Body, Query, Request, Response
@@ -83,16 +84,25 @@ async def list_runs(
     cursor: str | None = None,
     workflowId: str | None = None,
     status: RunStatus | None = None,
+    tag: Annotated[str | None, Query(max_length=256)] = None,
+    agentId: str | None = None,
+    createdAfter: datetime | None = None,
 ) -> JSONResponse:
+    """runs.md §List. `tag` is advertised in `runList.filters`; `agentId` (the eval run's
+    agent, or an agent the run invoked) and `createdAfter` are this host's own filters."""
     if not host.settings.run_list:
         raise errors.NotFound()
     before = decode_cursor(cursor) if cursor is not None else None
+    where = RunFilter(
+        workflow_id=workflowId,
+        status=status.value if status else None,
+        tag=tag,
+        agent_id=agentId,
+        created_from=createdAfter,
+    )
     async with host.store.reading() as uow:
         page = await uow.runs.page(
-            principal.tenant,
-            limit=limit + 1,
-            before_seq=before,
-            where=RunFilter(workflow_id=workflowId, status=status.value if status else None),
+            principal.tenant, limit=limit + 1, before_seq=before, where=where
         )
     body: dict[str, object] = {"runs": [snapshot(record) for record in page[:limit]]}
     if len(page) > limit:
