@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 
 from ._support import ServedHost
@@ -60,3 +61,42 @@ def test_bad_input_and_an_unknown_workflow_exit_4(served: ServedHost, tmp_path: 
     unknown = served.cli("run", "no-such-workflow")
     assert unknown.code == 4
     assert "not a workflow of this host" in unknown.stderr
+
+
+def test_runs_list_shows_tags_agents_and_timing_and_filters_and_pages(served: ServedHost) -> None:
+    tag = f"listing-{uuid.uuid4().hex[:8]}"
+    made = [
+        served.cli("run", "cli-lookup", "--input", f'{{"lookup": "k{i}"}}', "--tag", tag)
+        for i in range(3)
+    ]
+    run_ids = [done.stdout.split()[0] for done in made]
+    assert all(done.code == 0 for done in made)
+
+    table = served.cli("runs", "list", "--tag", tag, "--since", "1h")
+    assert table.code == 0, table.stderr
+    for run_id in run_ids:
+        assert run_id in table.stdout
+    assert tag in table.stdout
+    assert "cli.good" in table.stdout
+    assert " ms " in table.stdout
+
+    first = json.loads(served.cli("runs", "list", "--tag", tag, "--limit", "2", "--json").stdout)
+    assert [run["runId"] for run in first["runs"]] == run_ids[:0:-1]
+    rest = served.cli("runs", "list", "--tag", tag, "--limit", "2", "--cursor",
+                      first["nextCursor"], "--json")  # fmt: skip
+    assert [run["runId"] for run in json.loads(rest.stdout)["runs"]] == run_ids[:1]
+    every = json.loads(served.cli("runs", "list", "--tag", tag, "--limit", "1", "--all",
+                                  "--json").stdout)  # fmt: skip
+    assert [run["runId"] for run in every["runs"]] == run_ids[::-1]
+    assert "nextCursor" not in every
+    by_agent = json.loads(served.cli("runs", "list", "--agent", "cli.raises", "--json").stdout)
+    assert all("cli.raises" in r["extensions"]["wopeval.run"]["agentIds"] for r in by_agent["runs"])
+    later = json.loads(served.cli("runs", "list", "--tag", tag, "--since", "2999-01-01",
+                                  "--json").stdout)  # fmt: skip
+    assert later["runs"] == []
+    assert served.cli("runs", "list", "--since", "last tuesday").code == 4
+
+    shown = served.cli("runs", "show", run_ids[0])
+    assert shown.code == 0, shown.stderr
+    assert 'Inputs           {"lookup": "k0"}' in shown.stdout
+    assert 'Outputs          {"agent": {"decision": "k0-value"}}' in shown.stdout

@@ -34,7 +34,38 @@ def snapshot(record: RunRecord) -> dict[str, Any]:
             body[key] = record.request[key]
     if record.parent_run_id:
         body["parentRunId"] = record.parent_run_id
+    body["extensions"] = {RUN_EXTENSION: run_facts(record)}
     return body
+
+
+RUN_EXTENSION = "wopeval.run"
+"""The snapshot extension (runs.md: `extensions` keyed `<org>.<name>`) with what a listing
+shows beside the snapshot: the run's kind and agents, a workflow run's outputs, and an eval
+run's suite, score and verdict (the whole summary stays at `/eval-summary`)."""
+
+
+def run_facts(record: RunRecord) -> dict[str, Any]:
+    agents = list(record.agent_ids)
+    asked = record.request.get("agentId")
+    if isinstance(asked, str) and asked not in agents:
+        agents.insert(0, asked)
+    facts: dict[str, Any] = {"kind": record.kind.value, "agentIds": agents}
+    if record.completed_at is not None and record.started_at is not None:
+        facts["durationMs"] = int((record.completed_at - record.started_at).total_seconds() * 1000)
+    summary = record.summary
+    if summary is not None:
+        regression = summary.get("regression") or {}
+        facts["eval"] = {
+            "suiteId": summary.get("suiteId"),
+            "suiteVersion": summary.get("suiteVersion"),
+            "aggregateScore": summary.get("aggregateScore"),
+            "passed": summary.get("passed"),
+            "verdict": regression.get("verdict"),
+            "baselineRunId": regression.get("baselineRunId"),
+        }
+    elif record.outputs is not None:
+        facts["outputs"] = record.outputs
+    return facts
 
 
 def created(record: RunRecord) -> dict[str, Any]:

@@ -70,7 +70,7 @@ DatabaseUrlOption = Annotated[
 ]
 DEFAULT_DATA_DIR = Path(".wopeval")
 T = TypeVar("T")
-PIPED_WIDTH = 120
+PIPED_WIDTH = 160
 
 
 @dataclass(frozen=True)

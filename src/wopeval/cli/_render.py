@@ -188,18 +188,51 @@ def _line(label: str, value: str) -> Text:
 # ── listings ─────────────────────────────────────────────────────────
 
 
-def runs_table(runs: Sequence[dict[str, Any]]) -> Table:
-    table = Table(header_style="bold")
-    for name in ("Run", "Workflow / suite", "Status", "Started"):
-        table.add_column(name, no_wrap=True)
+def runs_table(runs: Sequence[dict[str, Any]], next_cursor: str | None = None) -> Table:
+    """A listing: each run's status, tags, agents, start and duration, and for an eval run
+    its suite version, score and verdict (the snapshot's `wopeval.run` extension)."""
+    caption = f"more: --cursor {next_cursor}" if next_cursor else None
+    table = Table(header_style="bold", caption=caption, caption_justify="left")
+    table.add_column("Run", no_wrap=True)
+    table.add_column("Workflow / suite", overflow="fold", min_width=12)
+    table.add_column("Status", no_wrap=True)
+    table.add_column("Tags", overflow="fold", min_width=6)
+    table.add_column("Agents", overflow="fold", min_width=10)
+    table.add_column("Started", no_wrap=True)
+    table.add_column("Took", no_wrap=True, justify="right")
+    table.add_column("Score", justify="right")
+    table.add_column("Verdict", no_wrap=True)
     for run in runs:
+        facts = run_facts(run)
+        judged = facts.get("eval") or {}
+        workflow = str(run.get("workflowId"))
+        if judged.get("suiteVersion"):
+            workflow += f"@{judged['suiteVersion']}"
+        verdict = judged.get("verdict")
         table.add_row(
             str(run.get("runId")),
-            str(run.get("workflowId")),
+            workflow,
             _status(str(run.get("status"))),
+            ", ".join(str(tag) for tag in run.get("tags") or []),
+            ", ".join(str(agent) for agent in facts.get("agentIds") or []),
             short_time(run.get("startedAt")),
+            _took(facts.get("durationMs")),
+            score(judged.get("aggregateScore")),
+            verdict_text(Verdict(verdict)) if verdict else Text(""),
         )
     return table
+
+
+def run_facts(run: dict[str, Any]) -> dict[str, Any]:
+    """The snapshot's `wopeval.run` extension ({} from a host that does not send it)."""
+    facts: dict[str, Any] = (run.get("extensions") or {}).get("wopeval.run") or {}
+    return facts
+
+
+def _took(milliseconds: object) -> str:
+    if not isinstance(milliseconds, int):
+        return ""
+    return f"{milliseconds} ms" if milliseconds < 10_000 else f"{milliseconds / 1000:.1f} s"
 
 
 def short_time(value: object) -> str:
@@ -210,6 +243,7 @@ def short_time(value: object) -> str:
 
 
 def run_details(snapshot: dict[str, Any], summary: EvalSummary | None) -> Group:
+    facts = run_facts(snapshot)
     rows: list[RenderableType] = [
         _line("Run", str(snapshot.get("runId"))),
         _line("Workflow / suite", str(snapshot.get("workflowId"))),
@@ -217,13 +251,25 @@ def run_details(snapshot: dict[str, Any], summary: EvalSummary | None) -> Group:
         _line("Started", str(snapshot.get("startedAt", ""))),
         _line("Completed", str(snapshot.get("completedAt", ""))),
     ]
+    if snapshot.get("tags"):
+        rows.append(_line("Tags", ", ".join(str(tag) for tag in snapshot["tags"])))
+    if facts.get("agentIds"):
+        rows.append(_line("Agents", ", ".join(str(agent) for agent in facts["agentIds"])))
     error = snapshot.get("error")
     if isinstance(error, dict):
         rows.append(_line("Error", f"{error.get('code')}: {error.get('message')}"))
+    if "inputs" in snapshot:
+        rows.append(_line("Inputs", _json_line(snapshot["inputs"])))
+    if "outputs" in facts:
+        rows.append(_line("Outputs", _json_line(facts["outputs"])))
     if summary is not None:
         rows.append(task_table(summary))
         rows.append(result_lines(summary))
     return Group(*rows)
+
+
+def _json_line(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
 
 
 def events_table(events: Iterable[dict[str, Any]], *, width: int = 70) -> Table:

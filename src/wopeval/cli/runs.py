@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
 import typer
@@ -43,6 +45,18 @@ def list_runs(
     status: Annotated[
         str | None, typer.Option("--status", help="Only runs in this status.")
     ] = None,
+    tag: Annotated[str | None, typer.Option("--tag", help="Only runs carrying this tag.")] = None,
+    agent: Annotated[
+        str | None, typer.Option("--agent", help="Only runs of (or invoking) this agent.")
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option("--since", help="Only runs created since: an ISO date/time, or 30m, 24h, 7d."),
+    ] = None,
+    cursor: Annotated[
+        str | None, typer.Option("--cursor", help="Start at this page (a listing's nextCursor).")
+    ] = None,
+    every: Annotated[bool, typer.Option("--all", help="Every page, not just the first.")] = False,
     as_json: JsonFlag = False,
     url: UrlOption = None,
     api_key: ApiKeyOption = None,
@@ -50,15 +64,50 @@ def list_runs(
     project: ProjectOption = None,
     database_url: DatabaseUrlOption = None,
 ) -> None:
-    """The newest runs first."""
+    """The newest runs first, with their tags, agents, timing, and an eval run's score."""
     target = Target(url, api_key, data_dir, project, database_url)
+    after = parse_since(since) if since is not None else None
 
     def body() -> None:
+        listed: list[dict[str, Any]] = []
+        page: dict[str, Any] = {}
+        next_cursor = cursor
         with connect(target) as host:
-            page = host.list_runs(limit=limit, workflow_id=workflow, status=status)
-        emit(page, as_json, lambda: runs_table(page.get("runs") or []))
+            while True:
+                page = host.list_runs(
+                    limit=limit,
+                    cursor=next_cursor,
+                    workflow_id=workflow,
+                    status=status,
+                    tag=tag,
+                    agent_id=agent,
+                    created_after=after,
+                )
+                listed += page.get("runs") or []
+                next_cursor = page.get("nextCursor")
+                if not every or next_cursor is None:
+                    break
+        document: dict[str, Any] = {"runs": listed}
+        if next_cursor is not None:
+            document["nextCursor"] = next_cursor
+        emit(document, as_json, lambda: runs_table(listed, next_cursor))
 
     guarded(body)
+
+
+def parse_since(value: str) -> str:
+    """`--since`: an ISO date or date-time, or a span back from now (`30m`, `24h`, `7d`)."""
+    span = re.fullmatch(r"(\d+)([mhd])", value.strip())
+    if span is not None:
+        unit = {"m": "minutes", "h": "hours", "d": "days"}[span.group(2)]
+        return (datetime.now(UTC) - timedelta(**{unit: int(span.group(1))})).isoformat()
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError as exc:
+        raise typer.BadParameter(
+            "an ISO date or date-time, or 30m / 24h / 7d", param_hint="--since"
+        ) from exc
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).isoformat()
 
 
 @app.command("show")

@@ -91,14 +91,21 @@ class WireClient:
         cursor: str | None = None,
         workflow_id: str | None = None,
         status: str | None = None,
+        tag: str | None = None,
+        agent_id: str | None = None,
+        created_after: str | None = None,
     ) -> dict[str, Any]:
         params: dict[str, str | int] = {"limit": limit}
-        if cursor:
-            params["cursor"] = cursor
-        if workflow_id:
-            params["workflowId"] = workflow_id
-        if status:
-            params["status"] = status
+        for name, value in (
+            ("cursor", cursor),
+            ("workflowId", workflow_id),
+            ("status", status),
+            ("tag", tag),
+            ("agentId", agent_id),
+            ("createdAfter", created_after),
+        ):
+            if value:
+                params[name] = value
         return self._json("GET", "/runs", params=params)
 
     def poll_events(
