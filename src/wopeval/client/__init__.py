@@ -5,6 +5,7 @@ server stack only when an embedded host starts, and the eval domain only when
 it judges, so a command that just reads a remote host starts quickly.
 """
 
+from wopeval.client._baselines import LATEST_PREFIX, PickedBaseline, latest_baseline
 from wopeval.client._capabilities import (
     MissingCapability,
     missing_capability,
@@ -17,6 +18,7 @@ from wopeval.client._embedded import (
     embedded_client,
     embedded_settings,
 )
+from wopeval.client._fixture_maps import read_fixture_map, under_tenant
 from wopeval.client._follow import (
     POLL_WAIT_SECONDS,
     RunWatch,
@@ -34,11 +36,14 @@ from wopeval.client._request import (
     parse_modes,
     planned_trials,
     publish_trials_variant,
+    readable_suite,
+    suite_id_of,
     trials_version,
     with_trials,
 )
 from wopeval.client._summaries import (
     DEFAULT_ALPHA,
+    baseline_facts,
     compare_runs,
     ensure_verdict,
     fetch_summary,
@@ -52,6 +57,7 @@ __all__ = [
     "DEFAULT_ALPHA",
     "DERIVED_PATCH_BASE",
     "EVAL_MODES",
+    "LATEST_PREFIX",
     "POLL_WAIT_SECONDS",
     "ClientError",
     "DatabaseInUse",
@@ -59,10 +65,12 @@ __all__ = [
     "EvalRequest",
     "HostError",
     "MissingCapability",
+    "PickedBaseline",
     "RunWatch",
     "Unreachable",
     "WireClient",
     "all_events",
+    "baseline_facts",
     "compare_runs",
     "configured_key",
     "default_modes",
@@ -72,17 +80,22 @@ __all__ = [
     "fetch_summary",
     "fetch_why",
     "follow",
+    "latest_baseline",
     "missing_capability",
     "parse_fixture_runs",
     "parse_modes",
     "planned_trials",
     "publish_trials_variant",
+    "read_fixture_map",
+    "readable_suite",
     "require_completed",
     "require_eval_capabilities",
     "run_facts",
     "run_outputs",
+    "suite_id_of",
     "summary_from_wire",
     "trials_version",
+    "under_tenant",
     "with_details",
     "with_trials",
 ]

@@ -182,13 +182,17 @@ def embedded_settings(
     project: Path | None,
     database_url: str | None,
     replay_model: bool = False,
+    offline: bool = False,
 ) -> Settings:
     """The settings `wopeval serve` would build from the same options (G14: built here);
-    `replay_model` makes every agent replay recorded model answers (`--replay-model`)."""
+    `replay_model` makes every agent replay recorded model answers (`--replay-model`),
+    `offline` runs no tool live (`--offline`)."""
     # The embedded host binds loopback itself, whatever WOPEVAL_HOST says.
     overrides: dict[str, object] = {"data_dir": data_dir, "host": "127.0.0.1", "port": 0}
     if project is not None:
         overrides["project"] = project
+    if offline:
+        overrides["live_tools"] = False
     if database_url:
         overrides["database_url"] = database_url
     try:
@@ -234,6 +238,12 @@ def embedded_client(
     except DatabaseInUse as in_use:
         owner = in_use.owner
     if owner is not None:
+        if not settings.live_tools:
+            raise ClientError(
+                f"{owner}: --offline runs its own embedded host with live tools disabled, "
+                "which cannot start while that host owns the database; stop it, or use "
+                "another --data-dir"
+            )
         if settings.eval.model_replay:
             raise ClientError(
                 f"{owner}: --replay-model configures the embedded host, which cannot start; "

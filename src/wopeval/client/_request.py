@@ -13,7 +13,7 @@ from typing import Any
 
 from wopeval.client._wire import ClientError, HostError, WireClient
 from wopeval.wire import errors
-from wopeval.wire.suite import SEMVER_PATTERN, parse_suite
+from wopeval.wire.suite import SEMVER_PATTERN, Suite, parse_suite
 
 EVAL_MODES = ("golden", "rubric", "adversarial", "regression", "live-shadow")
 """RFC 0081 §D modes a client may name in `evalModes`."""
@@ -31,6 +31,9 @@ class EvalRequest:
     modes: tuple[str, ...] | None = None
     baseline_run_id: str | None = None
     fixture_runs: Mapping[str, str] = field(default_factory=dict)
+    tags: tuple[str, ...] = ()
+    revision: str | None = None
+    """The agent's code under evaluation (git commit or label), kept in the run's metadata."""
 
     def body(self) -> dict[str, Any]:
         """The closed createRun body; RFC 0251/0252 members only when used (never sent empty)."""
@@ -45,7 +48,16 @@ class EvalRequest:
             body["baselineRunId"] = self.baseline_run_id
         if self.fixture_runs:
             body["fixtureRuns"] = dict(self.fixture_runs)
+        if self.tags:
+            body["tags"] = list(self.tags)
+        if self.revision:
+            body["metadata"] = {REVISION_KEY: self.revision}
         return body
+
+
+REVISION_KEY = "wopeval.revision"
+"""The run `metadata` key (runs.md: free-form, persisted, never read by the engine) that
+holds the revision of the code an eval run judged."""
 
 
 def default_modes(baseline_run_id: str | None) -> tuple[str, ...] | None:
@@ -126,18 +138,31 @@ def publish_trials_variant(client: WireClient, suite_ref: str, trials: int) -> s
     return f"{derived['suiteId']}@{derived['version']}"
 
 
-def planned_trials(client: WireClient, suite_ref: str) -> int | None:
-    """Tasks × trials of the suite, when the host will show it (for the progress bar)."""
+def readable_suite(client: WireClient, suite_ref: str) -> Suite | None:
+    """The suite `suite_ref` names, when the host shows it (its suite routes) and it parses."""
     try:
         document = client.get_suite(suite_ref)
     except HostError:
-        return None  # only the bar's total depends on it: never fail an eval over it
+        return None
     if document is None:
         return None
-    from wopeval import evals
-
     try:
-        suite = parse_suite(document)
+        return parse_suite(document)
     except errors.ValidationFailed:
         return None
+
+
+def planned_trials(client: WireClient, suite_ref: str) -> int | None:
+    """Tasks × trials of the suite, when the host will show it (for the progress bar)."""
+    suite = readable_suite(client, suite_ref)
+    if suite is None:
+        return None  # only the bar's total depends on it: never fail an eval over it
+    from wopeval import evals
+
     return sum(evals.effective_trials(suite, task) for task in suite.tasks)
+
+
+def suite_id_of(suite_ref: str) -> str:
+    """The suiteId a `suite://<suiteId>@<version>` or `<suiteId>@<version>` ref names (a
+    fixture id names itself)."""
+    return suite_ref.removeprefix("suite://").partition("@")[0]

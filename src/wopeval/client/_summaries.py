@@ -10,9 +10,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from wopeval.client._follow import all_events
+from wopeval.client._request import REVISION_KEY
 from wopeval.client._wire import ClientError, WireClient
-from wopeval.reports import RunFacts
+from wopeval.reports import BaselineFacts, RunFacts
 from wopeval.wire.summary import EvalSummary, Regression, TaskRegression, TaskSummary
 
 DEFAULT_ALPHA = 0.05
@@ -93,27 +93,37 @@ def compare_runs(
 
 
 def run_facts(client: WireClient, run_id: str) -> RunFacts:
-    """The report header: snapshot fields, the eval.started facts, the agent, live calls."""
+    """The report header: snapshot fields, the eval.started facts, the agent, the revision,
+    the baseline's tags and age, live calls."""
     snapshot = client.get_run(run_id)
-    events = all_events(client, run_id)
+    # `eval.started` is the run's second event: the first page holds it.
+    events = client.poll_events(run_id, wait_seconds=1).get("events") or []
     started: dict[str, Any] = next(
         (e["payload"] for e in events if e.get("type") == "eval.started"), {}
     )
-    agent = next(
-        (
-            e["payload"].get("agentId")
-            for e in events
-            if e.get("type") == "agent.invocation-started"
-        ),
-        None,
-    )
+    extension = (snapshot.get("extensions") or {}).get("wopeval.run") or {}
+    agents = extension.get("agentIds") or []
+    baseline_id = started.get("baselineRunId")
     return RunFacts(
         run_id=run_id,
         status=snapshot.get("status"),
-        agent_id=agent,
+        agent_id=agents[0] if agents else None,
         started_at=snapshot.get("startedAt"),
         completed_at=snapshot.get("completedAt"),
         modes=tuple(started.get("modes") or ()),
         fixture_runs=dict(started.get("fixtureRuns") or {}),
         live_calls=client.live_calls(run_id),
+        tags=tuple(snapshot.get("tags") or ()),
+        revision=(snapshot.get("metadata") or {}).get(REVISION_KEY),
+        baseline=baseline_facts(client, str(baseline_id)) if baseline_id else None,
+    )
+
+
+def baseline_facts(client: WireClient, run_id: str) -> BaselineFacts:
+    """How a report names the baseline: its id, its tags, when it completed."""
+    base = client.get_run(run_id)
+    return BaselineFacts(
+        run_id=str(base["runId"]),
+        tags=tuple(base.get("tags") or ()),
+        completed_at=base.get("completedAt"),
     )

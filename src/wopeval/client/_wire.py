@@ -122,6 +122,10 @@ class WireClient:
             timeout=wait_seconds + 30.0,
         )
 
+    def tenant(self) -> str:
+        """The caller's tenant, as the host sees its key."""
+        return str(self._json("GET", "/host/wopeval/principal")["tenant"])
+
     def eval_summary(self, run_id: str) -> dict[str, Any]:
         return self._json("GET", f"/runs/{ids.project(run_id)}/eval-summary")
 

@@ -37,6 +37,7 @@ from wopeval.evals._graders import (
     graders_named,
 )
 from wopeval.evals._jsondiff import Found, PathChange, json_diff, subset_diff, value_at
+from wopeval.evals._live_tasks import tasks_reaching_live_tools
 from wopeval.evals._matcher import (
     FixtureCursor,
     FixtureHit,
@@ -168,6 +169,7 @@ __all__ = [
     "subset_diff",
     "summarise",
     "summarise_task",
+    "tasks_reaching_live_tools",
     "trials_pass",
     "value_at",
     "with_regression",

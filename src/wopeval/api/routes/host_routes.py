@@ -17,6 +17,13 @@ from wopeval.wire.suite import parse_suite
 router = APIRouter(prefix="/host/wopeval", tags=["host"])
 
 
+@router.get("/principal", operation_id="wopevalPrincipal")
+async def read_principal(principal: PrincipalDep) -> JSONResponse:
+    """Whose key this is: the tenant the caller's runs live under (the CLI maps a fixture-runs
+    file made under another tenant onto it)."""
+    return JSONResponse({"tenant": principal.tenant})
+
+
 @router.get("/conformance/counter/{key}", operation_id="wopevalReadCounter")
 async def read_counter(key: str, principal: PrincipalDep, host: HostDep) -> JSONResponse:
     """Read the caller's `conformance.eval:counter` value without changing it."""

@@ -1,0 +1,47 @@
+"""Baselines by name: `latest:TAG` is the newest completed eval run of the same suiteId and
+agent carrying TAG (RFC 0251 §C still decides, at create, whether it is usable)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from wopeval.client._wire import ClientError, WireClient
+from wopeval.reports import age_text, parse_instant
+
+LATEST_PREFIX = "latest:"
+"""`--baseline latest:TAG`."""
+
+
+@dataclass(frozen=True)
+class PickedBaseline:
+    run_id: str
+    completed_at: datetime
+
+    def age(self) -> str:
+        return age_text(self.completed_at, datetime.now(UTC))
+
+
+def latest_baseline(host: WireClient, tag: str, suite_id: str, agent_id: str) -> PickedBaseline:
+    """The newest completed eval run of `suite_id` by `agent_id` tagged `tag`."""
+    cursor: str | None = None
+    while True:
+        page = host.list_runs(
+            limit=50,
+            cursor=cursor,
+            workflow_id=suite_id,
+            status="completed",
+            tag=tag,
+            agent_id=agent_id,
+        )
+        for run in page.get("runs") or []:
+            facts = (run.get("extensions") or {}).get("wopeval.run") or {}
+            if facts.get("kind") == "eval" and run.get("completedAt"):
+                return PickedBaseline(str(run["runId"]), parse_instant(str(run["completedAt"])))
+        cursor = page.get("nextCursor")
+        if not cursor:
+            break
+    raise ClientError(
+        f"no completed eval run of {suite_id} by {agent_id} carries the tag {tag!r}: "
+        "run the baseline first (e.g. on the main branch, with --tag " + tag + ")"
+    )
