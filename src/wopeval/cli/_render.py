@@ -137,11 +137,14 @@ def result_lines(
     run_id: str | None = None,
     live_calls: int | None = None,
     exit_code: ExitCode | None = None,
+    revision: str | None = None,
 ) -> Group:
     """The run's headline facts under the table."""
     rows: list[RenderableType] = []
     suite = f"{summary.suiteId}@{summary.suiteVersion}"
     rows.append(_line("Suite", suite + (f"   run {run_id}" if run_id else "")))
+    if revision:
+        rows.append(_line("Revision", revision))
     verdict_bar = "passed" if summary.passed else "FAILED"
     rows.append(
         _line(

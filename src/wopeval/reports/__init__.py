@@ -1,5 +1,6 @@
 """Reports of an eval run: pure functions from a summary (and why its tasks failed) to text."""
 
+from wopeval.reports._age import age_text, parse_instant
 from wopeval.reports._why import (
     SERVED_LABELS,
     ChangeRow,
@@ -19,16 +20,19 @@ from wopeval.reports._why import (
     paired,
     trace_rows,
 )
-from wopeval.reports.html import RunFacts, html_report
+from wopeval.reports.html import BaselineFacts, RunFacts, html_report
 from wopeval.reports.junit import cost_text, junit_xml
+from wopeval.reports.markdown import markdown_report
 
 __all__ = [
     "SERVED_LABELS",
+    "BaselineFacts",
     "ChangeRow",
     "RunFacts",
     "RunWhy",
     "TraceRow",
     "actual_text",
+    "age_text",
     "change_rows",
     "cost_text",
     "cut",
@@ -39,9 +43,11 @@ __all__ = [
     "html_report",
     "json_text",
     "junit_xml",
+    "markdown_report",
     "marks",
     "miss_headline",
     "needs_explaining",
     "paired",
+    "parse_instant",
     "trace_rows",
 ]

@@ -36,6 +36,19 @@ class RunFacts:
     modes: tuple[str, ...] = ()
     fixture_runs: Mapping[str, str] = field(default_factory=dict)
     live_calls: int | None = None
+    tags: tuple[str, ...] = ()
+    revision: str | None = None
+    """The agent's code the run judged: the project's git commit, or a label."""
+    baseline: BaselineFacts | None = None
+
+
+@dataclass(frozen=True)
+class BaselineFacts:
+    """The baseline a run was judged against, as a reader of the report wants it named."""
+
+    run_id: str
+    tags: tuple[str, ...] = ()
+    completed_at: str | None = None
 
 
 def html_report(
@@ -76,11 +89,13 @@ def _run_section(summary: EvalSummary, facts: RunFacts) -> str:
     ]
     optional = [
         ("Agent", facts.agent_id),
+        ("Revision", facts.revision),
+        ("Tags", ", ".join(facts.tags) if facts.tags else None),
         ("Status", facts.status),
         ("Started", facts.started_at),
         ("Completed", facts.completed_at),
         ("Modes", ", ".join(facts.modes) if facts.modes else None),
-        ("Baseline run", summary.regression.baselineRunId if summary.regression else None),
+        ("Baseline run", _baseline_text(summary, facts)),
     ]
     rows += [(k, v) for k, v in optional if v]
     if facts.live_calls is not None:
@@ -93,6 +108,15 @@ def _run_section(summary: EvalSummary, facts: RunFacts) -> str:
         )
         items += f"<dt>Recorded fixtures</dt><dd>{sources}</dd>"
     return f'<section id="run"><h2>Run</h2><dl>{items}</dl></section>'
+
+
+def _baseline_text(summary: EvalSummary, facts: RunFacts) -> str | None:
+    if summary.regression is None:
+        return None
+    base = facts.baseline
+    tags = f" (tags: {', '.join(base.tags)})" if base is not None and base.tags else ""
+    completed = f", completed {base.completed_at}" if base and base.completed_at else ""
+    return summary.regression.baselineRunId + tags + completed
 
 
 def _summary_section(summary: EvalSummary) -> str:

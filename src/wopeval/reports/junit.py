@@ -38,8 +38,10 @@ def junit_xml(
     run_id: str | None = None,
     timestamp: str | None = None,
     why: RunWhy | None = None,
+    revision: str | None = None,
 ) -> str:
-    """The report as a UTF-8 XML document string (with declaration)."""
+    """The report as a UTF-8 XML document string (with declaration); `revision` is the
+    judged code's (a `revision` property)."""
     paired: Mapping[str, TaskRegression] = {}
     if summary.regression is not None:
         paired = {t.taskId: t for t in summary.regression.tasks or []}
@@ -75,14 +77,14 @@ def junit_xml(
         suite_attrs["timestamp"] = timestamp
     suite = ET.SubElement(root, "testsuite", suite_attrs)
     properties = ET.SubElement(suite, "properties")
-    for name, value in _properties(summary, run_id).items():
+    for name, value in _properties(summary, run_id, revision).items():
         ET.SubElement(properties, "property", {"name": name, "value": value})
     suite.extend(cases)
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-def _properties(summary: EvalSummary, run_id: str | None) -> dict[str, str]:
+def _properties(summary: EvalSummary, run_id: str | None, revision: str | None) -> dict[str, str]:
     props = {
         "suiteId": summary.suiteId,
         "suiteVersion": summary.suiteVersion,
@@ -94,6 +96,8 @@ def _properties(summary: EvalSummary, run_id: str | None) -> dict[str, str]:
         props["totalCostUsd"] = cost_text(summary.totalCostUsd)
     if run_id:
         props["runId"] = run_id
+    if revision:
+        props["revision"] = revision
     regression = summary.regression
     if regression is not None:
         props["baselineRunId"] = regression.baselineRunId
