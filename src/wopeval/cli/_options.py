@@ -18,6 +18,7 @@ from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console, RenderableType
+from rich.markup import escape
 
 from wopeval import client
 from wopeval.cli._exit import CliError, ExitCode
@@ -84,6 +85,8 @@ class Target:
     database_url: str | None
     replay_model: bool = False
     """`--replay-model`: the embedded host replays recorded model answers (docs/llm.md)."""
+    offline: bool = False
+    """`--offline`: the embedded host runs no tool live (docs/ci.md)."""
 
 
 @contextlib.contextmanager
@@ -95,6 +98,11 @@ def connect(target: Target) -> Iterator[client.WireClient]:
                 "--replay-model configures the embedded host; for the host at --url set "
                 'model_replay = "recorded" on the agent or WOPEVAL_EVAL_MODEL_REPLAY=true'
             )
+        if target.offline:
+            raise CliError(
+                "--offline runs an embedded host with live tools disabled; a host at --url "
+                "decides for itself whether its tools run live: drop --url"
+            )
         if not target.api_key:
             raise CliError("--url needs --api-key (or WOPEVAL_API_KEY)")
         with client.WireClient(target.url, target.api_key) as host:
@@ -105,6 +113,7 @@ def connect(target: Target) -> Iterator[client.WireClient]:
         project=target.project,
         database_url=target.database_url,
         replay_model=target.replay_model,
+        offline=target.offline,
     )
     with client.embedded_client(settings, target.api_key, notify=_note) as host:
         yield host
@@ -136,7 +145,7 @@ def emit(document: Any, as_json: bool, render: Callable[[], RenderableType]) -> 
 
 def fail(message: str) -> NoReturn:
     """Report an error the way every command does, and exit 4."""
-    stderr_console().print(f"[bold red]error:[/] {message}", highlight=False)
+    stderr_console().print(f"[bold red]error:[/] {escape(message)}", highlight=False)
     raise typer.Exit(ExitCode.ERROR)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated, Any
 
 import typer
@@ -23,12 +24,13 @@ from wopeval.cli._outputs import (
     HtmlOption,
     JsonFileOption,
     JunitOption,
+    MarkdownOption,
     ReportFiles,
+    print_outcome,
     read_why,
     write_reports,
 )
-from wopeval.cli._render import result_lines, task_table
-from wopeval.cli._why import reason_lines
+from wopeval.cli._render import result_lines
 
 SETTINGS: dict[str, Any] = {"cls": Command, "epilog": EXIT_CODES_HELP}
 """How main.py registers the command: usage errors exit 4; the exit codes in --help."""
@@ -50,6 +52,7 @@ def compare(
     ] = client.DEFAULT_ALPHA,
     junit: JunitOption = None,
     json_file: JsonFileOption = None,
+    markdown: MarkdownOption = None,
     html: HtmlOption = None,
     url: UrlOption = None,
     api_key: ApiKeyOption = None,
@@ -63,7 +66,7 @@ def compare(
     serving eval summaries will do. Runs of different suiteIds are refused.
     """
     target = Target(url, api_key, data_dir, project, database_url)
-    files = ReportFiles(junit=junit, json=json_file, html=html)
+    files = ReportFiles(junit=junit, json=json_file, html=html, markdown=markdown)
     code = guarded(lambda: run_compare(target, baseline_run, candidate_run, strict, alpha, files))
     raise typer.Exit(code)
 
@@ -79,14 +82,11 @@ def run_compare(
     with connect(target) as host:
         summary = client.compare_runs(host, baseline_run, candidate_run, alpha=alpha)
         facts = client.run_facts(host, candidate_run)
+        # The report names the baseline compared here, not the one the run was created with.
+        facts = replace(facts, baseline=client.baseline_facts(host, baseline_run))
         why = read_why(host, candidate_run, summary, files)
     code = exit_code_for(summary, strict=strict)
     written = write_reports(files, summary, facts, code, why)
-    out = files.console()
-    out.print(task_table(summary))
-    if why is not None and (reasons := reason_lines(summary, why, candidate_run)) is not None:
-        out.print(reasons)
-    out.print(result_lines(summary, run_id=candidate_run, exit_code=code))
-    for kind, path in written:
-        out.print(f"{kind}: {path}", highlight=False)
+    result = result_lines(summary, run_id=candidate_run, exit_code=code, revision=facts.revision)
+    print_outcome(files, summary, why, candidate_run, result, written)
     return code

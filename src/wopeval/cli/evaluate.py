@@ -1,14 +1,24 @@
-"""`wopeval eval`: run a suite against an agent, follow it, judge it, write reports."""
+"""`wopeval eval`: run a suite against an agent, follow it, judge it, write reports.
+
+`wopeval eval NAME` runs the project's `[[evals]]` entry NAME (flags override
+its members); `wopeval eval SUITE --agent A` names everything on the command
+line. Before a run is created the CLI re-tenants the recordings, picks a
+`latest:TAG` baseline, and checks which tasks could reach a live tool:
+`--offline` refuses to start when any could (docs/ci.md).
+"""
 
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.console import Console
 
 from wopeval import client
-from wopeval.cli._exit import EXIT_CODES_HELP, Command, ExitCode, exit_code_for
+from wopeval.cli._eval_choice import EvalChoice, EvalFlags, choose_eval
+from wopeval.cli._exit import EXIT_CODES_HELP, CliError, Command, ExitCode, exit_code_for
 from wopeval.cli._options import (
     DEFAULT_DATA_DIR,
     ApiKeyOption,
@@ -25,30 +35,41 @@ from wopeval.cli._outputs import (
     HtmlOption,
     JsonFileOption,
     JunitOption,
+    MarkdownOption,
     ReportFiles,
+    print_outcome,
     read_why,
     write_reports,
 )
 from wopeval.cli._progress import EvalProgress
-from wopeval.cli._render import result_lines, task_table
-from wopeval.cli._why import reason_lines
+from wopeval.cli._render import result_lines
 
 SETTINGS: dict[str, Any] = {"cls": Command, "epilog": EXIT_CODES_HELP}
 """How main.py registers the command: usage errors exit 4; the exit codes in --help."""
 
 
 def evaluate(
-    suite_ref: Annotated[
+    name_or_suite: Annotated[
         str,
         typer.Argument(
-            help="A fixture id, suite://<suiteId>@<version> or <suiteId>@<version>.",
+            metavar="NAME|SUITE_REF",
+            help="An [[evals]] entry of the project, or a suite: a fixture id, "
+            "suite://<suiteId>@<version> or <suiteId>@<version>.",
             show_default=False,
         ),
     ],
-    agent: Annotated[str, typer.Option("--agent", help="The agentId to evaluate.")],
+    agent: Annotated[
+        str | None,
+        typer.Option("--agent", help="The agentId to evaluate (an entry names its own)."),
+    ] = None,
     baseline: Annotated[
         str | None,
-        typer.Option("--baseline", metavar="RUN_ID", help="A finished eval run to compare with."),
+        typer.Option(
+            "--baseline",
+            metavar="RUN_ID|latest:TAG",
+            help="A finished eval run to compare with, or the newest completed one of this "
+            "suite and agent tagged TAG.",
+        ),
     ] = None,
     from_run: Annotated[
         list[str] | None,
@@ -56,6 +77,35 @@ def evaluate(
             "--from-run",
             metavar="TASK=RUN_ID",
             help="Replay the tool calls recorded in RUN_ID as TASK's fixtures (repeatable).",
+        ),
+    ] = None,
+    fixture_runs: Annotated[
+        Path | None,
+        typer.Option(
+            "--fixture-runs",
+            metavar="FILE",
+            help="A {taskId: runId} JSON map (as `suites from-runs` writes); --from-run "
+            "overrides its tasks. Run ids are taken under the caller's tenant.",
+        ),
+    ] = None,
+    offline: Annotated[
+        bool | None,
+        typer.Option(
+            "--offline/--no-offline",
+            help="--offline: refuse to start when a task could reach a live tool, and run "
+            "the embedded host with live tools disabled.",
+            show_default=False,
+        ),
+    ] = None,
+    tag: Annotated[
+        list[str] | None,
+        typer.Option("--tag", help="A tag the eval run carries (repeatable), e.g. main."),
+    ] = None,
+    label: Annotated[
+        str | None,
+        typer.Option(
+            "--label",
+            help="The revision to record (default: the project's git commit).",
         ),
     ] = None,
     modes: Annotated[
@@ -83,58 +133,73 @@ def evaluate(
         bool,
         typer.Option(
             "--replay-model",
-            help="With --from-run: serve the agent's model calls from the recorded run too "
+            help="With recorded runs: serve the agent's model calls from them too "
             "(the embedded host only; beyond RFC 0252, see docs/llm.md).",
         ),
     ] = False,
     junit: JunitOption = None,
     json_file: JsonFileOption = None,
     html: HtmlOption = None,
+    markdown: MarkdownOption = None,
     url: UrlOption = None,
     api_key: ApiKeyOption = None,
     data_dir: DataDirOption = DEFAULT_DATA_DIR,
     project: ProjectOption = None,
     database_url: DatabaseUrlOption = None,
 ) -> None:
-    """Evaluate AGENT on SUITE_REF; with --baseline, judge it task by task against that run."""
+    """Evaluate an agent on a suite; with a baseline, judge it task by task against that run."""
     try:
-        chosen = client.parse_modes(modes) if modes else client.default_modes(baseline)
+        chosen_modes = client.parse_modes(modes) if modes else None
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--modes") from None
     try:
-        fixture_runs = client.parse_fixture_runs(from_run or [])
+        pairs = client.parse_fixture_runs(from_run or [])
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--from-run") from None
-    request = client.EvalRequest(
-        suite_ref=suite_ref,
-        agent_id=agent,
-        modes=chosen,
-        baseline_run_id=baseline,
-        fixture_runs=fixture_runs,
+    flags = EvalFlags(
+        agent=agent,
+        baseline=baseline,
+        modes=chosen_modes,
+        trials=trials,
+        offline=offline,
+        fixture_runs_file=fixture_runs,
+        from_runs=pairs,
+        tags=tuple(tag or ()),
+        label=label,
     )
-    target = Target(url, api_key, data_dir, project, database_url, replay_model)
-    files = ReportFiles(junit=junit, json=json_file, html=html)
-    code = guarded(lambda: run_eval(target, request, trials=trials, strict=strict, files=files))
-    raise typer.Exit(code)
+    files = ReportFiles(junit=junit, json=json_file, html=html, markdown=markdown)
+
+    def execute() -> ExitCode:
+        choice = choose_eval(name_or_suite, flags, project)
+        target = Target(
+            url, api_key, data_dir, project, database_url, replay_model, offline=choice.offline
+        )
+        return run_eval(target, choice, strict=strict, files=files)
+
+    raise typer.Exit(guarded(execute))
 
 
-def run_eval(
-    target: Target,
-    request: client.EvalRequest,
-    *,
-    trials: int | None,
-    strict: bool,
-    files: ReportFiles,
-) -> ExitCode:
+def run_eval(target: Target, choice: EvalChoice, *, strict: bool, files: ReportFiles) -> ExitCode:
     """Create the run, show progress, print the verdict, write reports; return the exit code."""
-    err, out = stderr_console(), files.console()
+    err = stderr_console()
     with connect(target) as host:
+        fixture_runs = _under_own_tenant(host, choice.fixture_runs)
+        baseline = _baseline_run(host, choice, err)
+        request = client.EvalRequest(
+            suite_ref=choice.suite_ref,
+            agent_id=choice.agent,
+            modes=choice.modes or client.default_modes(baseline),
+            baseline_run_id=baseline,
+            fixture_runs=fixture_runs,
+            tags=choice.tags,
+            revision=choice.revision,
+        )
         client.require_eval_capabilities(host, request)
-        if trials is not None:
-            request = replace(
-                request, suite_ref=client.publish_trials_variant(host, request.suite_ref, trials)
-            )
-            err.print(f"Suite with {trials} trials per task: {request.suite_ref}", highlight=False)
+        _check_live_tools(host, request, offline=choice.offline, err=err)
+        if choice.trials is not None:
+            variant = client.publish_trials_variant(host, request.suite_ref, choice.trials)
+            request = replace(request, suite_ref=variant)
+            err.print(f"Suite with {choice.trials} trials per task: {variant}", highlight=False)
         total = client.planned_trials(host, request.suite_ref)
         run_id = str(host.create_run(request.body())["runId"])
         err.print(f"Eval run {run_id}", highlight=False)
@@ -146,10 +211,71 @@ def run_eval(
         why = read_why(host, run_id, summary, files)
     code = exit_code_for(summary, strict=strict)
     written = write_reports(files, summary, facts, code, why)
-    out.print(task_table(summary))
-    if why is not None and (reasons := reason_lines(summary, why, run_id)) is not None:
-        out.print(reasons)
-    out.print(result_lines(summary, run_id=run_id, live_calls=facts.live_calls, exit_code=code))
-    for kind, path in written:
-        out.print(f"{kind}: {path}", highlight=False)
+    result = result_lines(
+        summary,
+        run_id=run_id,
+        live_calls=facts.live_calls,
+        exit_code=code,
+        revision=facts.revision,
+    )
+    print_outcome(files, summary, why, run_id, result, written)
     return code
+
+
+def _under_own_tenant(host: client.WireClient, runs: dict[str, str]) -> dict[str, str]:
+    """The recordings under the caller's tenant: an imported run keeps its hex id under
+    the importing tenant, so a map made on production names them by their old tenant."""
+    if not runs:
+        return runs
+    try:
+        tenant = host.tenant()
+    except client.HostError:
+        return runs  # a host without the principal route: its ids are taken as given
+    return client.under_tenant(runs, tenant)
+
+
+def _baseline_run(host: client.WireClient, choice: EvalChoice, err: Console) -> str | None:
+    """The baseline run id: as given, or the run `latest:TAG` picks (said on stderr)."""
+    named = choice.baseline
+    if named is None or not named.startswith(client.LATEST_PREFIX):
+        return named
+    tag = named.removeprefix(client.LATEST_PREFIX)
+    if not tag:
+        raise CliError("--baseline latest:TAG needs a tag, e.g. latest:main")
+    suite = client.readable_suite(host, choice.suite_ref)
+    suite_id = suite.suiteId if suite is not None else client.suite_id_of(choice.suite_ref)
+    picked = client.latest_baseline(host, tag, suite_id, choice.agent)
+    err.print(f"Baseline {named}: {picked.run_id}, completed {picked.age()} ago", highlight=False)
+    return picked.run_id
+
+
+def _check_live_tools(
+    host: client.WireClient, request: client.EvalRequest, *, offline: bool, err: Console
+) -> None:
+    """Refuse an offline eval any of whose tasks could call a live tool (nothing is
+    started); otherwise warn which tasks will."""
+    suite = client.readable_suite(host, request.suite_ref)
+    if suite is None:
+        if offline:
+            raise CliError(
+                f"--offline checks every task of the suite before it starts, and the host "
+                f"does not show {request.suite_ref!r} (GET /host/wopeval/suites)"
+            )
+        return
+    from wopeval import evals
+
+    live = evals.tasks_reaching_live_tools(suite, request.fixture_runs, request.modes or ())
+    if not live:
+        return
+    named = ", ".join(live)
+    if offline:
+        raise CliError(
+            f"--offline: {len(live)} of {len(suite.tasks)} tasks could reach a live tool "
+            f"({named}): give each a recorded run (--fixture-runs, --from-run) or fixtures "
+            "with onMiss: fail. No run was started."
+        )
+    err.print(
+        f"[yellow]warning:[/] {len(live)} of {len(suite.tasks)} tasks will call live tools "
+        f"for any call no fixture answers: {named} (--offline refuses this)",
+        highlight=False,
+    )

@@ -1,4 +1,4 @@
-"""`wopeval report`: write the reports of a finished eval run (HTML, JUnit, JSON)."""
+"""`wopeval report`: write the reports of a finished eval run (HTML, JUnit, JSON, Markdown)."""
 
 from __future__ import annotations
 
@@ -23,12 +23,13 @@ from wopeval.cli._outputs import (
     HtmlOption,
     JsonFileOption,
     JunitOption,
+    MarkdownOption,
     ReportFiles,
+    print_outcome,
     read_why,
     write_reports,
 )
-from wopeval.cli._render import result_lines, task_table
-from wopeval.cli._why import reason_lines
+from wopeval.cli._render import result_lines
 
 SETTINGS: dict[str, Any] = {"cls": Command}
 """How main.py registers the command: usage errors exit 4."""
@@ -39,6 +40,7 @@ def report(
     html: HtmlOption = None,
     junit: JunitOption = None,
     json_file: JsonFileOption = None,
+    markdown: MarkdownOption = None,
     url: UrlOption = None,
     api_key: ApiKeyOption = None,
     data_dir: DataDirOption = DEFAULT_DATA_DIR,
@@ -46,9 +48,9 @@ def report(
     database_url: DatabaseUrlOption = None,
 ) -> None:
     """Write the report files of RUN_ID and print its table. Exit 0 when written, 4 on error."""
-    files = ReportFiles(junit=junit, json=json_file, html=html)
+    files = ReportFiles(junit=junit, json=json_file, html=html, markdown=markdown)
     if not files.requested():
-        raise typer.BadParameter("name at least one of --html, --junit or --json")
+        raise typer.BadParameter("name at least one of --html, --junit, --json or --markdown")
     target = Target(url, api_key, data_dir, project, database_url)
     raise typer.Exit(guarded(lambda: run_report(target, run_id, files)))
 
@@ -61,11 +63,8 @@ def run_report(target: Target, run_id: str, files: ReportFiles) -> ExitCode:
     if facts.status not in (None, "completed"):
         raise CliError(f"run {run_id} ended {facts.status}; there is no verdict to report")
     written = write_reports(files, summary, facts, exit_code_for(summary, strict=False), why)
-    out = files.console()
-    out.print(task_table(summary))
-    if why is not None and (reasons := reason_lines(summary, why, run_id)) is not None:
-        out.print(reasons)
-    out.print(result_lines(summary, run_id=run_id, live_calls=facts.live_calls))
-    for kind, path in written:
-        out.print(f"{kind}: {path}", highlight=False)
+    result = result_lines(
+        summary, run_id=run_id, live_calls=facts.live_calls, revision=facts.revision
+    )
+    print_outcome(files, summary, why, run_id, result, written)
     return ExitCode.OK

@@ -1,0 +1,125 @@
+"""What `wopeval eval` was asked to run: an `[[evals]]` entry of the project, overridden by
+the command line, or the command line alone (docs/ci.md).
+
+Everything here is decided before a host is reached: which suite, agent,
+recordings, baseline and modes; whether the run must stay offline; its tags
+and revision. The host-facing steps (re-tenanting the recordings, picking a
+`latest:TAG` baseline, the live-tool check) take this value and go on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from wopeval import client
+from wopeval.cli._exit import CliError
+from wopeval.cli._revision import project_revision
+
+if TYPE_CHECKING:
+    from wopeval.engine.project import EvalEntry
+
+
+@dataclass(frozen=True)
+class EvalFlags:
+    """The command line as given (None: not given, so an entry's value stands)."""
+
+    agent: str | None = None
+    baseline: str | None = None
+    modes: tuple[str, ...] | None = None
+    trials: int | None = None
+    offline: bool | None = None
+    fixture_runs_file: Path | None = None
+    from_runs: dict[str, str] = field(default_factory=dict)
+    tags: tuple[str, ...] = ()
+    label: str | None = None
+
+
+@dataclass(frozen=True)
+class EvalChoice:
+    """One eval, fully named."""
+
+    suite_ref: str
+    agent: str
+    fixture_runs: dict[str, str]
+    baseline: str | None
+    """A run id, `latest:TAG`, or None."""
+    modes: tuple[str, ...] | None
+    trials: int | None
+    offline: bool
+    tags: tuple[str, ...]
+    revision: str | None
+    entry: str | None = None
+    """The `[[evals]]` entry it came from."""
+
+
+def choose_eval(name_or_suite: str, flags: EvalFlags, project: Path | None) -> EvalChoice:
+    """The entry called `name_or_suite` in the project with `flags` laid over it; or, when
+    the project declares no such entry, the suite `name_or_suite` with the flags alone."""
+    entry = _entry(project, name_or_suite) if project is not None else None
+    directory = _project_dir(project)
+    revision = project_revision(directory, flags.label)
+    if entry is None:
+        if flags.agent is None:
+            where = f" of {project}" if project is not None else " (no --project given)"
+            raise typer.BadParameter(
+                f"missing, and {name_or_suite!r} is not an [[evals]] entry{where}",
+                param_hint="--agent",
+            )
+        file_runs = (
+            client.read_fixture_map(flags.fixture_runs_file) if flags.fixture_runs_file else {}
+        )
+        return EvalChoice(
+            suite_ref=name_or_suite,
+            agent=flags.agent,
+            fixture_runs={**file_runs, **flags.from_runs},
+            baseline=flags.baseline,
+            modes=flags.modes,
+            trials=flags.trials,
+            offline=bool(flags.offline),
+            tags=flags.tags,
+            revision=revision,
+        )
+    if flags.fixture_runs_file is not None:
+        base_runs = client.read_fixture_map(flags.fixture_runs_file)
+    elif isinstance(entry.fixture_runs, str):
+        base_runs = client.read_fixture_map(directory / entry.fixture_runs)
+    else:
+        base_runs = dict(entry.fixture_runs or {})
+    try:
+        entry_modes = client.parse_modes(",".join(entry.modes)) if entry.modes else None
+    except ValueError as exc:
+        raise CliError(f"[[evals]] {entry.name}: {exc}") from None
+    return EvalChoice(
+        suite_ref=entry.suite,
+        agent=flags.agent or entry.agent,
+        fixture_runs={**base_runs, **flags.from_runs},
+        baseline=flags.baseline or entry.baseline,
+        modes=flags.modes or entry_modes,
+        trials=flags.trials or entry.trials,
+        offline=entry.offline if flags.offline is None else flags.offline,
+        tags=tuple(dict.fromkeys([*entry.tags, *flags.tags])),
+        revision=revision,
+        entry=entry.name,
+    )
+
+
+def _entry(project: Path, name: str) -> EvalEntry | None:
+    # Imported here: the project loader brings the tool sources (the MCP SDK among them),
+    # which a command on a remote host never needs.
+    from wopeval.engine.project import ProjectError, read_project_file
+
+    try:
+        declared = read_project_file(project).evals
+    except ProjectError as exc:
+        raise CliError(str(exc)) from None
+    return next((entry for entry in declared if entry.name == name), None)
+
+
+def _project_dir(project: Path | None) -> Path:
+    if project is None:
+        return Path.cwd()
+    return project.parent if project.suffix == ".toml" else project
