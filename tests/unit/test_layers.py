@@ -1,4 +1,4 @@
-"""Imports point one way (DESIGN.md §1): each layer may use only the layers listed here.
+"""Imports point one way (docs/design.md §1): each layer may use only the layers listed here.
 
 `evals` holds the RFC rules as pure functions, so it sees nothing but `wire`;
 `conformance` speaks only the wire through openwop-client, so it sees none of

@@ -1,4 +1,4 @@
-"""The conformance scripted agent (DESIGN.md §4): it makes the listed calls, then decides."""
+"""The conformance scripted agent (docs/design.md §4): it makes the listed calls, then decides."""
 
 from __future__ import annotations
 

@@ -97,7 +97,7 @@ class Catalog:
 
 
 def seed_conformance(catalog: Catalog) -> None:
-    """The conformance fixtures of DESIGN.md §4, listed in discovery `fixtures`."""
+    """The conformance fixtures of docs/design.md §4, listed in discovery `fixtures`."""
     catalog.agents.add(
         AgentSpec(
             SCRIPTED_AGENT_ID,

@@ -1,4 +1,4 @@
-"""Erasure and retention of recorded tool content (RFC 0252 Security; DESIGN.md §3).
+"""Erasure and retention of recorded tool content (RFC 0252 Security; docs/design.md §3).
 
 Erasing a run's tool content reaches every copy of it: the derived fixtures
 taken from the run, the eval runs that were served them (their own record of

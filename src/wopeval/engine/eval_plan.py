@@ -1,6 +1,6 @@
 """Resolve, then run (G6): an eval createRun becomes a frozen plan before anything executes.
 
-The order follows DESIGN.md §2: gates and field rules first, the run lookups
+The order follows docs/design.md §2: gates and field rules first, the run lookups
 (baseline, fixture sources) last, each through one refusal path.
 """
 

@@ -1,4 +1,4 @@
-"""The eval domain: pure rules, no I/O (DESIGN.md §1).
+"""The eval domain: pure rules, no I/O (docs/design.md §1).
 
 Suite references, the fixture matcher and its miss analysis, derived fixtures
 (RFC 0252 §D), graders and their reasons, structural JSON diffs, pass

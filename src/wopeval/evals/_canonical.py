@@ -1,6 +1,6 @@
 """Canonical JSON (RFC 8785 JCS): the one notion of "the same args" the host uses.
 
-DESIGN.md §3: `argsMatch: exact` compares the RFC 8785 canonical JSON of the args
+docs/design.md §3: `argsMatch: exact` compares the RFC 8785 canonical JSON of the args
 as the agent passed them, and `argsHash` is `"sha256:" + hex(sha256(JCS(args)))`.
 JCS makes `1` and `1.0` equal and keeps `true` apart from `1`, which Python's
 `==` does not.
@@ -25,7 +25,7 @@ def canonical_json(value: JsonValue) -> bytes:
 
 
 def args_hash(value: JsonValue) -> str:
-    """DESIGN.md §3 `argsHash`: `"sha256:" + hex(sha256(JCS(args)))`."""
+    """docs/design.md §3 `argsHash`: `"sha256:" + hex(sha256(JCS(args)))`."""
     return "sha256:" + hashlib.sha256(canonical_json(value)).hexdigest()
 
 

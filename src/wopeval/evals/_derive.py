@@ -28,7 +28,7 @@ ServedBy = Literal["live", "fixture"]
 
 @dataclass(frozen=True, slots=True)
 class RecordedCall:
-    """One tool call as executed, as the host records it (DESIGN.md §3 "Recording")."""
+    """One tool call as executed, as the host records it (docs/design.md §3 "Recording")."""
 
     sequence: int
     """Event sequence of the call's `agent.tool-called` in its run."""

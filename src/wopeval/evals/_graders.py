@@ -1,4 +1,4 @@
-"""Graders: a task's decision and calls against its `expected` (RFC 0081 §A; DESIGN.md §3).
+"""Graders: a task's decision and calls against its `expected` (RFC 0081 §A; docs/design.md §3).
 
 `golden` compares the agent's decision with `match` (`_golden.py`);
 `trajectory` compares the calls the agent made, as executed and excluding

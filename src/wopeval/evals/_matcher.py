@@ -1,4 +1,4 @@
-"""The fixture matcher (RFC 0244 §D as DESIGN.md §3 defines it).
+"""The fixture matcher (RFC 0244 §D as docs/design.md §3 defines it).
 
 Selection is a pure function (`select_entry`): the first unconsumed entry, in
 list order, whose `tool` equals the call's tool and whose args match. The
@@ -22,7 +22,7 @@ from wopeval.wire.suite import ArgsPattern, OnMiss, ToolResponse
 def args_match(pattern: ArgsPattern, args: JsonValue) -> bool:
     """Whether a call's `args` satisfy an entry's (or an expected call's) args pattern.
 
-    DESIGN.md §3: `exact` is RFC 8785 canonical equality, `subset` means the
+    docs/design.md §3: `exact` is RFC 8785 canonical equality, `subset` means the
     pattern's args are a recursive subset of the call's, `ignore` takes any args.
     """
     mode = pattern.args_match
@@ -61,7 +61,7 @@ def select_entry(
     tool: str,
     args: JsonValue,
 ) -> FixtureHit | FixtureMiss:
-    """RFC 0244 §D selection (DESIGN.md §3): first unconsumed match in list order."""
+    """RFC 0244 §D selection (docs/design.md §3): first unconsumed match in list order."""
     for index, entry in enumerate(entries):
         # "each entry serves one call": a consumed entry is never offered again.
         if index in consumed:
@@ -101,7 +101,7 @@ class FixtureCursor:
     """One task's fixtures through one trial: consume-once and the miss count.
 
     The engine builds one per task and calls `reset()` at the start of each
-    trial ("consumption resets at each trial", DESIGN.md §3); it reads
+    trial ("consumption resets at each trial", docs/design.md §3); it reads
     `miss_count` for the trial's outcome before resetting.
     """
 

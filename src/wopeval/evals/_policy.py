@@ -1,4 +1,4 @@
-"""Trials and pass policy: how a task's trial results make its `passed` (DESIGN.md §3).
+"""Trials and pass policy: how a task's trial results make its `passed` (docs/design.md §3).
 
 A task runs `trials` times (task level overrides suite level; 1..100, default
 1) and passes under `passPolicy` (`all`, the default, `any` or `majority`).
@@ -13,7 +13,7 @@ from wopeval.wire.suite import Suite, Task
 
 
 class PassPolicy(enum.StrEnum):
-    """DESIGN.md §3 `passPolicy` over a task's trials."""
+    """docs/design.md §3 `passPolicy` over a task's trials."""
 
     ALL = "all"
     ANY = "any"
@@ -21,10 +21,10 @@ class PassPolicy(enum.StrEnum):
 
 
 DEFAULT_TRIALS = 1
-"""DESIGN.md §3: trials when neither the task nor the suite says."""
+"""docs/design.md §3: trials when neither the task nor the suite says."""
 
 DEFAULT_POLICY = PassPolicy.ALL
-"""DESIGN.md §3: pass policy when neither the task nor the suite says."""
+"""docs/design.md §3: pass policy when neither the task nor the suite says."""
 
 
 def trials_pass(policy: PassPolicy, results: Sequence[bool]) -> bool:
@@ -43,13 +43,13 @@ def trials_pass(policy: PassPolicy, results: Sequence[bool]) -> bool:
 
 
 def effective_trials(suite: Suite, task: Task) -> int:
-    """DESIGN.md §3: the task's `trials`, else the suite's, else 1."""
+    """docs/design.md §3: the task's `trials`, else the suite's, else 1."""
     if task.trials is not None:
         return task.trials
     return suite.trials if suite.trials is not None else DEFAULT_TRIALS
 
 
 def effective_policy(suite: Suite, task: Task) -> PassPolicy:
-    """DESIGN.md §3: the task's `passPolicy`, else the suite's, else `all`."""
+    """docs/design.md §3: the task's `passPolicy`, else the suite's, else `all`."""
     name = task.passPolicy or suite.passPolicy
     return PassPolicy(name) if name is not None else DEFAULT_POLICY

@@ -1,4 +1,4 @@
-"""Trajectory grading: the calls the agent made against `expected.calls` (DESIGN.md §3).
+"""Trajectory grading: the calls the agent made against `expected.calls` (docs/design.md §3).
 
 The calls are taken as executed, delegates' calls excluded (RFC 0244 §A); an
 expected call's args follow the fixture `argsMatch` rules (`args_match`).
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 
 def grade_trajectory(expected: Expected, calls: Sequence[ExecutedCall]) -> Grade:
-    """DESIGN.md §3 trajectory grading over the calls as executed, delegates excluded.
+    """docs/design.md §3 trajectory grading over the calls as executed, delegates excluded.
 
     `strict`: the same sequence. `unordered`: the same multiset. `subset`: every
     executed call is among the expected ones. `superset`: every expected call

@@ -1,4 +1,4 @@
-"""The paired regression verdict (RFC 0244 §F as DESIGN.md §3 defines it).
+"""The paired regression verdict (RFC 0244 §F as docs/design.md §3 defines it).
 
 Tasks pair by `taskId`; a task on one side only never counts. With one trial
 on both sides the sign of the score delta decides. With several trials on
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from wopeval.wire.summary import EvalSummary, TaskSummary, Verdict
 
 DEFAULT_ALPHA = 0.05
-"""DESIGN.md §3: the family-wise error rate of the Holm-corrected tests."""
+"""docs/design.md §3: the family-wise error rate of the Holm-corrected tests."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +113,7 @@ def _task_verdict(
 
 
 def _overall(verdicts: Sequence[Verdict]) -> Verdict:
-    """DESIGN.md §3: regressed if any, else improved if any, else unchanged if all."""
+    """docs/design.md §3: regressed if any, else improved if any, else unchanged if all."""
     # "The run's verdict is `regressed` if any task regressed".
     if Verdict.REGRESSED in verdicts:
         return Verdict.REGRESSED

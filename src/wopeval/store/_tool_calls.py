@@ -1,4 +1,4 @@
-"""Recorded tool calls: the as-executed boundary (DESIGN.md §3 "Recording")."""
+"""Recorded tool calls: the as-executed boundary (docs/design.md §3 "Recording")."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The eval suite document: RFC 0081 `AgentEvalSuite` plus this host's additions.
 
 The RFC 0081 shape is `schemas/v2/agent-eval-suite.schema.json` (wire digest §2.1).
-The additions are DESIGN.md §3: fixture `args` / `argsMatch` / `isError` and
+The additions are docs/design.md §3: fixture `args` / `argsMatch` / `isError` and
 `onMiss` (RFC 0244 §D, RFC 0245, as RFC 0252 §D uses them), trials and a pass
 policy, and `trajectory` expectations. Every model is closed and frozen, and
 strict: a JSON document is taken as it is written, never coerced ("5" is not 5).
@@ -75,7 +75,7 @@ class ArgsPattern(_Closed):
     args: JsonValue = None
     """RFC 0244 §D (via RFC 0252 §D): the tool inputs to match; absent means any args."""
     argsMatch: ArgsMatch | None = None
-    """DESIGN.md §3: `exact` (RFC 8785 equality), `subset` (recursive) or `ignore`."""
+    """docs/design.md §3: `exact` (RFC 8785 equality), `subset` (recursive) or `ignore`."""
 
     @property
     def has_args(self) -> bool:
@@ -84,7 +84,7 @@ class ArgsPattern(_Closed):
 
     @property
     def args_match(self) -> ArgsMatch:
-        """DESIGN.md §3: the written `argsMatch`, else `exact` with args, `ignore` without."""
+        """docs/design.md §3: the written `argsMatch`, else `exact` with args, `ignore` without."""
         if self.argsMatch is not None:
             return self.argsMatch
         return "exact" if self.has_args else "ignore"
@@ -122,11 +122,11 @@ class Fixtures(_Closed):
     memorySeed: list[dict[str, JsonValue]] | None = None
     """RFC 0081 §A: memory entries seeded before the task runs."""
     onMiss: OnMiss | None = None
-    """RFC 0244 §D: `fail` (no live call, the task fails) or `live`; DESIGN.md §3 default `fail`."""
+    """RFC 0244 §D: `fail` (no live call, the task fails) or `live`; docs/design.md §3 default `fail`."""
 
     @property
     def on_miss(self) -> OnMiss:
-        """DESIGN.md §3: `fail` whenever `fixtures` is present and `onMiss` is not."""
+        """docs/design.md §3: `fail` whenever `fixtures` is present and `onMiss` is not."""
         return self.onMiss or "fail"
 
 
@@ -219,11 +219,11 @@ class RubricItem(_Closed):
 
 
 class ExpectedCall(ArgsPattern):
-    """`expected.calls[]`: one call a trajectory expects (RFC 0244 §A; DESIGN.md §3)."""
+    """`expected.calls[]`: one call a trajectory expects (RFC 0244 §A; docs/design.md §3)."""
 
 
 class Expected(_Closed):
-    """`tasks[].expected` (RFC 0081 §A; `trajectory` per DESIGN.md §3)."""
+    """`tasks[].expected` (RFC 0081 §A; `trajectory` per docs/design.md §3)."""
 
     kind: ExpectedKind
     """RFC 0081 §A `golden | rubric`; RFC 0244 §A `trajectory`."""
@@ -232,14 +232,14 @@ class Expected(_Closed):
     rubric: list[RubricItem] | None = None
     """RFC 0081 §A: required when `kind` is `rubric`."""
     calls: list[ExpectedCall] | None = None
-    """DESIGN.md §3: required when `kind` is `trajectory`; graded on the calls as executed."""
+    """docs/design.md §3: required when `kind` is `trajectory`; graded on the calls as executed."""
     order: TrajectoryOrder = "strict"
-    """DESIGN.md §3: how `calls` compare with the executed calls; default `strict`."""
+    """docs/design.md §3: how `calls` compare with the executed calls; default `strict`."""
 
     @model_validator(mode="after")
     def _kind_needs_its_member(self) -> Expected:
         # RFC 0081 §A: `match` when golden, `rubric` when rubric;
-        # DESIGN.md §3: `calls` when trajectory.
+        # docs/design.md §3: `calls` when trajectory.
         needed = {"golden": self.match, "rubric": self.rubric, "trajectory": self.calls}
         member = {"golden": "match", "rubric": "rubric", "trajectory": "calls"}[self.kind]
         if needed[self.kind] is None:
@@ -252,7 +252,7 @@ class Expected(_Closed):
 
 
 class Task(_Closed):
-    """`tasks[]` (RFC 0081 §A; `trials` / `passPolicy` per DESIGN.md §3)."""
+    """`tasks[]` (RFC 0081 §A; `trials` / `passPolicy` per docs/design.md §3)."""
 
     NULLABLE_FIELDS: ClassVar[frozenset[str]] = frozenset({"input"})
 
@@ -265,9 +265,9 @@ class Task(_Closed):
     fixtures: Fixtures | None = None
     """RFC 0081 §A: served tool answers and seeded memory."""
     trials: int | None = Field(default=None, ge=1, le=100)
-    """DESIGN.md §3: trials of this task; overrides the suite's."""
+    """docs/design.md §3: trials of this task; overrides the suite's."""
     passPolicy: PassPolicyName | None = None
-    """DESIGN.md §3: how trial results make the task's `passed`; overrides the suite's."""
+    """docs/design.md §3: how trial results make the task's `passed`; overrides the suite's."""
 
 
 class Thresholds(_Closed):
@@ -282,7 +282,7 @@ class Thresholds(_Closed):
 
 
 class Suite(_Closed):
-    """An `AgentEvalSuite` document (RFC 0081 §A plus DESIGN.md §3)."""
+    """An `AgentEvalSuite` document (RFC 0081 §A plus docs/design.md §3)."""
 
     suiteId: str = Field(pattern=SUITE_ID_PATTERN)
     """RFC 0081 §A: stable across versions; a baseline matches on it (RFC 0251 §C)."""
@@ -299,9 +299,9 @@ class Suite(_Closed):
     tasks: list[Task] = Field(min_length=1)
     """RFC 0081 §A: at least one task; `taskId`s unique."""
     trials: int | None = Field(default=None, ge=1, le=100)
-    """DESIGN.md §3: default trials per task (1 when absent)."""
+    """docs/design.md §3: default trials per task (1 when absent)."""
     passPolicy: PassPolicyName | None = None
-    """DESIGN.md §3: default pass policy over a task's trials (`all` when absent)."""
+    """docs/design.md §3: default pass policy over a task's trials (`all` when absent)."""
 
     @field_validator("modes")
     @classmethod

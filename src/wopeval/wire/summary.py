@@ -1,4 +1,4 @@
-"""`EvalSummary`: RFC 0081 fields plus this host's additions (DESIGN.md §3).
+"""`EvalSummary`: RFC 0081 fields plus this host's additions (docs/design.md §3).
 
 The RFC 0081 shape is `schemas/v2/eval-summary.schema.json` (wire digest §2.5).
 RFC 0251 §D fixes `regression.baselineRunId` and `regression.scoreDelta`. The
@@ -21,7 +21,7 @@ from wopeval.wire.suite import SEMVER_PATTERN, SUITE_ID_PATTERN, TASK_ID_PATTERN
 
 
 class Verdict(enum.StrEnum):
-    """RFC 0244 §F paired verdict vocabulary (DESIGN.md §3)."""
+    """RFC 0244 §F paired verdict vocabulary (docs/design.md §3)."""
 
     IMPROVED = "improved"
     REGRESSED = "regressed"
@@ -34,7 +34,7 @@ class _Closed(BaseModel):
 
 
 class TaskSummary(_Closed):
-    """`tasks[]` of the summary (RFC 0081 §C; trial and miss counts per DESIGN.md §3)."""
+    """`tasks[]` of the summary (RFC 0081 §C; trial and miss counts per docs/design.md §3)."""
 
     taskId: str = Field(pattern=TASK_ID_PATTERN)
     """RFC 0081 §C: the suite task."""
@@ -48,15 +48,15 @@ class TaskSummary(_Closed):
     latencyMs: int | None = Field(default=None, ge=0)
     """RFC 0081 §C: mean wall time of the task's trials."""
     trials: int | None = Field(default=None, ge=1)
-    """DESIGN.md §3: trials run."""
+    """docs/design.md §3: trials run."""
     passedTrials: int | None = Field(default=None, ge=0)
-    """DESIGN.md §3: trials that passed."""
+    """docs/design.md §3: trials that passed."""
     fixtureMissCount: int | None = Field(default=None, ge=0)
-    """DESIGN.md §3 (RFC 0252 §E): fixture misses under `onMiss: fail`, over all trials."""
+    """docs/design.md §3 (RFC 0252 §E): fixture misses under `onMiss: fail`, over all trials."""
 
 
 class TaskRegression(_Closed):
-    """`regression.tasks[]`: one paired task (RFC 0244 §F as DESIGN.md §3 defines it)."""
+    """`regression.tasks[]`: one paired task (RFC 0244 §F as docs/design.md §3 defines it)."""
 
     taskId: str = Field(pattern=TASK_ID_PATTERN)
     """RFC 0244 §F: tasks pair by `taskId`."""
@@ -67,34 +67,34 @@ class TaskRegression(_Closed):
     delta: float = Field(ge=-1, le=1)
     """`score - baselineScore`."""
     verdict: Verdict
-    """DESIGN.md §3: the task's paired verdict."""
+    """docs/design.md §3: the task's paired verdict."""
     pValue: float | None = Field(default=None, ge=0, le=1)
-    """DESIGN.md §3: Holm-adjusted two-sided Fisher exact p; only for multi-trial tasks."""
+    """docs/design.md §3: Holm-adjusted two-sided Fisher exact p; only for multi-trial tasks."""
     flaky: bool | None = None
-    """DESIGN.md §3: a multi-trial side passed some trials and failed others."""
+    """docs/design.md §3: a multi-trial side passed some trials and failed others."""
 
 
 class Regression(_Closed):
-    """`regression` (RFC 0081 §C, RFC 0251 §D; verdict members per DESIGN.md §3)."""
+    """`regression` (RFC 0081 §C, RFC 0251 §D; verdict members per docs/design.md §3)."""
 
     baselineRunId: str = Field(min_length=1)
     """RFC 0251 §D: equals `eval.started.baselineRunId`."""
     scoreDelta: float = Field(ge=-1, le=1)
     """RFC 0251 §D: this run's `aggregateScore` minus the baseline's."""
     verdict: Verdict | None = None
-    """DESIGN.md §3: the run's paired verdict; absent when `regressionVerdict` is off."""
+    """docs/design.md §3: the run's paired verdict; absent when `regressionVerdict` is off."""
     pairedTaskCount: int | None = Field(default=None, ge=0)
-    """DESIGN.md §3: tasks present on both sides."""
+    """docs/design.md §3: tasks present on both sides."""
     baselineOnlyTaskIds: list[str] | None = None
-    """DESIGN.md §3: tasks only the baseline ran, in its suite order; they never count."""
+    """docs/design.md §3: tasks only the baseline ran, in its suite order; they never count."""
     candidateOnlyTaskIds: list[str] | None = None
-    """DESIGN.md §3: tasks only this run ran, in its suite order; they never count."""
+    """docs/design.md §3: tasks only this run ran, in its suite order; they never count."""
     tasks: list[TaskRegression] | None = None
-    """DESIGN.md §3: the paired tasks, in this run's suite order."""
+    """docs/design.md §3: the paired tasks, in this run's suite order."""
 
 
 class EvalSummary(_Closed):
-    """The summary of an eval run (RFC 0081 §C; DESIGN.md §3)."""
+    """The summary of an eval run (RFC 0081 §C; docs/design.md §3)."""
 
     suiteId: str = Field(pattern=SUITE_ID_PATTERN)
     """RFC 0081 §C: the suite run."""
@@ -113,7 +113,7 @@ class EvalSummary(_Closed):
     totalCostUsd: float | None = Field(default=None, ge=0)
     """RFC 0081 §C: cost over every trial, when any trial reported one."""
     fixtureMissCount: int = Field(default=0, ge=0)
-    """DESIGN.md §3 (RFC 0252 §E): fixture misses over the whole run."""
+    """docs/design.md §3 (RFC 0252 §E): fixture misses over the whole run."""
     regression: Regression | None = None
     """RFC 0251 §D: present when the run had a baseline."""
 

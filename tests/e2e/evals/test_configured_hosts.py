@@ -1,4 +1,4 @@
-"""Discovery of the eval members, and hosts with members switched off (DESIGN.md §3).
+"""Discovery of the eval members, and hosts with members switched off (docs/design.md §3).
 
 A member that is off is not advertised, and the host then behaves as a host
 without it: the property it governs is refused, and the refusal creates no run.

@@ -27,7 +27,7 @@ from ._evals import (
     tool_outcomes,
 )
 
-# What each seeded suite is (DESIGN.md §4): id, version, tasks in order, passed tasks.
+# What each seeded suite is (docs/design.md §4): id, version, tasks in order, passed tasks.
 SEEDED: dict[str, tuple[str, str, list[str], list[str]]] = {
     "conformance-eval-recorded-source": (
         "conformance.openwop.evals.recorded-source", "1.0.0", ["record"], ["record"]),

@@ -1,4 +1,4 @@
-"""`GET /.well-known/openwop`: the closed v2 discovery root (capabilities.md; DESIGN.md §3)."""
+"""`GET /.well-known/openwop`: the closed v2 discovery root (capabilities.md; docs/design.md §3)."""
 
 from __future__ import annotations
 
