@@ -122,7 +122,7 @@ class Fixtures(_Closed):
     memorySeed: list[dict[str, JsonValue]] | None = None
     """RFC 0081 §A: memory entries seeded before the task runs."""
     onMiss: OnMiss | None = None
-    """RFC 0244 §D: `fail` (no live call, the task fails) or `live`; docs/design.md §3 default `fail`."""
+    """RFC 0244 §D: `fail` (no live call, the task fails) or `live`; default `fail` (design §3)."""
 
     @property
     def on_miss(self) -> OnMiss:
