@@ -9,15 +9,18 @@ and revision. The host-facing steps (re-tenanting the recordings, picking a
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from wopeval import client
 from wopeval.cli._exit import CliError
 from wopeval.cli._revision import project_revision
+from wopeval.wire import errors
+from wopeval.wire.suite import parse_suite
 
 if TYPE_CHECKING:
     from wopeval.engine.project import EvalEntry
@@ -54,6 +57,8 @@ class EvalChoice:
     revision: str | None
     entry: str | None = None
     """The `[[evals]]` entry it came from."""
+    suite_document: dict[str, Any] | None = None
+    """A suite read from a file (`*.json`): published to the host before the run."""
 
 
 def choose_eval(name_or_suite: str, flags: EvalFlags, project: Path | None) -> EvalChoice:
@@ -72,8 +77,9 @@ def choose_eval(name_or_suite: str, flags: EvalFlags, project: Path | None) -> E
         file_runs = (
             client.read_fixture_map(flags.fixture_runs_file) if flags.fixture_runs_file else {}
         )
+        suite_ref, document = _suite(name_or_suite, Path.cwd())
         return EvalChoice(
-            suite_ref=name_or_suite,
+            suite_ref=suite_ref,
             agent=flags.agent,
             fixture_runs={**file_runs, **flags.from_runs},
             baseline=flags.baseline,
@@ -82,6 +88,7 @@ def choose_eval(name_or_suite: str, flags: EvalFlags, project: Path | None) -> E
             offline=bool(flags.offline),
             tags=flags.tags,
             revision=revision,
+            suite_document=document,
         )
     if flags.fixture_runs_file is not None:
         base_runs = client.read_fixture_map(flags.fixture_runs_file)
@@ -93,8 +100,9 @@ def choose_eval(name_or_suite: str, flags: EvalFlags, project: Path | None) -> E
         entry_modes = client.parse_modes(",".join(entry.modes)) if entry.modes else None
     except ValueError as exc:
         raise CliError(f"[[evals]] {entry.name}: {exc}") from None
+    suite_ref, document = _suite(entry.suite, directory)
     return EvalChoice(
-        suite_ref=entry.suite,
+        suite_ref=suite_ref,
         agent=flags.agent or entry.agent,
         fixture_runs={**base_runs, **flags.from_runs},
         baseline=flags.baseline or entry.baseline,
@@ -104,7 +112,24 @@ def choose_eval(name_or_suite: str, flags: EvalFlags, project: Path | None) -> E
         tags=tuple(dict.fromkeys([*entry.tags, *flags.tags])),
         revision=revision,
         entry=entry.name,
+        suite_document=document,
     )
+
+
+def _suite(named: str, base: Path) -> tuple[str, dict[str, Any] | None]:
+    """A suite reference as given, or, for a `*.json` path (relative to `base`), the ref
+    `<suiteId>@<version>` of the valid suite it holds, with the document to publish."""
+    if not named.endswith(".json"):
+        return named, None
+    path = base / named
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+        suite = parse_suite(document)
+    except (OSError, ValueError) as exc:
+        raise CliError(f"{path}: {exc}") from None
+    except errors.ValidationFailed as exc:
+        raise CliError(f"{path} is not a valid suite: {exc}") from None
+    return f"{suite.suiteId}@{suite.version}", document
 
 
 def _entry(project: Path, name: str) -> EvalEntry | None:

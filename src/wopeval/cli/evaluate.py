@@ -16,7 +16,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from wopeval import client
+from wopeval import client, evals
 from wopeval.cli._eval_choice import EvalChoice, EvalFlags, choose_eval
 from wopeval.cli._exit import EXIT_CODES_HELP, CliError, Command, ExitCode, exit_code_for
 from wopeval.cli._options import (
@@ -54,7 +54,8 @@ def evaluate(
         typer.Argument(
             metavar="NAME|SUITE_REF",
             help="An [[evals]] entry of the project, or a suite: a fixture id, "
-            "suite://<suiteId>@<version> or <suiteId>@<version>.",
+            "suite://<suiteId>@<version>, <suiteId>@<version>, or a suite file (*.json, "
+            "published to the host first).",
             show_default=False,
         ),
     ],
@@ -183,6 +184,8 @@ def run_eval(target: Target, choice: EvalChoice, *, strict: bool, files: ReportF
     """Create the run, show progress, print the verdict, write reports; return the exit code."""
     err = stderr_console()
     with connect(target) as host:
+        if choice.suite_document is not None:
+            host.put_suite(choice.suite_document)  # a version it already holds is a no-op
         fixture_runs = _under_own_tenant(host, choice.fixture_runs)
         baseline = _baseline_run(host, choice, err)
         request = client.EvalRequest(
@@ -262,8 +265,6 @@ def _check_live_tools(
                 f"does not show {request.suite_ref!r} (GET /host/wopeval/suites)"
             )
         return
-    from wopeval import evals
-
     live = evals.tasks_reaching_live_tools(suite, request.fixture_runs, request.modes or ())
     if not live:
         return

@@ -7,13 +7,13 @@ wire route: RFC 0252 puts no bulk export of recorded content on the wire.
 from __future__ import annotations
 
 import asyncio
-import json
 import socket
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from wopeval import client
 from wopeval.cli._exit import DATABASE_OWNED, Group
 from wopeval.settings import Settings
 
@@ -97,16 +97,9 @@ def import_(
 
 def _fixture_map(path: Path) -> dict[str, str]:
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise typer.BadParameter(f"{path}: {exc}", param_hint="--fixture-runs") from exc
-    if not isinstance(document, dict) or not all(
-        isinstance(key, str) and isinstance(value, str) for key, value in document.items()
-    ):
-        raise typer.BadParameter(
-            f"{path} is not a {{taskId: runId}} map", param_hint="--fixture-runs"
-        )
-    return document
+        return client.read_fixture_map(path)
+    except client.ClientError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--fixture-runs") from None
 
 
 async def _export(

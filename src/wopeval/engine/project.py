@@ -189,7 +189,8 @@ class EvalEntry(_Closed):
 
     name: str = Field(pattern=r"^[A-Za-z0-9._-]+$")
     suite: str
-    """The suite reference: a fixture id or `<suiteId>@<version>`."""
+    """The suite: a fixture id, `<suiteId>@<version>`, or a suite file (`*.json`, relative
+    to the project) the CLI publishes to the host before the run."""
     agent: str
     """The agent under evaluation."""
     fixture_runs: str | dict[str, str] | None = None
