@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from importlib.metadata import version
+from typing import Annotated
+
 import typer
 
 from wopeval.cli import (
@@ -45,8 +48,24 @@ app.add_typer(suites.app, name="suites")
 app.add_typer(recordings.app, name="recordings")
 
 
+def _print_version(asked: bool) -> None:
+    if asked:
+        typer.echo(f"wopeval {version('wopeval')}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    _version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_print_version,
+            is_eager=True,
+            help="Print the installed version and exit.",
+        ),
+    ] = False,
+) -> None:
     """Turn real agent runs into regression tests on an OpenWOP v2 host."""
 
 
