@@ -62,6 +62,13 @@ def test_every_block_is_marked_and_the_runnable_ones_are_known() -> None:
     assert set(blocks()) == {"serve-curl", "client", "record", "judge"}
 
 
+def test_wopeval_version_names_the_installed_package() -> None:
+    from importlib.metadata import version
+
+    done = run("sh", "wopeval --version", REPOSITORY)
+    assert (done.returncode, done.stdout) == (0, f"wopeval {version('wopeval')}\n")
+
+
 def test_the_host_examples_run_against_a_default_serve(tmp_path: Path) -> None:
     examples = blocks()
     serve = subprocess.Popen(
