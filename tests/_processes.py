@@ -27,6 +27,18 @@ def free_port() -> int:
         return port
 
 
+def git(cwd: Path, *args: str) -> str:
+    """`git ARGS` in `cwd` with a throwaway author, for tests that make repositories."""
+    done = subprocess.run(
+        ["git", "-c", "user.name=wopeval-tests", "-c", "user.email=tests@example.invalid", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
 def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The parent's environment without WOPEVAL_* or proxies, plus a wide terminal."""
     env = {

@@ -4,12 +4,12 @@ revision recorded, recordings moved to the caller's tenant."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 import typer
 
+from _processes import git
 from wopeval import client
 from wopeval.cli._eval_choice import EvalFlags, choose_eval
 from wopeval.cli._exit import CliError
@@ -109,14 +109,6 @@ def test_recordings_move_to_the_callers_tenant_keeping_their_hex() -> None:
     assert client.under_tenant(runs, "ci") == {"t": "ci/" + "a" * 32, "u": "ci/" + "b" * 32}
 
 
-def _git(directory: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
-        cwd=directory, capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    return done.stdout.strip()
-
-
 def test_the_revision_is_the_label_else_the_commit_marked_dirty_by_tracked_changes(
     tmp_path: Path,
 ) -> None:
@@ -125,10 +117,10 @@ def test_the_revision_is_the_label_else_the_commit_marked_dirty_by_tracked_chang
     project = tmp_path / "agent"
     project.mkdir()
     (project / "agent.py").write_text("LIMIT = 100\n")
-    _git(tmp_path, "init", "-q")
-    _git(tmp_path, "add", "-A")
-    _git(tmp_path, "commit", "-q", "-m", "agent")
-    commit = _git(tmp_path, "rev-parse", "HEAD")
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-q", "-m", "agent")
+    commit = git(tmp_path, "rev-parse", "HEAD")
     assert project_revision(project, None) == commit
     (project / "scratch.txt").write_text("untracked files do not make it dirty")
     assert project_revision(project, None) == commit
