@@ -27,7 +27,7 @@ def runs_by_id(host: WireClient, run_ids: Sequence[str], agent_id: str) -> list[
         try:
             snapshot = host.get_run(run_id)
         except HostError as exc:
-            if exc.status in (400, 404):
+            if exc.status in (400, 403, 404):
                 raise ClientError(f"run {run_id}: no such run for this key ({exc})") from None
             raise
         problem = _unusable(snapshot, agent_id)
