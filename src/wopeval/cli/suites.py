@@ -259,7 +259,11 @@ def from_runs(
     ],
     run_ids: Annotated[
         list[str] | None,
-        typer.Argument(help="Workflow runs to make tasks of (or --tag).", show_default=False),
+        typer.Argument(
+            metavar="RUN_ID",
+            help="Workflow runs to make tasks of (or --tag).",
+            show_default=False,
+        ),
     ] = None,
     tag: Annotated[
         str | None, typer.Option("--tag", help="Every completed workflow run carrying this tag.")
