@@ -132,6 +132,17 @@ def test_runs_named_by_id_with_each_expectation_pass_on_the_host(
         assert evaluated.code == 0, (expect, evaluated.stdout, evaluated.stderr)
 
 
+def test_a_node_with_an_input_of_its_own_gives_the_task_that_input(
+    served: ServedHost, tmp_path: Path
+) -> None:
+    run_id = _record(served, "cli-fixed", {"lookup": "not what the agent saw"})
+    done = _from_runs(served, tmp_path / "fixed.json", run_id)
+    assert done.code == 0, done.stderr
+    (task,) = _written(tmp_path / "fixed.json")[0]["tasks"]
+    assert task["input"] == {"lookup": "fixed"}
+    assert task["expected"]["match"]["value"] == "fixed-value"
+
+
 def test_task_ids_from_a_tag_or_an_input_path(served: ServedHost, tmp_path: Path) -> None:
     tag = _unique("prod")
     runs = [

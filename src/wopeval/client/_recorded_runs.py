@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from pydantic import JsonValue
+
 from wopeval.client._follow import run_outputs
 from wopeval.client._suite_from_runs import RecordedRun, recorded_run
 from wopeval.client._wire import ClientError, HostError, WireClient
@@ -23,6 +25,7 @@ def runs_by_id(host: WireClient, run_ids: Sequence[str], agent_id: str) -> list[
     """Each named run (in the order named, once each); ClientError naming the first that
     is missing, not yours, not a completed workflow run, or did not invoke `agent_id`."""
     found: list[RecordedRun] = []
+    workflows = _Workflows(host)
     for run_id in dict.fromkeys(run_ids):
         try:
             snapshot = host.get_run(run_id)
@@ -33,7 +36,7 @@ def runs_by_id(host: WireClient, run_ids: Sequence[str], agent_id: str) -> list[
         problem = _unusable(snapshot, agent_id)
         if problem is not None:
             raise ClientError(f"run {run_id} {problem}")
-        found.append(_recorded(host, snapshot))
+        found.append(_recorded(host, snapshot, workflows))
     return found
 
 
@@ -58,6 +61,7 @@ def runs_by_tag(
         if cursor is None:
             break
     found: list[RecordedRun] = []
+    workflows = _Workflows(host)
     for snapshot in reversed(listed):  # the listing is newest first
         if _kind(snapshot) not in (None, "workflow"):
             continue  # eval runs and replay forks carry tags too; they are no recordings
@@ -65,7 +69,7 @@ def runs_by_tag(
         if problem is not None:
             notify(f"skipped run {snapshot['runId']}: it {problem}")
             continue
-        found.append(_recorded(host, snapshot))
+        found.append(_recorded(host, snapshot, workflows))
     if not found:
         since = f" created after {created_after}" if created_after else ""
         raise ClientError(
@@ -98,9 +102,27 @@ def _unusable(snapshot: dict[str, Any], agent_id: str) -> str | None:
     return None
 
 
-def _recorded(host: WireClient, snapshot: dict[str, Any]) -> RecordedRun:
+def _recorded(host: WireClient, snapshot: dict[str, Any], workflows: _Workflows) -> RecordedRun:
     outputs = _facts(snapshot).get("outputs")
     if not isinstance(outputs, dict):
         # A host without this extension: the outputs are on the run's `run.completed` event.
         outputs = run_outputs(host, str(snapshot["runId"])) or {}
-    return recorded_run(snapshot, outputs)
+    return recorded_run(snapshot, outputs, workflows.node_inputs(str(snapshot["workflowId"])))
+
+
+class _Workflows:
+    """Each workflow's nodes with an input of their own, read once per workflow."""
+
+    def __init__(self, host: WireClient) -> None:
+        self._host = host
+        self._read: dict[str, dict[str, JsonValue]] = {}
+
+    def node_inputs(self, workflow_id: str) -> dict[str, JsonValue]:
+        if workflow_id not in self._read:
+            document = self._host.get_workflow(workflow_id) or {}
+            self._read[workflow_id] = {
+                str(node["id"]): node["inputs"]
+                for node in document.get("nodes") or []
+                if isinstance(node, dict) and "inputs" in node
+            }
+        return self._read[workflow_id]

@@ -39,10 +39,16 @@ class RecordedRun:
     """The host showed only the decision's hash (the agent's `wireContent` is `hash`)."""
 
 
-def recorded_run(snapshot: Mapping[str, Any], outputs: Mapping[str, Any]) -> RecordedRun:
+def recorded_run(
+    snapshot: Mapping[str, Any],
+    outputs: Mapping[str, Any],
+    node_inputs: Mapping[str, JsonValue] | None = None,
+) -> RecordedRun:
     """The run a snapshot and its `outputs` (`{nodeId: {"decision": ...}}`) describe.
 
     A task replays one agent, so the run must hold exactly one node decision.
+    `node_inputs` are the workflow's nodes that give their agent an input of their
+    own (`Node.inputs`); the agent of any other node was given the run's inputs.
     """
     run_id = str(snapshot["runId"])
     decided = {node: value for node, value in outputs.items() if isinstance(value, dict) and value}
@@ -52,10 +58,11 @@ def recorded_run(snapshot: Mapping[str, Any], outputs: Mapping[str, Any]) -> Rec
             f"run {run_id} has {len(decided)} node decisions ({nodes}); a suite task "
             "replays one agent, so each run must have exactly one"
         )
-    (node_output,) = decided.values()
+    ((node, node_output),) = decided.items()
+    fixed = node_inputs or {}
     return RecordedRun(
         run_id=run_id,
-        inputs=snapshot.get("inputs", {}),
+        inputs=fixed[node] if node in fixed else snapshot.get("inputs", {}),
         tags=tuple(snapshot.get("tags") or ()),
         decision=node_output.get("decision"),
         hash_only="decision" not in node_output and "decisionHash" in node_output,

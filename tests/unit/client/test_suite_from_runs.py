@@ -150,6 +150,10 @@ def test_a_run_is_read_from_its_snapshot_and_its_single_node_decision() -> None:
     assert run == RecordedRun(f"prod/{HEX}", {"q": 1}, ("prod",), {"ok": True})
     bare = client.recorded_run({"runId": f"prod/{HEX}"}, {"agent": {"decision": None}})
     assert (bare.inputs, bare.tags, bare.decision, bare.hash_only) == ({}, (), None, False)
+    fixed = client.recorded_run(snapshot, {"agent": {"decision": 1}}, {"agent": {"own": 2}})
+    assert fixed.inputs == {"own": 2}
+    other_node = client.recorded_run(snapshot, {"agent": {"decision": 1}}, {"first": {"own": 2}})
+    assert other_node.inputs == {"q": 1}
     hashed = client.recorded_run(snapshot, {"agent": {"decisionHash": "sha256:00"}})
     assert hashed.hash_only
     with pytest.raises(client.ClientError, match=r"2 node decisions \(a, b\)"):
