@@ -105,7 +105,7 @@ def test_record_change_the_agent_and_judge_it(tmp_path: Path) -> None:
     shutil.copytree(REPOSITORY / "examples", tmp_path / "examples", ignore=scratch)
     recorded = run(*examples["record"], tmp_path)
     assert recorded.returncode == 0, recorded.stdout + recorded.stderr
-    assert recorded.stdout.count(" completed ") == 3
+    assert recorded.stdout.count(" completed decision=") == 3  # `wopeval run`, not the listing
     assert "prod" in recorded.stdout
     calls = tmp_path / "examples" / "mcp-tools" / "orders-calls.log"
     live = calls.read_text().count("\n")
@@ -114,7 +114,12 @@ def test_record_change_the_agent_and_judge_it(tmp_path: Path) -> None:
     source = agent.read_text()
     assert "AUTO_REFUND_LIMIT = 100.0" in source
     agent.write_text(source.replace("AUTO_REFUND_LIMIT = 100.0", "AUTO_REFUND_LIMIT = 30.0"))
-    judged = run(*examples["judge"], tmp_path)
+    # One shell for the whole walkthrough: the judge block runs with the record block's
+    # `export WOPEVAL_...` (its credential was unset before it ended).
+    language, judge = examples["judge"]
+    exports = [line for line in examples["record"][1].splitlines()
+               if line.startswith("export WOPEVAL_")]  # fmt: skip
+    judged = run(language, "\n".join([*exports, judge]), tmp_path)
     assert judged.returncode == REGRESSED, judged.stdout + judged.stderr
     assert judged.stdout.startswith("### 🔴 REGRESSED")
     assert "over the auto-refund limit" in judged.stdout

@@ -1,26 +1,33 @@
-"""`wopeval suites validate|push|list|show`: suite documents, checked here or published to a host.
+"""`wopeval suites validate|push|list|show|from-runs`: suite documents, checked here, published
+to a host, or made from recorded runs.
 
 `validate` needs no host: it runs the host's own parser (`parse_suite`) and
 prints each problem with its JSON pointer (`tasks[2].fixtures.toolResponses[0]
 .argsMatch: ...`). Given `--project`, it also refuses `custom` matches naming a
 grader that project does not declare, as the host would. Exit 0 when every
 file is valid, 1 when one is not, 4 when a file or the project cannot be read.
+
+`from-runs` turns completed workflow runs into a suite, one task per run, and
+writes beside it the `{taskId: runId}` map `wopeval eval --fixture-runs` takes,
+so each task replays the tool calls of the run it was made from
+(docs/recordings.md). Exit 0 when both files are written, 4 otherwise.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import typer
 from rich.console import Group as RichGroup
 from rich.console import RenderableType
 from rich.text import Text
 
-from wopeval import evals
+from wopeval import client, evals
 from wopeval.cli._exit import CliError, Group
 from wopeval.cli._options import (
     DEFAULT_DATA_DIR,
@@ -33,8 +40,10 @@ from wopeval.cli._options import (
     connect,
     emit,
     guarded,
+    stderr_console,
 )
 from wopeval.cli._render import suites_table
+from wopeval.cli.runs import parse_since
 from wopeval.wire import errors
 from wopeval.wire.suite import parse_suite
 
@@ -237,3 +246,129 @@ def show(
         typer.echo(json.dumps(document, indent=2, ensure_ascii=False))
 
     guarded(body)
+
+
+@app.command("from-runs")
+def from_runs(
+    suite_id: Annotated[
+        str, typer.Option("--suite-id", help="The suiteId, e.g. acme.support.evals.prod.")
+    ],
+    version: Annotated[str, typer.Option("--version", help="The suite version (X.Y.Z).")],
+    agent: Annotated[
+        str, typer.Option("--agent", help="The agent the runs invoked and the suite targets.")
+    ],
+    run_ids: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="RUN_ID",
+            help="Workflow runs to make tasks of (or --tag).",
+            show_default=False,
+        ),
+    ] = None,
+    tag: Annotated[
+        str | None, typer.Option("--tag", help="Every completed workflow run carrying this tag.")
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option("--since", help="With --tag: only runs created since (ISO, or 24h, 7d)."),
+    ] = None,
+    expect: Annotated[
+        str,
+        typer.Option(
+            "--expect",
+            help="exact: the recorded decision; json-subset: at least its members; none: "
+            "any decision passes (the tool calls are still replayed).",
+        ),
+    ] = "exact",
+    task_id_from: Annotated[
+        str | None,
+        typer.Option(
+            "--task-id-from",
+            metavar="tag:PREFIX|input:PATH",
+            help="Task ids from a tag's remainder or a dotted path into the inputs "
+            "(default: run-<first 12 characters of the run id>).",
+        ),
+    ] = None,
+    output: Annotated[
+        Path,
+        typer.Option(
+            "-o", "--output", help="The suite to write; the map goes to <stem>.fixture-runs.json."
+        ),
+    ] = Path("suite.json"),
+    as_json: JsonFlag = False,
+    url: UrlOption = None,
+    api_key: ApiKeyOption = None,
+    data_dir: DataDirOption = DEFAULT_DATA_DIR,
+    project: ProjectOption = None,
+    database_url: DatabaseUrlOption = None,
+) -> None:
+    """Write a suite with one task per recorded run, and the fixture-runs map that replays it."""
+    target = Target(url, api_key, data_dir, project, database_url)
+    if bool(run_ids) == (tag is not None):
+        raise typer.BadParameter("name runs by RUN_ID … or by --tag, not both", param_hint="--tag")
+    if since is not None and tag is None:
+        raise typer.BadParameter("only with --tag", param_hint="--since")
+    if expect not in client.EXPECT_STRATEGIES:
+        raise typer.BadParameter(
+            f"one of {', '.join(client.EXPECT_STRATEGIES)}", param_hint="--expect"
+        )
+    try:
+        task_ids = client.TaskIdRule.parse(task_id_from)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--task-id-from") from None
+    after = parse_since(since) if since is not None else None
+    map_path = output.with_name(f"{output.stem}.fixture-runs.json")
+
+    def body() -> None:
+        with connect(target) as host:
+            if tag is not None:
+                runs = client.runs_by_tag(host, tag, agent, created_after=after, notify=_note)
+            else:
+                runs = client.runs_by_id(host, run_ids or [], agent)
+        made = client.build_suite(
+            runs,
+            suite_id=suite_id,
+            version=version,
+            agent_id=agent,
+            expect=cast(client.ExpectStrategy, expect),
+            task_ids=task_ids,
+        )
+        _write_atomically({output: made.suite.to_document(), map_path: made.fixture_runs})
+        written = {
+            "suite": str(output),
+            "fixtureRuns": str(map_path),
+            "suiteId": made.suite.suiteId,
+            "version": made.suite.version,
+            "taskCount": len(made.suite.tasks),
+            "tasks": made.fixture_runs,
+        }
+        emit(written, as_json, lambda: _written_lines(written))
+
+    guarded(body)
+
+
+def _note(message: str) -> None:
+    stderr_console().print(f"note: {message}", highlight=False, markup=False)
+
+
+def _write_atomically(documents: dict[Path, Any]) -> None:
+    """Each document as JSON into its file; a reader sees every file whole, old or new."""
+    drafts = {path: path.with_name(f".{path.name}.{os.getpid()}") for path in documents}
+    try:
+        for path, document in documents.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+            drafts[path].write_text(text, encoding="utf-8")
+        for path, draft in drafts.items():
+            os.replace(draft, path)
+    finally:
+        for draft in drafts.values():
+            draft.unlink(missing_ok=True)
+
+
+def _written_lines(written: dict[str, Any]) -> RenderableType:
+    return RichGroup(
+        Text(f"suite         {written['suite']} ({written['suiteId']}@{written['version']})"),
+        Text(f"fixture runs  {written['fixtureRuns']}"),
+        Text(f"tasks         {written['taskCount']}"),
+    )

@@ -108,6 +108,10 @@ class WireClient:
                 params[name] = value
         return self._json("GET", "/runs", params=params)
 
+    def get_workflow(self, workflow_id: str) -> dict[str, Any] | None:
+        """The workflow document; None when the host has no (longer any) such workflow."""
+        return self._optional("GET", f"/workflows/{workflow_id}")
+
     def poll_events(
         self, run_id: str, *, after: int | None = None, wait_seconds: int = 10
     ) -> dict[str, Any]:

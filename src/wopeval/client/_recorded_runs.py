@@ -1,0 +1,128 @@
+"""The workflow runs a suite is made from: named by id, or every run carrying a tag.
+
+A run named by id that cannot be used is an error naming it; a run found by
+tag that cannot be used is skipped, and `notify` says why, since a tag
+usually gathers runs of several kinds, agents and outcomes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pydantic import JsonValue
+
+from wopeval.client._follow import run_outputs
+from wopeval.client._suite_from_runs import RecordedRun, recorded_run
+from wopeval.client._wire import ClientError, HostError, WireClient
+from wopeval.wire.limits import RUN_LIST_MAX_PAGE_SIZE
+
+RUN_EXTENSION = "wopeval.run"
+"""The snapshot extension with a run's kind, agents and outputs (`api/snapshots.py`)."""
+
+
+def runs_by_id(host: WireClient, run_ids: Sequence[str], agent_id: str) -> list[RecordedRun]:
+    """Each named run (in the order named, once each); ClientError naming the first that
+    is missing, not yours, not a completed workflow run, or did not invoke `agent_id`."""
+    found: list[RecordedRun] = []
+    workflows = _Workflows(host)
+    for run_id in dict.fromkeys(run_ids):
+        try:
+            snapshot = host.get_run(run_id)
+        except HostError as exc:
+            if exc.status in (400, 403, 404):
+                raise ClientError(f"run {run_id}: no such run for this key ({exc})") from None
+            raise
+        problem = _unusable(snapshot, agent_id)
+        if problem is not None:
+            raise ClientError(f"run {run_id} {problem}")
+        found.append(_recorded(host, snapshot, workflows))
+    return found
+
+
+def runs_by_tag(
+    host: WireClient,
+    tag: str,
+    agent_id: str,
+    *,
+    created_after: str | None,
+    notify: Callable[[str], None],
+) -> list[RecordedRun]:
+    """Every usable workflow run carrying `tag` (created after `created_after`), oldest
+    first; the others are skipped with a note. ClientError when none is usable."""
+    listed: list[dict[str, Any]] = []
+    cursor: str | None = None
+    while True:
+        page = host.list_runs(
+            limit=RUN_LIST_MAX_PAGE_SIZE, cursor=cursor, tag=tag, created_after=created_after
+        )
+        listed += page.get("runs") or []
+        cursor = page.get("nextCursor")
+        if cursor is None:
+            break
+    found: list[RecordedRun] = []
+    workflows = _Workflows(host)
+    for snapshot in reversed(listed):  # the listing is newest first
+        if _kind(snapshot) not in (None, "workflow"):
+            continue  # eval runs and replay forks carry tags too; they are no recordings
+        problem = _unusable(snapshot, agent_id)
+        if problem is not None:
+            notify(f"skipped run {snapshot['runId']}: it {problem}")
+            continue
+        found.append(_recorded(host, snapshot, workflows))
+    if not found:
+        since = f" created after {created_after}" if created_after else ""
+        raise ClientError(
+            f"no completed workflow run of agent {agent_id} carries tag {tag!r}{since}"
+        )
+    return found
+
+
+def _kind(snapshot: dict[str, Any]) -> str | None:
+    kind = _facts(snapshot).get("kind")
+    return str(kind) if kind is not None else None
+
+
+def _facts(snapshot: dict[str, Any]) -> dict[str, Any]:
+    facts: dict[str, Any] = (snapshot.get("extensions") or {}).get(RUN_EXTENSION) or {}
+    return facts
+
+
+def _unusable(snapshot: dict[str, Any], agent_id: str) -> str | None:
+    """Why the run cannot become a task (a phrase after "run X"), or None."""
+    kind = _kind(snapshot)
+    if kind not in (None, "workflow"):
+        return f"is a{'n' if kind == 'eval' else ''} {kind} run, not a workflow run"
+    if snapshot.get("status") != "completed":
+        return f"is {snapshot.get('status')}, not completed: it recorded no decision"
+    agents = _facts(snapshot).get("agentIds")
+    # RFC 0252 §D derives fixtures from the calls of the eval's agent: another's are no use.
+    if isinstance(agents, list) and agent_id not in agents:
+        return f"did not invoke agent {agent_id} (it invoked {', '.join(agents) or 'none'})"
+    return None
+
+
+def _recorded(host: WireClient, snapshot: dict[str, Any], workflows: _Workflows) -> RecordedRun:
+    outputs = _facts(snapshot).get("outputs")
+    if not isinstance(outputs, dict):
+        # A host without this extension: the outputs are on the run's `run.completed` event.
+        outputs = run_outputs(host, str(snapshot["runId"])) or {}
+    return recorded_run(snapshot, outputs, workflows.node_inputs(str(snapshot["workflowId"])))
+
+
+class _Workflows:
+    """Each workflow's nodes with an input of their own, read once per workflow."""
+
+    def __init__(self, host: WireClient) -> None:
+        self._host = host
+        self._read: dict[str, dict[str, JsonValue]] = {}
+
+    def node_inputs(self, workflow_id: str) -> dict[str, JsonValue]:
+        if workflow_id not in self._read:
+            document = self._host.get_workflow(workflow_id) or {}
+            self._read[workflow_id] = {
+                str(node["id"]): node["inputs"]
+                for node in document.get("nodes") or []
+                if isinstance(node, dict) and "inputs" in node
+            }
+        return self._read[workflow_id]
