@@ -105,8 +105,8 @@ def test_an_entry_runs_by_name_offline_and_its_revision_reaches_every_report(
     suite = json.loads((PROJECT / "suites" / "basic.json").read_text())
     (project / "recorded" / "basic.json").write_text(json.dumps({**suite, "version": "7.0.0"}))
     (project / "recorded" / "basic.fixture-runs.json").write_text(json.dumps(sources))
-    with (project / "wopeval.toml").open("a") as manifest:
-        manifest.write(
+    with (project / "wopeval.toml").open("a") as toml:
+        toml.write(
             '\n[[evals]]\nname = "pr"\nsuite = "recorded/basic.json"\nagent = "cli.good"\n'
             'fixture_runs = "recorded/basic.fixture-runs.json"\noffline = true\n'
             'tags = ["pr"]\n'
