@@ -81,8 +81,7 @@ def test_runs_tagged_prod_become_a_suite_that_replays_offline_and_passes(tmp_pat
     assert list(fixture_runs) == [f"run-{run_id.partition('/')[2][:12]}" for run_id in recorded]
     assert run_cli("suites", "validate", str(out)).code == 0
 
-    assert run_cli("suites", "push", str(out), *host).code == 0
-    evaluated = run_cli("eval", "cli.prod.evals.replay@1.0.0", "--agent", LOOKUP_AGENT,
+    evaluated = run_cli("eval", str(out), "--agent", LOOKUP_AGENT,
                         "--fixture-runs", str(map_file), "--offline", "--tag", "prod",
                         "--json", "-", *host)  # fmt: skip
     assert evaluated.code == 0, evaluated.stderr
