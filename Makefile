@@ -50,8 +50,9 @@ lint: $(EXAMPLES)
 
 ## test: lint, the whole test suite (unit, migration, end-to-end on SQLite and PostgreSQL),
 ## then `wopeval conformance` against a fresh `wopeval serve` on both databases
+# Two pytest workers, each taking whole test files (their module fixtures stay shared).
 test: lint
-	$(BIN)/pytest
+	$(BIN)/pytest -n 2 --dist loadfile
 	$(BIN)/python scripts/conformance_self_check.py
 
 ## mutation: mutation testing (mutmut) of MUTATE against MUTATION_TESTS, then the score of
