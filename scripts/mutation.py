@@ -8,9 +8,10 @@ exercise them) is one mutmut run; the table at the end scores them all.
 
 mutmut reads its settings only from a `[tool.mutmut]` table in the working
 directory's pyproject.toml, so each run works in a fresh directory under
-`.mutation/`: a copy of `src/`, `tests/` and pyproject.toml with that table
-generated from the group. The repository's own files never change. mutmut mutates only the given
-paths and runs only the given tests. Package `__init__.py` files are left alone:
+`.mutation/`: a copy of `src/`, `tests/`, `docs/` (some tests check the docs) and
+pyproject.toml with that table generated from the group. The repository's own
+files never change. mutmut mutates only the given paths and runs only the given
+tests. Package `__init__.py` files are left alone:
 they only re-export, and the names mutmut's trampolines add to a module would
 show up in the `__all__` checks of those fronts.
 
@@ -143,7 +144,7 @@ def _prepare(workdir: Path, targets: list[str], tests: list[str]) -> None:
     """A fresh copy of the sources and tests, with the `[tool.mutmut]` table for this run."""
     workdir.mkdir(parents=True)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for name in ("src", "tests"):
+    for name in ("src", "tests", "docs"):
         shutil.copytree(ROOT / name, workdir / name, ignore=ignore)
     only = [f"{t}/*" if (ROOT / t).is_dir() else t for t in targets]
     fronts = sorted(
