@@ -155,6 +155,8 @@ def _prepare(workdir: Path, targets: list[str], tests: list[str]) -> None:
     )
     table = {
         "source_paths": ["src"],
+        # mutmut runs the tests in its own copy (`mutants/`); some tests check the docs.
+        "also_copy": ["docs"],
         "only_mutate": only,
         "do_not_mutate": fronts,
         "pytest_add_cli_args_test_selection": tests,
