@@ -271,6 +271,11 @@ COMPARED: dict[str, tuple[int, Edit]] = {
     "fixtureRuns": (1, lambda e: e["payload"].update(fixtureRuns={"record": f"{TENANT}/x"})),
     "score": (7, lambda e: e["payload"].update(score=0.5)),
     "a vendor field": (8, lambda e: e["payload"].update({"x-note": 1})),
+    "summary score": (
+        9,
+        lambda e: e["payload"]["outputs"]["evalSummary"]["tasks"][0].update(score=0.5),
+    ),
+    "a summary that is no object": (9, lambda e: e["payload"]["outputs"].update(evalSummary="x")),
 }
 
 
