@@ -131,3 +131,11 @@ def test_the_cost_uses_the_reported_model_then_the_requested_one() -> None:
         )
         is None
     )
+
+
+def test_an_empty_model_id_names_no_model_to_price() -> None:
+    prices = {"": evals.ModelPrice(input_per_mtok=1.0, output_per_mtok=1.0)}
+    cost = evals.exchange_cost(
+        prices, reported_model="", requested_model=None, prompt_tokens=1, completion_tokens=1
+    )
+    assert cost is None
