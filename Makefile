@@ -6,9 +6,12 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 MUTATION_INSTALLED := $(VENV)/.installed-mutation
 DATA_DIR ?= .wopeval
-# What `make mutation` mutates, and the fast tests it runs against each mutant.
-MUTATE ?= src/wopeval/evals
-MUTATION_TESTS ?= tests/unit/evals
+# What `make mutation` mutates, and the fast tests it runs against each mutant. Empty: the
+# default groups of scripts/mutation.py (evals/ with tests/unit/evals; engine/runlog.py and
+# engine/boundary.py with tests/unit/engine). MUTATION_JOBS: mutmut's workers (default: CPUs).
+MUTATE ?=
+MUTATION_TESTS ?=
+MUTATION_JOBS ?=
 
 .PHONY: install demo serve test lint format mutation clean
 
@@ -55,12 +58,13 @@ test: lint
 	$(BIN)/pytest -n 2 --dist loadfile
 	$(BIN)/python scripts/conformance_self_check.py
 
-## mutation: mutation testing (mutmut) of MUTATE against MUTATION_TESTS, then the score of
-## each path; slow, so not part of `make test`. For other paths:
-##   make mutation MUTATE="src/wopeval/engine/runlog.py src/wopeval/engine/boundary.py" \
-##                 MUTATION_TESTS="tests/engine"
+## mutation: mutation testing (mutmut) of src/wopeval/evals/, engine/runlog.py and
+## engine/boundary.py, each against its fast tests, then the score of each path; slow, so not
+## part of `make test`. For other paths:
+##   make mutation MUTATE="src/wopeval/engine/fence.py" MUTATION_TESTS="tests/unit/engine"
 mutation: $(MUTATION_INSTALLED)
-	$(BIN)/python scripts/mutation.py --mutate $(MUTATE) --tests $(MUTATION_TESTS)
+	$(BIN)/python scripts/mutation.py $(if $(MUTATE),--mutate $(MUTATE) --tests $(MUTATION_TESTS)) \
+		$(if $(MUTATION_JOBS),--jobs $(MUTATION_JOBS))
 
 ## format: rewrite the code in the house style
 format: install

@@ -1,12 +1,17 @@
 """`make mutation`: mutmut over chosen source paths with their fast tests, then the scores.
 
+    .venv/bin/python scripts/mutation.py            # every group of GROUPS, one after another
     .venv/bin/python scripts/mutation.py --mutate src/wopeval/evals --tests tests/unit/evals
 
+With no `--mutate`, each group of `GROUPS` (source paths and the fast tests that
+exercise them) is one mutmut run; the table at the end scores them all.
+
 mutmut reads its settings only from a `[tool.mutmut]` table in the working
-directory's pyproject.toml, so each run works in a fresh `.mutation/` directory: a
-copy of `src/`, `tests/` and pyproject.toml with that table generated from the
-arguments. The repository's own files never change. mutmut mutates only the given
-paths and runs only the given tests. Package `__init__.py` files are left alone:
+directory's pyproject.toml, so each run works in a fresh directory under
+`.mutation/`: a copy of `src/`, `tests/`, `docs/` (some tests check the docs) and
+pyproject.toml with that table generated from the group. The repository's own
+files never change. mutmut mutates only the given paths and runs only the given
+tests. Package `__init__.py` files are left alone:
 they only re-export, and the names mutmut's trampolines add to a module would
 show up in the `__all__` checks of those fronts.
 
@@ -43,6 +48,26 @@ _MODULE = re.compile(r"^(?P<module>[\w.]+?)\.x[_ǁ]")
 
 
 @dataclass(frozen=True)
+class Group:
+    """Source paths mutated in one mutmut run, and the fast tests run against each mutant."""
+
+    name: str
+    mutate: tuple[str, ...]
+    tests: tuple[str, ...]
+
+
+GROUPS = (
+    Group("evals", ("src/wopeval/evals",), ("tests/unit/evals",)),
+    Group(
+        "engine",
+        ("src/wopeval/engine/runlog.py", "src/wopeval/engine/boundary.py"),
+        ("tests/unit/engine",),
+    ),
+)
+"""What `make mutation` mutates by default; each target is scored on its own."""
+
+
+@dataclass(frozen=True)
 class Equivalent:
     function: str
     """mutmut's name of the function, e.g. `wopeval.evals._verdict.x_holm_adjust`."""
@@ -74,22 +99,36 @@ class Score:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--mutate", nargs="+", required=True, help="files or directories")
-    parser.add_argument("--tests", nargs="+", required=True, help="pytest selections")
+    parser.add_argument("--mutate", nargs="+", help="files or directories (default: GROUPS)")
+    parser.add_argument("--tests", nargs="+", help="pytest selections (with --mutate)")
     parser.add_argument("--workdir", type=Path, default=ROOT / ".mutation")
     parser.add_argument("--jobs", type=int, default=None, help="mutmut workers (default: CPUs)")
     args = parser.parse_args()
-    targets = [_relative(p) for p in args.mutate]
-    _prepare(args.workdir, targets, [_relative(t) for t in args.tests])
-    log = args.workdir / "mutmut.log"
-    print(f"mutation: mutmut over {', '.join(targets)} (log: {log})", flush=True)
-    command = [str(MUTMUT), "run"] + ([f"--max-children={args.jobs}"] if args.jobs else [])
-    with log.open("w") as out:
-        done = subprocess.run(command, cwd=args.workdir, stdout=out, stderr=subprocess.STDOUT)
-    if done.returncode != 0:
-        print(f"mutation: mutmut failed (exit {done.returncode}); see {log}", file=sys.stderr)
-        return done.returncode
-    scores, stale = _score(args.workdir, targets, _equivalents())
+    if (args.mutate is None) != (args.tests is None):
+        parser.error("--mutate and --tests go together")
+    groups: tuple[Group, ...] = GROUPS
+    if args.mutate is not None:
+        groups = (Group("selected", tuple(args.mutate), tuple(args.tests)),)
+    if args.workdir.exists():
+        shutil.rmtree(args.workdir)
+    equivalents = _equivalents()
+    scores: list[tuple[Score, list[Score]]] = []
+    stale: list[Equivalent] = []
+    for group in groups:
+        workdir = args.workdir / group.name
+        targets = [_relative(p) for p in group.mutate]
+        _prepare(workdir, targets, [_relative(t) for t in group.tests])
+        log = workdir / "mutmut.log"
+        print(f"mutation: mutmut over {', '.join(targets)} (log: {log})", flush=True)
+        command = [str(MUTMUT), "run"] + ([f"--max-children={args.jobs}"] if args.jobs else [])
+        with log.open("w") as out:
+            done = subprocess.run(command, cwd=workdir, stdout=out, stderr=subprocess.STDOUT)
+        if done.returncode != 0:
+            print(f"mutation: mutmut failed (exit {done.returncode}); see {log}", file=sys.stderr)
+            return done.returncode
+        group_scores, group_stale = _score(workdir, targets, equivalents)
+        scores.extend(group_scores)
+        stale.extend(group_stale)
     _report(scores, stale, args.workdir / "report.json")
     return 0
 
@@ -103,11 +142,9 @@ def _relative(path: str) -> str:
 
 def _prepare(workdir: Path, targets: list[str], tests: list[str]) -> None:
     """A fresh copy of the sources and tests, with the `[tool.mutmut]` table for this run."""
-    if workdir.exists():
-        shutil.rmtree(workdir)
-    workdir.mkdir()
+    workdir.mkdir(parents=True)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for name in ("src", "tests"):
+    for name in ("src", "tests", "docs"):
         shutil.copytree(ROOT / name, workdir / name, ignore=ignore)
     only = [f"{t}/*" if (ROOT / t).is_dir() else t for t in targets]
     fronts = sorted(
@@ -118,6 +155,8 @@ def _prepare(workdir: Path, targets: list[str], tests: list[str]) -> None:
     )
     table = {
         "source_paths": ["src"],
+        # mutmut runs the tests in its own copy (`mutants/`); some tests check the docs.
+        "also_copy": ["docs"],
         "only_mutate": only,
         "do_not_mutate": fronts,
         "pytest_add_cli_args_test_selection": tests,

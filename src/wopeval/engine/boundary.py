@@ -140,12 +140,13 @@ class Boundary:
 
 
 def _as_error(response: JsonValue) -> dict[str, Any]:
-    """An `isError` entry's response as a tool error (RFC 0245); a bare value is wrapped."""
+    """An `isError` entry's response as a tool error (RFC 0245); a bare value is wrapped.
+
+    `ToolFailure.from_error` fills in the code and message an error lacks (`tool_error`,
+    "The tool failed."), so they are not repeated here."""
     if isinstance(response, dict) and isinstance(response.get("code"), str):
-        error = dict(response)
-        error.setdefault("message", "The tool failed.")
-        return error
-    return {"code": "tool_error", "message": "The tool failed.", "details": {"response": response}}
+        return response
+    return {"details": {"response": response}}
 
 
 def _failed(failure: ToolFailure, served_by: ServedBy, duration: int | None) -> ToolResult:

@@ -95,7 +95,7 @@ def describe_changes(
     return text
 
 
-def describe_change(change: PathChange, *, expected: str = "expected", actual: str = "got") -> str:
+def describe_change(change: PathChange, *, expected: str, actual: str) -> str:
     """`$.tier: expected "gold", got "silver"`; a side without the path shows `(absent)`."""
     left = "(absent)" if change.kind == "added" else shown(change.expected)
     right = "(absent)" if change.kind == "removed" else shown(change.actual)

@@ -93,7 +93,7 @@ def closest_entry(
 
 
 def _args_changes(entry: ToolResponse, args: JsonValue) -> list[PathChange]:
-    mode = entry.args_match
-    if mode == "subset":
+    if entry.args_match == "subset":
         return subset_diff(entry.args, args)
-    return json_diff(entry.args, args) if mode == "exact" else []
+    # `exact`: an unconsumed `ignore` entry would have served the call, so it is never here.
+    return json_diff(entry.args, args)

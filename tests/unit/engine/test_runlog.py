@@ -170,7 +170,7 @@ async def test_a_live_call_is_recorded_unknown_then_completed(tmp_path: Path) ->
 async def test_an_outcome_cannot_complete_a_call_that_has_not_landed() -> None:
     step = Step()
     called = step.emit(events.ToolCalled(agentId="a", toolName="t:t", callId="c", inputs={}))
-    with pytest.raises(ValueError, match="not landed"):
+    with pytest.raises(ValueError, match=r"^the call.s agent\.tool-called has not landed yet$"):
         step.complete_call(called, ToolCallOutcome("ok", None, None, None, True))
 
 

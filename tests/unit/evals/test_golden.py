@@ -99,6 +99,14 @@ def test_a_long_exact_value_is_shown_around_its_first_difference() -> None:
     )
 
 
+def test_an_exact_value_of_a_hundred_characters_is_shown_whole() -> None:
+    # As JSON text, with their quotes, both sides are exactly SHOWN_CHARS (100) characters.
+    grade = graded("exact", "a" * 98, "a" * 97 + "b")
+    assert grade.reason == (
+        f'exact: the decision "{"a" * 97}b" differs from the expected value "{"a" * 98}"'
+    )
+
+
 def test_a_long_value_is_cut_from_its_start() -> None:
     grade = graded("contains", "needle", "x" * 250)
     assert grade.reason == (
@@ -129,6 +137,10 @@ class TestJsonMatch:
     def test_a_type_change_is_one_change(self) -> None:
         grade = graded("json-match", {"n": 1}, {"n": True})
         assert grade.reason == "json-match: 1 path differs: $.n: expected 1, got true"
+
+    def test_five_paths_are_listed_without_a_remainder(self) -> None:
+        grade = graded("json-match", {f"k{i}": i for i in range(5)}, {})
+        assert grade.reason.endswith("$.k4: expected 4, got (absent)")
 
     def test_past_five_paths_the_rest_are_counted(self) -> None:
         expected: JsonValue = {f"k{i}": i for i in range(7)}

@@ -158,3 +158,44 @@ class TestGradeTask:
             {"kind": "rubric", "rubric": [{"criterion": "polite", "weight": 1}]}
         )
         assert not evals.grade_task(rubric, "done", [made_inc()]).passed
+
+
+def test_a_call_reaches_a_custom_grader_as_the_documented_trace() -> None:
+    """docs/graders.md: `{tool, args, status, result, error, served, durationMs}`."""
+    error = {"code": "fixture_miss", "message": "m"}
+    call = evals.ExecutedCall("t:a", {"x": 1}, status="error", error=error, served="miss")
+    assert call.to_trace() == {
+        "tool": "t:a",
+        "args": {"x": 1},
+        "status": "error",
+        "result": None,
+        "error": error,
+        "served": "miss",
+        "durationMs": None,
+    }
+    timed = evals.ExecutedCall("t:b", {}, result=[1], duration_ms=7).to_trace()
+    assert (timed["status"], timed["result"], timed["served"], timed["durationMs"]) == (
+        "ok",
+        [1],
+        "live",
+        7,
+    )
+
+
+def test_a_grade_in_a_task_detail_carries_a_traceback_only_when_it_has_one() -> None:
+    change = evals.PathChange("$.a", "changed", expected=1, actual=2)
+    grade = evals.Grade(passed=False, score=0.0, reason="r", diff=(change,))
+    assert grade.to_json() == {
+        "passed": False,
+        "score": 0.0,
+        "reason": "r",
+        "diff": [{"path": "$.a", "kind": "changed", "expected": 1, "actual": 2}],
+    }
+    raised = evals.Grade(passed=False, score=0.5, reason="r", traceback="Traceback ...")
+    assert raised.to_json() == {
+        "passed": False,
+        "score": 0.5,
+        "reason": "r",
+        "diff": [],
+        "traceback": "Traceback ...",
+    }

@@ -36,3 +36,13 @@ def test_known_graders_and_built_in_strategies_pass() -> None:
     evals.check_known_graders(suite, {"refund-check"})
     assert evals.graders_named(suite) == {"refund-check"}
     assert evals.graders_named(make_suite()) == frozenset()
+
+
+def test_a_match_on_a_task_graded_otherwise_names_no_grader() -> None:
+    """Only a golden task is graded by its `match`; a trajectory task's stray one is unused."""
+    match = {"strategy": "custom", "grader": "unused", "value": 1}
+    calls = [{"tool": "c:log"}]
+    expected = {"kind": "trajectory", "order": "strict", "calls": calls, "match": match}
+    suite = make_suite(golden_task("walk", expected=expected))
+    evals.check_known_graders(suite, set())
+    assert evals.graders_named(suite) == frozenset()

@@ -144,3 +144,8 @@ def test_the_closest_entry_is_an_unconsumed_entry_for_the_tool_with_fewest_chang
     # An entry whose args match has no differing path, and the rest always have one.
     matched = evals.args_match(entries[detail.closest_index], args)
     assert (detail.diff == ()) is matched
+
+
+def test_a_call_to_a_tool_no_entry_is_left_for_is_shown_with_its_own_args() -> None:
+    detail = evals.closest_entry(RECORDED, frozenset({0}), "crm:lookup", {"customer": "c-9"})
+    assert detail == evals.MissDetail("crm:lookup", {"customer": "c-9"}, None, None, (), 1)

@@ -65,7 +65,10 @@ def test_derived_answers_are_the_agents_own_answered_exchanges_in_order() -> Non
         _exchange("b", "h4"),
     ]
     derived = evals.derive_model_fixtures(exchanges, "a")
-    assert [f.request_hash for f in derived] == ["h1", "h2"]
+    assert [(f.request_hash, f.response) for f in derived] == [
+        ("h1", {"content": "h1"}),
+        ("h2", {"content": "h2"}),
+    ]
     assert evals.ModelFixture.from_json(derived[0].to_json()) == derived[0]
 
 
@@ -112,16 +115,27 @@ def test_the_cost_uses_the_reported_model_then_the_requested_one() -> None:
     )
     assert cost == pytest.approx((1000 * 2.0 + 500 * 8.0) / 1_000_000)
     exact = {**prices, "m-2026": evals.ModelPrice(1.0, 1.0)}
-    assert evals.exchange_cost(
-        exact,
-        reported_model="m-2026",
-        requested_model="m",
-        prompt_tokens=10**6,
-        completion_tokens=0,
-    ) == pytest.approx(1.0)
+    assert (
+        evals.exchange_cost(
+            exact,
+            reported_model="m-2026",
+            requested_model="m",
+            prompt_tokens=10**6,
+            completion_tokens=0,
+        )
+        == 1.0
+    )
     assert (
         evals.exchange_cost(
             prices, reported_model="x", requested_model="y", prompt_tokens=1, completion_tokens=1
         )
         is None
     )
+
+
+def test_an_empty_model_id_names_no_model_to_price() -> None:
+    prices = {"": evals.ModelPrice(input_per_mtok=1.0, output_per_mtok=1.0)}
+    cost = evals.exchange_cost(
+        prices, reported_model="", requested_model=None, prompt_tokens=1, completion_tokens=1
+    )
+    assert cost is None

@@ -271,6 +271,11 @@ COMPARED: dict[str, tuple[int, Edit]] = {
     "fixtureRuns": (1, lambda e: e["payload"].update(fixtureRuns={"record": f"{TENANT}/x"})),
     "score": (7, lambda e: e["payload"].update(score=0.5)),
     "a vendor field": (8, lambda e: e["payload"].update({"x-note": 1})),
+    "summary score": (
+        9,
+        lambda e: e["payload"]["outputs"]["evalSummary"]["tasks"][0].update(score=0.5),
+    ),
+    "a summary that is no object": (9, lambda e: e["payload"]["outputs"].update(evalSummary="x")),
 }
 
 
@@ -465,3 +470,12 @@ def test_swapping_the_sides_swaps_added_and_removed(
     assert backward == {seq: swap[op] for seq, op in forward.items()}
     first = min(forward, default=None)
     assert evals.diff_logs(a.run(), b.run()).divergedAtSeq == first
+
+
+def test_a_workflow_runs_outputs_are_compared_whole_even_if_shaped_like_a_summary() -> None:
+    """Only an eval run's summary has its task latencies left out; a workflow's output is data."""
+    a = workflow_log([_inc(7)])
+    a.events[-1]["payload"]["outputs"] = {"evalSummary": {"tasks": [{"latencyMs": 1}]}}
+    b = fork_of(a)
+    b.events[-1]["payload"]["outputs"]["evalSummary"]["tasks"][0]["latencyMs"] = 2
+    assert _ops(evals.diff_logs(a.run(), b.run())) == [(len(a.events) - 1, "changed")]

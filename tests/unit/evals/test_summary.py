@@ -108,6 +108,13 @@ def test_cost_bar_and_total() -> None:
     assert not evals.summarise(suite, {"t": dear}).passed
 
 
+def test_a_tasks_cost_is_what_its_trials_reported() -> None:
+    suite = make_suite(golden_task("priced", trials=3), golden_task("unpriced"))
+    priced = [TrialOutcome(passed=True, latency_ms=1, cost_usd=c) for c in (0.25, None, 0.5)]
+    summary = evals.summarise(suite, {"priced": priced, "unpriced": [ok()]})
+    assert [t.costUsd for t in summary.tasks] == [0.75, None]
+
+
 def test_no_reported_cost_is_no_total_and_meets_the_cost_bar() -> None:
     suite = make_suite(golden_task("t"), thresholds={"maxCostUsd": 0})
     summary = evals.summarise(suite, {"t": [ok()]})

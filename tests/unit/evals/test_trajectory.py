@@ -156,3 +156,21 @@ def test_delegate_calls_are_neither_counted_nor_named() -> None:
 def test_past_five_calls_the_rest_are_counted() -> None:
     grade = evals.grade_trajectory(trajectory("subset"), [inc] * 7)
     assert grade.reason.endswith('made[4] c:counter {"key":"k","op":"inc"}, and 2 more')
+
+
+@pytest.mark.parametrize("order", ["unordered", "superset"])
+def test_with_no_call_made_every_expected_call_is_missing(order: str) -> None:
+    grade = evals.grade_trajectory(trajectory(order, INC, ANY_LOG), [])
+    assert not grade.passed
+    assert grade.reason.startswith(f"trajectory ({order}): 2 expected calls not made")
+
+
+def test_calls_not_expected_are_counted_in_the_plural() -> None:
+    grade = evals.grade_trajectory(trajectory("subset", INC), [inc, log, log])
+    assert grade.reason.startswith("trajectory (subset): 2 calls not expected: made[1] c:log")
+
+
+def test_five_calls_are_listed_without_a_remainder() -> None:
+    grade = evals.grade_trajectory(trajectory("subset"), [log] * 5)
+    assert grade.reason.count("made[") == 5
+    assert "more" not in grade.reason
