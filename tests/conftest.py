@@ -34,6 +34,10 @@ settings.register_profile(
     deadline=None,
     suppress_health_check=[HealthCheck.differing_executors],
 )
+# Everywhere else: a busy machine (two test workers on two cores) must not fail a property
+# by its clock. The examples drawn are the same; only the timing checks are off.
+settings.register_profile("wopeval", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("wopeval")
 
 
 def _host_variable(name: str) -> bool:
