@@ -184,20 +184,25 @@ def run_eval(target: Target, choice: EvalChoice, *, strict: bool, files: ReportF
     """Create the run, show progress, print the verdict, write reports; return the exit code."""
     err = stderr_console()
     with connect(target) as host:
-        if choice.suite_document is not None:
-            host.put_suite(choice.suite_document)  # a version it already holds is a no-op
-        fixture_runs = _under_own_tenant(host, choice.fixture_runs)
-        baseline = _baseline_run(host, choice, err)
-        request = client.EvalRequest(
+        # What the host must support is known from the choice alone: check it before
+        # anything else is read or written (a refusal leaves the host untouched).
+        draft = client.EvalRequest(
             suite_ref=choice.suite_ref,
             agent_id=choice.agent,
-            modes=choice.modes or client.default_modes(baseline),
-            baseline_run_id=baseline,
-            fixture_runs=fixture_runs,
+            modes=choice.modes or client.default_modes(choice.baseline),
+            baseline_run_id=choice.baseline,
+            fixture_runs=choice.fixture_runs,
             tags=choice.tags,
             revision=choice.revision,
         )
-        client.require_eval_capabilities(host, request)
+        client.require_eval_capabilities(host, draft)
+        if choice.suite_document is not None:
+            host.put_suite(choice.suite_document)  # a version it already holds is a no-op
+        request = replace(
+            draft,
+            fixture_runs=_under_own_tenant(host, choice.fixture_runs),
+            baseline_run_id=_baseline_run(host, choice, err),
+        )
         _check_live_tools(host, request, offline=choice.offline, err=err)
         if choice.trials is not None:
             variant = client.publish_trials_variant(host, request.suite_ref, choice.trials)
