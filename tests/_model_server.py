@@ -50,6 +50,9 @@ class Conversation:
     user: str
     turns: list[dict[str, Any]]
     system_contains: str | None = None
+    failures_served: dict[int, int] = field(default_factory=dict)
+    """Per turn, how many of its `fail_first` answers were given (kept on the conversation:
+    its position in the script moves as later conversations are added in front)."""
 
     def matches(self, messages: list[dict[str, Any]]) -> bool:
         users = [m for m in messages if m.get("role") == "user"]
@@ -73,7 +76,6 @@ class Received:
 class ModelScript:
     conversations: list[Conversation] = field(default_factory=list)
     received: list[Received] = field(default_factory=list)
-    _failures_served: dict[tuple[int, int], int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(
@@ -97,12 +99,9 @@ class ModelScript:
         """Either `(status, error body, headers)` or the turn to answer with."""
         messages = body.get("messages") or []
         with self._lock:
-            found = next(
-                ((i, c) for i, c in enumerate(self.conversations) if c.matches(messages)), None
-            )
-            if found is None:
+            conversation = next((c for c in self.conversations if c.matches(messages)), None)
+            if conversation is None:
                 return 400, _error("no script for this conversation", "unscripted"), {}
-            index, conversation = found
             turn_index = sum(1 for m in messages if m.get("role") == "assistant")
             if turn_index >= len(conversation.turns):
                 return 400, _error("the script has no more turns", "script_exhausted"), {}
@@ -111,9 +110,9 @@ class ModelScript:
             if always is not None:
                 return _failure(always)
             first = turn.get("fail_first") or []
-            served = self._failures_served.get((index, turn_index), 0)
+            served = conversation.failures_served.get(turn_index, 0)
             if served < len(first):
-                self._failures_served[(index, turn_index)] = served + 1
+                conversation.failures_served[turn_index] = served + 1
                 return _failure(first[served])
             return turn
 
