@@ -43,6 +43,7 @@ from wopeval.cli._outputs import (
 )
 from wopeval.cli._progress import EvalProgress
 from wopeval.cli._render import result_lines
+from wopeval.wire.suite import Suite
 
 SETTINGS: dict[str, Any] = {"cls": Command, "epilog": EXIT_CODES_HELP}
 """How main.py registers the command: usage errors exit 4; the exit codes in --help."""
@@ -198,12 +199,13 @@ def run_eval(target: Target, choice: EvalChoice, *, strict: bool, files: ReportF
         client.require_eval_capabilities(host, draft)
         if choice.suite_document is not None:
             host.put_suite(choice.suite_document)  # a version it already holds is a no-op
+        suite = client.readable_suite(host, choice.suite_ref)
         request = replace(
             draft,
             fixture_runs=_under_own_tenant(host, choice.fixture_runs),
-            baseline_run_id=_baseline_run(host, choice, err),
+            baseline_run_id=_baseline_run(host, choice, suite, err),
         )
-        _check_live_tools(host, request, offline=choice.offline, err=err)
+        _check_live_tools(suite, request, offline=choice.offline, err=err)
         if choice.trials is not None:
             variant = client.publish_trials_variant(host, request.suite_ref, choice.trials)
             request = replace(request, suite_ref=variant)
@@ -242,7 +244,9 @@ def _under_own_tenant(host: client.WireClient, runs: dict[str, str]) -> dict[str
     return client.under_tenant(runs, tenant)
 
 
-def _baseline_run(host: client.WireClient, choice: EvalChoice, err: Console) -> str | None:
+def _baseline_run(
+    host: client.WireClient, choice: EvalChoice, suite: Suite | None, err: Console
+) -> str | None:
     """The baseline run id: as given, or the run `latest:TAG` picks (said on stderr)."""
     named = choice.baseline
     if named is None or not named.startswith(client.LATEST_PREFIX):
@@ -250,7 +254,6 @@ def _baseline_run(host: client.WireClient, choice: EvalChoice, err: Console) -> 
     tag = named.removeprefix(client.LATEST_PREFIX)
     if not tag:
         raise CliError("--baseline latest:TAG needs a tag, e.g. latest:main")
-    suite = client.readable_suite(host, choice.suite_ref)
     suite_id = suite.suiteId if suite is not None else client.suite_id_of(choice.suite_ref)
     picked = client.latest_baseline(host, tag, suite_id, choice.agent)
     err.print(f"Baseline {named}: {picked.run_id}, completed {picked.age()} ago", highlight=False)
@@ -258,11 +261,10 @@ def _baseline_run(host: client.WireClient, choice: EvalChoice, err: Console) -> 
 
 
 def _check_live_tools(
-    host: client.WireClient, request: client.EvalRequest, *, offline: bool, err: Console
+    suite: Suite | None, request: client.EvalRequest, *, offline: bool, err: Console
 ) -> None:
     """Refuse an offline eval any of whose tasks could call a live tool (nothing is
-    started); otherwise warn which tasks will."""
-    suite = client.readable_suite(host, request.suite_ref)
+    started); otherwise warn which tasks will. `suite`: as the host shows it, if it does."""
     if suite is None:
         if offline:
             raise CliError(

@@ -70,22 +70,21 @@ def list_runs(
 
     def body() -> None:
         listed: list[dict[str, Any]] = []
-        page: dict[str, Any] = {}
-        next_cursor = cursor
+        next_cursor: str | None = None
         with connect(target) as host:
-            while True:
-                page = host.list_runs(
-                    limit=limit,
-                    cursor=next_cursor,
-                    workflow_id=workflow,
-                    status=status,
-                    tag=tag,
-                    agent_id=agent,
-                    created_after=after,
-                )
+            pages = host.run_pages(
+                limit=limit,
+                cursor=cursor,
+                workflow_id=workflow,
+                status=status,
+                tag=tag,
+                agent_id=agent,
+                created_after=after,
+            )
+            for page in pages:
                 listed += page.get("runs") or []
                 next_cursor = page.get("nextCursor")
-                if not every or next_cursor is None:
+                if not every:
                     break
         document: dict[str, Any] = {"runs": listed}
         if next_cursor is not None:

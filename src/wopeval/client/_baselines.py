@@ -24,23 +24,12 @@ class PickedBaseline:
 
 def latest_baseline(host: WireClient, tag: str, suite_id: str, agent_id: str) -> PickedBaseline:
     """The newest completed eval run of `suite_id` by `agent_id` tagged `tag`."""
-    cursor: str | None = None
-    while True:
-        page = host.list_runs(
-            limit=50,
-            cursor=cursor,
-            workflow_id=suite_id,
-            status="completed",
-            tag=tag,
-            agent_id=agent_id,
-        )
+    pages = host.run_pages(workflow_id=suite_id, status="completed", tag=tag, agent_id=agent_id)
+    for page in pages:
         for run in page.get("runs") or []:
             facts = (run.get("extensions") or {}).get("wopeval.run") or {}
             if facts.get("kind") == "eval" and run.get("completedAt"):
                 return PickedBaseline(str(run["runId"]), parse_instant(str(run["completedAt"])))
-        cursor = page.get("nextCursor")
-        if not cursor:
-            break
     raise ClientError(
         f"no completed eval run of {suite_id} by {agent_id} carries the tag {tag!r}: "
         "run the baseline first (e.g. on the main branch, with --tag " + tag + ")"

@@ -50,16 +50,8 @@ def runs_by_tag(
 ) -> list[RecordedRun]:
     """Every usable workflow run carrying `tag` (created after `created_after`), oldest
     first; the others are skipped with a note. ClientError when none is usable."""
-    listed: list[dict[str, Any]] = []
-    cursor: str | None = None
-    while True:
-        page = host.list_runs(
-            limit=RUN_LIST_MAX_PAGE_SIZE, cursor=cursor, tag=tag, created_after=created_after
-        )
-        listed += page.get("runs") or []
-        cursor = page.get("nextCursor")
-        if cursor is None:
-            break
+    pages = host.run_pages(limit=RUN_LIST_MAX_PAGE_SIZE, tag=tag, created_after=created_after)
+    listed = [run for page in pages for run in page.get("runs") or []]
     found: list[RecordedRun] = []
     workflows = _Workflows(host)
     for snapshot in reversed(listed):  # the listing is newest first

@@ -13,6 +13,7 @@ wopeval host routes (`/host/wopeval/...`) are optional: their methods answer
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from types import TracebackType
 from typing import Any, cast
 
@@ -107,6 +108,34 @@ class WireClient:
             if value:
                 params[name] = value
         return self._json("GET", "/runs", params=params)
+
+    def run_pages(
+        self,
+        *,
+        limit: int = 50,
+        cursor: str | None = None,
+        workflow_id: str | None = None,
+        status: str | None = None,
+        tag: str | None = None,
+        agent_id: str | None = None,
+        created_after: str | None = None,
+    ) -> Iterator[dict[str, Any]]:
+        """`list_runs` page after page from `cursor`, until a page has no `nextCursor`
+        (a caller that has seen enough stops asking)."""
+        while True:
+            page = self.list_runs(
+                limit=limit,
+                cursor=cursor,
+                workflow_id=workflow_id,
+                status=status,
+                tag=tag,
+                agent_id=agent_id,
+                created_after=created_after,
+            )
+            yield page
+            cursor = page.get("nextCursor")
+            if not cursor:
+                return
 
     def get_workflow(self, workflow_id: str) -> dict[str, Any] | None:
         """The workflow document; None when the host has no (longer any) such workflow."""
