@@ -6,15 +6,21 @@ must land at most once, and whatever its landing completes (the task's
 `eval.scored`, the run's end) must land with it, exactly once. A fence is
 asked after the run's row is locked and before anything is numbered, so its
 answer cannot go stale and the log's sequences stay gapless whatever it says.
+
+One transaction may land many fenced steps of a run (a worker's trials that
+finished together): the row is locked once, and each fence sees the run as
+the steps before it in the transaction left it (`Locked`), although their rows
+are only written, in bulk, at the transaction's end.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Collection, Hashable
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from wopeval.engine.runlog import RunUpdate, Step
-from wopeval.store import LockedRun, UnitOfWork
+from wopeval.store import LockedRun, TrialCounts, UnitOfWork
 from wopeval.wire.runs import RunStatus
 
 
@@ -34,7 +40,49 @@ class Landing:
 ALREADY_LANDED = Landing(noop=True)
 
 
+@dataclass
+class Locked:
+    """A run under its row lock, as the fenced steps landed so far in this transaction
+    leave it: its row moved in memory, and what those steps carried that is not yet
+    written (their trials, the agents they invoked)."""
+
+    run: LockedRun
+    tasks: Collection[str] = ()
+    """The tasks whose trials this transaction's steps carry (read together, once)."""
+    trials: list[TrialCounts] = field(default_factory=list)
+    invoked: set[str] = field(default_factory=set)
+    verified: set[Hashable] = field(default_factory=set)
+    """What fences checked under a lock held to the transaction's end (a job still owned):
+    it stays true for the transaction's later steps."""
+    _stored: dict[str, list[TrialCounts]] = field(default_factory=dict)
+    _read: set[str] = field(default_factory=set)
+
+    async def task_trials(self, uow: UnitOfWork, task_id: str) -> list[TrialCounts]:
+        """The task's landed trials: stored ones and this transaction's."""
+        if task_id not in self._read:
+            unread = {*self.tasks, task_id} - self._read
+            for counted in await uow.trials.counts_of(self.run.run_id, unread):
+                self._stored.setdefault(counted.task_id, []).append(counted)
+            self._read |= unread
+        pending = (counted for counted in self.trials if counted.task_id == task_id)
+        return [*self._stored.get(task_id, []), *pending]
+
+    async def all_trials(self, uow: UnitOfWork) -> list[TrialCounts]:
+        """Every landed trial of the run: stored ones and this transaction's."""
+        return [*await uow.trials.counts(self.run.run_id), *self.trials]
+
+    def moved(self, *, events: int, status: RunStatus | None, trials: list[TrialCounts]) -> None:
+        """A step landed: `events` more sequences, maybe a new status, its trials."""
+        self.run = replace(
+            self.run,
+            status=status or self.run.status,
+            last_sequence=self.run.last_sequence + events,
+            landed_trials=self.run.landed_trials + len(trials),
+        )
+        self.trials.extend(trials)
+
+
 class Fence(Protocol):
-    async def admit(self, uow: UnitOfWork, run: LockedRun, step: Step) -> Landing | None:
+    async def admit(self, uow: UnitOfWork, locked: Locked, step: Step) -> Landing | None:
         """With the run row locked: how `step` lands, or None to refuse it (nothing lands)."""
         ...

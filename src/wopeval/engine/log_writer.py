@@ -10,9 +10,11 @@ Sequences are taken from the run row inside the transaction (see
 `RunsRepo.advance`), which also locks the row: the sequences of a run stay
 contiguous and in commit order even with another process writing to it.
 
-A step may carry a `Fence` (fence.py): it is then landed on its own inside the
-group's transaction, after the run row is locked and the earlier steps' rows
-are written, so the fence sees everything that commits before it. A writer that
+A step may carry a `Fence` (fence.py). Its run's row is then locked once for the
+transaction (every fenced run of a group in run-id order, so two writers never
+wait on each other in a cycle), the fence is asked with the run as the steps
+before it left it, and the row is moved once, at the transaction's end, by all
+of the run's fenced steps together. A writer that
 `broadcast`s announces each landed run with a NOTIFY in the same transaction,
 for the readers in other processes (queue mode).
 """
@@ -26,17 +28,20 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from wopeval.engine.fence import Fence
+from wopeval.engine.fence import Fence, Locked
 from wopeval.engine.notifier import Notifier
 from wopeval.engine.runlog import RunUpdate, Staged, Step, Transition, timestamp
-from wopeval.store import RunRecord, Store, ToolCallOutcome, UnitOfWork
+from wopeval.store import LockedRun, RunRecord, Store, ToolCallOutcome, UnitOfWork
 from wopeval.wire import events
+from wopeval.wire.runs import RunStatus
 
 log = logging.getLogger("wopeval.engine")
 
 OnInsert = Callable[[UnitOfWork, RunRecord], Awaitable[None]]
 """Adds the caller's own rows to the transaction that inserts a new run (derived
 fixtures, the idempotency record that names it), so they land together or not at all."""
+
+ANY_STATE = frozenset(RunStatus)
 
 MAX_GROUP = 512
 """Steps per transaction at most, so one commit never holds the store for long."""
@@ -63,6 +68,8 @@ class _Group:
     model_calls: list[dict[str, Any]] = field(default_factory=list)
     invocations: list[dict[str, Any]] = field(default_factory=list)
     trials: list[dict[str, Any]] = field(default_factory=list)
+    unfenced_runs: set[str] = field(default_factory=set)
+    """Runs with unfenced steps among these rows (numbered, not yet written)."""
 
     async def write(self, uow: UnitOfWork) -> None:
         await uow.events.append(self.events)
@@ -154,12 +161,18 @@ class LogWriter:
         group = _Group()
         landed: list[bool] = []
         async with self.store.transaction() as uow:
+            fenced = _FencedRuns(uow, batch)
+            await fenced.lock_all()
             for queued in batch:
                 if queued.fence is not None:
-                    await group.write(uow)
-                    group = _Group()
-                    landed.append(await _land_fenced(uow, queued, queued.fence))
+                    if queued.run_id in group.unfenced_runs:
+                        # What the fence reads of this run must include the earlier steps.
+                        await group.write(uow)
+                        group = _Group()
+                    landed.append(await fenced.land(queued, queued.fence, group))
                     continue
+                # The row must carry the fenced steps' moves before this step takes its own.
+                await fenced.settle(queued.run_id)
                 step = queued.step
                 last = await uow.runs.advance(
                     queued.tenant,
@@ -172,7 +185,9 @@ class LogWriter:
                 )
                 landed.append(last is not None)
                 if last is not None:
+                    group.unfenced_runs.add(queued.run_id)
                     _number(queued.run_id, step, last - len(step.staged) + 1, group)
+            await fenced.settle_all()
             await group.write(uow)
             if self._broadcast:
                 await uow.runs.notify(
@@ -198,35 +213,87 @@ async def insert_run(uow: UnitOfWork, record: RunRecord, rows: list[dict[str, An
     await uow.events.append(rows)
 
 
-async def _land_fenced(uow: UnitOfWork, queued: _Queued, fence: Fence) -> bool:
-    """Lock the run row, ask the fence, then land the step and what the fence adds to it."""
-    transition = queued.transition
-    locked = await uow.runs.lock(queued.tenant, queued.run_id, transition.allowed_from)
-    if locked is None:
-        return False
-    landing = await fence.admit(uow, locked, queued.step)
-    if landing is None:
-        return False
-    if landing.noop:
+@dataclass
+class _FencedRun:
+    locked: Locked
+    first: LockedRun
+    """The row as read under the lock, before this transaction moved it."""
+    values: dict[str, Any] = field(default_factory=dict)
+
+
+class _FencedRuns:
+    """The runs of one transaction's fenced steps: each locked once and moved once."""
+
+    def __init__(self, uow: UnitOfWork, batch: list[_Queued]) -> None:
+        self._uow = uow
+        self._tasks: dict[str, set[str]] = {}
+        self._tenants: dict[str, str] = {}
+        for queued in batch:
+            if queued.fence is not None:
+                tasks = self._tasks.setdefault(queued.run_id, set())
+                tasks.update(row.task_id for row in queued.step.trials)
+                self._tenants[queued.run_id] = queued.tenant
+        self._runs: dict[str, _FencedRun | None] = {}
+
+    async def lock_all(self) -> None:
+        for run_id in sorted(self._tenants):
+            await self._lock(run_id)
+
+    async def _lock(self, run_id: str) -> None:
+        row = await self._uow.runs.lock(self._tenants[run_id], run_id, ANY_STATE)
+        self._runs[run_id] = (
+            None if row is None else _FencedRun(Locked(row, self._tasks[run_id]), row)
+        )
+
+    async def land(self, queued: _Queued, fence: Fence, group: _Group) -> bool:
+        """Ask the fence, then number the step and what the fence adds to it; its rows go
+        into `group` and the run's row moves at `settle`."""
+        if queued.run_id not in self._runs:
+            await self._lock(queued.run_id)
+        run = self._runs[queued.run_id]
+        if run is None or run.locked.run.status not in queued.transition.allowed_from:
+            return False
+        landing = await fence.admit(self._uow, run.locked, queued.step)
+        if landing is None:
+            return False
+        if landing.noop:
+            return True
+        step = Step()
+        step.extend(queued.step)
+        step.extend(landing.extra)
+        _number(queued.run_id, step, run.locked.run.last_sequence + 1, group)
+        run.locked.moved(
+            events=len(step.staged),
+            status=landing.to or queued.transition.to,
+            trials=[row.counts() for row in step.trials],
+        )
+        run.locked.invoked |= step.agent_ids()
+        run.values.update({**queued.update.values(), **landing.update.values()})
         return True
-    step = Step()
-    step.extend(queued.step)
-    step.extend(landing.extra)
-    last = await uow.runs.advance(
-        queued.tenant,
-        queued.run_id,
-        count=len(step.staged),
-        allowed_from=transition.allowed_from,
-        status=landing.to or transition.to,
-        values={**queued.update.values(), **landing.update.values()},
-        trials=len(step.trials),
-    )
-    if last is None:  # the row is locked: its state cannot have changed since
-        raise RuntimeError(f"run {queued.run_id} left its allowed states under its own lock")
-    group = _Group()
-    _number(queued.run_id, step, last - len(step.staged) + 1, group)
-    await group.write(uow)
-    return True
+
+    async def settle(self, run_id: str) -> None:
+        """Move the run's row by its fenced steps so far; later ones lock it afresh."""
+        run = self._runs.pop(run_id, None)
+        if run is None:
+            return
+        now, first = run.locked.run, run.first
+        if now == first and not run.values:
+            return
+        last = await self._uow.runs.advance(
+            first.tenant,
+            first.run_id,
+            count=now.last_sequence - first.last_sequence,
+            allowed_from=[first.status],
+            status=None if now.status is first.status else now.status,
+            values=run.values,
+            trials=now.landed_trials - first.landed_trials,
+        )
+        if last is None:  # the row is locked: its state cannot have changed since
+            raise RuntimeError(f"run {run_id} left its state under this transaction's lock")
+
+    async def settle_all(self) -> None:
+        for run_id in list(self._runs):
+            await self.settle(run_id)
 
 
 def _settle(queued: _Queued, outcome: bool | BaseException) -> None:

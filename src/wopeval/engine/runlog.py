@@ -88,6 +88,10 @@ class Step:
             raise ValueError("the call's agent.tool-called has not landed yet")
         self.outcomes.append((called, outcome))
 
+    def agent_ids(self) -> set[str]:
+        """The agents whose invocations ended in this step."""
+        return {invocation.agent_id for invocation in self.invocations}
+
     def extend(self, other: Step) -> None:
         self.staged.extend(other.staged)
         self.calls.extend(other.calls)

@@ -8,7 +8,8 @@ decision about the run race-free:
 - a trial already in `task_trials` under its `(run_id, task_id, trial)` key
   lands nothing (`ALREADY_LANDED`): a second commit is a no-op;
 - the task's `eval.scored` lands with the trial that makes the task complete,
-  built from the stored outcomes of its other trials;
+  built from the outcomes of its other trials (stored, or landed earlier in the
+  same transaction: `Locked`, fence.py);
 - `eval.completed` and `run.completed` land with the run's last trial, if the
   run is `running` then; a run paused at that moment ends with its resume
   (`complete_if_done`).
@@ -25,16 +26,16 @@ from collections.abc import Awaitable, Callable
 from wopeval import evals
 from wopeval.engine.eval_plan import EvalPlan
 from wopeval.engine.eval_runner import finish, scored
-from wopeval.engine.fence import ALREADY_LANDED, Landing
+from wopeval.engine.fence import ALREADY_LANDED, Landing, Locked
 from wopeval.engine.runlog import RunUpdate, Step, now
-from wopeval.store import LockedRun, TrialCounts, TrialRow, UnitOfWork
+from wopeval.store import TrialCounts, UnitOfWork
 from wopeval.wire.runs import RunStatus
 
 PlanLoader = Callable[[UnitOfWork, str, str], Awaitable[EvalPlan]]
 """The plan of a run (tenant, run id), read in the caller's transaction."""
 
 
-async def land_trial(uow: UnitOfWork, run: LockedRun, step: Step, plan: EvalPlan) -> Landing:
+async def land_trial(uow: UnitOfWork, locked: Locked, step: Step, plan: EvalPlan) -> Landing:
     """How a step of a queued eval lands: as it is, with what its trial completes, or not
     at all when its trial is already in the log."""
     if not step.trials:
@@ -42,43 +43,46 @@ async def land_trial(uow: UnitOfWork, run: LockedRun, step: Step, plan: EvalPlan
     if len(step.trials) != 1:
         raise ValueError("a queued eval step carries at most one trial")
     (row,) = step.trials
-    others = await uow.trials.counts(run.run_id, row.task_id)
+    others = await locked.task_trials(uow, row.task_id)
     if any(counted.trial == row.trial for counted in others):
         return ALREADY_LANDED
     extra = Step()
     task_plan = plan.task(row.task_id)
-    task_trials = sorted([*others, _counts(row)], key=lambda counted: counted.trial)
+    task_trials = sorted([*others, row.counts()], key=lambda counted: counted.trial)
     if len(task_trials) == task_plan.trials:
         extra.emit(scored(plan, task_plan, [_outcome(counted) for counted in task_trials]))
+    run = locked.run
     if run.landed_trials + 1 < plan.trial_count or run.status is not RunStatus.RUNNING:
         return Landing(extra)
-    ending = await _completion(uow, run, plan, latest=_counts(row), invoked=_agents(step))
+    ending = await _completion(uow, locked, plan, latest=row.counts(), invoked=step.agent_ids())
     extra.extend(ending.extra)
     return Landing(extra, ending.to, ending.update)
 
 
-async def complete_if_done(uow: UnitOfWork, run: LockedRun, plan: EvalPlan) -> Landing:
+async def complete_if_done(uow: UnitOfWork, locked: Locked, plan: EvalPlan) -> Landing:
     """With every trial landed (the last one while the run was paused), the run's end
     lands now; otherwise nothing more."""
-    if run.landed_trials < plan.trial_count:
+    if locked.run.landed_trials < plan.trial_count:
         return Landing()
-    return await _completion(uow, run, plan, latest=None, invoked=set())
+    return await _completion(uow, locked, plan, latest=None, invoked=set())
 
 
-async def invoked_agent_ids(uow: UnitOfWork, run_id: str, also: set[str]) -> list[str]:
-    """The run row's `agent_ids` at its end: every agent its log shows invoked."""
-    return sorted(set(await uow.events.invoked_agents(run_id)) | also)
+async def invoked_agent_ids(uow: UnitOfWork, locked: Locked, also: set[str]) -> list[str]:
+    """The run row's `agent_ids` at its end: every agent its log shows invoked, with those
+    of this transaction's steps."""
+    stored = await uow.events.invoked_agents(locked.run.run_id)
+    return sorted(set(stored) | locked.invoked | also)
 
 
 async def _completion(
     uow: UnitOfWork,
-    run: LockedRun,
+    locked: Locked,
     plan: EvalPlan,
     *,
     latest: TrialCounts | None,
     invoked: set[str],
 ) -> Landing:
-    counted = await uow.trials.counts(run.run_id)
+    counted = await locked.all_trials(uow)
     if latest is not None:
         counted.append(latest)
     outcomes: dict[str, list[evals.TrialOutcome]] = {}
@@ -90,15 +94,9 @@ async def _completion(
         completed_at=now(),
         outputs=terminal.outputs,
         summary=terminal.summary,
-        agent_ids=await invoked_agent_ids(uow, run.run_id, invoked),
+        agent_ids=await invoked_agent_ids(uow, locked, invoked),
     )
     return Landing(terminal.step, terminal.status, update)
-
-
-def _counts(row: TrialRow) -> TrialCounts:
-    return TrialCounts(
-        row.task_id, row.trial, row.passed, row.latency_ms or 0, row.fixture_misses or 0
-    )
 
 
 def _outcome(counted: TrialCounts) -> evals.TrialOutcome:
@@ -107,7 +105,3 @@ def _outcome(counted: TrialCounts) -> evals.TrialOutcome:
         latency_ms=counted.latency_ms,
         fixture_miss_count=counted.fixture_misses,
     )
-
-
-def _agents(step: Step) -> set[str]:
-    return {invocation.agent_id for invocation in step.invocations}

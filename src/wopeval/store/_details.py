@@ -50,6 +50,11 @@ class TrialRow:
     def to_row(self, run_id: str) -> dict[str, Any]:
         return {**asdict(self), "run_id": run_id}
 
+    def counts(self) -> TrialCounts:
+        return TrialCounts(
+            self.task_id, self.trial, self.passed, self.latency_ms or 0, self.fixture_misses or 0
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class TrialCounts:
@@ -151,6 +156,13 @@ class TrialsRepo:
 
     async def counts(self, run_id: str, task_id: str | None = None) -> list[TrialCounts]:
         """The landed trials' outcomes (of one task, when named), by task and trial."""
+        return await self._counts(run_id, None if task_id is None else [task_id])
+
+    async def counts_of(self, run_id: str, task_ids: Collection[str]) -> list[TrialCounts]:
+        """The landed trials' outcomes of these tasks, by task and trial."""
+        return await self._counts(run_id, list(task_ids))
+
+    async def _counts(self, run_id: str, task_ids: list[str] | None) -> list[TrialCounts]:
         query = select(
             task_trials.c.task_id,
             task_trials.c.trial,
@@ -158,8 +170,8 @@ class TrialsRepo:
             task_trials.c.latency_ms,
             task_trials.c.fixture_misses,
         ).where(task_trials.c.run_id == run_id)
-        if task_id is not None:
-            query = query.where(task_trials.c.task_id == task_id)
+        if task_ids is not None:
+            query = query.where(task_trials.c.task_id.in_(task_ids))
         result = await self._connection.execute(
             query.order_by(task_trials.c.task_id, task_trials.c.trial)
         )

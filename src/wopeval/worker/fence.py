@@ -15,10 +15,10 @@ import logging
 from dataclasses import dataclass
 
 from wopeval.engine.eval_plan import EvalPlan
-from wopeval.engine.fence import Landing
+from wopeval.engine.fence import Landing, Locked
 from wopeval.engine.runlog import Step
 from wopeval.engine.trial_landing import land_trial
-from wopeval.store import LockedRun, UnitOfWork
+from wopeval.store import UnitOfWork
 from wopeval.worker import sql
 
 log = logging.getLogger("wopeval.worker")
@@ -32,10 +32,14 @@ class JobFence:
     plan: EvalPlan | None = None
     """The eval's plan (None: a workflow run, whose steps only need the ownership check)."""
 
-    async def admit(self, uow: UnitOfWork, run: LockedRun, step: Step) -> Landing | None:
-        if not await sql.owns(uow, self.job_id, self.worker_id):
-            log.warning(REFUSED, self.job_id, self.worker_id, run.run_id)
-            return None
+    async def admit(self, uow: UnitOfWork, locked: Locked, step: Step) -> Landing | None:
+        owner = (self.job_id, self.worker_id)
+        if owner not in locked.verified:
+            if not await sql.owns(uow, self.job_id, self.worker_id):
+                log.warning(REFUSED, self.job_id, self.worker_id, locked.run.run_id)
+                return None
+            # The job row stays share-locked to the transaction's end: checked once.
+            locked.verified.add(owner)
         if self.plan is None:
             return Landing()
-        return await land_trial(uow, run, step, self.plan)
+        return await land_trial(uow, locked, step, self.plan)

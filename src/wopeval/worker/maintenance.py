@@ -23,13 +23,13 @@ import logging
 from dataclasses import dataclass
 
 from wopeval.engine.catalog import Catalog
-from wopeval.engine.fence import Landing
+from wopeval.engine.fence import Landing, Locked
 from wopeval.engine.host import Engine
 from wopeval.engine.outcome import Terminal
 from wopeval.engine.runlog import ACTIVE, RUNNING, RunLog, RunUpdate, Step, Transition, now
 from wopeval.engine.trial_landing import complete_if_done, invoked_agent_ids
 from wopeval.settings import QueueSettings
-from wopeval.store import LockedRun, UnitOfWork
+from wopeval.store import UnitOfWork
 from wopeval.worker import sql
 from wopeval.worker.plans import load_plan
 from wopeval.worker.queues import JobArgs, chunks
@@ -46,7 +46,8 @@ class _Stalled:
     queue: str
     settings: QueueSettings
 
-    async def admit(self, uow: UnitOfWork, run: LockedRun, step: Step) -> Landing | None:
+    async def admit(self, uow: UnitOfWork, locked: Locked, step: Step) -> Landing | None:
+        run = locked.run
         if not await sql.take_stalled(uow, self.job.job_id, self.settings.stall_seconds):
             return None
         args = self.job.args
@@ -76,7 +77,7 @@ class _Stalled:
         update = RunUpdate(
             completed_at=now(),
             error=terminal.error,
-            agent_ids=await invoked_agent_ids(uow, run.run_id, set()),
+            agent_ids=await invoked_agent_ids(uow, locked, set()),
         )
         return Landing(ending, terminal.status, update)
 
@@ -89,7 +90,8 @@ class _Orphaned:
     queue: str
     chunk_size: int
 
-    async def admit(self, uow: UnitOfWork, run: LockedRun, step: Step) -> Landing | None:
+    async def admit(self, uow: UnitOfWork, locked: Locked, step: Step) -> Landing | None:
+        run = locked.run
         if await sql.live_jobs_of(uow, run.run_id):
             return None
         plan = await load_plan(uow, run.tenant, run.run_id, self.catalog)
@@ -100,7 +102,7 @@ class _Orphaned:
         landed = await uow.trials.landed(run.run_id, {plan.task.taskId for plan in plan.tasks})
         missing = [pair for pair in plan.pairs() if pair not in landed]
         if not missing:
-            return await complete_if_done(uow, run, plan)
+            return await complete_if_done(uow, locked, plan)
         jobs = [JobArgs(run.run_id, run.tenant, tuple(c)) for c in chunks(missing, self.chunk_size)]
         await sql.defer(uow, self.queue, jobs)
         log.warning("run %s had no job; enqueued its %d missing trials", run.run_id, len(missing))

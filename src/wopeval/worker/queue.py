@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from pydantic import JsonValue
 
 from wopeval.engine.catalog import Catalog
-from wopeval.engine.fence import Fence, Landing
+from wopeval.engine.fence import Fence, Landing, Locked
 from wopeval.engine.run_queue import QueueFactory, RunQueue, Work
 from wopeval.engine.runlog import RunUpdate, Step
 from wopeval.engine.trial_landing import complete_if_done, invoked_agent_ids
 from wopeval.settings import QueueSettings
-from wopeval.store import LockedRun, RunRecord, UnitOfWork
+from wopeval.store import RunRecord, UnitOfWork
 from wopeval.worker import sql
 from wopeval.worker.plans import load_plan
 from wopeval.worker.queues import JobArgs, chunks, queue_name
@@ -26,18 +26,19 @@ from wopeval.worker.queues import JobArgs, chunks, queue_name
 
 @dataclass(frozen=True)
 class _Cancelling:
-    async def admit(self, uow: UnitOfWork, run: LockedRun, step: Step) -> Landing:
-        await sql.cancel_jobs_of(uow, run.run_id)
-        return Landing(update=RunUpdate(agent_ids=await invoked_agent_ids(uow, run.run_id, set())))
+    async def admit(self, uow: UnitOfWork, locked: Locked, step: Step) -> Landing:
+        await sql.cancel_jobs_of(uow, locked.run.run_id)
+        return Landing(update=RunUpdate(agent_ids=await invoked_agent_ids(uow, locked, set())))
 
 
 @dataclass(frozen=True)
 class _Resuming:
     catalog: Catalog
 
-    async def admit(self, uow: UnitOfWork, run: LockedRun, step: Step) -> Landing:
+    async def admit(self, uow: UnitOfWork, locked: Locked, step: Step) -> Landing:
+        run = locked.run
         plan = await load_plan(uow, run.tenant, run.run_id, self.catalog)
-        return Landing() if plan is None else await complete_if_done(uow, run, plan)
+        return Landing() if plan is None else await complete_if_done(uow, locked, plan)
 
 
 class ProcrastinateQueue:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from wopeval.engine.fence import Landing
+from wopeval.engine.fence import Landing, Locked
 from wopeval.engine.runlog import (
     STOPPED_HOST,
     RunClosed,
@@ -18,7 +18,7 @@ from wopeval.engine.runlog import (
     Transition,
     now,
 )
-from wopeval.store import LockedRun, Store, ToolCallOutcome, TrialRow, UnitOfWork
+from wopeval.store import Store, ToolCallOutcome, TrialRow, UnitOfWork
 from wopeval.store.tables import task_trials, tool_calls
 from wopeval.wire import events
 from wopeval.wire.runs import RunStatus
@@ -35,8 +35,8 @@ class _Gate:
         self.extra = extra
         self.asked: list[RunStatus] = []
 
-    async def admit(self, uow: UnitOfWork, run: LockedRun, step: Step) -> Landing | None:
-        self.asked.append(run.status)
+    async def admit(self, uow: UnitOfWork, locked: Locked, step: Step) -> Landing | None:
+        self.asked.append(locked.run.status)
         if len(self.asked) <= self.refusals:
             return None
         extra, self.extra = self.extra, None
