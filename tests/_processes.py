@@ -177,6 +177,8 @@ class WorkerOptions:
     watch_seconds: float = 0.2
     max_stalls: int = 3
     shutdown_grace_seconds: float = 10.0
+    env: tuple[tuple[str, str], ...] = ()
+    """Environment variables the process gets besides the test's own."""
 
     def arguments(self) -> list[str]:
         command = [
@@ -218,7 +220,7 @@ class WorkerProcess:
             [WOPEVAL, *options.arguments()],
             stdout=self._log_file,
             stderr=subprocess.STDOUT,
-            env=child_env(),
+            env=child_env(dict(options.env)),
         )
         self.health_url: str | None = None
         self.replaced = False

@@ -11,6 +11,7 @@ from fastapi import APIRouter, FastAPI
 from wopeval import __version__
 from wopeval.api import errors as error_handlers
 from wopeval.api import openapi_errors
+from wopeval.api.deps import InvocationAccess
 from wopeval.api.host import SERVING, Host, Role
 from wopeval.api.middleware import LegacyPathIds, VersionNegotiation
 from wopeval.api.request_guard import RequestGuard
@@ -64,6 +65,7 @@ def create_app(
             host = await Host.start(settings, role=role, lease=lease, queue=queue)
         app.state.host = host
         app.state.health = host.health
+        app.state.invocation_access = InvocationAccess(host.engine.grants, host.auth, host.http)
         app.state.mcp_sessions = mcp.session_manager()
         try:
             async with app.state.mcp_sessions.run():

@@ -47,6 +47,13 @@ async def embedded_keys(settings: Settings, store: Store, session_key: str) -> A
     return Authenticator([*stored, *_configured(settings), _entry(session_key, DEV_TENANT)])
 
 
+async def stored_keys(store: Store) -> Authenticator:
+    """The keys the serving processes stored (a queue worker checks a key an agent's
+    request carries against them)."""
+    async with store.reading() as uow:
+        return Authenticator(await uow.keys.all())
+
+
 def _configured(settings: Settings) -> list[Entry]:
     return [_entry(key, tenant) for tenant, key in settings.api_keys.items()]
 

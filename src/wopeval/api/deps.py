@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated
 
+import httpx
 from fastapi import Depends, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from wopeval.api.auth import Authenticator
 from wopeval.api.host import Host
+from wopeval.engine.grants import InvocationGrants
 from wopeval.engine.host import Engine
 from wopeval.wire import ids
 from wopeval.wire.principal import Principal
@@ -33,7 +37,24 @@ def get_principal(
     return get_host(request).auth.authenticate(request.headers.get("authorization"))
 
 
+@dataclass(frozen=True)
+class InvocationAccess:
+    """What the per-invocation endpoints (MCP, model proxy) need; an API process and a
+    queue worker each serve them for the invocations they run."""
+
+    grants: InvocationGrants
+    auth: Authenticator
+    """Checks a key a request also carries (it must be of the token's tenant)."""
+    http: httpx.AsyncClient
+
+
+def get_invocation_access(request: Request) -> InvocationAccess:
+    access: InvocationAccess = request.app.state.invocation_access
+    return access
+
+
 HostDep = Annotated[Host, Depends(get_host)]
+InvocationAccessDep = Annotated[InvocationAccess, Depends(get_invocation_access)]
 EngineDep = Annotated[Engine, Depends(get_engine)]
 PrincipalDep = Annotated[Principal, Depends(get_principal)]
 

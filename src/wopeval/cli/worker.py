@@ -30,10 +30,14 @@ def worker(
         typer.Option(min=1, envvar="WOPEVAL_QUEUE_CONCURRENCY", help="Trials at once (16)."),
     ] = None,
     host: Annotated[
-        str, typer.Option(envvar="WOPEVAL_HOST", help="Interface of the health endpoint.")
+        str,
+        typer.Option(
+            envvar="WOPEVAL_HOST",
+            help="Interface of the HTTP server (health, agents' MCP and model endpoints).",
+        ),
     ] = "127.0.0.1",
     port: Annotated[
-        int, typer.Option(envvar="WOPEVAL_PORT", help="Port of the health endpoint (0: any).")
+        int, typer.Option(envvar="WOPEVAL_PORT", help="Port of the HTTP server (0: any).")
     ] = 8738,
     data_dir: Annotated[
         Path, typer.Option(envvar="WOPEVAL_DATA_DIR", help="Working directory for the host.")

@@ -3,9 +3,12 @@
 One process: the store and the project catalog (as a host loads them), the
 engine's log writer (announcing every commit by NOTIFY), a Procrastinate
 `Worker` on the queue of this catalog's digest, the run watch, the queue
-maintenance, and `/host/wopeval/health` over HTTP. SIGTERM or SIGINT drains it:
-no new trial starts, the running ones finish within `shutdown_grace_seconds`,
-and each unfinished chunk goes back to the queue (`HandBack`).
+maintenance, and an HTTP server: `/host/wopeval/health`, and the MCP endpoint
+and model proxy of each invocation this worker runs (an agent in its own
+process reaches its tools and its model there, as it would on an API process).
+SIGTERM or SIGINT drains it: no new trial starts, the running ones finish
+within `shutdown_grace_seconds`, and each unfinished chunk goes back to the
+queue (`HandBack`).
 """
 
 from __future__ import annotations
@@ -20,15 +23,20 @@ from typing import Any
 import httpx
 import uvicorn
 from fastapi import FastAPI
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from procrastinate import App, BaseRetryStrategy, JobContext, PsycopgConnector, RetryDecision
 from procrastinate.job_context import AbortReason
 from procrastinate.jobs import Job
 from procrastinate.worker import Worker
 from pydantic import JsonValue
 
+from wopeval.api import errors as error_handlers
+from wopeval.api.credentials import stored_keys
+from wopeval.api.deps import InvocationAccess
 from wopeval.api.host import load_catalog
 from wopeval.api.loopback import bound_socket
-from wopeval.api.routes import health
+from wopeval.api.routes import health, model_proxy
+from wopeval.api.routes import mcp as mcp_route
 from wopeval.engine.catalog_digest import catalog_digest
 from wopeval.engine.health import HealthReport, all_ok, database_check
 from wopeval.engine.host import Engine
@@ -78,6 +86,11 @@ async def run_worker(settings: Settings, announce: Any) -> None:
 async def _serve(
     settings: Settings, store: Store, http: httpx.AsyncClient, mcp: McpServers, announce: Any
 ) -> None:
+    sock = bound_socket(settings.host, settings.port)
+    sock.listen(128)
+    url = _url(settings.host, sock.getsockname()[1])
+    # The invocations' endpoints are this worker's own server (the bound port, not `--port 0`).
+    settings = settings.model_copy(update={"public_url": settings.public_url or url})
     catalog = await load_catalog(settings, store, http, mcp)
     digest = catalog_digest(catalog, settings.project)
     engine = Engine(
@@ -143,8 +156,9 @@ async def _serve(
         document["ready"] = ready
         return HealthReport(document, ready)
 
-    server, sock = _health_server(settings, report)
-    announce(_url(settings.host, sock.getsockname()[1]))
+    access = InvocationAccess(engine.grants, await stored_keys(store), http)
+    server, sessions = _http_server(report, access)
+    announce(url)
     log.info("worker on queue %s (catalog %s), concurrency %d", queue, digest, options.concurrency)
 
     def drain() -> None:
@@ -162,7 +176,7 @@ async def _serve(
         asyncio.create_task(server.serve(sockets=[sock]), name="health"),
     ]
     try:
-        async with app.open_async():
+        async with app.open_async(), sessions.run():
             await worker.run()  # type: ignore[no-untyped-call]
     finally:
         server.should_exit = True
@@ -206,15 +220,19 @@ def _identity(context: JobContext) -> JobIdentity:
     return JobIdentity(job.id, job.worker_id)
 
 
-def _health_server(settings: Settings, report: Any) -> tuple[uvicorn.Server, Any]:
+def _http_server(
+    report: Any, access: InvocationAccess
+) -> tuple[uvicorn.Server, StreamableHTTPSessionManager]:
     app = FastAPI(title="wopeval worker", docs_url=None, redoc_url=None, openapi_url=None)
-    app.include_router(health.router)
+    for router in (health.router, mcp_route.router, model_proxy.router):
+        app.include_router(router)
+    error_handlers.install(app)
+    sessions = mcp_route.session_manager()
     app.state.health = report
+    app.state.invocation_access = access
+    app.state.mcp_sessions = sessions
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
-    server = _SignalFreeServer(config)
-    sock = bound_socket(settings.host, settings.port)
-    sock.listen(128)
-    return server, sock
+    return _SignalFreeServer(config), sessions
 
 
 class _SignalFreeServer(uvicorn.Server):

@@ -21,3 +21,8 @@ async def decide(context: Any) -> Any:
     for call in given.get("calls", []):
         await context.call_tool(call["tool"], call["args"])
     return given["answer"]
+
+
+async def lookup(args: Any) -> Any:
+    """`scale:lookup` run live: the suites serve it from fixtures, so a live call is a miss."""
+    raise RuntimeError(f"scale:lookup has no live answer ({args})")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
 
@@ -135,3 +136,49 @@ async def test_a_cancelled_ending_refused_once_is_tried_again(tmp_path: Path) ->
         assert ended is RunStatus.CANCELLED
         assert gate.asked == [RunStatus.PAUSED, RunStatus.PAUSED]
         assert await sequences(store, log.run_id) == [(0, "run.started"), (1, "run.cancelled")]
+
+
+class _Witness:
+    """Admits every step and notes how the run looked to it."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[int, int, int, list[str]]] = []
+
+    async def admit(self, uow: UnitOfWork, locked: Locked, step: Step) -> Landing | None:
+        pending = [counted.task_id for counted in locked.trials]
+        self.seen.append((id(locked), locked.run.last_sequence, locked.run.landed_trials, pending))
+        return Landing()
+
+
+async def test_fenced_steps_of_one_run_that_arrive_together_share_one_lock(
+    tmp_path: Path,
+) -> None:
+    """A worker's trials that finish together: the run is locked once, each fence sees the
+    run as the steps before it left it, and the row moves once by all of them."""
+    async with open_store(tmp_path) as store:
+        writer = writer_for(store)
+        plain = await open_run(writer)
+        witness = _Witness()
+        log = RunLog(writer, plain.run_id, plain.tenant, witness)
+        steps = []
+        for task in ("a", "b", "c"):
+            step = Step()
+            step.emit(events.NodeCompleted(nodeId=task, outputs={}), node_id=task)
+            step.trials.append(TrialRow(task, 0, True, "full", {}))
+            steps.append(step)
+        await asyncio.gather(*(log.commit(step) for step in steps))
+        assert witness.seen == [
+            (witness.seen[0][0], 0, 0, []),
+            (witness.seen[0][0], 1, 1, ["a"]),
+            (witness.seen[0][0], 2, 2, ["a", "b"]),
+        ]
+        assert await sequences(store, log.run_id) == [
+            (0, "run.started"),
+            (1, "node.completed"),
+            (2, "node.completed"),
+            (3, "node.completed"),
+        ]
+        async with store.reading() as uow:
+            locked = await uow.runs.lock(TENANT, log.run_id, frozenset(RunStatus))
+        assert locked is not None
+        assert (locked.last_sequence, locked.landed_trials) == (3, 3)

@@ -29,7 +29,7 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from wopeval.agents import ToolCallError
-from wopeval.api.deps import HostDep
+from wopeval.api.deps import InvocationAccessDep
 from wopeval.engine.grants import MCP_PATH, OPENAI_PATH
 from wopeval.engine.invocation import Invocation
 from wopeval.engine.runlog import RunClosed
@@ -44,16 +44,16 @@ REFUSED = "No such MCP endpoint."
 
 
 @router.api_route(MCP_PATH + "{token}", methods=["GET", "POST", "DELETE"], include_in_schema=False)
-async def mcp_endpoint(token: str, request: Request, host: HostDep) -> Response:
+async def mcp_endpoint(token: str, request: Request, access: InvocationAccessDep) -> Response:
     """The MCP endpoint of one running invocation, for as long as it runs."""
     tenant: str | None = None
     authorization = request.headers.get("authorization")
     if authorization is not None:
         try:
-            tenant = host.auth.authenticate(authorization).tenant
+            tenant = access.auth.authenticate(authorization).tenant
         except errors.Unauthenticated:
             raise errors.NotFound(REFUSED) from None
-    invocation = host.engine.grants.resolve(token, tenant)
+    invocation = access.grants.resolve(token, tenant)
     if invocation is None:
         raise errors.NotFound(REFUSED)
     sessions: StreamableHTTPSessionManager = request.app.state.mcp_sessions

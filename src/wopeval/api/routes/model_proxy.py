@@ -37,8 +37,7 @@ from wopeval.agents import (
     normalised_answer,
 )
 from wopeval.api._model_stream import StreamedAnswer, replayed_stream
-from wopeval.api.deps import HostDep
-from wopeval.api.host import Host
+from wopeval.api.deps import InvocationAccess, InvocationAccessDep
 from wopeval.engine.grants import OPENAI_PATH
 from wopeval.engine.invocation import Invocation
 from wopeval.engine.models import ModelRecorder
@@ -49,9 +48,9 @@ REFUSED = "No such model endpoint."
 
 
 @router.post(OPENAI_PATH + "{token}/v1/chat/completions", include_in_schema=False)
-async def chat_completions(token: str, request: Request, host: HostDep) -> Response:
+async def chat_completions(token: str, request: Request, access: InvocationAccessDep) -> Response:
     """One chat completion of a running invocation's agent: replayed, or forwarded and recorded."""
-    invocation = _invocation(token, request, host)
+    invocation = _invocation(token, request, access)
     body = await _body(request)
     if isinstance(body, Response):
         return body
@@ -76,11 +75,11 @@ async def chat_completions(token: str, request: Request, host: HostDep) -> Respo
         recorder.record(model_request, None, 0, via="proxy", failure=failure)
         return openai_error(502, str(failure), "no_upstream")
     if stream:
-        return await _streamed(host.http, upstream, model_request, recorder)
-    return await _whole(host.http, upstream, model_request, recorder)
+        return await _streamed(access.http, upstream, model_request, recorder)
+    return await _whole(access.http, upstream, model_request, recorder)
 
 
-def _invocation(token: str, request: Request, host: Host) -> Invocation:
+def _invocation(token: str, request: Request, access: InvocationAccess) -> Invocation:
     """The running invocation the token names; the one 404 for every other case."""
     tenant: str | None = None
     authorization = request.headers.get("authorization")
@@ -88,10 +87,10 @@ def _invocation(token: str, request: Request, host: Host) -> Invocation:
     # token's tenant's (like the MCP endpoint).
     if authorization is not None and authorization != f"Bearer {token}":
         try:
-            tenant = host.auth.authenticate(authorization).tenant
+            tenant = access.auth.authenticate(authorization).tenant
         except errors.Unauthenticated:
             raise errors.NotFound(REFUSED) from None
-    invocation = host.engine.grants.resolve(token, tenant)
+    invocation = access.grants.resolve(token, tenant)
     if invocation is None:
         raise errors.NotFound(REFUSED)
     return invocation

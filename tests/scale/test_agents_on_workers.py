@@ -1,0 +1,88 @@
+"""An agent in its own process, run by a queue worker: the worker serves the invocation's
+MCP endpoint and model proxy, so its tool calls and its model call are served and recorded
+as on an API process."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from openwop_client.wire_id import project_id
+
+from _model_server import ModelScript, ModelServer
+
+from .conftest import TOOL, Fleet, wait_terminal
+
+AGENT = "scale.command-agent"
+QUESTION = "Which shelf holds order 7?"
+
+
+@pytest.fixture
+def model_server() -> Iterator[ModelServer]:
+    script = ModelScript()
+    script.add(QUESTION, [{"content": "shelf B"}])
+    server = ModelServer(script)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def test_a_command_agent_on_a_worker_reaches_its_tools_and_model_through_the_worker(
+    fleet: Fleet, model_server: ModelServer
+) -> None:
+    api = fleet.serve()
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+    fleet.worker(env=(("OPENAI_BASE_URL", model_server.base_url), ("PATH", path)))
+    args = {"order": 7}
+    document = {
+        "suiteId": "scale-agents.evals.command",
+        "version": "1.0.0",
+        "modes": ["golden"],
+        "targetAgentId": AGENT,
+        "tasks": [
+            {
+                "taskId": "shelf",
+                "input": {"args": args, "question": QUESTION},
+                "expected": {
+                    "kind": "golden",
+                    "match": {
+                        "strategy": "json-match",
+                        "value": {"tool": {"shelf": "B"}, "model": "shelf B"},
+                    },
+                },
+                "fixtures": {
+                    "toolResponses": [{"tool": TOOL, "args": args, "response": {"shelf": "B"}}],
+                    "onMiss": "fail",
+                },
+            }
+        ],
+    }
+    with fleet.http(api) as http:
+        assert http.put("/host/wopeval/suites", json=document).status_code == 201
+        created = http.post(
+            "/runs",
+            json={
+                "mode": "eval",
+                "evalSuiteRef": "scale-agents.evals.command@1.0.0",
+                "agentId": AGENT,
+            },
+        )
+        assert created.status_code == 201, created.text
+        run_id = created.json()["runId"]
+        final = wait_terminal(http, run_id)
+        summary = http.get(f"/runs/{project_id(run_id)}/eval-summary").json()
+        detail = http.get(f"/host/wopeval/runs/{project_id(run_id)}/tasks/shelf").json()
+    assert final["status"] == "completed", final
+    assert summary["passedCount"] == 1, str(detail)[:3000]
+    (call,) = fleet.rows("tool_calls", run_id=run_id)
+    assert (call["tool"], call["served_by"], call["agent_id"]) == (TOOL, "fixture", AGENT)
+    (model_call,) = fleet.rows("model_calls", run_id=run_id)
+    assert model_call["via"] == "proxy"
+    assert [
+        r.body["messages"][0]["content"] for r in model_server.script.requests_with(QUESTION)
+    ] == [QUESTION]
