@@ -17,24 +17,32 @@ from wopeval.wire import ids
 from wopeval.wire.principal import Principal
 
 
-def get_host(request: Request) -> Host:
+def host_of(request: Request) -> Host:
     host: Host = request.app.state.host
     return host
 
 
-def get_engine(request: Request) -> Engine:
-    return get_host(request).engine
+# The dependencies are `async def` although none awaits: FastAPI runs a plain `def`
+# dependency in a worker thread, a thread hop on every request.
+
+
+async def get_host(request: Request) -> Host:
+    return host_of(request)
+
+
+async def get_engine(request: Request) -> Engine:
+    return host_of(request).engine
 
 
 # Declares the scheme in /openapi.json; the key itself is checked by the Authenticator.
 _bearer = HTTPBearer(auto_error=False, description="An API key: `Authorization: Bearer <key>`.")
 
 
-def get_principal(
+async def get_principal(
     request: Request,
     _scheme: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
 ) -> Principal:
-    return get_host(request).auth.authenticate(request.headers.get("authorization"))
+    return host_of(request).auth.authenticate(request.headers.get("authorization"))
 
 
 @dataclass(frozen=True)
@@ -48,7 +56,7 @@ class InvocationAccess:
     http: httpx.AsyncClient
 
 
-def get_invocation_access(request: Request) -> InvocationAccess:
+async def get_invocation_access(request: Request) -> InvocationAccess:
     access: InvocationAccess = request.app.state.invocation_access
     return access
 

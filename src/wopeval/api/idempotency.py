@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 import rfc8785
 from fastapi import Request, Response
 
-from wopeval.api.deps import get_host
+from wopeval.api.deps import host_of
 from wopeval.api.errors import envelope_response
 from wopeval.engine.log_writer import OnInsert
 from wopeval.engine.runlog import now
@@ -76,7 +76,7 @@ async def guard(
     if not _KEY.match(key):
         raise errors.IdempotencyKeyInvalid()
     digest = await _digest(request)
-    store = get_host(request).store
+    store = host_of(request).store
     while True:
         async with store.transaction() as uow:
             held = await uow.idempotency.claim(principal.tenant, operation, key, digest, now())
@@ -147,7 +147,7 @@ async def _replay(
 ) -> Response:
     if held.digest != digest:
         raise errors.IdempotencyKeyMismatch()
-    store = get_host(request).store
+    store = host_of(request).store
     waited = 0.0
     record: IdempotencyRecord | None = held
     while record is not None and record.in_flight and waited < _WAIT_FOR_FIRST:

@@ -154,11 +154,15 @@ class RedactTokens(logging.Filter):
     _token = re.compile("(" + re.escape(MCP_PATH) + "|" + re.escape(OPENAI_PATH) + r")[^/?\s\"]+")
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if isinstance(record.args, tuple):
+        # Every request's access line passes here: the rewrite only for the two paths.
+        args = record.args
+        if isinstance(args, tuple) and any(isinstance(arg, str) and _PATHS in arg for arg in args):
             record.args = tuple(
-                self._token.sub(r"\1…", arg) if isinstance(arg, str) else arg for arg in record.args
+                self._token.sub(r"\1…", arg) if isinstance(arg, str) else arg for arg in args
             )
         return True
 
 
+_PATHS = "/host/wopeval/"
+"""What both token paths start with."""
 REDACT_TOKENS = RedactTokens()

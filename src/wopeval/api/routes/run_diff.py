@@ -26,7 +26,7 @@ from wopeval.wire.run_diff import RunDiff
 router = APIRouter(tags=["runs"])
 
 
-def _served(host: HostDep) -> Host:
+async def _served(host: HostDep) -> Host:
     """runs.md §Surface: "an absent `diffRun` answers `404`"."""
     if not host.settings.run_diff:
         raise errors.NotFound()
