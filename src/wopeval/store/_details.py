@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import and_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from wopeval.store._rows import shallow_fields
 from wopeval.store.tables import invocations, task_trials
 
 
@@ -32,7 +33,7 @@ class InvocationRow:
     """Digest of the tool listing (names, descriptions, input schemas) the agent was offered."""
 
     def to_row(self, run_id: str) -> dict[str, Any]:
-        return {**asdict(self), "run_id": run_id}
+        return {**shallow_fields(self), "run_id": run_id}
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +49,7 @@ class TrialRow:
     fixture_misses: int | None = None
 
     def to_row(self, run_id: str) -> dict[str, Any]:
-        return {**asdict(self), "run_id": run_id}
+        return {**shallow_fields(self), "run_id": run_id}
 
     def counts(self) -> TrialCounts:
         return TrialCounts(

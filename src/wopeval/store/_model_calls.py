@@ -9,7 +9,7 @@ the run's tool content (the messages carry the tools' results).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
@@ -18,6 +18,7 @@ from sqlalchemy import and_, func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from wopeval.evals import ModelServedBy, RecordedExchange
+from wopeval.store._rows import shallow_fields
 from wopeval.store.tables import model_calls, runs
 
 ModelVia = Literal["lane", "proxy"]
@@ -53,7 +54,7 @@ class ModelCallRow:
     error: dict[str, JsonValue] | None
 
     def to_row(self, run_id: str) -> dict[str, Any]:
-        return {**asdict(self), "run_id": run_id}
+        return {**shallow_fields(self), "run_id": run_id}
 
 
 def _held(row: Any) -> bool:

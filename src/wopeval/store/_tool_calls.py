@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
@@ -12,6 +12,7 @@ from sqlalchemy import and_, bindparam, func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from wopeval.evals import RecordedCall, RecordedStatus, ServedBy
+from wopeval.store._rows import shallow_fields
 from wopeval.store.tables import runs, tool_calls
 
 
@@ -34,7 +35,7 @@ class ToolCallRow:
     error: dict[str, JsonValue] | None
 
     def to_row(self, run_id: str, sequence: int) -> dict[str, Any]:
-        return {**asdict(self), "run_id": run_id, "sequence": sequence}
+        return {**shallow_fields(self), "run_id": run_id, "sequence": sequence}
 
 
 @dataclass(frozen=True, slots=True)
