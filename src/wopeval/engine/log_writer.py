@@ -8,7 +8,9 @@ run is not in a state it allows lands nothing, and its caller is told.
 
 Sequences are taken from the run row inside the transaction (see
 `RunsRepo.advance`), which also locks the row: the sequences of a run stay
-contiguous and in commit order even with another process writing to it.
+contiguous and in commit order even with another process writing to it. A
+run's steps that only add to its log (`_PlainSteps`: an eval's trials, a
+workflow's nodes) move its row once per transaction, however many there are.
 
 A step may carry a `Fence` (fence.py). Its run's row is then locked once for the
 transaction (every fenced run of a group in run-id order, so two writers never
@@ -72,12 +74,18 @@ class _Group:
     """Runs with unfenced steps among these rows (numbered, not yet written)."""
 
     async def write(self, uow: UnitOfWork) -> None:
+        """Write the rows gathered so far; the group is empty again after."""
         await uow.events.append(self.events)
         await uow.tool_calls.append(self.calls)
         await uow.tool_calls.complete(self.outcomes)
         await uow.model_calls.append(self.model_calls)
         await uow.invocations.append(self.invocations)
         await uow.trials.append(self.trials)
+        for rows in (self.events, self.calls, self.outcomes, self.model_calls):
+            rows.clear()
+        self.invocations.clear()
+        self.trials.clear()
+        self.unfenced_runs.clear()
 
 
 class LogWriter:
@@ -159,20 +167,24 @@ class LogWriter:
 
     async def _write(self, batch: list[_Queued]) -> list[bool]:
         group = _Group()
-        landed: list[bool] = []
+        landed = [False] * len(batch)
         async with self.store.transaction() as uow:
             fenced = _FencedRuns(uow, batch)
+            plain = _PlainSteps(uow, group, landed)
             await fenced.lock_all()
-            for queued in batch:
+            for index, queued in enumerate(batch):
+                # Each kind of step moves the run row after the earlier steps of its run.
                 if queued.fence is not None:
+                    await plain.advance(queued.run_id)
                     if queued.run_id in group.unfenced_runs:
                         # What the fence reads of this run must include the earlier steps.
                         await group.write(uow)
-                        group = _Group()
-                    landed.append(await fenced.land(queued, queued.fence, group))
+                    landed[index] = await fenced.land(queued, queued.fence, group)
                     continue
-                # The row must carry the fenced steps' moves before this step takes its own.
                 await fenced.settle(queued.run_id)
+                if await plain.takes(index, queued):
+                    continue
+                await plain.advance(queued.run_id)
                 step = queued.step
                 last = await uow.runs.advance(
                     queued.tenant,
@@ -183,10 +195,11 @@ class LogWriter:
                     values=queued.update.values(),
                     trials=len(step.trials),
                 )
-                landed.append(last is not None)
                 if last is not None:
+                    landed[index] = True
                     group.unfenced_runs.add(queued.run_id)
                     _number(queued.run_id, step, last - len(step.staged) + 1, group)
+            await plain.advance_all()
             await fenced.settle_all()
             await group.write(uow)
             if self._broadcast:
@@ -211,6 +224,57 @@ async def insert_run(uow: UnitOfWork, record: RunRecord, rows: list[dict[str, An
     """A new run's row and its first event rows: a run is never visible without its log."""
     await uow.runs.insert(record)
     await uow.events.append(rows)
+
+
+class _PlainSteps:
+    """Steps that only add to their run's log (no fence, no new state, no row values): a
+    run's consecutive ones of a transaction take their sequences with one row update, and
+    land or are refused together (they allow the same states of the same locked row)."""
+
+    def __init__(self, uow: UnitOfWork, group: _Group, landed: list[bool]) -> None:
+        self._uow = uow
+        self._group = group
+        self._landed = landed
+        self._waiting: dict[str, list[tuple[int, _Queued]]] = {}
+
+    async def takes(self, index: int, queued: _Queued) -> bool:
+        """Hold `queued` for its run's update, if it is a plain step; False otherwise."""
+        if queued.transition.to is not None or queued.update.values():
+            return False
+        waiting = self._waiting.get(queued.run_id)
+        if waiting and waiting[0][1].transition.allowed_from != queued.transition.allowed_from:
+            await self.advance(queued.run_id)
+        self._waiting.setdefault(queued.run_id, []).append((index, queued))
+        return True
+
+    async def advance(self, run_id: str) -> None:
+        """Move the run's row by its held steps and number them, in their order."""
+        waiting = self._waiting.pop(run_id, [])
+        if not waiting:
+            return
+        first = waiting[0][1]
+        count = sum(len(queued.step.staged) for _, queued in waiting)
+        last = await self._uow.runs.advance(
+            first.tenant,
+            run_id,
+            count=count,
+            allowed_from=first.transition.allowed_from,
+            status=None,
+            values={},
+            trials=sum(len(queued.step.trials) for _, queued in waiting),
+        )
+        if last is None:
+            return
+        self._group.unfenced_runs.add(run_id)
+        sequence = last - count + 1
+        for index, queued in waiting:
+            self._landed[index] = True
+            _number(run_id, queued.step, sequence, self._group)
+            sequence += len(queued.step.staged)
+
+    async def advance_all(self) -> None:
+        for run_id in list(self._waiting):
+            await self.advance(run_id)
 
 
 @dataclass

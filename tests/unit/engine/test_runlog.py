@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import event, select
 
 from wopeval.engine.log_writer import LogWriter
 from wopeval.engine.notifier import Notifier
@@ -126,6 +127,38 @@ async def test_steps_queued_during_a_commit_share_the_next_transaction(tmp_path:
         assert opened == 2
         for log in logs:
             assert [seq for seq, _ in await sequences(store, log.run_id)] == [0, 1, 2]
+
+
+async def test_a_runs_plain_steps_in_one_transaction_move_its_row_once(tmp_path: Path) -> None:
+    """Steps that only add events take their sequences with one row update per run and
+    transaction, each numbered in its arrival order."""
+    async with open_store(tmp_path) as store:
+        writer = writer_for(store)
+        first, second = await open_run(writer), await open_run(writer)
+        updates: list[str] = []
+
+        def count(_conn: object, _cursor: object, statement: str, *_: object) -> None:
+            if statement.startswith("UPDATE runs"):
+                updates.append(statement)
+
+        event.listen(store.engine.sync_engine, "before_cursor_execute", count)
+        try:
+            await asyncio.gather(
+                *(
+                    log.commit(_node_step(f"n{index}"))
+                    for index in range(3)
+                    for log in (first, second)
+                )
+            )
+        finally:
+            event.remove(store.engine.sync_engine, "before_cursor_execute", count)
+        assert len(updates) == 2
+        for log in (first, second):
+            stored = await sequences(store, log.run_id)
+            assert [seq for seq, _ in stored] == list(range(7))
+        async with store.reading() as uow:
+            docs = await uow.events.all_docs(first.run_id)
+        assert [json.loads(doc).get("nodeId") for doc in docs[1:]] == ["n0", "n0", "n1", "n1", "n2", "n2"]
 
 
 async def test_every_step_of_a_group_keeps_its_tool_records_keyed_to_its_own_call(
