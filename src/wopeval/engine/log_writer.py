@@ -24,7 +24,6 @@ for the readers in other processes (queue mode).
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
@@ -34,7 +33,7 @@ from wopeval.engine.fence import Fence, Locked
 from wopeval.engine.notifier import Notifier
 from wopeval.engine.runlog import RunUpdate, Staged, Step, Transition, timestamp
 from wopeval.store import LockedRun, RunRecord, Store, ToolCallOutcome, UnitOfWork
-from wopeval.wire import events
+from wopeval.wire import events, json_text
 from wopeval.wire.runs import RunStatus
 
 log = logging.getLogger("wopeval.engine")
@@ -407,4 +406,4 @@ def render(run_id: str, staged: Staged) -> str:
     }
     if staged.node_id is not None:
         doc["nodeId"] = staged.node_id
-    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
+    return json_text.compact(doc)

@@ -13,6 +13,8 @@ from sqlalchemy import Connection, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from wopeval.wire import json_text
+
 _MIGRATIONS = Path(__file__).with_name("migrations")
 MIGRATION_LOCK_KEY = 0x776F_7066
 """The advisory lock that serialises migrations of one PostgreSQL database ("wopf")."""
@@ -25,10 +27,23 @@ def sqlite_url(data_dir: Path) -> str:
 def create_engine(url: str) -> AsyncEngine:
     if url.startswith("sqlite"):
         _private_sqlite_files(url)
-        engine = create_async_engine(url, connect_args={"timeout": 30})
+        engine = create_async_engine(
+            url,
+            connect_args={"timeout": 30},
+            # JSON columns written and read by the hot path's codec (wire/json_text.py).
+            json_serializer=json_text.compact,
+            json_deserializer=json_text.parse,
+        )
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         return engine
-    return create_async_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)
+    return create_async_engine(
+        url,
+        pool_size=10,
+        max_overflow=20,
+        pool_pre_ping=True,
+        json_serializer=json_text.compact,
+        json_deserializer=json_text.parse,
+    )
 
 
 def _private_sqlite_files(url: str) -> None:
