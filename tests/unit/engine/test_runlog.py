@@ -128,6 +128,34 @@ async def test_steps_queued_during_a_commit_share_the_next_transaction(tmp_path:
             assert [seq for seq, _ in await sequences(store, log.run_id)] == [0, 1, 2]
 
 
+async def test_a_group_refuses_the_step_of_an_ended_run_and_lands_the_others(
+    tmp_path: Path,
+) -> None:
+    async with open_store(tmp_path) as store:
+        writer = writer_for(store)
+        logs = [await open_run(writer) for _ in range(4)]
+        ending = Step()
+        ending.emit(events.RunCompleted(outputs={}))
+        assert await logs[2].close(RunStatus.COMPLETED, ending, RunUpdate(completed_at=now()))
+        first = asyncio.ensure_future(logs[0].commit(_node_step("n")))
+        await asyncio.sleep(0.001)  # the first commit is on its way alone
+        # One plain step per run queued behind it: they land together, in one statement.
+        landed = await asyncio.gather(
+            *(log.commit(_node_step("m")) for log in logs[1:]), return_exceptions=True
+        )
+        await first
+        assert isinstance(landed[1], RunClosed)
+        assert [outcome for index, outcome in enumerate(landed) if index != 1] == [None, None]
+        for log in (logs[0], logs[1], logs[3]):
+            assert [seq for seq, _ in await sequences(store, log.run_id)] == [0, 1, 2]
+            assert (await _status(store, log.run_id))[:2] == ("running", 2)
+        assert [kind for _, kind in await sequences(store, logs[2].run_id)] == [
+            "run.started",
+            "run.completed",
+        ]
+        assert (await _status(store, logs[2].run_id))[:2] == ("completed", 1)
+
+
 async def test_every_step_of_a_group_keeps_its_tool_records_keyed_to_its_own_call(
     tmp_path: Path,
 ) -> None:
