@@ -171,9 +171,9 @@ class StoreResult:
     throughput: HostResult
     anchor: AnchorResult
     overhead_ratio: float
-    """Host p50 per call ÷ anchor p50 per call."""
+    """Host p50 per call ÷ the sqlite3 anchor's p50 per call."""
     throughput_ratio: float
-    """Host calls/s ÷ anchor calls/s."""
+    """Host calls/s ÷ the store's own anchor calls/s (psycopg's on PostgreSQL)."""
     postgres_anchor: AnchorResult | None = None
     """On PostgreSQL, the same loop through psycopg against the same server."""
 
