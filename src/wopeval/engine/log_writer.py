@@ -32,7 +32,7 @@ from typing import Any
 from wopeval.engine.fence import Fence, Locked
 from wopeval.engine.notifier import Notifier
 from wopeval.engine.runlog import RunUpdate, Staged, Step, Transition, timestamp
-from wopeval.store import LockedRun, RunRecord, Store, ToolCallOutcome, UnitOfWork
+from wopeval.store import LockedRun, RunMove, RunRecord, Store, ToolCallOutcome, UnitOfWork
 from wopeval.wire import events, json_text
 from wopeval.wire.runs import RunStatus
 
@@ -248,32 +248,55 @@ class _PlainSteps:
 
     async def advance(self, run_id: str) -> None:
         """Move the run's row by its held steps and number them, in their order."""
-        waiting = self._waiting.pop(run_id, [])
-        if not waiting:
-            return
-        first = waiting[0][1]
-        count = sum(len(queued.step.staged) for _, queued in waiting)
-        last = await self._uow.runs.advance(
-            first.tenant,
-            run_id,
-            count=count,
-            allowed_from=first.transition.allowed_from,
-            status=None,
-            values={},
-            trials=sum(len(queued.step.trials) for _, queued in waiting),
-        )
-        if last is None:
-            return
-        self._group.unfenced_runs.add(run_id)
-        sequence = last - count + 1
-        for index, queued in waiting:
-            self._landed[index] = True
-            _number(run_id, queued.step, sequence, self._group)
-            sequence += len(queued.step.staged)
+        await self._advance([run_id])
 
     async def advance_all(self) -> None:
-        for run_id in list(self._waiting):
-            await self.advance(run_id)
+        """Every run's held steps: runs whose steps allow the same states move together, in
+        one statement (a busy host's batch is mostly one live call's step per run)."""
+        by_states: dict[frozenset[RunStatus], list[str]] = {}
+        for run_id, waiting in self._waiting.items():
+            by_states.setdefault(waiting[0][1].transition.allowed_from, []).append(run_id)
+        for run_ids in by_states.values():
+            await self._advance(run_ids)
+
+    async def _advance(self, run_ids: list[str]) -> None:
+        held = {run_id: self._waiting.pop(run_id) for run_id in run_ids if run_id in self._waiting}
+        if not held:
+            return
+        moves = [
+            RunMove(
+                waiting[0][1].tenant,
+                run_id,
+                sum(len(queued.step.staged) for _, queued in waiting),
+                sum(len(queued.step.trials) for _, queued in waiting),
+            )
+            for run_id, waiting in held.items()
+        ]
+        allowed_from = next(iter(held.values()))[0][1].transition.allowed_from
+        if len(moves) == 1:
+            (move,) = moves
+            last = await self._uow.runs.advance(
+                move.tenant,
+                move.run_id,
+                count=move.events,
+                allowed_from=allowed_from,
+                status=None,
+                values={},
+                trials=move.trials,
+            )
+            lasts = {} if last is None else {move.run_id: last}
+        else:
+            lasts = await self._uow.runs.advance_each(moves, allowed_from)
+        for move in moves:
+            last = lasts.get(move.run_id)
+            if last is None:  # no longer in a state these steps allow: all refused
+                continue
+            self._group.unfenced_runs.add(move.run_id)
+            sequence = last - move.events + 1
+            for index, queued in held[move.run_id]:
+                self._landed[index] = True
+                _number(move.run_id, queued.step, sequence, self._group)
+                sequence += len(queued.step.staged)
 
 
 @dataclass

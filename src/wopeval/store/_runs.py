@@ -4,13 +4,26 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import time
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, exists, func, or_, select, text, update
+from sqlalchemy import (
+    ColumnElement,
+    TextClause,
+    Update,
+    and_,
+    bindparam,
+    exists,
+    func,
+    or_,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.engine import RowMapping
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -131,6 +144,16 @@ class LockedRun:
     status: RunStatus
     last_sequence: int
     landed_trials: int
+
+
+@dataclass(frozen=True, slots=True)
+class RunMove:
+    """How far one step group moves its run's row: sequences taken, trials landed."""
+
+    tenant: str
+    run_id: str
+    events: int
+    trials: int
 
 
 @dataclass(frozen=True)
@@ -266,25 +289,39 @@ class RunsRepo:
         concurrent writers never interleave and a state test cannot go stale.
         `trials` eval trials land with the step and are counted in `landed_trials`.
         """
-        changes: dict[str, Any] = {"last_sequence": runs.c.last_sequence + count, **values}
+        parameters: dict[str, Any] = {
+            "key_tenant": tenant,
+            "key_run_id": run_id,
+            "allowed_from": [state.value for state in allowed_from],
+            "count": count,
+            **{f"new_{name}": value for name, value in values.items()},
+        }
         if trials:
-            changes["landed_trials"] = runs.c.landed_trials + trials
+            parameters["trials"] = trials
         if status is not None:
-            changes["status"] = status.value
-        result = await self._connection.execute(
-            update(runs)
-            .where(
-                and_(
-                    runs.c.tenant == tenant,
-                    runs.c.run_id == run_id,
-                    runs.c.status.in_([state.value for state in allowed_from]),
-                )
-            )
-            .values(changes)
-            .returning(runs.c.last_sequence)
-        )
+            parameters["new_status"] = status.value
+        statement = _advance_statement(tuple(sorted(values)), bool(trials), status is not None)
+        result = await self._connection.execute(statement, parameters)
         last: int | None = result.scalar_one_or_none()
         return last
+
+    async def advance_each(
+        self, moves: list[RunMove], allowed_from: Collection[RunStatus]
+    ) -> dict[str, int]:
+        """`advance` for several runs in one statement, each by its own counts, with no
+        other change: the new last sequence of each run that is in one of `allowed_from`;
+        a run that is not is absent."""
+        parameters: dict[str, Any] = {"allowed_from": [state.value for state in allowed_from]}
+        for index, move in enumerate(moves):
+            parameters |= {
+                f"tenant_{index}": move.tenant,
+                f"run_{index}": move.run_id,
+                f"count_{index}": move.events,
+                f"trials_{index}": move.trials,
+            }
+        statement = _advance_each_statement(len(moves))
+        result = await self._connection.execute(statement, parameters)
+        return {row.run_id: row.last_sequence for row in result}
 
     async def lock(
         self, tenant: str, run_id: str, allowed_from: Collection[RunStatus]
@@ -337,3 +374,47 @@ class RunsRepo:
             )
         )
         return list(result.scalars())
+
+
+@functools.cache
+def _advance_statement(columns: tuple[str, ...], trials: bool, status: bool) -> Update:
+    """`RunsRepo.advance`'s UPDATE for one shape of change, built once: every step of a
+    live call lands through it, and building the statement anew cost more than running it."""
+    changes: dict[str, Any] = {
+        "last_sequence": runs.c.last_sequence + bindparam("count"),
+        **{name: bindparam(f"new_{name}", type_=runs.c[name].type) for name in columns},
+    }
+    if trials:
+        changes["landed_trials"] = runs.c.landed_trials + bindparam("trials")
+    if status:
+        changes["status"] = bindparam("new_status")
+    return (
+        update(runs)
+        .where(
+            and_(
+                runs.c.tenant == bindparam("key_tenant"),
+                runs.c.run_id == bindparam("key_run_id"),
+                runs.c.status.in_(bindparam("allowed_from", expanding=True)),
+            )
+        )
+        .values(changes)
+        .returning(runs.c.last_sequence)
+    )
+
+
+@functools.cache
+def _advance_each_statement(runs_count: int) -> TextClause:
+    """`RunsRepo.advance_each`'s UPDATE for that many runs, built once.
+
+    Plain SQL (valid on SQLite and PostgreSQL): an expression tree of this size costs
+    more to build and to key for the statement cache at each execution than the
+    UPDATE costs to run."""
+    indexes = range(runs_count)
+    counts = " ".join(f"WHEN :run_{i} THEN CAST(:count_{i} AS INTEGER)" for i in indexes)
+    trials = " ".join(f"WHEN :run_{i} THEN CAST(:trials_{i} AS INTEGER)" for i in indexes)
+    keys = " OR ".join(f"(tenant = :tenant_{i} AND run_id = :run_{i})" for i in indexes)
+    return text(
+        f"UPDATE runs SET last_sequence = last_sequence + CASE run_id {counts} ELSE 0 END,"
+        f" landed_trials = landed_trials + CASE run_id {trials} ELSE 0 END"
+        f" WHERE ({keys}) AND status IN :allowed_from RETURNING run_id, last_sequence"
+    ).bindparams(bindparam("allowed_from", expanding=True))

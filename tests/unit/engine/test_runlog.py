@@ -129,9 +129,11 @@ async def test_steps_queued_during_a_commit_share_the_next_transaction(tmp_path:
             assert [seq for seq, _ in await sequences(store, log.run_id)] == [0, 1, 2]
 
 
-async def test_a_runs_plain_steps_in_one_transaction_move_its_row_once(tmp_path: Path) -> None:
-    """Steps that only add events take their sequences with one row update per run and
-    transaction, each numbered in its arrival order."""
+async def test_plain_steps_in_one_transaction_move_their_rows_in_one_update(
+    tmp_path: Path,
+) -> None:
+    """Steps that only add events, several per run, take their sequences with one UPDATE
+    for all their runs, each numbered in its arrival order."""
     async with open_store(tmp_path) as store:
         writer = writer_for(store)
         first, second = await open_run(writer), await open_run(writer)
@@ -152,13 +154,48 @@ async def test_a_runs_plain_steps_in_one_transaction_move_its_row_once(tmp_path:
             )
         finally:
             event.remove(store.engine.sync_engine, "before_cursor_execute", count)
-        assert len(updates) == 2
+        assert len(updates) == 1
         for log in (first, second):
             stored = await sequences(store, log.run_id)
             assert [seq for seq, _ in stored] == list(range(7))
         async with store.reading() as uow:
             docs = await uow.events.all_docs(first.run_id)
-        assert [json.loads(doc).get("nodeId") for doc in docs[1:]] == ["n0", "n0", "n1", "n1", "n2", "n2"]
+        assert [json.loads(doc).get("nodeId") for doc in docs[1:]] == [
+            "n0",
+            "n0",
+            "n1",
+            "n1",
+            "n2",
+            "n2",
+        ]
+
+
+async def test_a_group_refuses_the_step_of_an_ended_run_and_lands_the_others(
+    tmp_path: Path,
+) -> None:
+    async with open_store(tmp_path) as store:
+        writer = writer_for(store)
+        logs = [await open_run(writer) for _ in range(4)]
+        ending = Step()
+        ending.emit(events.RunCompleted(outputs={}))
+        assert await logs[2].close(RunStatus.COMPLETED, ending, RunUpdate(completed_at=now()))
+        first = asyncio.ensure_future(logs[0].commit(_node_step("n")))
+        await asyncio.sleep(0.001)  # the first commit is on its way alone
+        # One plain step per run queued behind it: they land together, in one statement.
+        landed = await asyncio.gather(
+            *(log.commit(_node_step("m")) for log in logs[1:]), return_exceptions=True
+        )
+        await first
+        assert isinstance(landed[1], RunClosed)
+        assert [outcome for index, outcome in enumerate(landed) if index != 1] == [None, None]
+        for log in (logs[0], logs[1], logs[3]):
+            assert [seq for seq, _ in await sequences(store, log.run_id)] == [0, 1, 2]
+            assert (await _status(store, log.run_id))[:2] == ("running", 2)
+        assert [kind for _, kind in await sequences(store, logs[2].run_id)] == [
+            "run.started",
+            "run.completed",
+        ]
+        assert (await _status(store, logs[2].run_id))[:2] == ("completed", 1)
 
 
 async def test_every_step_of_a_group_keeps_its_tool_records_keyed_to_its_own_call(
