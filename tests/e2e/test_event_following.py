@@ -63,8 +63,12 @@ async def gate_agent(context):
 async def calls_agent(context):
     if "gate" in context.input:
         await gate_agent(context)
-    for index in range(context.input["calls"]):
-        await context.call_tool("following:echo", {"index": index})
+    # All at once: each live call is durable before and after its tool runs, and calls in
+    # flight together share the writer's commits, so a long log is written quickly.
+    await asyncio.gather(
+        *(context.call_tool("following:echo", {"index": index})
+          for index in range(context.input["calls"]))
+    )
     return "done"
 
 
