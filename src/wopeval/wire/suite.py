@@ -15,6 +15,7 @@ not nullable is refused when written as `null` (see `_Closed._no_null`).
 
 from __future__ import annotations
 
+import functools
 from typing import Any, ClassVar, Literal
 
 import regex
@@ -82,9 +83,11 @@ class ArgsPattern(_Closed):
         """Whether the document gave `args` (even `null`): absence is not a value."""
         return "args" in self.model_fields_set
 
-    @property
+    @functools.cached_property
     def args_match(self) -> ArgsMatch:
-        """docs/design.md §3: the written `argsMatch`, else `exact` with args, `ignore` without."""
+        """docs/design.md §3: the written `argsMatch`, else `exact` with args, `ignore` without.
+
+        Cached: every fixture-served call asks it of the entries it is matched against."""
         if self.argsMatch is not None:
             return self.argsMatch
         return "exact" if self.has_args else "ignore"
