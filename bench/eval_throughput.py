@@ -167,20 +167,20 @@ def backend_name(url: str | None) -> str:
 
 
 @contextlib.contextmanager
-def postgres_database(admin_url: str) -> Iterator[str]:
-    """Create a fresh `wopeval_bench` database beside the one `admin_url` names; drop it after."""
+def postgres_database(admin_url: str, name: str = BENCH_DATABASE) -> Iterator[str]:
+    """Create a fresh database `name` beside the one `admin_url` names; drop it after."""
     import psycopg
 
     url = make_url(admin_url)
     dsn = url.set(drivername="postgresql").render_as_string(hide_password=False)
     with psycopg.connect(dsn, autocommit=True) as admin:
-        admin.execute(f"DROP DATABASE IF EXISTS {BENCH_DATABASE} WITH (FORCE)")
-        admin.execute(f"CREATE DATABASE {BENCH_DATABASE}")
+        admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        admin.execute(f"CREATE DATABASE {name}")
     try:
-        yield url.set(database=BENCH_DATABASE).render_as_string(hide_password=False)
+        yield url.set(database=name).render_as_string(hide_password=False)
     finally:
         with psycopg.connect(dsn, autocommit=True) as admin:
-            admin.execute(f"DROP DATABASE IF EXISTS {BENCH_DATABASE} WITH (FORCE)")
+            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 async def run_wopeval_once(
