@@ -35,14 +35,25 @@ class TaskPlan:
     task: Task
     trials: int
     policy: evals.PassPolicy
-    fixtures: tuple[ToolResponse, ...] | None
-    """The entries served to this task; None means every call runs live."""
+    served: tuple[ToolResponse, ...] | None
+    """The suite's entries for this task, or a stored copy's (None: see `fixtures`)."""
     on_miss: OnMiss
     source_run_id: str | None = None
     model_fixtures: tuple[evals.ModelFixture, ...] | None = None
     """Model replay: the source's recorded answers; None means the model runs live."""
     derived_documents: list[dict[str, JsonValue]] | None = None
-    """With a source: `fixtures` as the documents the run's derived copy stores."""
+    """With a source: the derived entries as the documents the run's derived copy stores."""
+
+    @cached_property
+    def fixtures(self) -> tuple[ToolResponse, ...] | None:
+        """The entries served to this task; None means every call runs live.
+
+        Those derived at create are built here, at the task's first trial: the create
+        (whose 201 the caller waits on) needs only their documents.
+        """
+        if self.served is None and self.derived_documents is not None:
+            return tuple(evals.fixtures_of(self.derived_documents))
+        return self.served
 
 
 @dataclass(frozen=True)
@@ -138,7 +149,8 @@ class DerivedSource:
     run_id: str
     documents: list[dict[str, JsonValue]]
     """The entries as `toolResponses` documents (what the derived copy stores)."""
-    entries: list[ToolResponse]
+    entries: tuple[ToolResponse, ...] | None = None
+    """Validated entries of a stored copy; None: built from `documents` when first served."""
 
 
 async def resolve_eval(
@@ -166,7 +178,7 @@ async def resolve_eval(
         uow, tenant, list(fixture_runs.values()), agent.agent_id, features.fixture_errors
     )
     derived = {
-        task_id: DerivedSource(source, documents[source], evals.fixtures_of(documents[source]))
+        task_id: DerivedSource(source, documents[source])
         for task_id, source in fixture_runs.items()
     }
     model_replay = agent.model_replay == "recorded" or features.model_replay
@@ -217,7 +229,7 @@ def rebuild_plan(
     for copy in copies:
         if copy["entries"] is None:
             raise PlanUnavailable(f"the recorded fixtures of task {copy['task_id']!r} were erased")
-        entries = [ToolResponse.model_validate(entry) for entry in copy["entries"]]
+        entries = tuple(ToolResponse.model_validate(entry) for entry in copy["entries"])
         derived[copy["task_id"]] = DerivedSource(copy["source_run_id"], copy["entries"], entries)
         if copy.get("model_entries") is not None:
             answers[copy["task_id"]] = tuple(
@@ -350,7 +362,7 @@ def _task_plan(
             task,
             trials,
             policy,
-            tuple(source.entries),
+            source.entries,
             "fail",
             source.run_id,
             derived_documents=source.documents,
