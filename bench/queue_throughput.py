@@ -134,7 +134,7 @@ def _env(extra: dict[str, str]) -> dict[str, str]:
     return env
 
 
-def _free_port() -> int:
+def free_port() -> int:
     import socket
 
     with socket.socket() as probe:
@@ -165,7 +165,7 @@ class Processes:
             process.wait(30)
 
 
-def _wait_ready(url: str) -> None:
+def wait_ready(url: str) -> None:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         with contextlib.suppress(httpx.TransportError):
@@ -180,7 +180,7 @@ def _worker_ready(log: Path) -> None:
     while time.monotonic() < deadline:
         text = log.read_text() if log.exists() else ""
         if "health on " in text:
-            _wait_ready(text.split("health on ", 1)[1].split()[0])
+            wait_ready(text.split("health on ", 1)[1].split()[0])
             return
         time.sleep(0.1)
     raise RuntimeError(f"worker never started: {log.read_text()}")
@@ -191,7 +191,7 @@ def measure(admin_url: str, workload: str, tasks: int, *, workers: int, concurre
     with fresh_database(admin_url) as url, tempfile.TemporaryDirectory() as scratch:
         directory = Path(scratch)
         processes = Processes(directory)
-        port = _free_port()
+        port = free_port()
         common = ["--database-url", url, "--project", str(PROJECT)]
         try:
             serve = [
@@ -216,7 +216,7 @@ def measure(admin_url: str, workload: str, tasks: int, *, workers: int, concurre
                     "api", serve, {**limits, "WOPEVAL_EVAL_CONCURRENCY": str(concurrency)}
                 )
             base = f"http://127.0.0.1:{port}"
-            _wait_ready(base + "/host/wopeval/health")
+            wait_ready(base + "/host/wopeval/health")
             for index in range(workers):
                 processes.start(
                     f"worker-{index}",

@@ -28,7 +28,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -42,7 +41,12 @@ import httpx
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
-from queue_throughput import Processes, fresh_database  # noqa: E402  (the bench's own helpers)
+from queue_throughput import (  # noqa: E402  (the benches' shared helpers)
+    Processes,
+    free_port,
+    fresh_database,
+    wait_ready,
+)
 
 KEY = "bench_" + "r" * 24
 TENANT = "bench"
@@ -70,23 +74,6 @@ class Report:
     cpu_count: int | None
     load_average: list[float] = field(default_factory=list)
     figures: list[Figure] = field(default_factory=list)
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def _wait_ready(url: str) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        with contextlib.suppress(httpx.TransportError):
-            if httpx.get(url, timeout=2.0, trust_env=False).status_code < 500:
-                return
-        time.sleep(0.1)
-    raise RuntimeError(f"{url} never answered")
 
 
 def _suite() -> dict[str, Any]:
@@ -243,7 +230,7 @@ def measure(options: argparse.Namespace) -> Report:
     with _store(options.database_url) as database, tempfile.TemporaryDirectory() as scratch:
         directory = Path(scratch)
         processes = Processes(directory)
-        host_port, bare_port = _free_port(), _free_port()
+        host_port, bare_port = free_port(), free_port()
         serve = ["serve", "--port", str(host_port), "--data-dir", str(directory / "host"),
                  "--api-key", f"{TENANT}={KEY}"]  # fmt: skip
         if database is not None:
@@ -251,7 +238,7 @@ def measure(options: argparse.Namespace) -> Report:
         try:
             processes.start("host", serve)
             host = f"http://127.0.0.1:{host_port}"
-            _wait_ready(host + "/host/wopeval/health")
+            wait_ready(host + "/host/wopeval/health")
             headers = {"Authorization": f"Bearer {KEY}", "OpenWOP-Version": "2.0"}
             with httpx.Client(base_url=host, headers=headers, trust_env=False) as http:
                 run_id = _recorded_run(http)
@@ -277,7 +264,7 @@ def measure(options: argparse.Namespace) -> Report:
             )
             processes.started.append(bare)
             bare_url = f"http://127.0.0.1:{bare_port}"
-            _wait_ready(bare_url + reads["list"])
+            wait_ready(bare_url + reads["list"])
             for name, path in reads.items():
                 host_rps = load(host + path, options.connections, options.seconds)
                 bare_rps = load(bare_url + path, options.connections, options.seconds)

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
+from pydantic import JsonValue
+
 from wopeval import evals
 from wopeval.agents import AgentSpec
 from wopeval.engine.catalog import Catalog
@@ -33,12 +35,25 @@ class TaskPlan:
     task: Task
     trials: int
     policy: evals.PassPolicy
-    fixtures: tuple[ToolResponse, ...] | None
-    """The entries served to this task; None means every call runs live."""
+    served: tuple[ToolResponse, ...] | None
+    """The suite's entries for this task, or a stored copy's (None: see `fixtures`)."""
     on_miss: OnMiss
     source_run_id: str | None = None
     model_fixtures: tuple[evals.ModelFixture, ...] | None = None
     """Model replay: the source's recorded answers; None means the model runs live."""
+    derived_documents: list[dict[str, JsonValue]] | None = None
+    """With a source: the derived entries as the documents the run's derived copy stores."""
+
+    @cached_property
+    def fixtures(self) -> tuple[ToolResponse, ...] | None:
+        """The entries served to this task; None means every call runs live.
+
+        Those derived at create are built here, at the task's first trial: the create
+        (whose 201 the caller waits on) needs only their documents.
+        """
+        if self.served is None and self.derived_documents is not None:
+            return tuple(evals.fixtures_of(self.derived_documents))
+        return self.served
 
 
 @dataclass(frozen=True)
@@ -98,15 +113,18 @@ class EvalPlan:
         erasure that landed since the lookup refuses the run (the same uniform
         answer) instead of leaving a copy that the erasure missed.
         """
-        for task_plan in self.tasks:
-            source = task_plan.source_run_id
-            if source is None:
-                continue
-            held = await uow.tool_calls.still_held(source, self.agent.agent_id)
-            if task_plan.model_fixtures is not None:
-                held = held and await uow.model_calls.still_held(source, self.agent.agent_id)
-            if not held:
-                raise errors.ValidationFailed(UNUSABLE_SOURCE)
+        sources = {plan.source_run_id for plan in self.tasks if plan.source_run_id is not None}
+        replayed = {
+            plan.source_run_id
+            for plan in self.tasks
+            if plan.source_run_id is not None and plan.model_fixtures is not None
+        }
+        agent_id = self.agent.agent_id
+        held = await uow.tool_calls.still_held(sources, agent_id)
+        if held and replayed:
+            held = await uow.model_calls.still_held(replayed, agent_id)
+        if not held:
+            raise errors.ValidationFailed(UNUSABLE_SOURCE)
         await uow.derived_fixtures.store(eval_run_id, self.derived_copies())
 
     def derived_copies(self) -> list[dict[str, Any]]:
@@ -114,14 +132,25 @@ class EvalPlan:
             {
                 "task_id": plan.task.taskId,
                 "source_run_id": plan.source_run_id,
-                "entries": [e.model_dump(mode="json", exclude_unset=True) for e in plan.fixtures],
+                "entries": plan.derived_documents,
                 "model_entries": None
                 if plan.model_fixtures is None
                 else [fixture.to_json() for fixture in plan.model_fixtures],
             }
             for plan in self.tasks
-            if plan.source_run_id is not None and plan.fixtures is not None
+            if plan.source_run_id is not None and plan.derived_documents is not None
         ]
+
+
+@dataclass(frozen=True)
+class DerivedSource:
+    """A task's fixture source and what was derived from it."""
+
+    run_id: str
+    documents: list[dict[str, JsonValue]]
+    """The entries as `toolResponses` documents (what the derived copy stores)."""
+    entries: tuple[ToolResponse, ...] | None = None
+    """Validated entries of a stored copy; None: built from `documents` when first served."""
 
 
 async def resolve_eval(
@@ -144,13 +173,18 @@ async def resolve_eval(
     baseline = None
     if request.baselineRunId is not None:
         baseline = await load_baseline(uow, tenant, request.baselineRunId, suite.suiteId)
-    derived: dict[str, tuple[str, list[ToolResponse]]] = {}
+    fixture_runs = request.fixtureRuns or {}
+    documents = await load_sources(
+        uow, tenant, list(fixture_runs.values()), agent.agent_id, features.fixture_errors
+    )
+    derived = {
+        task_id: DerivedSource(source, documents[source])
+        for task_id, source in fixture_runs.items()
+    }
     model_replay = agent.model_replay == "recorded" or features.model_replay
     answers: dict[str, tuple[evals.ModelFixture, ...]] = {}
-    for task_id, source in (request.fixtureRuns or {}).items():
-        entries = await load_source(uow, tenant, source, agent.agent_id, features.fixture_errors)
-        derived[task_id] = (source, entries)
-        if model_replay:
+    if model_replay:
+        for task_id, source in fixture_runs.items():
             answers[task_id] = await load_model_answers(uow, source, agent.agent_id)
     return EvalPlan(
         suite=suite,
@@ -190,13 +224,13 @@ def rebuild_plan(
     if agent is None:
         raise PlanUnavailable(f"agent {stored['agentId']!r} is not in this catalog")
     modes: tuple[EvalMode, ...] = tuple(stored["modes"])
-    derived: dict[str, tuple[str, list[ToolResponse]]] = {}
+    derived: dict[str, DerivedSource] = {}
     answers: dict[str, tuple[evals.ModelFixture, ...]] = {}
     for copy in copies:
         if copy["entries"] is None:
             raise PlanUnavailable(f"the recorded fixtures of task {copy['task_id']!r} were erased")
-        entries = [ToolResponse.model_validate(entry) for entry in copy["entries"]]
-        derived[copy["task_id"]] = (copy["source_run_id"], entries)
+        entries = tuple(ToolResponse.model_validate(entry) for entry in copy["entries"])
+        derived[copy["task_id"]] = DerivedSource(copy["source_run_id"], copy["entries"], entries)
         if copy.get("model_entries") is not None:
             answers[copy["task_id"]] = tuple(
                 evals.ModelFixture.from_json(entry) for entry in copy["model_entries"]
@@ -318,13 +352,21 @@ def _task_plan(
     suite: Suite,
     task: Task,
     modes: tuple[EvalMode, ...],
-    derived: Mapping[str, tuple[str, list[ToolResponse]]],
+    derived: Mapping[str, DerivedSource],
 ) -> TaskPlan:
     trials, policy = evals.effective_trials(suite, task), evals.effective_policy(suite, task)
     if task.taskId in derived:
-        source, entries = derived[task.taskId]
+        source = derived[task.taskId]
         # RFC 0252 §D: "The task runs with onMiss: fail".
-        return TaskPlan(task, trials, policy, tuple(entries), "fail", source)
+        return TaskPlan(
+            task,
+            trials,
+            policy,
+            source.entries,
+            "fail",
+            source.run_id,
+            derived_documents=source.documents,
+        )
     # RFC 0081 §D: live-shadow ignores fixtures; so does a task that declares none.
     if "live-shadow" in modes or task.fixtures is None:
         return TaskPlan(task, trials, policy, None, "fail")
@@ -349,29 +391,40 @@ async def load_baseline(uow: UnitOfWork, tenant: str, run_id: str, suite_id: str
     return EvalSummary.model_validate(record.summary)
 
 
-async def load_source(
-    uow: UnitOfWork, tenant: str, run_id: str, agent_id: str, fixture_errors: bool
-) -> list[ToolResponse]:
-    """RFC 0252 §C through one path, then §D: the derived entries of a usable source."""
-    record = await uow.runs.get(tenant, run_id)
+async def load_sources(
+    uow: UnitOfWork, tenant: str, run_ids: list[str], agent_id: str, fixture_errors: bool
+) -> dict[str, list[dict[str, JsonValue]]]:
+    """RFC 0252 §C through one path, then §D: each usable source's derived documents, by id.
+
+    One query per table for all the sources; the first unusable one, in the order
+    given, refuses the create.
+    """
+    if not run_ids:
+        return {}
     # These queries run whatever the run lookup found, so every refusal costs the same.
-    calls, all_held = await uow.tool_calls.held_calls(run_id, agent_id)
-    invoked = await uow.events.invoked_agents(run_id)
-    facts = None
-    if record is not None:
-        facts = evals.SourceFacts(
-            tenant=record.tenant,
-            status=record.status,
-            agent_id=agent_id,
-            invocation_count=invoked.count(agent_id),
-            all_calls_held=all_held,
-            has_failed_call=evals.has_failed_call(calls, agent_id),
-        )
-    if not evals.is_usable_source(
-        facts, tenant=tenant, agent_id=agent_id, fixture_errors_enabled=fixture_errors
-    ):
-        raise errors.ValidationFailed(UNUSABLE_SOURCE)
-    return evals.derive_fixtures(calls, agent_id)
+    records = await uow.runs.get_many(tenant, run_ids)
+    held = await uow.tool_calls.held_calls(run_ids, agent_id)
+    invoked = await uow.events.invoked_agents_of(run_ids)
+    derived: dict[str, list[dict[str, JsonValue]]] = {}
+    for run_id in run_ids:
+        record = records.get(run_id)
+        calls, all_held = held[run_id]
+        facts = None
+        if record is not None:
+            facts = evals.SourceFacts(
+                tenant=record.tenant,
+                status=record.status,
+                agent_id=agent_id,
+                invocation_count=invoked[run_id].count(agent_id),
+                all_calls_held=all_held,
+                has_failed_call=evals.has_failed_call(calls, agent_id),
+            )
+        if not evals.is_usable_source(
+            facts, tenant=tenant, agent_id=agent_id, fixture_errors_enabled=fixture_errors
+        ):
+            raise errors.ValidationFailed(UNUSABLE_SOURCE)
+        derived[run_id] = evals.derive_fixture_documents(calls, agent_id)
+    return derived
 
 
 async def load_model_answers(

@@ -8,9 +8,9 @@ passed them, before the tool layer injected any credential (SR-1).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import JsonValue
 
@@ -64,7 +64,25 @@ def derive_fixtures(calls: Iterable[RecordedCall], agent_id: str) -> list[ToolRe
     The caller passes every invocation's calls (UQ 1); the task then runs
     under `onMiss: fail`.
     """
-    return [_entry(call) for call in own_calls(calls, agent_id)]
+    return fixtures_of(derive_fixture_documents(calls, agent_id))
+
+
+def derive_fixture_documents(
+    calls: Iterable[RecordedCall], agent_id: str
+) -> list[dict[str, JsonValue]]:
+    """`derive_fixtures` as the `toolResponses` documents: what the eval run stores as its
+    derived copy, made without a model round trip."""
+    return [_document(call) for call in own_calls(calls, agent_id)]
+
+
+def fixtures_of(documents: Iterable[Mapping[str, Any]]) -> list[ToolResponse]:
+    """The entries of `derive_fixture_documents`' documents.
+
+    Built without validation: a derived document is a tool name, `argsMatch: "exact"`
+    beside the args it needs, and values decoded from the store's JSON, so validating
+    could never refuse one; at 10,000 calls it is most of a create's time.
+    """
+    return [ToolResponse.model_construct(**document) for document in documents]
 
 
 def has_failed_call(calls: Iterable[RecordedCall], agent_id: str) -> bool:
@@ -72,17 +90,24 @@ def has_failed_call(calls: Iterable[RecordedCall], agent_id: str) -> bool:
     return any(call.status != "ok" for call in own_calls(calls, agent_id))
 
 
-def _entry(call: RecordedCall) -> ToolResponse:
+def _document(call: RecordedCall) -> dict[str, JsonValue]:
     # "`tool` is the call's toolName; `args` is the call's inputs as the agent
     # passed them, with `argsMatch: "exact"`; `response` is its result."
     if call.status == "ok":
-        return ToolResponse(
-            tool=call.tool, args=call.inputs, argsMatch="exact", response=call.result
-        )
+        return {
+            "tool": call.tool,
+            "args": call.inputs,
+            "argsMatch": "exact",
+            "response": call.result,
+        }
     # "A call that failed, or never ran (`forbidden` or `rate_limited`), yields
     # `isError: true` with its error as `response`." A record without an error
     # object still carries its status as the code, so the agent sees a failure.
     error: JsonValue = call.error if call.error is not None else {"code": call.status}
-    return ToolResponse(
-        tool=call.tool, args=call.inputs, argsMatch="exact", response=error, isError=True
-    )
+    return {
+        "tool": call.tool,
+        "args": call.inputs,
+        "argsMatch": "exact",
+        "response": error,
+        "isError": True,
+    }

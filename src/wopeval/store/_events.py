@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,8 +73,26 @@ class EventsRepo:
         Read from the log, not the run row, so a run that ended mid-invocation (its host
         killed) still shows the invocations it started.
         """
-        docs = await self.docs_of_types(run_id, ["agent.invocation-started"])
-        return [json.loads(docs[sequence])["payload"]["agentId"] for sequence in sorted(docs)]
+        return (await self.invoked_agents_of([run_id]))[run_id]
+
+    async def invoked_agents_of(self, run_ids: Collection[str]) -> dict[str, list[str]]:
+        """`invoked_agents` of each run, in one query."""
+        found: dict[str, list[str]] = {run_id: [] for run_id in run_ids}
+        if not found:
+            return found
+        result = await self._connection.execute(
+            select(events.c.run_id, events.c.doc)
+            .where(
+                and_(
+                    events.c.run_id.in_(list(found)),
+                    events.c.type == "agent.invocation-started",
+                )
+            )
+            .order_by(events.c.run_id, events.c.sequence)
+        )
+        for row in result:
+            found[row.run_id].append(json.loads(row.doc)["payload"]["agentId"])
+        return found
 
     async def docs_at(self, run_id: str, sequences: Sequence[int]) -> dict[int, str]:
         """The docs at these sequences (those the log has), by sequence."""

@@ -8,13 +8,13 @@ the run's tool content (the messages carry the tools' results).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import JsonValue
-from sqlalchemy import and_, func, select, update
+from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from wopeval.evals import ModelServedBy, RecordedExchange
@@ -107,14 +107,24 @@ class ModelCallsRepo:
         ]
         return exchanges, all(_held(row) for row in rows)
 
-    async def still_held(self, run_id: str, agent_id: str) -> bool:
+    async def still_held(self, run_ids: Collection[str], agent_id: str) -> bool:
         """Like `ToolCallsRepo.still_held`: share-locks the rows a copy is taken from."""
-        result = await self._connection.execute(
+        if not run_ids:
+            return True
+        locked = (
             select(model_calls.c.recorded, model_calls.c.erased_at)
-            .where(and_(model_calls.c.run_id == run_id, model_calls.c.agent_id == agent_id))
+            .where(
+                and_(model_calls.c.run_id.in_(list(run_ids)), model_calls.c.agent_id == agent_id)
+            )
             .with_for_update(read=True)
+            .subquery()
         )
-        return all(_held(row) for row in result)
+        result = await self._connection.execute(
+            select(func.count())
+            .select_from(locked)
+            .where(or_(locked.c.recorded.is_(False), locked.c.erased_at.is_not(None)))
+        )
+        return int(result.scalar_one()) == 0
 
     async def erase(self, run_id: str, at: datetime) -> int:
         result = await self._connection.execute(

@@ -209,6 +209,15 @@ class RunsRepo:
         row = result.mappings().first()
         return RunRecord.from_row(row) if row else None
 
+    async def get_many(self, tenant: str, run_ids: Collection[str]) -> dict[str, RunRecord]:
+        """The tenant's runs among `run_ids`, by id (those it has), in one query."""
+        if not run_ids:
+            return {}
+        result = await self._connection.execute(
+            select(*_LISTED).where(and_(runs.c.tenant == tenant, runs.c.run_id.in_(list(run_ids))))
+        )
+        return {row["run_id"]: RunRecord.from_row(row) for row in result.mappings()}
+
     async def plan(self, tenant: str, run_id: str) -> dict[str, Any] | None:
         result = await self._connection.execute(
             select(runs.c.plan).where(and_(runs.c.tenant == tenant, runs.c.run_id == run_id))

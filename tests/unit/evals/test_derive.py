@@ -113,3 +113,20 @@ def test_derived_entries_replay_through_the_cursor() -> None:
         {"key": "k", "count": 1},
     ]
     assert replay.miss_count == 0
+
+
+def test_unvalidated_entries_equal_validated_ones() -> None:
+    # `fixtures_of` skips validation for speed: it must build exactly what validating
+    # the same documents builds, fields set included (`has_args`, `exclude_unset`).
+    calls = [
+        recorded(1),
+        recorded(2, inputs=None, result=None),
+        recorded(3, status="error", result=None, error={"code": "tool_error", "message": "boom"}),
+        recorded(4, status="rate_limited", result=None, error=None),
+    ]
+    documents = evals.derive_fixture_documents(calls, AGENT)
+    built = evals.fixtures_of(documents)
+    validated = [ToolResponse.model_validate(document) for document in documents]
+    assert built == validated
+    assert [e.model_fields_set for e in built] == [e.model_fields_set for e in validated]
+    assert [e.model_dump(mode="json", exclude_unset=True) for e in validated] == documents
