@@ -52,6 +52,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import Any
 
 import httpx
 import psutil
@@ -63,9 +64,16 @@ from _processes import ServeOptions, ServeProcess  # noqa: E402
 
 PROJECT = HERE / "followers_project"
 WORKFLOW = "followers"
+CALLS_AGENT = "followers.calls"
+TOOL = "followers:echo"
 KEY = "bench_" + "f" * 24
-# Events around the calls: run.started/completed, and 5 per agent node (gate and calls).
-FIXED_EVENTS = 12
+# A workflow run's events besides its calls: run.started/completed, 5 per agent node.
+WORKFLOW_FIXED_EVENTS = 12
+# An eval run's: run.started, eval.started, eval.completed, run.completed, and per task
+# invocation-started, decided, invocation-completed and eval.scored.
+EVAL_FIXED_EVENTS = 4
+EVAL_TASK_EVENTS = 4
+EVAL_TASKS = 100
 DEADLINE_SECONDS = 600.0
 CONNECTS_AT_ONCE = 100
 """Followers connecting at a time: a burst of 1,000 SYNs is more than the listen backlog
@@ -194,6 +202,7 @@ class Figure:
 
 @dataclass
 class Report:
+    run: str
     followers: int
     events: int
     buffer_ms: int | None
@@ -219,11 +228,61 @@ def cpu_seconds(process: psutil.Process) -> float:
     return float(times.user + times.system)
 
 
+def eval_suite(events: int, gate: Path) -> dict[str, Any]:
+    """A suite whose eval logs `events` events: its calls spread over up to 100 tasks, each
+    served by fixtures, the first task held at `gate`."""
+    tasks = max(1, min(EVAL_TASKS, events // 100))
+    calls = (events - EVAL_FIXED_EVENTS - EVAL_TASK_EVENTS * tasks) // 2
+    documents = []
+    for index in range(tasks):
+        task_calls = calls // tasks + (index < calls % tasks)
+        task_input: dict[str, Any] = {"calls": task_calls}
+        if index == 0:
+            task_input["gate"] = str(gate)
+        documents.append(
+            {
+                "taskId": f"task-{index}",
+                "input": task_input,
+                "expected": {"kind": "golden", "match": {"strategy": "exact", "value": "done"}},
+                "fixtures": {
+                    "toolResponses": [{"tool": TOOL, "response": {"served": True}}] * task_calls
+                },
+            }
+        )
+    return {
+        "suiteId": f"followers-{secrets.token_hex(4)}.evals.fan-out",
+        "version": "1.0.0",
+        "modes": ["golden"],
+        "targetAgentId": CALLS_AGENT,
+        "tasks": documents,
+    }
+
+
+def create_run(http: httpx.Client, run: str, events: int, gate: Path) -> str:
+    """A run of `events` events, held at `gate` until the bench writes it."""
+    if run == "workflow":
+        inputs = {"gate": str(gate), "calls": (events - WORKFLOW_FIXED_EVENTS) // 2}
+        body: dict[str, Any] = {"workflowId": WORKFLOW, "inputs": inputs}
+    else:
+        suite = eval_suite(events, gate)
+        put = http.put("/host/wopeval/suites", json=suite)
+        if put.status_code != 201:
+            raise SystemExit(f"the suite was not stored: {put.status_code} {put.text}")
+        ref = f"{suite['suiteId']}@{suite['version']}"
+        body = {"mode": "eval", "evalSuiteRef": ref, "agentId": CALLS_AGENT}
+    created = http.post("/runs", json=body)
+    if created.status_code != 201:
+        raise SystemExit(f"the run was not created: {created.status_code} {created.text}")
+    run_id: str = created.json()["runId"]
+    return run_id
+
+
 def measure(
     host: ServeProcess,
     http: httpx.Client,
     *,
     followers: int,
+    run: str,
     events: int,
     buffer_ms: int | None,
     client_processes: int,
@@ -231,11 +290,7 @@ def measure(
 ) -> Figure:
     """One gated run followed by `followers` streams, spread over the load generators."""
     gate = scratch / f"gate-{secrets.token_hex(4)}"
-    inputs = {"gate": str(gate), "calls": (events - FIXED_EVENTS) // 2}
-    created = http.post("/runs", json={"workflowId": WORKFLOW, "inputs": inputs})
-    if created.status_code != 201:
-        raise SystemExit(f"the run was not created: {created.status_code} {created.text}")
-    run_id = created.json()["runId"]
+    run_id = create_run(http, run, events, gate)
     request = stream_request(run_id, buffer_ms)
     spawn = multiprocessing.get_context("spawn")
     shares = [
@@ -272,6 +327,10 @@ def measure(
             if generator.is_alive():
                 generator.kill()
     check(http, run_id, events, received)
+    if run == "eval":
+        summary = http.get(f"/runs/{run_id.replace('/', '~2F')}/eval-summary").json()
+        if summary["passedCount"] != summary["taskCount"]:
+            raise SystemExit(f"the eval did not pass: {summary}")
     wall = max(one.terminal_at for one in received) - released
     return Figure(
         followers=followers,
@@ -321,16 +380,23 @@ def main() -> None:
     )
     parser.add_argument("--followers", type=int, default=1000)
     parser.add_argument("--events", type=int, default=10_000, help="even, at least 12")
+    parser.add_argument(
+        "--run",
+        choices=("eval", "workflow"),
+        default="eval",
+        help="eval: one commit per task of ~100 events; workflow: one commit per event",
+    )
     parser.add_argument("--buffer-ms", type=int, help="bufferMs of every stream (default: none)")
     parser.add_argument("--client-processes", type=int, default=2)
     parser.add_argument("--database-url", default="sqlite")
     parser.add_argument("--profile", type=Path, help="py-spy raw profile of the host, N followers")
     parser.add_argument("--json", type=Path)
     options = parser.parse_args()
-    if options.events < FIXED_EVENTS or options.events % 2:
-        parser.error(f"--events must be even and at least {FIXED_EVENTS}")
+    if options.events < WORKFLOW_FIXED_EVENTS or options.events % 2:
+        parser.error(f"--events must be even and at least {WORKFLOW_FIXED_EVENTS}")
     raise_fd_limit()  # the host inherits it: it holds one socket per follower too
     report = Report(
+        options.run,
         options.followers,
         options.events,
         options.buffer_ms,
@@ -342,13 +408,21 @@ def main() -> None:
     with database(options.database_url) as url, tempfile.TemporaryDirectory() as scratch:
         directory = Path(scratch)
         host = ServeProcess(
-            ServeOptions(directory / "host", url, api_keys=(f"bench={KEY}",), project=PROJECT),
+            ServeOptions(
+                directory / "host",
+                url,
+                api_keys=(f"bench={KEY}",),
+                project=PROJECT,
+                # One task at a time: the held first task holds the whole eval at its start.
+                env=(("WOPEVAL_EVAL_CONCURRENCY", "1"),),
+            ),
             directory / "serve.log",
         )
         try:
             host.wait_up()
             with host.http(KEY) as http:
                 common = {
+                    "run": options.run,
                     "events": options.events,
                     "buffer_ms": options.buffer_ms,
                     "client_processes": options.client_processes,
@@ -391,7 +465,7 @@ def profiled(pid: int, output: Path | None) -> Iterator[None]:
 def print_report(report: Report, one: Figure, many: Figure) -> None:
     mode = "" if report.buffer_ms is None else f", bufferMs={report.buffer_ms}"
     print(
-        f"{report.database}, {many.events} events{mode}, followers in"
+        f"{report.database}, {report.run} run of {many.events} events{mode}, followers in"
         f" {report.client_processes} client process(es)"
     )
     each, alone = many.host_cpu_us_per_follower_event, one.host_cpu_us_per_follower_event

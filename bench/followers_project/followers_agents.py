@@ -1,4 +1,4 @@
-"""The followers bench's run: a gate that holds it until the bench's file exists, then N calls."""
+"""The followers bench's runs: a gate that holds a run until the bench's file exists, N calls."""
 
 import asyncio
 from pathlib import Path
@@ -14,6 +14,8 @@ async def gate_agent(context: Any) -> str:
 
 
 async def calls_agent(context: Any) -> str:
+    if "gate" in context.input:  # an eval's first task is its gate
+        await gate_agent(context)
     for index in range(context.input["calls"]):
         await context.call_tool("followers:echo", {"index": index})
     return "done"
