@@ -1,4 +1,4 @@
-"""The followers bench still runs (tiny, SQLite, no timing checked): bench/followers.py end to end."""
+"""The followers bench still runs (tiny, SQLite, no timing checked): bench/followers.py."""
 
 from __future__ import annotations
 
