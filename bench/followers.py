@@ -2,10 +2,12 @@
 
 A real `wopeval serve` (SQLite in its data dir by default; `--database-url` a
 PostgreSQL server, on which a fresh database is made and dropped) loads
-`bench/followers_project`. Its workflow `followers` logs exactly `--events`
-events: a gate node (an agent waiting for a file the bench writes) holds the
-run at its start, then an agent node makes (events - 12) / 2 live tool calls,
-two events each (5 events per agent node, 2 for the run).
+`bench/followers_project`. Each run logs exactly `--events` events, held at its
+start by a gate (an agent waiting for a file the bench writes):
+- `--run eval` (default): an eval of up to 100 tasks at eval concurrency 1 whose
+  calls fixtures serve; the host commits each task's events together (~100);
+- `--run workflow`: the workflow `followers`, a gate node and a node making
+  (events - 12) / 2 live tool calls, two events each; every event its own commit.
 
 Each measurement creates one run and attaches its followers while the run is
 held: `GET /runs/{runId}/events?streamMode=debug` (`&bufferMs=` with
@@ -21,7 +23,8 @@ terminal event. In it the host both writes the run and serves every follower.
 Checks, or the bench exits with an error: the run is `completed` with
 lastSequence = events - 1, and every follower received exactly the sequences
 0..last in order (the `id:` of each frame; inside a batch, each event's
-`"sequence"`), no gap, no duplicate, ending with `run.completed`.
+`"sequence"`), no gap, no duplicate, ending with `run.completed`; an eval passes
+every task.
 
 Figures, each beside its anchor measured on the same host in the same run:
 - CPU per follower per event: host CPU in the window / (followers x events),
@@ -30,7 +33,7 @@ Figures, each beside its anchor measured on the same host in the same run:
 - wall time from the gate opening to the last follower's terminal event,
   beside one follower's;
 - delivered events/s (followers x events / wall).
-Nothing here is a test assertion. `--followers 5 --events 200` is the CI smoke.
+Nothing here is a test assertion. `--followers 5 --events 200` (each --run) is the CI smoke.
 """
 
 from __future__ import annotations
