@@ -76,6 +76,8 @@ class Settings(BaseSettings):
     """`GET /runs/{runId}:diff` (runs.md `diffRun`, OPTIONAL); off, it answers 404."""
     retention_days: int | None = Field(default=None, ge=1)
     purge_interval_seconds: float = Field(default=3600.0, gt=0)
+    lease_check_seconds: float = Field(default=5.0, gt=0)
+    """How often a host checks that it still holds its database's lease (store/lease.py)."""
     tool_timeout_seconds: float = Field(default=30.0, gt=0)
     live_tools: bool = True
     """False: an offline host; no tool runs live, a call no fixture answers fails closed

@@ -11,18 +11,22 @@ from __future__ import annotations
 import json
 import secrets
 import stat
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import httpx
+import psycopg
 import pytest
+from sqlalchemy.engine import make_url
 
 from _backends import Backend, PostgresDatabases
 from _processes import ServeOptions, ServeProcess
 from e2e._support import table_rows, whole_store
 from wopeval.cli._exit import DATABASE_OWNED
+from wopeval.store.lease import ADVISORY_KEY
 
 from ._serve import GATE_PROJECT, GatedRun, announcement
 from ._support import run_cli
@@ -213,3 +217,75 @@ def test_the_data_dir_and_database_files_are_private_whatever_the_umask(
     if options.database_url is None:
         assert "wopeval.db" in files
     assert set(files.values()) <= {0o600}, files
+
+
+# ── a lease lost while serving (PostgreSQL: the lease is a session) ──────────
+
+
+def _lease_sessions(database_url: str, serve_pid: int) -> list[int]:
+    """The backend pids of the sessions holding `serve_pid`'s lease."""
+    with psycopg.connect(_libpq(database_url), autocommit=True) as connection:
+        rows = connection.execute(
+            "SELECT a.pid FROM pg_stat_activity a JOIN pg_locks l ON l.pid = a.pid"
+            " WHERE a.application_name = %s AND l.locktype = 'advisory' AND l.granted",
+            (f"wopeval owner pid={serve_pid}",),
+        ).fetchall()
+    return [pid for (pid,) in rows]
+
+
+def _libpq(database_url: str) -> str:
+    return make_url(database_url).set(drivername="postgresql").render_as_string(False)
+
+
+def _watched_serve(url: str, tmp_path: Path, check_seconds: float) -> tuple[ServeProcess, str]:
+    key = _key()
+    options = ServeOptions(
+        tmp_path / "data",
+        url,
+        (f"{TENANT}={key}",),
+        env=(("WOPEVAL_LEASE_CHECK_SECONDS", str(check_seconds)),),
+    )
+    serve = ServeProcess(options, tmp_path / "serve.log")
+    serve.wait_up()
+    return serve, key
+
+
+@pytest.mark.postgres
+def test_a_serve_whose_lease_session_is_cut_takes_the_lease_again_and_keeps_serving(
+    postgres_databases: PostgresDatabases, tmp_path: Path
+) -> None:
+    url = postgres_databases.create()
+    serve, key = _watched_serve(url, tmp_path, 0.2)
+    try:
+        (first,) = _lease_sessions(url, serve.pid)
+        with psycopg.connect(_libpq(url), autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (first,))
+        deadline = time.monotonic() + 30
+        while not (again := _lease_sessions(url, serve.pid)) or again == [first]:
+            assert time.monotonic() < deadline, serve.output()
+            time.sleep(0.1)
+        assert serve.outcome() is None
+        with serve.http(key) as http:
+            assert http.get("/host/wopeval/health").status_code == 200
+    finally:
+        serve.stop()
+
+
+@pytest.mark.postgres
+def test_a_serve_that_finds_its_lease_taken_exits_at_once(
+    postgres_databases: PostgresDatabases, tmp_path: Path
+) -> None:
+    """Its session cut and the lease taken by another process before it could take it
+    again: the serve stops without a word more to the database (exit 5)."""
+    url = postgres_databases.create()
+    serve, _ = _watched_serve(url, tmp_path, 1.0)
+    try:
+        (session,) = _lease_sessions(url, serve.pid)
+        with psycopg.connect(_libpq(url), autocommit=True) as other_owner:
+            other_owner.execute("SELECT pg_terminate_backend(%s)", (session,))
+            other_owner.execute("SELECT pg_advisory_lock(%s)", (ADVISORY_KEY,))
+            serve.process.wait(30)
+        assert serve.outcome() == DATABASE_OWNED
+        assert "lease is held by another process" in serve.output()
+    finally:
+        serve.stop()

@@ -15,6 +15,8 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import os
+import sys
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -85,6 +87,7 @@ class Host:
     wakeups: Wakeups | None = None
     """Queue mode: the listener that wakes this process's readers."""
     housekeeper: asyncio.Task[None] | None = None
+    lease_watch: asyncio.Task[None] | None = None
 
     @classmethod
     async def start(
@@ -159,6 +162,11 @@ class Host:
             ),
             name="housekeeping",
         )
+        held = lease or own_lease
+        if held is not None:
+            host.lease_watch = asyncio.create_task(
+                _watch_lease(held, settings.lease_check_seconds), name="lease-watch"
+            )
         if isinstance(role, Serving) and role.url is not None:
             ownership.announce(settings, role.url)
         return host
@@ -166,9 +174,10 @@ class Host:
     async def stop(self) -> None:
         if isinstance(self.role, Serving) and self.role.url is not None:
             ownership.withdraw(self.settings)
-        if self.housekeeper is not None:
-            self.housekeeper.cancel()
-            await asyncio.gather(self.housekeeper, return_exceptions=True)
+        for task in (self.lease_watch, self.housekeeper):
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
         if self.wakeups is not None:
             await self.wakeups.stop()
         await self.engine.shutdown()
@@ -224,6 +233,27 @@ async def load_catalog(
         )
         await connect_mcp_servers(servers, catalog, mcp, offline=not settings.live_tools)
     return catalog
+
+
+async def _watch_lease(lease: Lease, interval: float) -> None:
+    """Stop the process at once when another process holds its database's lease.
+
+    A PostgreSQL lease lives in a session, which a database restart, a network drop or
+    an administrator can end; the lease is then taken again on a new session. When
+    another process took it first, that process owns the database (and has failed the
+    runs it found active): this one exits without writing another row, as if killed,
+    so two owners never run one database.
+    """
+    while True:
+        await asyncio.sleep(interval)
+        if not await asyncio.to_thread(lease.keep):
+            log.critical(
+                "the database's lease is held by another process now: stopping at once"
+                " (exit %d) so that only one process runs this database",
+                ownership.DATABASE_OWNED_EXIT,
+            )
+            sys.stderr.flush()
+            os._exit(ownership.DATABASE_OWNED_EXIT)
 
 
 async def _release_unanswered_keys(store: Store) -> None:

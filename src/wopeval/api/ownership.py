@@ -23,6 +23,7 @@ from wopeval.store import DatabaseUnreachable, Lease, LeaseHeld, database_name, 
 
 __all__ = [
     "ANNOUNCEMENT",
+    "DATABASE_OWNED_EXIT",
     "Announcement",
     "DatabaseOwned",
     "DatabaseUnreachable",
@@ -34,6 +35,9 @@ __all__ = [
 ]
 
 ANNOUNCEMENT = "serve.json"
+DATABASE_OWNED_EXIT = 5
+"""The exit code of a process another one owns the database of: refused at start, or
+stopped when it finds its lease taken (api/host.py)."""
 
 
 @dataclass(frozen=True)

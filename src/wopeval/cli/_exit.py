@@ -29,6 +29,7 @@ from typer._click.core import Context
 from typer._click.exceptions import UsageError
 from typer.core import TyperCommand, TyperGroup
 
+from wopeval.api.ownership import DATABASE_OWNED_EXIT
 from wopeval.wire.summary import EvalSummary, Verdict
 
 
@@ -40,7 +41,7 @@ class ExitCode(enum.IntEnum):
     ERROR = 4
 
 
-DATABASE_OWNED = 5
+DATABASE_OWNED = DATABASE_OWNED_EXIT
 """`serve` and `purge`: another live process owns the database; nothing was changed."""
 
 EXIT_CODES_HELP = (

@@ -44,6 +44,12 @@ class Lease(Protocol):
 
     def release(self) -> None: ...
 
+    def keep(self) -> bool:
+        """Whether this process still holds the lease, taking it again if its hold was lost
+        (a PostgreSQL session cut by a restart, a network drop or an administrator); False
+        when another process holds it now. Blocking: call it from a thread."""
+        ...
+
 
 class LeaseHeld(Exception):
     """Another live process holds the database's lease."""
@@ -113,6 +119,10 @@ class _FileLease:
         os.write(fd, str(os.getpid()).encode())
         return cls(fd)
 
+    def keep(self) -> bool:
+        # The kernel holds a flock for as long as its descriptor is open.
+        return self._fd is not None
+
     def release(self) -> None:
         fd, self._fd = self._fd, None
         if fd is None:
@@ -124,9 +134,37 @@ class _FileLease:
 
 
 class _AdvisoryLease:
-    def __init__(self, connection: Connection, shared: bool) -> None:
+    def __init__(self, connection: Connection, database_url: str, shared: bool) -> None:
         self._connection: Connection | None = connection
+        self._database_url = database_url
+        self._shared = shared
         self._suffix = "_shared" if shared else ""
+        self._released = False
+
+    def keep(self) -> bool:
+        if self._released:
+            return False
+        connection = self._connection
+        if connection is not None:
+            try:
+                connection.execute(text("SELECT 1")).scalar_one()
+                connection.commit()
+                return True
+            except DBAPIError:
+                # The session is gone, and the lock with it: take it again on a new one.
+                self._connection = None
+                with contextlib.suppress(Exception):
+                    connection.close()
+        try:
+            again = _AdvisoryLease.take(self._database_url, shared=self._shared)
+        except LeaseHeld:
+            return False
+        except DatabaseUnreachable:
+            # Not known to be lost: nothing this process writes can land either until the
+            # database is back, and then the lease is taken again, or found held.
+            return True
+        self._connection, again._connection = again._connection, None
+        return True
 
     @classmethod
     def take(cls, database_url: str, *, shared: bool = False) -> _AdvisoryLease:
@@ -155,9 +193,10 @@ class _AdvisoryLease:
         except BaseException:
             connection.close()
             raise
-        return cls(connection, shared)
+        return cls(connection, database_url, shared)
 
     def release(self) -> None:
+        self._released = True
         connection, self._connection = self._connection, None
         if connection is None:
             return
