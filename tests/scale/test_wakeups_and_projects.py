@@ -103,3 +103,27 @@ def test_a_worker_with_another_project_leaves_the_work_and_says_so(
         fleet.worker()
         assert wait_terminal(http, run_id)["status"] == "completed"
     assert len(landed_trials(fleet, run_id)) == 4
+
+
+def test_a_worker_whose_lease_session_is_cut_takes_it_again(fleet: Fleet) -> None:
+    """A worker holds its shared lease on a session of its own; cut, it is taken again."""
+    fleet.serve()
+    worker = fleet.worker(env=(("WOPEVAL_LEASE_CHECK_SECONDS", "0.2"),))
+    dsn = make_url(fleet.database_url).set(drivername="postgresql").render_as_string(False)
+    name = f"wopeval owner pid={worker.pid}"
+
+    def sessions() -> list[int]:
+        with psycopg.connect(dsn, autocommit=True) as connection:
+            rows = connection.execute(
+                "SELECT a.pid FROM pg_stat_activity a JOIN pg_locks l ON l.pid = a.pid"
+                " WHERE a.application_name = %s AND l.locktype = 'advisory' AND l.granted",
+                (name,),
+            ).fetchall()
+        return [pid for (pid,) in rows]
+
+    (first,) = sessions()
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (first,))
+    wait_until(lambda: sessions() not in ([], [first]), "the worker to take its lease again")
+    assert worker.alive()
+    assert worker.health()["ready"] is True

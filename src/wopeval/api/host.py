@@ -165,7 +165,7 @@ class Host:
         held = lease or own_lease
         if held is not None:
             host.lease_watch = asyncio.create_task(
-                _watch_lease(held, settings.lease_check_seconds), name="lease-watch"
+                watch_lease(held, settings.lease_check_seconds), name="lease-watch"
             )
         if isinstance(role, Serving) and role.url is not None:
             ownership.announce(settings, role.url)
@@ -235,7 +235,7 @@ async def load_catalog(
     return catalog
 
 
-async def _watch_lease(lease: Lease, interval: float) -> None:
+async def watch_lease(lease: Lease, interval: float) -> None:
     """Stop the process at once when another process holds its database's lease.
 
     A PostgreSQL lease lives in a session, which a database restart, a network drop or

@@ -33,7 +33,7 @@ from pydantic import JsonValue
 from wopeval.api import errors as error_handlers
 from wopeval.api.credentials import stored_keys
 from wopeval.api.deps import InvocationAccess
-from wopeval.api.host import load_catalog
+from wopeval.api.host import load_catalog, watch_lease
 from wopeval.api.loopback import bound_socket
 from wopeval.api.routes import health, model_proxy
 from wopeval.api.routes import mcp as mcp_route
@@ -73,9 +73,14 @@ async def run_worker(settings: Settings, announce: Any) -> None:
         store = await Store.open(url)
         http = httpx.AsyncClient(timeout=settings.tool_timeout_seconds)
         mcp = McpServers()
+        watch = asyncio.create_task(
+            watch_lease(lease, settings.lease_check_seconds), name="lease-watch"
+        )
         try:
             await _serve(settings, store, http, mcp, announce)
         finally:
+            watch.cancel()
+            await asyncio.gather(watch, return_exceptions=True)
             await mcp.close()
             await http.aclose()
             await store.close()
