@@ -34,7 +34,6 @@ import argparse
 import asyncio
 import contextlib
 import cProfile
-import json
 import os
 import secrets
 import statistics
@@ -42,7 +41,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +51,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from eval_throughput import backend_name, postgres_database
 from queue_throughput import Processes, free_port, wait_ready
+from reporting import finish
 from wopeval.api.host import Host
 from wopeval.engine.runlog import now
 from wopeval.settings import EvalFeatures, Settings
@@ -574,13 +574,7 @@ def main(argv: list[str] | None = None) -> int:
             wire = run_wire(url, args.tasks, args.calls)
             report.wire.append(wire)
             print_wire(wire)
-    report.load_average.append(os.getloadavg()[0])
-    print(
-        f"load    1-minute load average {report.load_average[0]:.2f} at start, "
-        f"{report.load_average[1]:.2f} at end ({report.cpu_count} cores)"
-    )
-    if args.json is not None:
-        args.json.write_text(json.dumps(asdict(report), indent=2) + "\n")
+    finish(report, args.json)
     return 0
 
 

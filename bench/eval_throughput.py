@@ -26,7 +26,6 @@ import asyncio
 import contextlib
 import cProfile
 import importlib.util
-import json
 import os
 import re
 import statistics
@@ -34,7 +33,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +41,7 @@ from sqlalchemy import Table, func, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from reporting import finish
 from wopeval.api.host import Host
 from wopeval.engine.runlog import now
 from wopeval.settings import EvalFeatures, Settings
@@ -551,13 +551,7 @@ def main(argv: list[str] | None = None) -> int:
     if report.ratio is not None:
         verdict = "meets" if report.ratio >= TARGET_RATIO else "MISSES"
         print(f"target   ratio >= {TARGET_RATIO:.0f}x: {verdict} ({report.ratio:.1f}x)")
-    report.load_average.append(os.getloadavg()[0])
-    print(
-        f"load     1-minute load average {report.load_average[0]:.2f} at start, "
-        f"{report.load_average[1]:.2f} at end ({report.cpu_count} cores)"
-    )
-    if args.json is not None:
-        args.json.write_text(json.dumps(asdict(report), indent=2) + "\n")
+    finish(report, args.json)
     return 0 if ok else 1
 
 

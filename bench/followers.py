@@ -41,7 +41,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import multiprocessing
 import os
 import re
@@ -52,7 +51,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -64,6 +63,7 @@ HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 from _backends import PostgresDatabases  # noqa: E402
 from _processes import ServeOptions, ServeProcess  # noqa: E402
+from reporting import finish  # noqa: E402
 
 PROJECT = HERE / "followers_project"
 WORKFLOW = "followers"
@@ -444,10 +444,8 @@ def main() -> None:
             (many.followers - 1) * many.events
         )
         report.marginal_cpu_us_per_follower_event = round(marginal * 1e6, 3)
-    report.load_average.append(os.getloadavg()[0])
     print_report(report, one, many)
-    if options.json is not None:
-        options.json.write_text(json.dumps(asdict(report), indent=2) + "\n")
+    finish(report, options.json)
 
 
 @contextlib.contextmanager
@@ -491,8 +489,7 @@ def print_report(report: Report, one: Figure, many: Figure) -> None:
     )
     print(
         f"host CPU s: {many.host_cpu_seconds} / {one.host_cpu_seconds};"
-        f" client CPU s: {many.client_cpu_seconds} / {one.client_cpu_seconds};"
-        f" load average {report.load_average[0]:.2f} -> {report.load_average[-1]:.2f}"
+        f" client CPU s: {many.client_cpu_seconds} / {one.client_cpu_seconds}"
     )
 
 

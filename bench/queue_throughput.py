@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import secrets
 import signal
@@ -30,13 +29,15 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 import psycopg
 from sqlalchemy.engine import make_url
+
+from reporting import finish
 
 HERE = Path(__file__).parent
 PROJECT = HERE / "queue_project"
@@ -322,9 +323,7 @@ def main() -> None:
                 f"{workload:6}  {figure.workers} worker(s) x {figure.concurrency}:"
                 f" {figure.tasks_per_second} tasks/s, {figure.tasks_per_second / one:.2f}x{anchor}"
             )
-    report.load_average.append(os.getloadavg()[0])
-    if options.json is not None:
-        options.json.write_text(json.dumps(asdict(report), indent=2) + "\n")
+    finish(report, options.json)
 
 
 if __name__ == "__main__":

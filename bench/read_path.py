@@ -33,7 +33,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +47,7 @@ from queue_throughput import (  # noqa: E402  (the benches' shared helpers)
     fresh_database,
     wait_ready,
 )
+from reporting import finish  # noqa: E402
 
 KEY = "bench_" + "r" * 24
 TENANT = "bench"
@@ -285,7 +286,6 @@ def measure(options: argparse.Namespace) -> Report:
                 )
         finally:
             processes.stop()
-    report.load_average.append(os.getloadavg()[0])
     return report
 
 
@@ -303,9 +303,7 @@ def main() -> None:
     if options.serve_bare:
         serve_bare(int(options.serve_bare[0]), Path(options.serve_bare[1]))
         return
-    report = measure(options)
-    if options.json is not None:
-        options.json.write_text(json.dumps(asdict(report), indent=2) + "\n")
+    finish(measure(options), options.json)
 
 
 if __name__ == "__main__":

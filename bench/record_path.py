@@ -43,7 +43,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import psycopg
@@ -51,6 +51,7 @@ from sqlalchemy import select
 from sqlalchemy.engine import make_url
 
 from eval_throughput import backend_name, postgres_database
+from reporting import finish
 from wopeval.api.host import Host
 from wopeval.engine.runlog import now, timestamp
 from wopeval.settings import Settings
@@ -494,13 +495,7 @@ def main(argv: list[str] | None = None) -> int:
         result = run_store(url, args.runs, args.calls)
         report.stores.append(result)
         print_store(result)
-    report.load_average.append(os.getloadavg()[0])
-    print(
-        f"load       1-minute load average {report.load_average[0]:.2f} at start, "
-        f"{report.load_average[1]:.2f} at end ({report.cpu_count} cores)"
-    )
-    if args.json is not None:
-        args.json.write_text(json.dumps(asdict(report), indent=2) + "\n")
+    finish(report, args.json)
     return 0
 
 

@@ -264,6 +264,13 @@ class ModelServer:
         self._thread.join(START_DEADLINE_SECONDS)
         self._socket.close()
 
+    def __enter__(self) -> ModelServer:
+        self.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

@@ -24,12 +24,8 @@ QUESTION = "Which shelf holds order 7?"
 def model_server() -> Iterator[ModelServer]:
     script = ModelScript()
     script.add(QUESTION, [{"content": "shelf B"}])
-    server = ModelServer(script)
-    server.start()
-    try:
+    with ModelServer(script) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def test_a_command_agent_on_a_worker_reaches_its_tools_and_model_through_the_worker(

@@ -37,12 +37,8 @@ WORKFLOWS = {"llm-desk": "llm.desk", "llm-pinned": "llm.pinned", "llm-proxy": "l
 
 @pytest.fixture(scope="package")
 def model_server() -> Iterator[ModelServer]:
-    server = ModelServer()
-    server.start()
-    try:
+    with ModelServer() as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="package")

@@ -44,12 +44,8 @@ AGENTS = {
 def example_model() -> Iterator[ModelServer]:
     script = ModelScript()
     script.load(json.loads((EXAMPLE / "model-script.json").read_text(encoding="utf-8")))
-    server = ModelServer(script)
-    server.start()
-    try:
+    with ModelServer(script) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture
