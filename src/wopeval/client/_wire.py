@@ -85,30 +85,6 @@ class WireClient:
     def get_run(self, run_id: str) -> dict[str, Any]:
         return self._json("GET", f"/runs/{ids.project(run_id)}")
 
-    def list_runs(
-        self,
-        *,
-        limit: int = 50,
-        cursor: str | None = None,
-        workflow_id: str | None = None,
-        status: str | None = None,
-        tag: str | None = None,
-        agent_id: str | None = None,
-        created_after: str | None = None,
-    ) -> dict[str, Any]:
-        params: dict[str, str | int] = {"limit": limit}
-        for name, value in (
-            ("cursor", cursor),
-            ("workflowId", workflow_id),
-            ("status", status),
-            ("tag", tag),
-            ("agentId", agent_id),
-            ("createdAfter", created_after),
-        ):
-            if value:
-                params[name] = value
-        return self._json("GET", "/runs", params=params)
-
     def run_pages(
         self,
         *,
@@ -120,17 +96,21 @@ class WireClient:
         agent_id: str | None = None,
         created_after: str | None = None,
     ) -> Iterator[dict[str, Any]]:
-        """`list_runs` page after page from `cursor`, until a page has no `nextCursor`
+        """`GET /runs` page after page from `cursor`, until a page has no `nextCursor`
         (a caller that has seen enough stops asking)."""
+        params: dict[str, str | int] = {"limit": limit}
+        for name, value in (
+            ("workflowId", workflow_id),
+            ("status", status),
+            ("tag", tag),
+            ("agentId", agent_id),
+            ("createdAfter", created_after),
+        ):
+            if value:
+                params[name] = value
         while True:
-            page = self.list_runs(
-                limit=limit,
-                cursor=cursor,
-                workflow_id=workflow_id,
-                status=status,
-                tag=tag,
-                agent_id=agent_id,
-                created_after=created_after,
+            page = self._json(
+                "GET", "/runs", params={**params, "cursor": cursor} if cursor else params
             )
             yield page
             cursor = page.get("nextCursor")
