@@ -80,10 +80,15 @@ class _Group:
         await uow.model_calls.append(self.model_calls)
         await uow.invocations.append(self.invocations)
         await uow.trials.append(self.trials)
-        for rows in (self.events, self.calls, self.outcomes, self.model_calls):
+        for rows in (
+            self.events,
+            self.calls,
+            self.outcomes,
+            self.model_calls,
+            self.invocations,
+            self.trials,
+        ):
             rows.clear()
-        self.invocations.clear()
-        self.trials.clear()
         self.unfenced_runs.clear()
 
 
@@ -273,20 +278,7 @@ class _PlainSteps:
             for run_id, waiting in held.items()
         ]
         allowed_from = next(iter(held.values()))[0][1].transition.allowed_from
-        if len(moves) == 1:
-            (move,) = moves
-            last = await self._uow.runs.advance(
-                move.tenant,
-                move.run_id,
-                count=move.events,
-                allowed_from=allowed_from,
-                status=None,
-                values={},
-                trials=move.trials,
-            )
-            lasts = {} if last is None else {move.run_id: last}
-        else:
-            lasts = await self._uow.runs.advance_each(moves, allowed_from)
+        lasts = await self._uow.runs.advance_each(moves, allowed_from)
         for move in moves:
             last = lasts.get(move.run_id)
             if last is None:  # no longer in a state these steps allow: all refused
