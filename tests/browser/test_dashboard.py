@@ -516,11 +516,14 @@ def test_an_eval_runs_failing_task_shows_its_diff_and_trace(
 
 def test_the_task_table_sorts_and_filters(dashboard: Dashboard, page: Page) -> None:
     page.goto(dashboard.url(eval_page(dashboard.base.run_id)))
+    # Each tab and each sort is a page of its own: wait for it before reading its rows.
     page.click("nav.tabs >> text=failed")
+    expect(page.locator('nav.tabs a[aria-current="true"]')).to_have_text("failed")
     assert [
         r.get_attribute("data-task-id") for r in page.locator("#task-table tbody tr").all()
     ] == ["base-only"]
     page.click("nav.tabs >> text=all")
+    expect(page.locator('nav.tabs a[aria-current="true"]')).to_have_text("all")
     page.click("#task-table th >> text=Score")
     expect(page.locator('#task-table th[aria-sort="ascending"]')).to_have_text("Score")
     ascending = [
@@ -528,6 +531,7 @@ def test_the_task_table_sorts_and_filters(dashboard: Dashboard, page: Page) -> N
     ]
     assert ascending == ["base-only", "shared-a", "shared-b"]
     page.click("#task-table th >> text=Score")
+    expect(page.locator('#task-table th[aria-sort="descending"]')).to_have_text("Score")
     descending = [
         r.get_attribute("data-task-id") for r in page.locator("#task-table tbody tr").all()
     ]
