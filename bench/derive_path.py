@@ -190,7 +190,7 @@ class Report:
 def fresh_store(database_url: str, scratch: Path) -> Iterator[str]:
     """The URL of an empty store: a SQLite file in `scratch`, or a fresh PostgreSQL database."""
     if database_url == "sqlite":
-        yield f"sqlite+aiosqlite:///{scratch / 'wopeval.db'}"
+        yield f"sqlite:///{scratch / 'wopeval.db'}"
     elif database_url.startswith("sqlite"):
         yield database_url
     else:

@@ -80,7 +80,7 @@ class ServeOptions:
         """The URL the host resolves (the SQLite file in the data dir by default)."""
         if self.database_url:
             return self.database_url
-        return f"sqlite+aiosqlite:///{(self.data_dir / 'wopeval.db').resolve()}"
+        return f"sqlite:///{(self.data_dir / 'wopeval.db').resolve()}"
 
     def embedded(self) -> list[str]:
         """The options that put an embedded CLI command on this host's data and database."""

@@ -116,7 +116,7 @@ class Settings(BaseSettings):
     def resolved_database_url(self) -> str:
         if self.database_url:
             return self.database_url
-        return f"sqlite+aiosqlite:///{(self.data_dir / 'wopeval.db').resolve()}"
+        return f"sqlite:///{(self.data_dir / 'wopeval.db').resolve()}"
 
 
 def parse_api_keys(pairs: list[str]) -> dict[str, str]:

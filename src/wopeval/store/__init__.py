@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -106,6 +107,9 @@ class UnitOfWork:
 class Store:
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
+        self._one_writer = asyncio.Lock() if engine.dialect.name == "sqlite" else None
+        """SQLite runs on the event loop (store/_sqlite_inline.py): a writer that waited for
+        another inside SQLite would block the loop, so this process's writers take turns."""
 
     @classmethod
     async def open(cls, url: str) -> Store:
@@ -115,7 +119,11 @@ class Store:
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[UnitOfWork]:
-        async with self.engine.begin() as connection:
+        if self._one_writer is None:
+            async with self.engine.begin() as connection:
+                yield UnitOfWork(connection)
+            return
+        async with self._one_writer, self.engine.begin() as connection:
             yield UnitOfWork(connection)
 
     @asynccontextmanager

@@ -10,9 +10,11 @@ from typing import Any
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import Connection, event, text
+from sqlalchemy.dialects import registry
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from wopeval.store import _sqlite_inline
 from wopeval.wire import json_text
 
 _MIGRATIONS = Path(__file__).with_name("migrations")
@@ -20,15 +22,20 @@ MIGRATION_LOCK_KEY = 0x776F_7066
 """The advisory lock that serialises migrations of one PostgreSQL database ("wopf")."""
 
 
+registry.register(f"sqlite.{_sqlite_inline.DRIVER}", _sqlite_inline.__name__, "InlineSQLiteDialect")
+
+
 def sqlite_url(data_dir: Path) -> str:
-    return f"sqlite+aiosqlite:///{data_dir / 'wopeval.db'}"
+    return f"sqlite:///{data_dir / 'wopeval.db'}"
 
 
 def create_engine(url: str) -> AsyncEngine:
     if url.startswith("sqlite"):
         _private_sqlite_files(url)
         engine = create_async_engine(
-            url,
+            # Whatever driver the URL names (`sqlite://`, `sqlite+aiosqlite://`), the store
+            # runs SQLite on the event loop (store/_sqlite_inline.py).
+            make_url(url).set(drivername=f"sqlite+{_sqlite_inline.DRIVER}"),
             connect_args={"timeout": 30},
             # JSON columns written and read by the hot path's codec (wire/json_text.py).
             json_serializer=json_text.compact,
