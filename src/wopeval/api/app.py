@@ -13,6 +13,7 @@ from wopeval.api import errors as error_handlers
 from wopeval.api import openapi_errors
 from wopeval.api.deps import InvocationAccess
 from wopeval.api.host import SERVING, Host, Role
+from wopeval.api.hot_reads import HotReads
 from wopeval.api.middleware import LegacyPathIds, VersionNegotiation
 from wopeval.api.request_guard import RequestGuard
 from wopeval.api.routes import (
@@ -90,6 +91,7 @@ def create_app(
     logging.getLogger("uvicorn.access").addFilter(mcp.REDACT_TOKENS)
     # Each one added wraps the ones before it: the version header goes on every answer,
     # and a refused body is refused before any route, credential check or parser runs.
+    app.add_middleware(HotReads)
     app.add_middleware(error_handlers.CrashGuard)
     app.add_middleware(RequestGuard, max_body_bytes=settings.max_body_bytes)
     app.add_middleware(LegacyPathIds)

@@ -36,6 +36,10 @@ RUN_CHANNEL = "wopeval_run"
 """The NOTIFY channel a commit to a run's log is announced on; the payload is the run id."""
 # The plan holds a whole suite document; reads that render or judge a run never need it.
 _LISTED = [column for column in runs.c if column.name != "plan"]
+_GET = select(*_LISTED).where(
+    runs.c.tenant == bindparam("tenant"), runs.c.run_id == bindparam("run_id")
+)
+"""One run's row, built once: a run's watchers read it many times a second."""
 _last_created_seq = 0
 
 
@@ -203,9 +207,7 @@ class RunsRepo:
         await self._connection.execute(runs.insert().values(**record.to_row()))
 
     async def get(self, tenant: str, run_id: str) -> RunRecord | None:
-        result = await self._connection.execute(
-            select(*_LISTED).where(and_(runs.c.tenant == tenant, runs.c.run_id == run_id))
-        )
+        result = await self._connection.execute(_GET, {"tenant": tenant, "run_id": run_id})
         row = result.mappings().first()
         return RunRecord.from_row(row) if row else None
 

@@ -37,6 +37,11 @@ def create_engine(url: str) -> AsyncEngine:
             # runs SQLite on the event loop (store/_sqlite_inline.py).
             make_url(url).set(drivername=f"sqlite+{_sqlite_inline.DRIVER}"),
             connect_args={"timeout": 30},
+            # SQLAlchemy returns a connection to the pool from a task of its own, so a burst
+            # of short reads holds more connections than it uses; beyond the pool's size each
+            # would be opened anew (its pragmas set, the schema read again) and closed.
+            pool_size=32,
+            max_overflow=32,
             # JSON columns written and read by the hot path's codec (wire/json_text.py).
             json_serializer=json_text.compact,
             json_deserializer=json_text.parse,
@@ -45,8 +50,11 @@ def create_engine(url: str) -> AsyncEngine:
         return engine
     return create_async_engine(
         url,
-        pool_size=10,
-        max_overflow=20,
+        # As many at most as before (30 a process), all of them kept once opened: a
+        # connection beyond the pool's size is closed when it is returned, and a new one is a
+        # new server process, so a burst of reads would open and close them by the dozen.
+        pool_size=30,
+        max_overflow=0,
         pool_pre_ping=True,
         json_serializer=json_text.compact,
         json_deserializer=json_text.parse,

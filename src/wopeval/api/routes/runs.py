@@ -13,10 +13,12 @@ from wopeval.api import idempotency
 from wopeval.api.deps import EngineDep, HostDep, PrincipalDep, path_run_id
 from wopeval.api.snapshots import created, run_links, snapshot
 from wopeval.engine import commands
+from wopeval.engine.host import Engine
 from wopeval.engine.replay import fork_point
 from wopeval.engine.runlog import timestamp
 from wopeval.store import RunFilter, RunRecord, decode_cursor, encode_cursor
 from wopeval.wire import errors, limits
+from wopeval.wire.principal import Principal
 from wopeval.wire.runs import (
     BulkCancelRequest,
     CancelRunRequest,
@@ -70,7 +72,13 @@ def _check_common(body: CreateRunRequest, tenant: str) -> None:
 
 @router.get("/runs/{runId}", operation_id="getRun")
 async def get_run(runId: str, principal: PrincipalDep, engine: EngineDep) -> JSONResponse:
-    record = await engine.get_run(principal, path_run_id(runId, principal))
+    # A successful read is answered before the router (api/hot_reads.py); a refusal here.
+    return await run_answer(engine, principal, runId)
+
+
+async def run_answer(engine: Engine, principal: Principal, segment: str) -> JSONResponse:
+    """The RunSnapshot of the caller's run named by a `{runId}` path segment."""
+    record = await engine.get_run(principal, path_run_id(segment, principal))
     return JSONResponse(snapshot(record))
 
 
