@@ -127,7 +127,7 @@ class Store:
             async with self.engine.begin() as connection:
                 yield UnitOfWork(connection)
             return
-        async with self._one_writer, self.engine.begin() as connection:
+        async with self._one_writer, self._sqlite() as connection, connection.begin():
             yield UnitOfWork(connection)
 
     @asynccontextmanager
@@ -136,12 +136,18 @@ class Store:
             async with self._reader.connect() as connection:
                 yield UnitOfWork(connection)
             return
-        # SQLAlchemy's context manager closes a connection in a task of its own, so that a
-        # cancel cannot cut the close short; SQLite's close here never waits (it runs on
-        # the loop), so it is closed in place, a task and a loop turn cheaper per read.
+        async with self._sqlite() as connection:
+            yield UnitOfWork(connection)
+
+    @asynccontextmanager
+    async def _sqlite(self) -> AsyncIterator[AsyncConnection]:
+        """A SQLite connection, closed in place: SQLAlchemy's context manager closes one in a
+        task of its own, so that a cancel cannot cut the close short, but SQLite's close
+        never waits here (it runs on the loop): a task and a loop turn less per read and
+        per transaction."""
         connection = await self.engine.connect()
         try:
-            yield UnitOfWork(connection)
+            yield connection
         finally:
             await connection.close()
 

@@ -92,6 +92,24 @@ def _held(row: Any) -> bool:
     return bool(row.recorded and row.erased_at is None and row.status != "unknown")
 
 
+_COMPLETE = (
+    update(tool_calls)
+    .where(
+        and_(
+            tool_calls.c.run_id == bindparam("key_run_id"),
+            tool_calls.c.sequence == bindparam("key_sequence"),
+        )
+    )
+    .values(
+        status=bindparam("new_status"),
+        result=bindparam("new_result"),
+        error=bindparam("new_error"),
+        duration_ms=bindparam("new_duration_ms"),
+    )
+)
+"""A live call's outcome, built once: every live call lands one."""
+
+
 class ToolCallsRepo:
     def __init__(self, connection: AsyncConnection) -> None:
         self._connection = connection
@@ -104,23 +122,8 @@ class ToolCallsRepo:
         """Give live calls, keyed by run and `agent.tool-called` sequence, their outcome."""
         if not outcomes:
             return
-        statement = (
-            update(tool_calls)
-            .where(
-                and_(
-                    tool_calls.c.run_id == bindparam("key_run_id"),
-                    tool_calls.c.sequence == bindparam("key_sequence"),
-                )
-            )
-            .values(
-                status=bindparam("new_status"),
-                result=bindparam("new_result"),
-                error=bindparam("new_error"),
-                duration_ms=bindparam("new_duration_ms"),
-            )
-        )
         await self._connection.execute(
-            statement,
+            _COMPLETE,
             [
                 {
                     "key_run_id": run_id,
