@@ -11,10 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-import numpy as np
-from scipy.sparse import csr_array
-from scipy.sparse.csgraph import maximum_bipartite_matching
-
 from wopeval.evals._grade import SHOWN_CHANGES, Grade, describe_changes, shown
 from wopeval.evals._jsondiff import PathChange, json_diff, subset_diff
 from wopeval.evals._matcher import args_match
@@ -147,6 +143,12 @@ def _max_pairing(wanted: Sequence[ExpectedCall], made: Sequence[ExecutedCall]) -
     """
     if not wanted or not made:
         return [-1] * len(wanted)
+    # SciPy (and NumPy with it) costs ~0.5 s to import, paid by every process that imports
+    # the evals (the CLI, each host); only an unordered trajectory grade needs it.
+    import numpy as np
+    from scipy.sparse import csr_array
+    from scipy.sparse.csgraph import maximum_bipartite_matching
+
     graph = np.array([[_matches(w, m) for m in made] for w in wanted], dtype=np.int8)
     pairs = maximum_bipartite_matching(csr_array(graph), perm_type="column")
     return [int(j) for j in pairs]
