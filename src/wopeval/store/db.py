@@ -5,10 +5,8 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from alembic import command
-from alembic.config import Config
 from sqlalchemy import Connection, event, text
 from sqlalchemy.dialects import registry
 from sqlalchemy.engine import make_url
@@ -16,6 +14,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from wopeval.store import _sqlite_inline
 from wopeval.wire import json_text
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 _MIGRATIONS = Path(__file__).with_name("migrations")
 MIGRATION_LOCK_KEY = 0x776F_7066
@@ -91,12 +92,18 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 
 
 def alembic_config() -> Config:
+    # Alembic costs ~0.4 s to import; a CLI command that talks to a served host never
+    # migrates, so it is imported by the processes that open a store.
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(_MIGRATIONS))
     return config
 
 
 def _upgrade(connection: Connection) -> None:
+    from alembic import command
+
     config = alembic_config()
     config.attributes["connection"] = connection
     command.upgrade(config, "head")
