@@ -2,19 +2,25 @@
 
 A real `wopeval serve` takes many concurrent creates, each with its own
 Idempotency-Key and a tag naming that key, and is killed outright (SIGKILL: no
-shutdown code runs) while creates are in flight. A round is repeated until the
-kill has left at least one key claimed but unanswered in the database, the
-window this test is about. Then a new serve starts on the same data directory
-and database and every key is sent again with the same body: each answer is a
-201 naming the run its first answer named, if it had one, and every key ends
-with exactly one run.
+shutdown code runs) while creates are in flight, at a moment it is caught with a
+key claimed but unanswered in the database, the window this test is about: it is
+stopped (SIGSTOP) now and then and its database read until it is caught so, then
+killed. (A kill at a random moment seldom lands there on SQLite, where a claim's
+answer follows it within one turn of the event loop.) Then a new serve starts on
+the same data directory and database and every key is sent again with the same
+body: each answer is a 201 naming the run its first answer named, if it had one,
+and every key ends with exactly one run.
 """
 
 from __future__ import annotations
 
 import itertools
+import os
+import random
 import secrets
+import signal
 import threading
+import time
 import uuid
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -32,6 +38,8 @@ KEYS_PER_ROUND = 96
 SENDERS = 24
 KILL_AFTER_ANSWERS = 24
 MAX_ROUNDS = 5
+PROBES = 200
+PROBE_GAP_SECONDS = 0.003
 Answer = tuple[int, dict[str, Any]] | None
 """Status and body, or None when the host died before answering."""
 
@@ -40,11 +48,29 @@ def _body(key: str) -> dict[str, Any]:
     return {"workflowId": "conformance-noop", "tags": [key]}
 
 
+def _kill_inside_the_window(serve: ServeProcess, database_url: str) -> None:
+    """SIGKILL the host at a moment it has a key claimed but unanswered, if it has one
+    before the senders are done: it is stopped, its database read, and let go on a little
+    until then."""
+    for _ in range(PROBES):
+        os.kill(serve.pid, signal.SIGSTOP)
+        if table_rows(database_url, "idempotency", status_code=None):
+            break
+        os.kill(serve.pid, signal.SIGCONT)
+        time.sleep(random.uniform(0, PROBE_GAP_SECONDS))
+    serve.kill()
+
+
 def _send_all(
-    serve: ServeProcess, api_key: str, keys: list[str], *, kill_after: int | None
+    serve: ServeProcess,
+    api_key: str,
+    keys: list[str],
+    *,
+    kill_after: int | None,
+    database_url: str = "",
 ) -> dict[str, Answer]:
-    """Send one create per key from `SENDERS` threads; SIGKILL the host after `kill_after`
-    answers, while the other senders' requests are in flight."""
+    """Send one create per key from `SENDERS` threads; after `kill_after` answers, kill the
+    host inside the window while the other senders' requests are in flight."""
     answered = itertools.count(1)
     lock = threading.Lock()
     local = threading.local()
@@ -62,7 +88,7 @@ def _send_all(
             return key, None
         with lock:
             if kill_after is not None and next(answered) == kill_after:
-                serve.kill()
+                _kill_inside_the_window(serve, database_url)
         return key, (response.status_code, response.json())
 
     try:
@@ -85,7 +111,15 @@ def test_a_crash_between_claim_and_answer_never_blocks_a_key(
         serve.wait_up()
         keys = [f"crash-{uuid.uuid4().hex}" for _ in range(KEYS_PER_ROUND)]
         try:
-            first.update(_send_all(serve, api_key, keys, kill_after=KILL_AFTER_ANSWERS))
+            first.update(
+                _send_all(
+                    serve,
+                    api_key,
+                    keys,
+                    kill_after=KILL_AFTER_ANSWERS,
+                    database_url=options.resolved_database_url(),
+                )
+            )
         finally:
             serve.kill()
         unanswered_at_crash = len(
