@@ -18,6 +18,7 @@ import re
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from wopeval.api.host import Host
+from wopeval.api.middleware import header
 from wopeval.api.routes.runs import run_answer
 from wopeval.wire import errors
 
@@ -35,7 +36,7 @@ class HotReads:
             host: Host | None = getattr(scope["app"].state, "host", None)
             if match is not None and host is not None:
                 try:
-                    principal = host.auth.authenticate(_authorization(scope))
+                    principal = host.auth.authenticate(header(scope, b"authorization"))
                     answer = await run_answer(host.engine, principal, match.group(1))
                 except errors.WireError:
                     pass  # the route answers a refusal, in its envelope
@@ -43,10 +44,3 @@ class HotReads:
                     await answer(scope, receive, send)
                     return
         await self.app(scope, receive, send)
-
-
-def _authorization(scope: Scope) -> str | None:
-    for name, value in scope["headers"]:
-        if name == b"authorization":
-            return str(value.decode("latin-1"))
-    return None

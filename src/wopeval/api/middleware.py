@@ -26,7 +26,7 @@ class VersionNegotiation:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        requested = _header(scope, b"openwop-version")
+        requested = header(scope, b"openwop-version")
         if requested is not None:
             match = _VERSION.match(requested)
             # A malformed value selects nothing; only a well-formed other major is refused.
@@ -85,7 +85,7 @@ class LegacyPathIds:
         await self.app(scope, receive, send)
 
 
-def _header(scope: Scope, name: bytes) -> str | None:
+def header(scope: Scope, name: bytes) -> str | None:
     for key, value in scope.get("headers", []):
         if key == name:
             return str(value.decode("latin-1"))
