@@ -26,6 +26,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from _backends import Backend
 from wopeval.api.app import create_app
+from wopeval.api.host import Host
 from wopeval.api.loopback import loopback_socket, quiet_server
 from wopeval.settings import Settings
 
@@ -59,6 +60,7 @@ class RequestLog:
 
 @dataclass
 class _Running:
+    app: FastAPI
     server: uvicorn.Server
     thread: threading.Thread
     sock: socket.socket
@@ -111,12 +113,21 @@ class ServerHandle:
             headers["Authorization"] = f"Bearer {self.keys[tenant]}"
         return httpx.Client(base_url=self.base_url, headers=headers, timeout=60.0, trust_env=False)
 
+    @property
+    def host(self) -> Host:
+        """The running app's host, for a test that looks inside it (its store, its engine)."""
+        if self._running is None:
+            raise RuntimeError("the server is not running")
+        host: Host = self._running.app.state.host
+        return host
+
     # ── lifecycle ────────────────────────────────────────────────────
 
     def start(self) -> None:
         if self._running is not None:
             raise RuntimeError("the server is already running")
-        app: ASGIApp = self.app_factory(self.settings)
+        fastapi_app = self.app_factory(self.settings)
+        app: ASGIApp = fastapi_app
         if self.request_log is not None:
             app = self.request_log.wrap(app)
         server = quiet_server(app, graceful_seconds=10)
@@ -130,7 +141,7 @@ class ServerHandle:
                 errors.append(exc)
 
         thread = threading.Thread(target=serve, name=f"wopeval-{self.backend}", daemon=True)
-        running = _Running(server, thread, sock, errors)
+        running = _Running(fastapi_app, server, thread, sock, errors)
         thread.start()
         deadline = time.monotonic() + START_DEADLINE_SECONDS
         while not server.started:

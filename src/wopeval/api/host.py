@@ -33,6 +33,7 @@ from wopeval.engine.health import HealthReport, all_ok, database_check
 from wopeval.engine.host import Engine
 from wopeval.engine.notifier import Notifier
 from wopeval.engine.project import connect_mcp_servers, load_project
+from wopeval.engine.read_cache import ReadCache
 from wopeval.engine.run_queue import QueueFactory
 from wopeval.engine.runlog import now
 from wopeval.engine.tail import Tails
@@ -129,7 +130,9 @@ class Host:
                 settings=settings,
                 store=store,
                 catalog=catalog,
-                notifier=Notifier(),
+                # Workers change a queue-mode host's runs: it keeps no answers of their
+                # reads (engine/read_cache.py).
+                notifier=Notifier(ReadCache() if queue is None else None),
                 catalog_digest=digest,
                 queue=None if queue is None else queue(catalog, digest),
             )

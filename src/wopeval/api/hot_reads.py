@@ -6,7 +6,8 @@ reads"). This pure-ASGI layer sits inside the host's own middlewares (the versio
 legacy ids, the request guard, the crash guard), so what they do to every answer they
 still do, and answers a successful read itself: the same credential check, the same
 tenant-bound run id, the same store read, the same `JSONResponse` (the route's own
-`run_answer`). A refusal of any kind — no key, a malformed
+`run_answer`, which answers a repeat from what it kept since the run last changed,
+engine/read_cache.py). A refusal of any kind — no key, a malformed
 or another tenant's id, no such run — is passed on to the route, which answers it in
 the wire's envelope exactly as before; such a request costs the checks twice.
 """

@@ -152,12 +152,14 @@ class LogWriter:
             try:
                 landed = await self._write(batch)
             except asyncio.CancelledError as cancelled:
+                self._unsure(batch)
                 # Nothing else will flush once this task is cancelled: fail what is queued too.
                 for queued in batch + self._queue:
                     _settle(queued, cancelled)
                 self._queue = []
                 raise
             except Exception:
+                self._unsure(batch)
                 log.warning("a group commit failed; writing its steps one by one", exc_info=True)
                 for queued in batch:
                     try:
@@ -211,6 +213,12 @@ class LogWriter:
                     {queued.run_id for queued, ok in zip(batch, landed, strict=True) if ok}
                 )
         return landed
+
+    def _unsure(self, batch: list[_Queued]) -> None:
+        """A commit that failed may still have landed (its connection lost at COMMIT):
+        the readers of its runs, and the answers kept of them, read the store again."""
+        for run_id in {queued.run_id for queued in batch}:
+            self._notifier.notify(run_id)
 
     def _finish(self, batch: list[_Queued], landed: list[bool]) -> None:
         for queued, ok in zip(batch, landed, strict=True):

@@ -71,15 +71,25 @@ def _check_common(body: CreateRunRequest, tenant: str) -> None:
 
 
 @router.get("/runs/{runId}", operation_id="getRun")
-async def get_run(runId: str, principal: PrincipalDep, engine: EngineDep) -> JSONResponse:
+async def get_run(runId: str, principal: PrincipalDep, engine: EngineDep) -> Response:
     # A successful read is answered before the router (api/hot_reads.py); a refusal here.
     return await run_answer(engine, principal, runId)
 
 
-async def run_answer(engine: Engine, principal: Principal, segment: str) -> JSONResponse:
-    """The RunSnapshot of the caller's run named by a `{runId}` path segment."""
-    record = await engine.get_run(principal, path_run_id(segment, principal))
-    return JSONResponse(snapshot(record))
+async def run_answer(engine: Engine, principal: Principal, segment: str) -> Response:
+    """The RunSnapshot of the caller's run named by a `{runId}` path segment: as kept
+    since the run last changed, where this host keeps answers (engine/read_cache.py)."""
+    run_id = path_run_id(segment, principal)
+    cache = engine.notifier.cache
+    if cache is None:
+        return JSONResponse(snapshot(await engine.get_run(principal, run_id)))
+    kept = cache.get(principal.tenant, run_id)
+    if kept is not None:
+        return Response(kept, media_type="application/json")
+    read_at = cache.epoch
+    answer = JSONResponse(snapshot(await engine.get_run(principal, run_id)))
+    cache.keep(principal.tenant, run_id, bytes(answer.body), read_at)
+    return answer
 
 
 @router.get("/runs", operation_id="listRuns")
