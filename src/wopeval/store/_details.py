@@ -78,13 +78,18 @@ class StoredTrial:
     erased: bool
 
 
+_APPEND_INVOCATIONS = invocations.insert()
+_APPEND_TRIALS = task_trials.insert()
+"""Built once: the run log writer inserts through them in every transaction it writes."""
+
+
 class InvocationsRepo:
     def __init__(self, connection: AsyncConnection) -> None:
         self._connection = connection
 
     async def append(self, rows: Sequence[dict[str, Any]]) -> None:
         if rows:
-            await self._connection.execute(invocations.insert(), list(rows))
+            await self._connection.execute(_APPEND_INVOCATIONS, list(rows))
 
     async def copy(self, source_run_id: str, target_run_id: str) -> None:
         """Give a replay the invocations of the run it re-emits."""
@@ -123,7 +128,7 @@ class TrialsRepo:
 
     async def append(self, rows: Sequence[dict[str, Any]]) -> None:
         if rows:
-            await self._connection.execute(task_trials.insert(), list(rows))
+            await self._connection.execute(_APPEND_TRIALS, list(rows))
 
     async def copy(self, source_run_id: str, target_run_id: str) -> None:
         """Give a replay the trial details of the run it re-emits (same erasure)."""

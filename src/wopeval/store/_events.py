@@ -25,6 +25,10 @@ class StoredEvent:
     doc: str
 
 
+_APPEND = events.insert()
+"""Built once: the run log writer inserts through it in every transaction it writes."""
+
+
 class EventsRepo:
     def __init__(self, connection: AsyncConnection) -> None:
         self._connection = connection
@@ -32,7 +36,7 @@ class EventsRepo:
     async def append(self, rows: Sequence[dict[str, Any]]) -> None:
         """Insert rows `{run_id, sequence, type, doc}`; a sequence taken twice fails the step."""
         if rows:
-            await self._connection.execute(events.insert(), list(rows))
+            await self._connection.execute(_APPEND, list(rows))
 
     async def read(
         self, run_id: str, *, after: int, through: int | None = None

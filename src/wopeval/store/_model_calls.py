@@ -61,13 +61,17 @@ def _held(row: Any) -> bool:
     return bool(row.recorded and row.erased_at is None)
 
 
+_APPEND = model_calls.insert()
+"""Built once: the run log writer inserts through it in every transaction it writes."""
+
+
 class ModelCallsRepo:
     def __init__(self, connection: AsyncConnection) -> None:
         self._connection = connection
 
     async def append(self, rows: Sequence[dict[str, Any]]) -> None:
         if rows:
-            await self._connection.execute(model_calls.insert(), list(rows))
+            await self._connection.execute(_APPEND, list(rows))
 
     async def of_run(self, run_id: str) -> list[dict[str, Any]]:
         result = await self._connection.execute(

@@ -8,7 +8,18 @@ from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import JsonValue
-from sqlalchemy import Text, and_, bindparam, cast, func, or_, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Text,
+    and_,
+    bindparam,
+    cast,
+    func,
+    literal,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from wopeval.evals import RecordedCall, RecordedStatus, ServedBy
@@ -50,46 +61,55 @@ class ToolCallOutcome:
     recorded: bool
 
 
-def _recorded_call(
-    row: Any, inputs: JsonValue, result: JsonValue, error: dict[str, JsonValue] | None
-) -> RecordedCall:
-    return RecordedCall(
-        sequence=row.sequence,
-        invocation_id=row.invocation_id,
-        agent_id=row.agent_id,
-        is_delegate=row.is_delegate,
-        tool=row.tool,
-        call_id=row.call_id,
-        inputs=inputs,
-        status=row.status,
-        result=result,
-        error=error,
-        served_by=row.served_by,
-        duration_ms=row.duration_ms,
-    )
+_LISTED = (
+    tool_calls.c.run_id,
+    tool_calls.c.sequence,
+    tool_calls.c.invocation_id,
+    tool_calls.c.agent_id,
+    tool_calls.c.is_delegate,
+    tool_calls.c.tool,
+    tool_calls.c.call_id,
+    tool_calls.c.status,
+    tool_calls.c.served_by,
+    tool_calls.c.duration_ms,
+    tool_calls.c.recorded,
+    tool_calls.c.erased_at,
+)
 
 
-_CONTENT = (tool_calls.c.inputs, tool_calls.c.result, tool_calls.c.error)
-_AS_TEXT = [column for column in tool_calls.c if column not in _CONTENT] + [
-    cast(column, Text).label(column.name) for column in _CONTENT
-]
-"""Every column, the content ones as their stored JSON text: `_decode_contents` decodes
-the text of all the rows in one parse, not three per row (a 10,000-call source
-spent most of its derivation there)."""
+def _json_text(column: ColumnElement[Any]) -> ColumnElement[str]:
+    return func.coalesce(cast(column, Text), "null")
 
 
-def _decode_contents(rows: Sequence[Any]) -> list[Any]:
-    """Each row's `[inputs, result, error]`, decoded; SQL NULL reads as JSON null."""
-    texts = ",".join(
-        f"[{row.inputs or 'null'},{row.result or 'null'},{row.error or 'null'}]" for row in rows
-    )
-    contents: list[Any] = json_text.parse(f"[{texts}]")
-    return contents
+_CONTENTS = (
+    literal("[", Text)
+    + _json_text(tool_calls.c.inputs)
+    + ","
+    + _json_text(tool_calls.c.result)
+    + ","
+    + _json_text(tool_calls.c.error)
+    + "]"
+).label("contents")
+"""A call's `[inputs, result, error]` as JSON text, put together by the database: the
+contents of all the rows read are then decoded in one parse (a 10,000-call source spent
+most of its derivation decoding, and building, them a row at a time)."""
 
 
-def _held(row: Any) -> bool:
-    """Recorded with its content and outcome, and not erased since."""
-    return bool(row.recorded and row.erased_at is None and row.status != "unknown")
+def _recorded_calls(rows: Sequence[Any]) -> list[tuple[str, RecordedCall, bool]]:
+    """Rows of `_LISTED` and `_CONTENTS`, each as its run, its call and whether the call
+    is held: recorded with its content and outcome, and not erased since."""
+    contents = json_text.parse("[" + ",".join(row[-1] for row in rows) + "]")
+    calls = []
+    for row, (inputs, result, error) in zip(rows, contents, strict=True):
+        (run_id, sequence, invocation_id, agent_id, is_delegate, tool, call_id, status,
+         served_by, duration_ms, recorded, erased_at, _) = row  # fmt: skip
+        call = RecordedCall(
+            sequence, invocation_id, agent_id, is_delegate, tool, call_id,
+            inputs, status, result, error, served_by, duration_ms,
+        )  # fmt: skip
+        held = bool(recorded) and erased_at is None and status != "unknown"
+        calls.append((run_id, call, held))
+    return calls
 
 
 _COMPLETE = (
@@ -110,13 +130,17 @@ _COMPLETE = (
 """A live call's outcome, built once: every live call lands one."""
 
 
+_APPEND = tool_calls.insert()
+"""Built once: the run log writer inserts through it in every transaction it writes."""
+
+
 class ToolCallsRepo:
     def __init__(self, connection: AsyncConnection) -> None:
         self._connection = connection
 
     async def append(self, rows: Sequence[dict[str, Any]]) -> None:
         if rows:
-            await self._connection.execute(tool_calls.insert(), list(rows))
+            await self._connection.execute(_APPEND, list(rows))
 
     async def complete(self, outcomes: Sequence[tuple[str, int, ToolCallOutcome]]) -> None:
         """Give live calls, keyed by run and `agent.tool-called` sequence, their outcome."""
@@ -148,27 +172,26 @@ class ToolCallsRepo:
         if not found:
             return found
         result = await self._connection.execute(
-            select(*_AS_TEXT)
+            select(*_LISTED, _CONTENTS)
             .where(and_(tool_calls.c.run_id.in_(list(found)), tool_calls.c.agent_id == agent_id))
             .order_by(tool_calls.c.run_id, tool_calls.c.sequence)
         )
-        rows = result.all()
-        for row, (inputs, output, error) in zip(rows, _decode_contents(rows), strict=True):
-            calls, all_held = found[row.run_id]
-            calls.append(_recorded_call(row, inputs, output, error))
-            if all_held and not _held(row):
-                found[row.run_id] = (calls, False)
+        for run_id, call, held in _recorded_calls(result.all()):
+            calls, all_held = found[run_id]
+            calls.append(call)
+            if all_held and not held:
+                found[run_id] = (calls, False)
         return found
 
     async def page(self, run_id: str, *, after: int, limit: int) -> list[RecordedCall]:
         """Every agent's calls in the run after sequence `after`, in order, at most `limit`."""
         result = await self._connection.execute(
-            select(tool_calls)
+            select(*_LISTED, _CONTENTS)
             .where(and_(tool_calls.c.run_id == run_id, tool_calls.c.sequence > after))
             .order_by(tool_calls.c.sequence)
             .limit(limit)
         )
-        return [_recorded_call(row, row.inputs, row.result, row.error) for row in result]
+        return [call for _, call, _ in _recorded_calls(result.all())]
 
     async def still_held(self, run_ids: Collection[str], agent_id: str) -> bool:
         """Whether the agent's calls in the runs still hold their content, share-locking them.
