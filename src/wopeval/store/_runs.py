@@ -27,15 +27,14 @@ from sqlalchemy import (
 from sqlalchemy.engine import RowMapping
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from wopeval.store.tables import runs
+from wopeval.store.tables import run_plans, runs
 from wopeval.wire import errors, limits
 from wopeval.wire.runs import RunKind, RunStatus
 
 _ACTIVE = [s.value for s in RunStatus if not s.is_terminal]
 RUN_CHANNEL = "wopeval_run"
 """The NOTIFY channel a commit to a run's log is announced on; the payload is the run id."""
-# The plan holds a whole suite document; reads that render or judge a run never need it.
-_LISTED = [column for column in runs.c if column.name != "plan"]
+_LISTED = list(runs.c)
 _GET = select(*_LISTED).where(
     runs.c.tenant == bindparam("tenant"), runs.c.run_id == bindparam("run_id")
 )
@@ -69,6 +68,8 @@ class RunRecord:
     owner: dict[str, Any]
     request: dict[str, Any]
     plan: dict[str, Any] | None
+    """An eval run's plan as it is created; a record read back leaves it None (the plan is
+    kept apart from the row, `RunsRepo.plan` reads it)."""
     created_at: datetime
     started_at: datetime | None
     completed_at: datetime | None
@@ -95,7 +96,7 @@ class RunRecord:
             status=RunStatus(row["status"]),
             owner=row["owner"],
             request=row["request"],
-            plan=row.get("plan"),
+            plan=None,
             created_at=utc(row["created_at"]),
             started_at=aware(row["started_at"]),
             completed_at=aware(row["completed_at"]),
@@ -121,7 +122,6 @@ class RunRecord:
             "status": self.status.value,
             "owner": self.owner,
             "request": self.request,
-            "plan": self.plan,
             "created_at": self.created_at,
             "started_at": self.started_at,
             "completed_at": self.completed_at,
@@ -205,6 +205,10 @@ class RunsRepo:
 
     async def insert(self, record: RunRecord) -> None:
         await self._connection.execute(runs.insert().values(**record.to_row()))
+        if record.plan is not None:
+            await self._connection.execute(
+                run_plans.insert().values(run_id=record.run_id, plan=record.plan)
+            )
 
     async def get(self, tenant: str, run_id: str) -> RunRecord | None:
         result = await self._connection.execute(_GET, {"tenant": tenant, "run_id": run_id})
@@ -222,7 +226,9 @@ class RunsRepo:
 
     async def plan(self, tenant: str, run_id: str) -> dict[str, Any] | None:
         result = await self._connection.execute(
-            select(runs.c.plan).where(and_(runs.c.tenant == tenant, runs.c.run_id == run_id))
+            select(run_plans.c.plan)
+            .join(runs, runs.c.run_id == run_plans.c.run_id)
+            .where(and_(runs.c.tenant == tenant, runs.c.run_id == run_id))
         )
         plan: dict[str, Any] | None = result.scalar_one_or_none()
         return plan
@@ -249,9 +255,15 @@ class RunsRepo:
             runs.c.status: where.status,
             runs.c.kind: where.kind,
             runs.c.suite_id: where.suite_id,
-            runs.c.plan[("suite", "version")].as_string(): where.suite_version,
         }
         conditions = [column == value for column, value in equal.items() if value is not None]
+        if where.suite_version is not None:
+            conditions.append(
+                exists().where(
+                    run_plans.c.run_id == runs.c.run_id,
+                    run_plans.c.plan[("suite", "version")].as_string() == where.suite_version,
+                )
+            )
         if where.tag is not None:
             conditions.append(self._array_holds("request", "tags", where.tag))
         if where.agent_id is not None:

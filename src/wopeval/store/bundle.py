@@ -33,6 +33,7 @@ from wopeval.store.tables import (
     derived_fixtures,
     events,
     invocations,
+    run_plans,
     runs,
     task_trials,
     tool_calls,
@@ -167,12 +168,17 @@ async def import_runs(connection: AsyncConnection, path: Path, tenant: str) -> I
         if existing.first() is not None:
             raise BundleError(f"run {run_id} is already in this store; nothing was imported")
         for table, _ in _TABLES:
-            rows = [
-                _restore(table, _rewrite(table.name, row, rename, tenant))
-                for row in tables.get(table.name, [])
+            rows = [_rewrite(table.name, row, rename, tenant) for row in tables.get(table.name, [])]
+            # The store keeps a run's plan apart from its row (run_plans).
+            plans = [
+                {"run_id": row["run_id"], "plan": plan}
+                for row in (rows if table is runs else [])
+                if (plan := row.pop("plan", None)) is not None
             ]
             if rows:
-                await connection.execute(table.insert(), rows)
+                await connection.execute(table.insert(), [_restore(table, row) for row in rows])
+            if plans:
+                await connection.execute(run_plans.insert(), plans)
         imported.append(run_id)
     return Imported(imported, dict(manifest["origin"]))
 
@@ -185,6 +191,11 @@ async def _read_run(connection: AsyncConnection, run_id: str) -> dict[str, list[
             select(table).where(table.c[key] == run_id).order_by(*order)
         )
         tables[table.name] = [dict(row) for row in result.mappings()]
+    # The format's run rows carry their plan, though the store keeps it apart.
+    result = await connection.execute(select(run_plans.c.plan).where(run_plans.c.run_id == run_id))
+    plan = result.scalar_one_or_none()
+    for row in tables["runs"]:
+        row["plan"] = plan
     return tables
 
 

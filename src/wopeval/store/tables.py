@@ -46,7 +46,6 @@ runs = Table(
     Column("status", String(16), nullable=False),
     Column("owner", JSON, nullable=False),
     Column("request", JSON, nullable=False),
-    Column("plan", JSON, nullable=True),
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("started_at", DateTime(timezone=True), nullable=True),
     Column("completed_at", DateTime(timezone=True), nullable=True),
@@ -66,6 +65,15 @@ runs = Table(
     # Eval trials landed so far, counted under the row lock with each trial's commit.
     Column("landed_trials", Integer, nullable=False, server_default="0"),
     Index("ix_runs_tenant_created", "tenant", "created_seq"),
+)
+
+# An eval run's plan (its whole suite document among it), apart from the run's row: every
+# step a run lands moves that row, and SQLite writes a row whole when it updates it.
+run_plans = Table(
+    "run_plans",
+    metadata,
+    Column("run_id", String(300), primary_key=True),
+    Column("plan", JSON, nullable=False),
 )
 
 events = Table(
