@@ -33,27 +33,35 @@ class GlobalSuite:
 
 
 class ParsedSuites:
-    """Suite versions already validated, by (owner, suiteId, version); least recently used go.
+    """Suite versions already validated, by (owner, suiteId, version), with their documents;
+    least recently used go.
 
-    A published version never changes (a different document is refused), so a
-    version parsed once serves every later run of it without validating again.
+    A published version never changes (a different document is refused) and is never
+    deleted, so a version parsed once serves every later run of it without validating
+    again, and without reading its document from the store again (`document`).
     """
 
     def __init__(self, limit: int = 256) -> None:
         self._limit = limit
-        self._suites: OrderedDict[tuple[str, str, str], Suite] = OrderedDict()
+        self._suites: OrderedDict[tuple[str, str, str], tuple[Suite, dict[str, Any]]] = (
+            OrderedDict()
+        )
 
     def get(self, owner: str, document: dict[str, Any]) -> Suite:
         key = (owner, str(document.get("suiteId")), str(document.get("version")))
-        suite = self._suites.get(key)
-        if suite is None:
-            suite = parse_suite(document)
-            self._suites[key] = suite
+        kept = self._suites.get(key)
+        if kept is None:
+            kept = self._suites[key] = (parse_suite(document), document)
             if len(self._suites) > self._limit:
                 self._suites.popitem(last=False)
         else:
             self._suites.move_to_end(key)
-        return suite
+        return kept[0]
+
+    def document(self, owner: str, suite_id: str, version: str) -> dict[str, Any] | None:
+        """The document of a version parsed here before, if it still is kept."""
+        kept = self._suites.get((owner, suite_id, version))
+        return None if kept is None else kept[1]
 
 
 @dataclass

@@ -296,7 +296,9 @@ async def _find_owned_suite(
     if isinstance(parsed, evals.FixtureSuiteRef):
         shared = catalog.suite_by_fixture(parsed.fixture_id)
     else:
-        document = await uow.suites.get(tenant, parsed.suite_id, parsed.version)
+        document = catalog.parsed_suites.document(
+            tenant, parsed.suite_id, parsed.version
+        ) or await uow.suites.get(tenant, parsed.suite_id, parsed.version)
         if document is not None:
             return tenant, document
         shared = catalog.suite_by_version(parsed.suite_id, parsed.version)

@@ -1,0 +1,66 @@
+"""A tenant's suite version, once parsed for an eval, is not read from the store again.
+
+A published version never changes and is never deleted, so the catalog keeps the
+document beside the parsed suite (engine/catalog.py `ParsedSuites`): the next eval of it
+reads nothing. What it keeps is its tenant's own: another tenant's version of the same
+id is read from the store as before.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event
+
+from wopeval.engine.catalog import Catalog
+from wopeval.engine.eval_plan import find_suite
+from wopeval.engine.runlog import now
+
+from ._store import TENANT, open_store
+
+OTHER_TENANT = "globex"
+_SUITE_READ = re.compile(r"\s*SELECT\b.*\bFROM suites\b", re.DOTALL | re.IGNORECASE)
+
+
+def _document(answer: str) -> dict[str, Any]:
+    return {
+        "suiteId": "unit.evals.kept",
+        "version": "1.0.0",
+        "modes": ["golden"],
+        "tasks": [
+            {"taskId": "a", "input": None,
+             "expected": {"kind": "golden", "match": {"strategy": "exact", "value": answer}}}
+        ],
+    }  # fmt: skip
+
+
+async def test_a_parsed_version_is_served_without_a_store_read_and_only_to_its_tenant(
+    tmp_path: Path,
+) -> None:
+    ours, theirs = _document("ours"), _document("theirs")
+    async with open_store(tmp_path) as store:
+        async with store.transaction() as uow:
+            await uow.suites.put(TENANT, "unit.evals.kept", "1.0.0", ours, now())
+            await uow.suites.put(OTHER_TENANT, "unit.evals.kept", "1.0.0", theirs, now())
+        reads: list[str] = []
+
+        def note(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+            if _SUITE_READ.match(statement):
+                reads.append(statement)
+
+        event.listen(store.engine.sync_engine, "before_cursor_execute", note)
+        catalog = Catalog()
+        async with store.reading() as uow:
+            first = await find_suite("unit.evals.kept@1.0.0", TENANT, catalog, uow)
+            assert first == ours
+            assert len(reads) == 1
+            assert first is not None
+            catalog.parsed_suites.get(TENANT, first)  # what an eval's create does with it
+            again = await find_suite("unit.evals.kept@1.0.0", TENANT, catalog, uow)
+            assert again == ours
+            assert len(reads) == 1
+            other = await find_suite("unit.evals.kept@1.0.0", OTHER_TENANT, catalog, uow)
+            assert other == theirs
+            assert len(reads) == 2
