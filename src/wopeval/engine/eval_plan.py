@@ -404,18 +404,18 @@ async def load_sources(
     if not run_ids:
         return {}
     # These queries run whatever the run lookup found, so every refusal costs the same.
-    records = await uow.runs.get_many(tenant, run_ids)
+    states = await uow.runs.states(tenant, run_ids)
     held = await uow.tool_calls.held_calls(run_ids, agent_id)
     invoked = await uow.events.invoked_agents_of(run_ids)
     derived: dict[str, list[dict[str, JsonValue]]] = {}
     for run_id in run_ids:
-        record = records.get(run_id)
+        status = states.get(run_id)
         calls, all_held = held[run_id]
         facts = None
-        if record is not None:
+        if status is not None:
             facts = evals.SourceFacts(
-                tenant=record.tenant,
-                status=record.status,
+                tenant=tenant,
+                status=status,
                 agent_id=agent_id,
                 invocation_count=invoked[run_id].count(agent_id),
                 all_calls_held=all_held,

@@ -9,8 +9,7 @@ passed them, before the tool layer injected any credential (SR-1).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import JsonValue
 
@@ -26,9 +25,11 @@ outcome never reached the record (the host stopped first); such a run is no usab
 ServedBy = Literal["live", "fixture"]
 
 
-@dataclass(frozen=True, slots=True)
-class RecordedCall:
-    """One tool call as executed, as the host records it (docs/design.md §3 "Recording")."""
+class RecordedCall(NamedTuple):
+    """One tool call as executed, as the host records it (docs/design.md §3 "Recording").
+
+    A named tuple, immutable like a frozen dataclass and built several times faster: a
+    derivation builds one per call of its sources (10,000 for a 10,000-call source)."""
 
     sequence: int
     """Event sequence of the call's `agent.tool-called` in its run."""

@@ -215,14 +215,17 @@ class RunsRepo:
         row = result.mappings().first()
         return RunRecord.from_row(row) if row else None
 
-    async def get_many(self, tenant: str, run_ids: Collection[str]) -> dict[str, RunRecord]:
-        """The tenant's runs among `run_ids`, by id (those it has), in one query."""
+    async def states(self, tenant: str, run_ids: Collection[str]) -> dict[str, RunStatus]:
+        """The status of each of the tenant's runs among `run_ids` (those it has), in one
+        query: only the status, for a source's request may hold a whole task's input."""
         if not run_ids:
             return {}
         result = await self._connection.execute(
-            select(*_LISTED).where(and_(runs.c.tenant == tenant, runs.c.run_id.in_(list(run_ids))))
+            select(runs.c.run_id, runs.c.status).where(
+                and_(runs.c.tenant == tenant, runs.c.run_id.in_(list(run_ids)))
+            )
         )
-        return {row["run_id"]: RunRecord.from_row(row) for row in result.mappings()}
+        return {run_id: RunStatus(status) for run_id, status in result}
 
     async def plan(self, tenant: str, run_id: str) -> dict[str, Any] | None:
         result = await self._connection.execute(
