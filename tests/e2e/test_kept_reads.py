@@ -1,9 +1,10 @@
-"""A run's read is answered from what was kept until the run changes (engine/read_cache.py).
+"""A run's reads are answered from what was kept until the run changes (engine/read_cache.py).
 
-The host's store is watched for reads of the runs table while a gated run is read over
-the wire: while it waits, repeated reads answer the same snapshot without reading the
-store; once it is let go and ends, the next reads show it ended (the change dropped
-what was kept) and their repeats again read nothing.
+The host's store is watched for reads while a gated run is read over the wire: while it
+waits, repeated reads (its snapshot, a poll of its events) answer the same bytes without
+reading the store; once it is let go and ends, the next reads show it ended (the change
+dropped what was kept) and their repeats again read nothing. An erasure rewrites the
+stored events without a step: the next poll shows them scrubbed.
 """
 
 from __future__ import annotations
@@ -22,12 +23,12 @@ from ._gate import start_gated_run
 from ._server import TENANT_B, ServerHandle
 from ._support import RUN_DEADLINE_SECONDS
 
-_RUNS_READ = re.compile(r"\s*SELECT\b.*\bFROM runs\b", re.DOTALL | re.IGNORECASE)
+_RUNS_READ = re.compile(r"\s*SELECT\b.*\bFROM (runs|events)\b", re.DOTALL | re.IGNORECASE)
 
 
 @contextmanager
 def _run_reads(server: ServerHandle) -> Iterator[list[str]]:
-    """The statements that read the runs table while the block runs, as they are sent."""
+    """The statements that read the runs or events tables while the block runs."""
     seen: list[str] = []
 
     def note(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
@@ -42,10 +43,42 @@ def _run_reads(server: ServerHandle) -> Iterator[list[str]]:
         event.remove(engine, "before_cursor_execute", note)
 
 
-def _read(http: httpx.Client, segment: str) -> httpx.Response:
-    answer = http.get(f"/runs/{segment}")
+def _read(http: httpx.Client, segment: str, view: str = "") -> httpx.Response:
+    answer = http.get(f"/runs/{segment}{view}")
     assert answer.status_code == 200, answer.text
     return answer
+
+
+POLL = "/events/poll?afterSequence=-1&timeout=1"
+REPEATS = 6
+
+
+def _repeated(
+    server: ServerHandle, http: httpx.Client, segment: str, view: str = ""
+) -> tuple[list[httpx.Response], list[int]]:
+    """`REPEATS` reads of one view, and how many store reads each of them took.
+
+    A read that raced a commit of its run keeps nothing (engine/read_cache.py), so the
+    first one or two may read the store; the later ones must not."""
+    answers, costs = [], []
+    with _run_reads(server) as reads:
+        for _ in range(REPEATS):
+            before = len(reads)
+            answers.append(_read(http, segment, view))
+            costs.append(len(reads) - before)
+    return answers, costs
+
+
+def _until_ended(http: httpx.Client, segment: str, view: str = "") -> httpx.Response:
+    """Reads until one shows the run ended: a read kept from before would never show it."""
+    deadline = time.monotonic() + RUN_DEADLINE_SECONDS
+    while True:
+        answer = _read(http, segment, view)
+        body = answer.json()
+        if body.get("isTerminal") or body.get("status") == "completed":
+            return answer
+        assert time.monotonic() < deadline, "the reads never showed the run ended"
+        time.sleep(0.02)
 
 
 def test_repeated_reads_are_answered_from_what_was_kept_until_the_run_changes(
@@ -54,28 +87,68 @@ def test_repeated_reads_are_answered_from_what_was_kept_until_the_run_changes(
     run = start_gated_run(project_server, tmp_path)
     segment = run.run_id.replace("/", "~2F")
     with project_server.http() as http, project_server.http(TENANT_B) as other:
-        with _run_reads(project_server) as reads:
-            first = _read(http, segment)
-            assert len(reads) <= 1  # the first read may find nothing kept yet
-            before_repeats = len(reads)
-            repeats = [_read(http, segment) for _ in range(5)]
-            assert len(reads) == before_repeats  # not one store read for the repeats
-        assert first.json()["status"] == "running"
-        assert {answer.content for answer in repeats} == {first.content}
-        assert {answer.headers["content-type"] for answer in repeats} == {"application/json"}
+        waiting, costs = _repeated(project_server, http, segment)
+        assert costs[2:] == [0] * (REPEATS - 2)  # not one store read once kept
+        assert waiting[0].json()["status"] == "running"
+        assert {answer.content for answer in waiting} == {waiting[0].content}
+        assert {answer.headers["content-type"] for answer in waiting} == {"application/json"}
         # Another tenant is refused as before: the kept answer is the caller's alone.
         assert other.get(f"/runs/{segment}").status_code == 403
 
         run.release()
-        deadline = time.monotonic() + RUN_DEADLINE_SECONDS
-        with _run_reads(project_server) as reads:
-            while (latest := _read(http, segment)).json()["status"] == "running":
-                assert time.monotonic() < deadline, "the run never showed it ended"
-                time.sleep(0.02)
-            after_change = len(reads)
-            assert after_change >= 1  # the change dropped what was kept
-            ended = [_read(http, segment) for _ in range(5)]
-            assert len(reads) == after_change
+        latest = _until_ended(http, segment)
+        ended, costs = _repeated(project_server, http, segment)
+        assert costs[2:] == [0] * (REPEATS - 2)
     assert latest.json()["status"] == "completed"
     assert "completedAt" in latest.json()
     assert {answer.content for answer in ended} == {latest.content}
+
+
+def test_repeated_polls_are_answered_from_what_was_kept_until_the_run_changes(
+    project_server: ServerHandle, tmp_path: Path
+) -> None:
+    run = start_gated_run(project_server, tmp_path)
+    segment = run.run_id.replace("/", "~2F")
+    with project_server.http() as http, project_server.http(TENANT_B) as other:
+        waiting, costs = _repeated(project_server, http, segment, POLL)
+        assert costs[2:] == [0] * (REPEATS - 2)
+        first = waiting[-1].json()
+        assert first["events"]
+        assert not first["isTerminal"]
+        assert {answer.content for answer in waiting[2:]} == {waiting[-1].content}
+        assert other.get(f"/runs/{segment}{POLL}").status_code == 403
+
+        run.release()
+        latest = _until_ended(http, segment, POLL)
+        ended, costs = _repeated(project_server, http, segment, POLL)
+        assert costs[2:] == [0] * (REPEATS - 2)
+    events = latest.json()["events"]
+    assert len(events) > len(first["events"])  # the change dropped the kept page
+    assert events[-1]["type"] == "run.completed"
+    assert [event["sequence"] for event in events] == list(range(len(events)))
+    assert {answer.content for answer in ended} == {latest.content}
+
+
+def test_an_erasure_drops_the_kept_polls_of_the_runs_it_scrubbed(
+    project_server: ServerHandle,
+) -> None:
+    inputs = {"customer": f"erased-{time.monotonic_ns()}", "tool": "e2e:crm"}
+    with project_server.http() as http:
+        created = http.post("/runs", json={"workflowId": "e2e-crm", "inputs": inputs})
+        assert created.status_code == 201, created.text
+        segment = created.json()["runId"].replace("/", "~2F")
+        before = _until_ended(http, segment, POLL)
+        kept, costs = _repeated(project_server, http, segment, POLL)
+        assert costs[2:] == [0] * (REPEATS - 2)
+        assert kept[-1].content == before.content
+        erased = http.post(f"/host/wopeval/runs/{segment}:erase-tool-content")
+        assert erased.status_code == 200, erased.text
+        after = _read(http, segment, POLL).json()["events"]
+    called = [event for event in after if event["type"] == "agent.tool-called"]
+    assert called
+    assert all("inputs" not in event["payload"] for event in called)
+    assert all(event["payload"]["argsHash"].startswith("sha256:") for event in called)
+    was_called = [e for e in before.json()["events"] if e["type"] == "agent.tool-called"]
+    assert all(
+        event["payload"]["inputs"] == {"customer": inputs["customer"]} for event in was_called
+    )

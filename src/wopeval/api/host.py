@@ -159,6 +159,7 @@ class Host:
         host.housekeeper = asyncio.create_task(
             _housekeep(
                 store,
+                engine.notifier,
                 settings.retention_days,
                 settings.purge_interval_seconds,
                 stale_claims=queue is not None,
@@ -268,7 +269,12 @@ async def _release_unanswered_keys(store: Store) -> None:
 
 
 async def _housekeep(
-    store: Store, retention_days: int | None, interval: float, *, stale_claims: bool
+    store: Store,
+    notifier: Notifier,
+    retention_days: int | None,
+    interval: float,
+    *,
+    stale_claims: bool,
 ) -> None:
     """On a schedule: drop idempotency records past their 24 h and, with a retention
     period set, erase expired recorded tool content. In queue mode (`stale_claims`),
@@ -282,6 +288,7 @@ async def _housekeep(
             if retention_days is not None:
                 erased = await purge_expired(store, retention_days)
                 if erased.runs:
+                    notifier.rewritten()
                     log.info("retention erased the tool content of %d runs", erased.runs)
         except Exception:
             log.exception("housekeeping failed; retrying at the next interval")

@@ -1,30 +1,40 @@
-"""`GET /runs/{runId}` answered below the router: the read a run's watchers repeat most.
+"""The reads a run's watchers repeat most, answered below the router.
 
-Through FastAPI's routing, dependency solving and response wrappers that answer cost
+Through FastAPI's routing, dependency solving and response wrappers an answer costs
 several times the store read behind it (bench/read_path.py, docs/decisions.md "Hot
 reads"). This pure-ASGI layer sits inside the host's own middlewares (the version header,
 legacy ids, the request guard, the crash guard), so what they do to every answer they
-still do, and answers a successful read itself: the same credential check, the same
-tenant-bound run id, the same store read, the same `JSONResponse` (the route's own
-`run_answer`, which answers a repeat from what it kept since the run last changed,
-engine/read_cache.py). A refusal of any kind — no key, a malformed
-or another tenant's id, no such run — is passed on to the route, which answers it in
-the wire's envelope exactly as before; such a request costs the checks twice.
+still do, and answers itself:
+
+- `GET /runs/{runId}` when it succeeds: the same credential check, the same tenant-bound
+  run id, the same store read, the same `JSONResponse` (the route's own `run_answer`,
+  which answers a repeat from what it kept since the run last changed,
+  engine/read_cache.py);
+- a poll of a run's events asked before and kept since (the same query string, the
+  caller's own run): the kept bytes. A poll asked for the first time is the route's.
+
+A refusal of any kind — no key, a malformed or another tenant's id, no such run — is
+passed on to the route, which answers it in the wire's envelope exactly as before; such
+a request costs the checks twice.
 """
 
 from __future__ import annotations
 
 import re
 
+from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from wopeval.api.deps import path_run_id
 from wopeval.api.host import Host
 from wopeval.api.middleware import header
+from wopeval.api.routes.events import poll_view
 from wopeval.api.routes.runs import run_answer
 from wopeval.wire import errors
 
 _RUN_PATH = re.compile(r"/runs/([^/]+)")
 """The route's own path, `/runs/{runId}` (a path parameter is one segment)."""
+_POLL_PATH = re.compile(r"/runs/([^/]+)/events/poll")
 
 
 class HotReads:
@@ -32,16 +42,34 @@ class HotReads:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] == "GET":
-            match = _RUN_PATH.fullmatch(scope["path"])
-            host: Host | None = getattr(scope["app"].state, "host", None)
-            if match is not None and host is not None:
-                try:
-                    principal = host.auth.authenticate(header(scope, b"authorization"))
-                    answer = await run_answer(host.engine, principal, match.group(1))
-                except errors.WireError:
-                    pass  # the route answers a refusal, in its envelope
-                else:
-                    await answer(scope, receive, send)
-                    return
+        host: Host | None = getattr(scope["app"].state, "host", None)
+        if scope["type"] == "http" and scope["method"] == "GET" and host is not None:
+            answer = await self._answer(host, scope)
+            if answer is not None:
+                await answer(scope, receive, send)
+                return
         await self.app(scope, receive, send)
+
+    @staticmethod
+    async def _answer(host: Host, scope: Scope) -> Response | None:
+        """The answer to a read this layer answers itself; None: the route answers it."""
+        run = _RUN_PATH.fullmatch(scope["path"])
+        poll = _POLL_PATH.fullmatch(scope["path"])
+        cache = host.engine.notifier.cache
+        if run is None and (poll is None or cache is None):
+            return None
+        try:
+            principal = host.auth.authenticate(header(scope, b"authorization"))
+            if run is not None:
+                return await run_answer(host.engine, principal, run.group(1))
+            if poll is None or cache is None:
+                return None
+            kept = cache.get(
+                principal.tenant,
+                path_run_id(poll.group(1), principal),
+                poll_view(scope["query_string"]),
+            )
+        except errors.WireError:
+            return None  # the route answers a refusal, in its envelope
+        # A poll asked for the first time, or since its run changed, is the route's.
+        return None if kept is None else Response(kept, media_type="application/json")

@@ -399,7 +399,9 @@ class Engine:
                     "An active run's tool content cannot be erased yet.",
                     details={"runStatus": record.status.value},
                 )
-            return await erase_tool_content(uow, principal.tenant, run_id)
+            erased = await erase_tool_content(uow, principal.tenant, run_id)
+        self.notifier.rewritten()
+        return erased
 
     # ── reads ────────────────────────────────────────────────────────
 

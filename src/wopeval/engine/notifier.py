@@ -46,6 +46,12 @@ class Notifier:
         if signal is not None:
             signal.set()
 
+    def rewritten(self) -> None:
+        """Stored events were rewritten without a step (an erasure): no answer kept of any
+        run's reads is trusted any more. Readers are not woken: nothing new landed."""
+        if self.cache is not None:
+            self.cache.forget_all()
+
     def notify_all(self) -> None:
         """Wake every reader: each reads again (after a gap in what this process was told)."""
         if self.cache is not None:

@@ -1,55 +1,96 @@
 """Answers to a run's reads, kept until the run next changes.
 
-A run's watchers read it over and over (`GET /runs/{runId}`) while it changes a few
-times, or never again once it has ended; keeping the rendered answer saves the store
-read and the rendering at every repeat (docs/decisions.md, "Kept reads").
+A run's watchers read it over and over (`GET /runs/{runId}`, a poll of its events from
+where they are) while it changes a few times, or never again once it has ended; keeping
+the rendered answer saves the store reads and the rendering at every repeat
+(docs/decisions.md, "Kept reads"). Each run keeps its answers by view: the snapshot, a
+poll from a given place.
 
 That is sound only in a process that makes every change of the runs it keeps, the
 database's one owner: each change lands through the run log writer (or a fork's
 insert), which tells the `Notifier` once it has committed, before any caller learns
-of it, and the notifier drops the run's answer here. In queue mode workers in other
+of it, and the notifier drops the run's answers here. An erasure rewrites stored events
+without a step: it drops every answer kept (`forget_all`). In queue mode workers in other
 processes change runs, so an API process keeps nothing (api/host.py gives it no cache).
 
-A read that began before a change and ended after it may hold the old row: `epoch`
-counts the drops, and `keep` refuses an answer read while that count moved.
+A read that began before a change of its run and ended after it may hold the old rows:
+`epoch` counts the drops, the latest drops are remembered, and `keep` refuses an answer
+read while its run (or every run) was dropped, or from further back than is remembered.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import OrderedDict, deque
 
-CAPACITY = 4096
-"""Answers kept at most (each a rendered snapshot, about a kilobyte); the least recently
-read goes first."""
+REMEMBERED_DROPS = 4096
+"""Drops remembered, so that a busy host's changes of other runs do not refuse a keep."""
+BUDGET_BYTES = 64 * 2**20
+"""The answers kept weigh this much at most (a poll page may be a megabyte); the least
+recently read go first."""
 
 
 class ReadCache:
-    def __init__(self, capacity: int = CAPACITY) -> None:
-        self._capacity = capacity
-        self._kept: OrderedDict[str, tuple[str, bytes]] = OrderedDict()
+    def __init__(self, budget_bytes: int = BUDGET_BYTES) -> None:
+        self._budget = budget_bytes
+        self._kept: OrderedDict[tuple[str, str], tuple[str, bytes]] = OrderedDict()
+        """(run id, view) → (tenant, answer), least recently read first."""
+        self._views: dict[str, set[str]] = {}
+        self._bytes = 0
         self.epoch = 0
-        """Drops so far: read it before the store read whose answer `keep` is given."""
+        """Drops so far: read it before the store reads whose answer `keep` is given."""
+        self._drops: deque[tuple[int, str | None]] = deque(maxlen=REMEMBERED_DROPS)
+        """The latest drops as (epoch, run id), None for every run."""
 
-    def get(self, tenant: str, run_id: str) -> bytes | None:
-        kept = self._kept.get(run_id)
+    def get(self, tenant: str, run_id: str, view: str) -> bytes | None:
+        kept = self._kept.get((run_id, view))
         if kept is None or kept[0] != tenant:
             return None
-        self._kept.move_to_end(run_id)
+        self._kept.move_to_end((run_id, view))
         return kept[1]
 
-    def keep(self, tenant: str, run_id: str, answer: bytes, read_at: int) -> None:
+    def keep(self, tenant: str, run_id: str, view: str, answer: bytes, read_at: int) -> None:
         """Keep the answer read when `epoch` was `read_at`, unless something changed since."""
-        if read_at != self.epoch:
+        if self._changed_since(read_at, run_id) or len(answer) > self._budget:
             return
-        self._kept[run_id] = (tenant, answer)
-        self._kept.move_to_end(run_id)
-        if len(self._kept) > self._capacity:
-            self._kept.popitem(last=False)
+        self._drop((run_id, view))
+        self._kept[(run_id, view)] = (tenant, answer)
+        self._views.setdefault(run_id, set()).add(view)
+        self._bytes += len(answer)
+        while self._bytes > self._budget:
+            self._drop(next(iter(self._kept)))
 
     def forget(self, run_id: str) -> None:
         self.epoch += 1
-        self._kept.pop(run_id, None)
+        self._drops.append((self.epoch, run_id))
+        for view in self._views.pop(run_id, set()):
+            self._drop((run_id, view))
 
     def forget_all(self) -> None:
         self.epoch += 1
+        self._drops.append((self.epoch, None))
         self._kept.clear()
+        self._views.clear()
+        self._bytes = 0
+
+    def _changed_since(self, read_at: int, run_id: str) -> bool:
+        if read_at == self.epoch:
+            return False
+        if not self._drops or self._drops[0][0] > read_at + 1:
+            return True  # some drop since is no longer remembered: it may have been this run
+        for at, dropped in reversed(self._drops):
+            if at <= read_at:
+                return False
+            if dropped is None or dropped == run_id:
+                return True
+        return False
+
+    def _drop(self, key: tuple[str, str]) -> None:
+        kept = self._kept.pop(key, None)
+        if kept is None:
+            return
+        self._bytes -= len(kept[1])
+        views = self._views.get(key[0])
+        if views is not None:
+            views.discard(key[1])
+            if not views:
+                del self._views[key[0]]

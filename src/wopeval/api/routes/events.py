@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Query, Response
+from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.responses import StreamingResponse
 
 from wopeval.api import _sse
@@ -49,20 +49,35 @@ async def _poll_page(host: Host, principal: Principal, run_id: str, after: int) 
     return _PollPage(page, last, RunStatus.RUNNING)
 
 
+def poll_view(query_string: bytes) -> str:
+    """A poll's answer among those kept of its run's reads (engine/read_cache.py): the same
+    query asks the same question, and until the run changes gets the same answer."""
+    return "poll?" + query_string.decode("latin-1")
+
+
 @router.get("/runs/{runId}/events/poll", operation_id="pollRunEvents")
 async def poll_events(
+    request: Request,
     runId: str,
     principal: PrincipalDep,
     host: HostDep,
     afterSequence: Annotated[int, Query(ge=-1, le=limits.SEQUENCE_MAX)] = -1,
     wait_seconds: Annotated[int, Query(alias="timeout", ge=1, le=60)] = 30,
 ) -> Response:
+    """A successful repeat is answered below the router from what was kept
+    (api/hot_reads.py); the first ask of a question, and any refusal, here."""
     run_id = path_run_id(runId, principal)
+    cache = host.engine.notifier.cache
+    view = poll_view(request.scope["query_string"])
+    if cache is not None and (kept := cache.get(principal.tenant, run_id, view)) is not None:
+        return Response(kept, media_type="application/json")
     # Subscribed before the first read, so a commit landing after it still ends the wait.
     signal = host.engine.notifier.subscribe(run_id)
+    read_at = 0 if cache is None else cache.epoch
     page = await _poll_page(host, principal, run_id, afterSequence)
     if not page.events and not page.is_terminal:
         await wait_for_signal(signal, wait_seconds)
+        read_at = 0 if cache is None else cache.epoch
         page = await _poll_page(host, principal, run_id, afterSequence)
     # Stored docs are served byte for byte; only the frame around them is built here.
     body = (
@@ -79,7 +94,11 @@ async def poll_events(
         + ("true" if page.is_terminal else "false")
         + "}"
     )
-    return Response(body, media_type="application/json")
+    answer = Response(body, media_type="application/json")
+    # An empty page of an active run is an answer only after its wait: never kept.
+    if cache is not None and (page.events or page.is_terminal):
+        cache.keep(principal.tenant, run_id, view, bytes(answer.body), read_at)
+    return answer
 
 
 @router.get(

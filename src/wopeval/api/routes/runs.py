@@ -76,6 +76,10 @@ async def get_run(runId: str, principal: PrincipalDep, engine: EngineDep) -> Res
     return await run_answer(engine, principal, runId)
 
 
+SNAPSHOT_VIEW = "snapshot"
+"""The run's snapshot among the answers kept of its reads (engine/read_cache.py)."""
+
+
 async def run_answer(engine: Engine, principal: Principal, segment: str) -> Response:
     """The RunSnapshot of the caller's run named by a `{runId}` path segment: as kept
     since the run last changed, where this host keeps answers (engine/read_cache.py)."""
@@ -83,12 +87,12 @@ async def run_answer(engine: Engine, principal: Principal, segment: str) -> Resp
     cache = engine.notifier.cache
     if cache is None:
         return JSONResponse(snapshot(await engine.get_run(principal, run_id)))
-    kept = cache.get(principal.tenant, run_id)
+    kept = cache.get(principal.tenant, run_id, SNAPSHOT_VIEW)
     if kept is not None:
         return Response(kept, media_type="application/json")
     read_at = cache.epoch
     answer = JSONResponse(snapshot(await engine.get_run(principal, run_id)))
-    cache.keep(principal.tenant, run_id, bytes(answer.body), read_at)
+    cache.keep(principal.tenant, run_id, SNAPSHOT_VIEW, bytes(answer.body), read_at)
     return answer
 
 
