@@ -21,7 +21,7 @@ from sqlalchemy import event
 
 from ._gate import start_gated_run
 from ._server import TENANT_B, ServerHandle
-from ._support import RUN_DEADLINE_SECONDS
+from ._support import NOOP_WORKFLOW, RUN_DEADLINE_SECONDS
 
 _RUNS_READ = re.compile(r"\s*SELECT\b.*\bFROM (runs|events)\b", re.DOTALL | re.IGNORECASE)
 
@@ -54,17 +54,19 @@ REPEATS = 6
 
 
 def _repeated(
-    server: ServerHandle, http: httpx.Client, segment: str, view: str = ""
+    server: ServerHandle, http: httpx.Client, path: str
 ) -> tuple[list[httpx.Response], list[int]]:
-    """`REPEATS` reads of one view, and how many store reads each of them took.
+    """`REPEATS` reads of one path, and how many store reads each of them took.
 
-    A read that raced a commit of its run keeps nothing (engine/read_cache.py), so the
-    first one or two may read the store; the later ones must not."""
+    A read that raced a commit of what it shows keeps nothing (engine/read_cache.py), so
+    the first one or two may read the store; the later ones must not."""
     answers, costs = [], []
     with _run_reads(server) as reads:
         for _ in range(REPEATS):
             before = len(reads)
-            answers.append(_read(http, segment, view))
+            answer = http.get(path)
+            assert answer.status_code == 200, answer.text
+            answers.append(answer)
             costs.append(len(reads) - before)
     return answers, costs
 
@@ -87,7 +89,7 @@ def test_repeated_reads_are_answered_from_what_was_kept_until_the_run_changes(
     run = start_gated_run(project_server, tmp_path)
     segment = run.run_id.replace("/", "~2F")
     with project_server.http() as http, project_server.http(TENANT_B) as other:
-        waiting, costs = _repeated(project_server, http, segment)
+        waiting, costs = _repeated(project_server, http, f"/runs/{segment}")
         assert costs[2:] == [0] * (REPEATS - 2)  # not one store read once kept
         assert waiting[0].json()["status"] == "running"
         assert {answer.content for answer in waiting} == {waiting[0].content}
@@ -97,7 +99,7 @@ def test_repeated_reads_are_answered_from_what_was_kept_until_the_run_changes(
 
         run.release()
         latest = _until_ended(http, segment)
-        ended, costs = _repeated(project_server, http, segment)
+        ended, costs = _repeated(project_server, http, f"/runs/{segment}")
         assert costs[2:] == [0] * (REPEATS - 2)
     assert latest.json()["status"] == "completed"
     assert "completedAt" in latest.json()
@@ -110,7 +112,7 @@ def test_repeated_polls_are_answered_from_what_was_kept_until_the_run_changes(
     run = start_gated_run(project_server, tmp_path)
     segment = run.run_id.replace("/", "~2F")
     with project_server.http() as http, project_server.http(TENANT_B) as other:
-        waiting, costs = _repeated(project_server, http, segment, POLL)
+        waiting, costs = _repeated(project_server, http, f"/runs/{segment}{POLL}")
         assert costs[2:] == [0] * (REPEATS - 2)
         first = waiting[-1].json()
         assert first["events"]
@@ -120,7 +122,7 @@ def test_repeated_polls_are_answered_from_what_was_kept_until_the_run_changes(
 
         run.release()
         latest = _until_ended(http, segment, POLL)
-        ended, costs = _repeated(project_server, http, segment, POLL)
+        ended, costs = _repeated(project_server, http, f"/runs/{segment}{POLL}")
         assert costs[2:] == [0] * (REPEATS - 2)
     events = latest.json()["events"]
     assert len(events) > len(first["events"])  # the change dropped the kept page
@@ -138,7 +140,7 @@ def test_an_erasure_drops_the_kept_polls_of_the_runs_it_scrubbed(
         assert created.status_code == 201, created.text
         segment = created.json()["runId"].replace("/", "~2F")
         before = _until_ended(http, segment, POLL)
-        kept, costs = _repeated(project_server, http, segment, POLL)
+        kept, costs = _repeated(project_server, http, f"/runs/{segment}{POLL}")
         assert costs[2:] == [0] * (REPEATS - 2)
         assert kept[-1].content == before.content
         erased = http.post(f"/host/wopeval/runs/{segment}:erase-tool-content")
@@ -152,3 +154,20 @@ def test_an_erasure_drops_the_kept_polls_of_the_runs_it_scrubbed(
     assert all(
         event["payload"]["inputs"] == {"customer": inputs["customer"]} for event in was_called
     )
+
+
+def test_a_repeated_list_is_answered_from_what_was_kept_until_a_run_of_the_tenant_changes(
+    server: ServerHandle,
+) -> None:
+    page = "?limit=3"
+    with server.http() as http, server.http(TENANT_B) as other:
+        listed, costs = _repeated(server, http, f"/runs{page}")
+        assert costs[2:] == [0] * (REPEATS - 2)
+        assert {answer.content for answer in listed[2:]} == {listed[-1].content}
+        theirs = other.get(f"/runs{page}").json()["runs"]
+        created = http.post("/runs", json={"workflowId": NOOP_WORKFLOW, "inputs": {}})
+        assert created.status_code == 201, created.text
+        run_id = created.json()["runId"]
+        # The new run dropped the kept page: the next one shows it first.
+        assert http.get(f"/runs{page}").json()["runs"][0]["runId"] == run_id
+        assert other.get(f"/runs{page}").json()["runs"] == theirs

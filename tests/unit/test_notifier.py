@@ -6,7 +6,7 @@ import asyncio
 import gc
 
 from wopeval.engine.notifier import Notifier, wait_for_signal
-from wopeval.engine.read_cache import ReadCache
+from wopeval.engine.read_cache import ReadCache, tenant_scope
 
 
 def test_a_commit_after_subscribe_wakes_the_reader() -> None:
@@ -86,3 +86,15 @@ def test_a_change_of_another_run_does_not_refuse_a_keep_but_one_of_every_run_doe
     cache.forget_all()
     cache.keep("t", "t/one", "snapshot", b"one", read_at)
     assert cache.get("t", "t/one", "snapshot") is None
+
+
+def test_a_change_of_a_run_drops_its_tenants_list_and_no_other_tenants() -> None:
+    cache = ReadCache()
+    for tenant in ("t", "u"):
+        cache.keep(tenant, tenant_scope(tenant), "list?limit=5", tenant.encode(), cache.epoch)
+    read_at = cache.epoch
+    cache.forget("t/one")
+    assert cache.get("t", tenant_scope("t"), "list?limit=5") is None
+    assert cache.get("u", tenant_scope("u"), "list?limit=5") == b"u"
+    cache.keep("t", tenant_scope("t"), "list?limit=5", b"stale", read_at)  # read across it
+    assert cache.get("t", tenant_scope("t"), "list?limit=5") is None

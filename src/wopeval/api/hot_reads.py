@@ -10,8 +10,9 @@ still do, and answers itself:
   run id, the same store read, the same `JSONResponse` (the route's own `run_answer`,
   which answers a repeat from what it kept since the run last changed,
   engine/read_cache.py);
-- a poll of a run's events asked before and kept since (the same query string, the
-  caller's own run): the kept bytes. A poll asked for the first time is the route's.
+- a poll of a run's events, or a page of the run list, asked before and kept since
+  (the same query string, the caller's own run or tenant): the kept bytes. One asked
+  for the first time, or since what it shows changed, is the route's.
 
 A refusal of any kind — no key, a malformed or another tenant's id, no such run — is
 passed on to the route, which answers it in the wire's envelope exactly as before; such
@@ -29,7 +30,8 @@ from wopeval.api.deps import path_run_id
 from wopeval.api.host import Host
 from wopeval.api.middleware import header
 from wopeval.api.routes.events import poll_view
-from wopeval.api.routes.runs import run_answer
+from wopeval.api.routes.runs import list_view, run_answer
+from wopeval.engine.read_cache import tenant_scope
 from wopeval.wire import errors
 
 _RUN_PATH = re.compile(r"/runs/([^/]+)")
@@ -53,23 +55,25 @@ class HotReads:
     @staticmethod
     async def _answer(host: Host, scope: Scope) -> Response | None:
         """The answer to a read this layer answers itself; None: the route answers it."""
-        run = _RUN_PATH.fullmatch(scope["path"])
-        poll = _POLL_PATH.fullmatch(scope["path"])
+        path = scope["path"]
+        run = _RUN_PATH.fullmatch(path)
+        poll = _POLL_PATH.fullmatch(path)
         cache = host.engine.notifier.cache
-        if run is None and (poll is None or cache is None):
+        if run is None and (cache is None or (poll is None and path != "/runs")):
             return None
         try:
             principal = host.auth.authenticate(header(scope, b"authorization"))
             if run is not None:
                 return await run_answer(host.engine, principal, run.group(1))
-            if poll is None or cache is None:
+            if cache is None:
                 return None
-            kept = cache.get(
-                principal.tenant,
-                path_run_id(poll.group(1), principal),
-                poll_view(scope["query_string"]),
-            )
+            if poll is not None:
+                where = path_run_id(poll.group(1), principal)
+                view = poll_view(scope["query_string"])
+            else:
+                where, view = tenant_scope(principal.tenant), list_view(scope["query_string"])
+            kept = cache.get(principal.tenant, where, view)
         except errors.WireError:
             return None  # the route answers a refusal, in its envelope
-        # A poll asked for the first time, or since its run changed, is the route's.
+        # A poll or a page asked for the first time, or since it changed, is the route's.
         return None if kept is None else Response(kept, media_type="application/json")

@@ -14,6 +14,7 @@ from wopeval.api.deps import EngineDep, HostDep, PrincipalDep, path_run_id
 from wopeval.api.snapshots import created, run_links, snapshot
 from wopeval.engine import commands
 from wopeval.engine.host import Engine
+from wopeval.engine.read_cache import tenant_scope
 from wopeval.engine.replay import fork_point
 from wopeval.engine.runlog import timestamp
 from wopeval.store import RunFilter, RunRecord, decode_cursor, encode_cursor
@@ -96,8 +97,15 @@ async def run_answer(engine: Engine, principal: Principal, segment: str) -> Resp
     return answer
 
 
+def list_view(query_string: bytes) -> str:
+    """A page of the run list among the answers kept of the tenant's reads
+    (engine/read_cache.py): the same query, until one of its runs changes, gets the same page."""
+    return "list?" + query_string.decode("latin-1")
+
+
 @router.get("/runs", operation_id="listRuns")
 async def list_runs(
+    request: Request,
     principal: PrincipalDep,
     host: HostDep,
     limit: Annotated[
@@ -111,9 +119,12 @@ async def list_runs(
     createdAfter: datetime | None = None,
 ) -> JSONResponse:
     """runs.md §List. `tag` is advertised in `runList.filters`; `agentId` (the eval run's
-    agent, or an agent the run invoked) and `createdAfter` are this host's own filters."""
+    agent, or an agent the run invoked) and `createdAfter` are this host's own filters.
+    A page asked before and kept since is answered below the router (api/hot_reads.py)."""
     if not host.settings.run_list:
         raise errors.NotFound()
+    cache = host.engine.notifier.cache
+    read_at = 0 if cache is None else cache.epoch
     before = decode_cursor(cursor) if cursor is not None else None
     where = RunFilter(
         workflow_id=workflowId,
@@ -129,7 +140,12 @@ async def list_runs(
     body: dict[str, object] = {"runs": [snapshot(record) for record in page[:limit]]}
     if len(page) > limit:
         body["nextCursor"] = encode_cursor(page[limit - 1].created_seq)
-    return JSONResponse(body)
+    answer = JSONResponse(body)
+    if cache is not None:
+        view = list_view(request.scope["query_string"])
+        kept = bytes(answer.body)
+        cache.keep(principal.tenant, tenant_scope(principal.tenant), view, kept, read_at)
+    return answer
 
 
 @router.post("/runs/{runId}/cancel", operation_id="cancelRun")
