@@ -64,8 +64,8 @@ async def poll_events(
     afterSequence: Annotated[int, Query(ge=-1, le=limits.SEQUENCE_MAX)] = -1,
     wait_seconds: Annotated[int, Query(alias="timeout", ge=1, le=60)] = 30,
 ) -> Response:
-    """A successful repeat is answered below the router from what was kept
-    (api/hot_reads.py); the first ask of a question, and any refusal, here."""
+    # A repeat kept since its run last changed is answered below the router
+    # (api/hot_reads.py); the first ask of a question, and any refusal, here.
     run_id = path_run_id(runId, principal)
     cache = host.engine.notifier.cache
     view = poll_view(request.scope["query_string"])

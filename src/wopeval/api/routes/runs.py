@@ -119,10 +119,10 @@ async def list_runs(
     createdAfter: datetime | None = None,
 ) -> JSONResponse:
     """runs.md §List. `tag` is advertised in `runList.filters`; `agentId` (the eval run's
-    agent, or an agent the run invoked) and `createdAfter` are this host's own filters.
-    A page asked before and kept since is answered below the router (api/hot_reads.py)."""
+    agent, or an agent the run invoked) and `createdAfter` are this host's own filters."""
     if not host.settings.run_list:
         raise errors.NotFound()
+    # A page asked before and kept since is answered below the router (api/hot_reads.py).
     cache = host.engine.notifier.cache
     read_at = 0 if cache is None else cache.epoch
     before = decode_cursor(cursor) if cursor is not None else None
