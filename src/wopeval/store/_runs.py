@@ -34,8 +34,7 @@ from wopeval.wire.runs import RunKind, RunStatus
 _ACTIVE = [s.value for s in RunStatus if not s.is_terminal]
 RUN_CHANNEL = "wopeval_run"
 """The NOTIFY channel a commit to a run's log is announced on; the payload is the run id."""
-_LISTED = list(runs.c)
-_GET = select(*_LISTED).where(
+_GET = select(runs).where(
     runs.c.tenant == bindparam("tenant"), runs.c.run_id == bindparam("run_id")
 )
 """One run's row, built once: a run's watchers read it many times a second."""
@@ -245,7 +244,7 @@ class RunsRepo:
         where: RunFilter = RunFilter(),
     ) -> list[RunRecord]:
         """The tenant's runs newest first, created before the cursor's `before_seq`."""
-        query = select(*_LISTED).where(runs.c.tenant == tenant, *self._conditions(where))
+        query = select(runs).where(runs.c.tenant == tenant, *self._conditions(where))
         if before_seq is not None:
             query = query.where(runs.c.created_seq < before_seq)
         query = query.order_by(runs.c.created_seq.desc()).limit(limit)
@@ -389,7 +388,7 @@ class RunsRepo:
 
     async def active(self) -> list[RunRecord]:
         """Runs left active by a host that stopped; only start-up recovery reads across tenants."""
-        result = await self._connection.execute(select(*_LISTED).where(runs.c.status.in_(_ACTIVE)))
+        result = await self._connection.execute(select(runs).where(runs.c.status.in_(_ACTIVE)))
         return [RunRecord.from_row(row) for row in result.mappings()]
 
     async def children(self, tenant: str, run_id: str) -> list[str]:

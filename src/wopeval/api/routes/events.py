@@ -68,9 +68,6 @@ async def poll_events(
     # (api/hot_reads.py); the first ask of a question, and any refusal, here.
     run_id = path_run_id(runId, principal)
     cache = host.engine.notifier.cache
-    view = poll_view(request.scope["query_string"])
-    if cache is not None and (kept := cache.get(principal.tenant, run_id, view)) is not None:
-        return Response(kept, media_type="application/json")
     # Subscribed before the first read, so a commit landing after it still ends the wait.
     signal = host.engine.notifier.subscribe(run_id)
     read_at = 0 if cache is None else cache.epoch
@@ -97,6 +94,7 @@ async def poll_events(
     answer = Response(body, media_type="application/json")
     # An empty page of an active run is an answer only after its wait: never kept.
     if cache is not None and (page.events or page.is_terminal):
+        view = poll_view(request.scope["query_string"])
         cache.keep(principal.tenant, run_id, view, bytes(answer.body), read_at)
     return answer
 
