@@ -110,6 +110,9 @@ class Store:
         self._one_writer = asyncio.Lock() if engine.dialect.name == "sqlite" else None
         """SQLite runs on the event loop (store/_sqlite_inline.py): a writer that waited for
         another inside SQLite would block the loop, so this process's writers take turns."""
+        self._writer: AsyncConnection | None = None
+        """SQLite's writers take turns, so one connection, kept open, serves them all: a
+        transaction then pays no pool check-out and check-in."""
         self._reader = engine.execution_options(isolation_level="AUTOCOMMIT")
         """The same pool, its connections lent without a transaction: under READ COMMITTED
         every statement reads its own snapshot anyway, and a PostgreSQL read is then one
@@ -127,8 +130,11 @@ class Store:
             async with self.engine.begin() as connection:
                 yield UnitOfWork(connection)
             return
-        async with self._one_writer, self._sqlite() as connection, connection.begin():
-            yield UnitOfWork(connection)
+        async with self._one_writer:
+            if self._writer is None or self._writer.closed or self._writer.invalidated:
+                self._writer = await self.engine.connect()
+            async with self._writer.begin():
+                yield UnitOfWork(self._writer)
 
     @asynccontextmanager
     async def reading(self) -> AsyncIterator[UnitOfWork]:
@@ -152,6 +158,8 @@ class Store:
             await connection.close()
 
     async def close(self) -> None:
+        if self._writer is not None:
+            await self._writer.close()
         await self.engine.dispose()
 
 

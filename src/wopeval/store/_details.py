@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import and_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from wopeval.store import _driver
 from wopeval.store._rows import shallow_fields
 from wopeval.store.tables import invocations, task_trials
 
@@ -88,8 +89,7 @@ class InvocationsRepo:
         self._connection = connection
 
     async def append(self, rows: Sequence[dict[str, Any]]) -> None:
-        if rows:
-            await self._connection.execute(_APPEND_INVOCATIONS, list(rows))
+        await _driver.insert_many(self._connection, _APPEND_INVOCATIONS, rows)
 
     async def copy(self, source_run_id: str, target_run_id: str) -> None:
         """Give a replay the invocations of the run it re-emits."""
@@ -127,8 +127,7 @@ class TrialsRepo:
         self._connection = connection
 
     async def append(self, rows: Sequence[dict[str, Any]]) -> None:
-        if rows:
-            await self._connection.execute(_APPEND_TRIALS, list(rows))
+        await _driver.insert_many(self._connection, _APPEND_TRIALS, rows)
 
     async def copy(self, source_run_id: str, target_run_id: str) -> None:
         """Give a replay the trial details of the run it re-emits (same erasure)."""

@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import and_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from wopeval.store import _driver
 from wopeval.store.tables import events
 
 EVENTS_PAGE_SIZE = 1000
@@ -35,8 +36,7 @@ class EventsRepo:
 
     async def append(self, rows: Sequence[dict[str, Any]]) -> None:
         """Insert rows `{run_id, sequence, type, doc}`; a sequence taken twice fails the step."""
-        if rows:
-            await self._connection.execute(_APPEND, list(rows))
+        await _driver.insert_many(self._connection, _APPEND, rows)
 
     async def read(
         self, run_id: str, *, after: int, through: int | None = None

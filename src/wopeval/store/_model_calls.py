@@ -18,6 +18,7 @@ from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from wopeval.evals import ModelServedBy, RecordedExchange
+from wopeval.store import _driver
 from wopeval.store._rows import shallow_fields
 from wopeval.store.tables import model_calls, runs
 
@@ -70,8 +71,7 @@ class ModelCallsRepo:
         self._connection = connection
 
     async def append(self, rows: Sequence[dict[str, Any]]) -> None:
-        if rows:
-            await self._connection.execute(_APPEND, list(rows))
+        await _driver.insert_many(self._connection, _APPEND, rows)
 
     async def of_run(self, run_id: str) -> list[dict[str, Any]]:
         result = await self._connection.execute(

@@ -27,6 +27,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import RowMapping
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from wopeval.store import _driver
 from wopeval.store.tables import run_plans, runs
 from wopeval.wire import errors, limits
 from wopeval.wire.runs import RunKind, RunStatus
@@ -336,7 +337,8 @@ class RunsRepo:
         """`advance` for several runs in one statement, each by its own counts, with no
         other change: the new last sequence of each run that is in one of `allowed_from`;
         a run that is not is absent."""
-        parameters: dict[str, Any] = {"allowed_from": [state.value for state in allowed_from]}
+        states = sorted(state.value for state in allowed_from)
+        parameters: dict[str, Any] = {f"state_{index}": state for index, state in enumerate(states)}
         for index, move in enumerate(moves):
             parameters |= {
                 f"tenant_{index}": move.tenant,
@@ -344,9 +346,9 @@ class RunsRepo:
                 f"count_{index}": move.events,
                 f"trials_{index}": move.trials,
             }
-        statement = _advance_each_statement(len(moves))
-        result = await self._connection.execute(statement, parameters)
-        return {row.run_id: row.last_sequence for row in result}
+        statement = _advance_each_statement(len(moves), len(states))
+        rows = await _driver.fetch(self._connection, statement, parameters)
+        return {run_id: last_sequence for run_id, last_sequence in rows}
 
     async def lock(
         self, tenant: str, run_id: str, allowed_from: Collection[RunStatus]
@@ -428,8 +430,8 @@ def _advance_statement(columns: tuple[str, ...], trials: bool, status: bool) -> 
 
 
 @functools.cache
-def _advance_each_statement(runs_count: int) -> TextClause:
-    """`RunsRepo.advance_each`'s UPDATE for that many runs, built once.
+def _advance_each_statement(runs_count: int, states_count: int) -> TextClause:
+    """`RunsRepo.advance_each`'s UPDATE for that many runs and allowed states, built once.
 
     Plain SQL (valid on SQLite and PostgreSQL): an expression tree of this size costs
     more to build and to key for the statement cache at each execution than the
@@ -438,8 +440,9 @@ def _advance_each_statement(runs_count: int) -> TextClause:
     counts = " ".join(f"WHEN :run_{i} THEN CAST(:count_{i} AS INTEGER)" for i in indexes)
     trials = " ".join(f"WHEN :run_{i} THEN CAST(:trials_{i} AS INTEGER)" for i in indexes)
     keys = " OR ".join(f"(tenant = :tenant_{i} AND run_id = :run_{i})" for i in indexes)
+    states = ", ".join(f":state_{i}" for i in range(states_count))
     return text(
         f"UPDATE runs SET last_sequence = last_sequence + CASE run_id {counts} ELSE 0 END,"
         f" landed_trials = landed_trials + CASE run_id {trials} ELSE 0 END"
-        f" WHERE ({keys}) AND status IN :allowed_from RETURNING run_id, last_sequence"
-    ).bindparams(bindparam("allowed_from", expanding=True))
+        f" WHERE ({keys}) AND status IN ({states}) RETURNING run_id, last_sequence"
+    )

@@ -23,6 +23,7 @@ from sqlalchemy import (
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from wopeval.evals import RecordedCall, RecordedStatus, ServedBy
+from wopeval.store import _driver
 from wopeval.store._rows import shallow_fields
 from wopeval.store.tables import runs, tool_calls
 from wopeval.wire import json_text
@@ -139,14 +140,14 @@ class ToolCallsRepo:
         self._connection = connection
 
     async def append(self, rows: Sequence[dict[str, Any]]) -> None:
-        if rows:
-            await self._connection.execute(_APPEND, list(rows))
+        await _driver.insert_many(self._connection, _APPEND, rows)
 
     async def complete(self, outcomes: Sequence[tuple[str, int, ToolCallOutcome]]) -> None:
         """Give live calls, keyed by run and `agent.tool-called` sequence, their outcome."""
         if not outcomes:
             return
-        await self._connection.execute(
+        await _driver.execute_many(
+            self._connection,
             _COMPLETE,
             [
                 {

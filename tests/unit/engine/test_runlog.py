@@ -8,7 +8,7 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 import pytest
-from sqlalchemy import event, select
+from sqlalchemy import select
 
 from wopeval.engine.log_writer import LogWriter
 from wopeval.engine.notifier import Notifier
@@ -139,11 +139,15 @@ async def test_plain_steps_in_one_transaction_move_their_rows_in_one_update(
         first, second = await open_run(writer), await open_run(writer)
         updates: list[str] = []
 
-        def count(_conn: object, _cursor: object, statement: str, *_: object) -> None:
+        def count(statement: str) -> None:
             if statement.startswith("UPDATE runs"):
                 updates.append(statement)
 
-        event.listen(store.engine.sync_engine, "before_cursor_execute", count)
+        # What SQLite itself runs: the log writer's statements bypass SQLAlchemy's execution
+        # (store/_driver.py), and every SQLite transaction of a store is on one connection.
+        async with store.transaction() as uow:
+            sqlite = await uow.connection.get_raw_connection()
+        sqlite.driver_connection.sqlite.set_trace_callback(count)  # type: ignore[union-attr]
         try:
             await asyncio.gather(
                 *(
@@ -153,7 +157,7 @@ async def test_plain_steps_in_one_transaction_move_their_rows_in_one_update(
                 )
             )
         finally:
-            event.remove(store.engine.sync_engine, "before_cursor_execute", count)
+            sqlite.driver_connection.sqlite.set_trace_callback(None)  # type: ignore[union-attr]
         assert len(updates) == 1
         for log in (first, second):
             stored = await sequences(store, log.run_id)

@@ -1,0 +1,142 @@
+"""The log writer's statements run on the driver's connection (store/_driver.py) and store
+exactly what SQLAlchemy's own execution of the same statements stores, on both databases."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Table, Text, cast, select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from _backends import Backend
+from wopeval.store import Store, ToolCallOutcome, ToolCallsRepo, _driver, sqlite_url
+from wopeval.store.tables import events, invocations, model_calls, task_trials, tool_calls
+
+AT = datetime(2026, 12, 2, 1, 2, 3, 456789, tzinfo=UTC)
+
+ROWS: dict[str, tuple[Table, dict[str, Any]]] = {
+    "events": (events, {"sequence": 3, "type": "agent.tool-called", "doc": '{"a":1}'}),
+    "tool_calls": (
+        tool_calls,
+        {
+            "sequence": 3,
+            "invocation_id": "inv",
+            "agent_id": "agent",
+            "is_delegate": True,
+            "tool": "t:tool",
+            "call_id": "c1",
+            "status": "unknown",
+            "served_by": "live",
+            "duration_ms": None,
+            "recorded": True,
+            "inputs": {"q": "é", "n": [1, 2.5, None]},
+            "result": None,
+            "error": None,
+        },
+    ),
+    "invocations": (
+        invocations,
+        {
+            "invocation_id": "inv",
+            "agent_id": "agent",
+            "is_delegate": False,
+            "node_id": None,
+            "task_id": "t1",
+            "trial": 0,
+            "outcome": "completed",
+            "error": {"type": "ValueError", "message": "no"},
+            "started_at": AT,
+            "completed_at": AT,
+            "tools_digest": None,
+        },
+    ),
+    "task_trials": (
+        task_trials,
+        {
+            "task_id": "t1",
+            "trial": 0,
+            "passed": False,
+            "wire_content": "full",
+            "detail": {"calls": [], "decision": None},
+            "latency_ms": 7,
+            "fixture_misses": 0,
+        },
+    ),
+    "model_calls": (
+        model_calls,
+        {
+            "invocation_id": "inv",
+            "ordinal": 0,
+            "agent_id": "agent",
+            "is_delegate": False,
+            "via": "proxy",
+            "served_by": "live",
+            "status": "ok",
+            "request_hash": "sha256:" + "0" * 64,
+            "model": "m",
+            "response_model": None,
+            "stream": True,
+            "attempts": 1,
+            "latency_ms": 3,
+            "prompt_tokens": 5,
+            "completion_tokens": None,
+            "cost_usd": 0.125,
+            "at": AT,
+            "recorded": True,
+            "request": {"messages": []},
+            "response": None,
+            "error": None,
+        },
+    ),
+}
+
+
+async def _as_stored(connection: AsyncConnection, table: Table, run_id: str) -> list[Any]:
+    """Each column as the database holds it (as text), and as SQLAlchemy reads it back."""
+    columns = [column for column in table.c if column.name != "run_id"]
+    result = await connection.execute(
+        select(*(cast(column, Text) for column in columns), *columns).where(
+            table.c.run_id == run_id
+        )
+    )
+    return [list(row) for row in result]
+
+
+def test_the_driver_stores_what_sqlalchemy_stores(backend: Backend, tmp_path: Path) -> None:
+    async def scenario() -> None:
+        store = await Store.open(backend.new_database() or sqlite_url(tmp_path))
+        try:
+            async with store.transaction() as uow:
+                for table, row in ROWS.values():
+                    await uow.connection.execute(
+                        table.insert(), [{**row, "run_id": "by-sqlalchemy"}]
+                    )
+                    await _driver.insert_many(
+                        uow.connection, table.insert(), [{**row, "run_id": "by-driver"}]
+                    )
+            outcome = ToolCallOutcome("ok", {"answer": [1, "二"]}, None, 12, True)
+            async with store.transaction() as uow:
+                await ToolCallsRepo(uow.connection).complete([("by-driver", 3, outcome)])
+                await uow.connection.execute(
+                    tool_calls.update()
+                    .where(tool_calls.c.run_id == "by-sqlalchemy")
+                    .values(status="ok", result={"answer": [1, "二"]}, error=None, duration_ms=12)
+                )
+            async with store.reading() as uow:
+                for name, (table, _) in ROWS.items():
+                    driven = await _as_stored(uow.connection, table, "by-driver")
+                    assert driven, name
+                    assert driven == await _as_stored(uow.connection, table, "by-sqlalchemy"), name
+                completed = await uow.connection.execute(
+                    select(
+                        tool_calls.c.status, tool_calls.c.result, tool_calls.c.duration_ms
+                    ).where(tool_calls.c.run_id == "by-driver")
+                )
+                assert list(completed) == [("ok", {"answer": [1, "二"]}, 12)]
+        finally:
+            await store.close()
+
+    asyncio.run(scenario())
