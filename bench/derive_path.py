@@ -53,7 +53,6 @@ from eval_throughput import backend_name, postgres_database
 from queue_throughput import Processes, free_port, wait_ready
 from reporting import finish
 from wopeval.api.host import Host
-from wopeval.engine.runlog import now
 from wopeval.settings import EvalFeatures, Settings
 from wopeval.store import create_engine, tables
 from wopeval.wire.principal import Principal
@@ -246,8 +245,7 @@ async def derive_once(
             )
         # One task, given the source's inputs: it makes the calls the source recorded.
         document = suite_document("bench.evals.derive-one", 1, source_calls, inline=False)
-        async with host.store.transaction() as uow:
-            await uow.suites.put(TENANT, document["suiteId"], SUITE_VERSION, document, now())
+        await host.engine.publish_suite(principal, document)
         request = CreateRunRequest(
             mode="eval",
             evalSuiteRef=f"{document['suiteId']}@{SUITE_VERSION}",

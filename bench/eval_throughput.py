@@ -43,7 +43,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from reporting import finish
 from wopeval.api.host import Host
-from wopeval.engine.runlog import now
 from wopeval.settings import EvalFeatures, Settings
 from wopeval.store import tables
 from wopeval.wire.principal import Principal
@@ -201,16 +200,14 @@ async def run_wopeval_once(
     )
     host = await Host.start(settings)
     try:
-        async with host.store.transaction() as uow:
-            stored = await uow.suites.put(
-                TENANT, SUITE_ID, SUITE_VERSION, suite_document(tasks, calls), now()
-            )
+        principal = Principal(TENANT, "key")
+        # Published as a user publishes one (`PUT /host/wopeval/suites`), before the clock.
+        _, stored = await host.engine.publish_suite(principal, suite_document(tasks, calls))
         if not stored:
             raise RuntimeError("the bench suite already exists in this store; use a fresh one")
         request = CreateRunRequest(
             mode="eval", evalSuiteRef=f"{SUITE_ID}@{SUITE_VERSION}", agentId=AGENT_ID
         )
-        principal = Principal(TENANT, "key")
         profiler = cProfile.Profile() if profile is not None else None
         if profiler is not None:
             profiler.enable()

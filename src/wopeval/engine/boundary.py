@@ -12,7 +12,7 @@ import asyncio
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from pydantic import JsonValue
 
@@ -27,15 +27,15 @@ if TYPE_CHECKING:
 ServedBy = Literal["live", "fixture"]
 
 
-@dataclass(frozen=True)
-class ToolCall:
+class ToolCall(NamedTuple):
     tool: str
     args: JsonValue
     call_id: str
 
 
-@dataclass(frozen=True)
-class ToolResult:
+class ToolResult(NamedTuple):
+    """What the boundary answers a call with (a named tuple: one per call, built fast)."""
+
     status: ToolStatus
     result: JsonValue | None
     error: dict[str, Any] | None

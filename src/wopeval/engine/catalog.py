@@ -58,6 +58,13 @@ class ParsedSuites:
             self._suites.move_to_end(key)
         return kept[0]
 
+    def keep(self, owner: str, suite: Suite, document: dict[str, Any]) -> None:
+        """A version just validated and stored (its stored document) by its publisher."""
+        self._suites[(owner, suite.suiteId, suite.version)] = (suite, document)
+        self._suites.move_to_end((owner, suite.suiteId, suite.version))
+        if len(self._suites) > self._limit:
+            self._suites.popitem(last=False)
+
     def document(self, owner: str, suite_id: str, version: str) -> dict[str, Any] | None:
         """The document of a version parsed here before, if it still is kept."""
         kept = self._suites.get((owner, suite_id, version))

@@ -16,7 +16,9 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
+from wopeval import evals
 from wopeval.engine.boundary import Boundary, LiveTransport
 from wopeval.engine.catalog import Catalog
 from wopeval.engine.control import RunControl
@@ -37,6 +39,7 @@ from wopeval.tools import ToolContext
 from wopeval.wire import errors, events, ids
 from wopeval.wire.principal import Principal
 from wopeval.wire.runs import CreateRunRequest, ForkRunRequest, RunKind, RunStatus
+from wopeval.wire.suite import parse_suite
 
 log = logging.getLogger("wopeval.engine")
 
@@ -402,6 +405,28 @@ class Engine:
             erased = await erase_tool_content(uow, principal.tenant, run_id)
         self.notifier.rewritten()
         return erased
+
+    async def publish_suite(
+        self, principal: Principal, document: dict[str, Any]
+    ) -> tuple[dict[str, Any], bool]:
+        """Publish a suite version for the caller's tenant: its stored document, and whether
+        it is new (publishing the same document again is no change; another is refused).
+
+        The version parsed here is kept (`ParsedSuites`), so its first eval run does not
+        validate the document a second time."""
+        suite = parse_suite(document)
+        evals.check_known_graders(suite, self.catalog.graders)
+        stored = suite.to_document()
+        async with self.store.transaction() as uow:
+            created = await uow.suites.put(
+                principal.tenant, suite.suiteId, suite.version, stored, now()
+            )
+            if not created:
+                existing = await uow.suites.get(principal.tenant, suite.suiteId, suite.version)
+                if existing != stored:
+                    raise errors.SuiteVersionExists()
+        self.catalog.parsed_suites.keep(principal.tenant, suite, stored)
+        return stored, created
 
     # ── reads ────────────────────────────────────────────────────────
 

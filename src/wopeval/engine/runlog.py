@@ -42,6 +42,17 @@ def now() -> datetime:
 
 
 def timestamp(at: datetime) -> str:
+    if at.tzinfo is UTC:
+        # Every event's: printf-style formatting takes half the time of isoformat's.
+        return "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ" % (  # noqa: UP031
+            at.year,
+            at.month,
+            at.day,
+            at.hour,
+            at.minute,
+            at.second,
+            at.microsecond // 1000,
+        )
     return at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import Any
 
 import orjson
 import rfc8785
@@ -44,20 +45,28 @@ def _written_alike(value: JsonValue) -> bool:
     check costs a fraction of that implementation, which every recorded call's
     `argsHash` paid.
     """
-    pending = [value]
+    # Exact types, not isinstance: a subclass (an enum member, say) goes to the reference
+    # implementation, which is always right; and the exact test is the cheaper one on a
+    # path every tool call takes several times. (Untyped: the walk checks what it meets.)
+    pending: list[Any] = [value]
     while pending:
         item = pending.pop()
-        if isinstance(item, str | bool) or item is None:
+        kind = type(item)
+        if kind is str or kind is bool or item is None:
             continue
-        if isinstance(item, int):
+        if kind is int:
             if -_JCS_INTEGERS <= item <= _JCS_INTEGERS:
                 continue
             return False
-        if isinstance(item, dict):
-            if not all(key.isascii() for key in item):
+        if kind is dict:
+            try:
+                keys = "".join(item)
+            except TypeError:  # a key that is not a string: not JSON's to write alike
+                return False
+            if not keys.isascii():
                 return False
             pending.extend(item.values())
-        elif isinstance(item, list):
+        elif kind is list:
             pending.extend(item)
         else:
             return False

@@ -11,8 +11,7 @@ this module only checks that a suite names graders the host has.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import JsonValue
 
@@ -27,9 +26,10 @@ ServedAs = Literal["fixture", "live", "miss"]
 """How the boundary answered a call: a fixture entry, the live tool, or a fixture miss."""
 
 
-@dataclass(frozen=True, slots=True)
-class ExecutedCall:
-    """One tool call as the agent made it (the as-executed boundary, RFC 0244 §A)."""
+class ExecutedCall(NamedTuple):
+    """One tool call as the agent made it (the as-executed boundary, RFC 0244 §A).
+
+    A named tuple: one is built for every call of every trial (see `store.ToolCallRow`)."""
 
     tool: str
     args: JsonValue
@@ -38,7 +38,7 @@ class ExecutedCall:
     """`agent.tool-returned.status`."""
     result: JsonValue = None
     """The tool's result when `status` is `ok`."""
-    error: dict[str, Any] | None = field(default=None)
+    error: dict[str, Any] | None = None
     """The tool error otherwise (`{code, message, ...}`)."""
     served: ServedAs = "live"
     duration_ms: int | None = None

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+import operator
+from collections.abc import Callable
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
@@ -15,4 +18,13 @@ def shallow_fields(row: DataclassInstance) -> dict[str, Any]:
     `dataclasses.asdict` deep-copies every JSON value (a tool's result, a trial's
     whole detail) on the hot path of every step; the insert only reads them.
     """
-    return {field.name: getattr(row, field.name) for field in fields(row)}
+    names, values = _reader(type(row))
+    return dict(zip(names, values(row), strict=True))
+
+
+@functools.cache
+def _reader(kind: type[DataclassInstance]) -> tuple[tuple[str, ...], Callable[[Any], Any]]:
+    # A row of every step goes through here: `fields()` and a getattr per field cost
+    # more than the rest of building the row.
+    names = tuple(field.name for field in fields(kind))
+    return names, operator.attrgetter(*names)

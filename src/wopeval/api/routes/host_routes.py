@@ -7,12 +7,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body
 from fastapi.responses import JSONResponse
 
-from wopeval import evals
 from wopeval.api.deps import HostDep, PrincipalDep, path_run_id
 from wopeval.engine.eval_plan import find_suite
-from wopeval.engine.runlog import now
 from wopeval.wire import errors
-from wopeval.wire.suite import parse_suite
 
 router = APIRouter(prefix="/host/wopeval", tags=["host"])
 
@@ -41,17 +38,7 @@ async def put_suite(
     principal: PrincipalDep, host: HostDep, document: Annotated[dict[str, Any], Body()]
 ) -> JSONResponse:
     """Publish a suite version for the caller's tenant; versions are immutable once published."""
-    suite = parse_suite(document)
-    evals.check_known_graders(suite, host.catalog.graders)
-    stored = suite.to_document()
-    async with host.store.transaction() as uow:
-        created = await uow.suites.put(
-            principal.tenant, suite.suiteId, suite.version, stored, now()
-        )
-        if not created:
-            existing = await uow.suites.get(principal.tenant, suite.suiteId, suite.version)
-            if existing != stored:
-                raise errors.SuiteVersionExists()
+    stored, created = await host.engine.publish_suite(principal, document)
     return JSONResponse(_listing(stored, "tenant"), status_code=201 if created else 200)
 
 
