@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from wopeval.store._checkpoints import WalCheckpointer
 from wopeval.store._details import (
     InvocationRow,
     InvocationsRepo,
@@ -110,6 +111,12 @@ class Store:
         self._one_writer = asyncio.Lock() if engine.dialect.name == "sqlite" else None
         """SQLite runs on the event loop (store/_sqlite_inline.py): a writer that waited for
         another inside SQLite would block the loop, so this process's writers take turns."""
+        database = engine.url.database
+        self._checkpoints = (
+            WalCheckpointer(database)
+            if engine.dialect.name == "sqlite" and database and database != ":memory:"
+            else None
+        )
         self._writer: AsyncConnection | None = None
         """SQLite's writers take turns, so one connection, kept open, serves them all: a
         transaction then pays no pool check-out and check-in."""
@@ -135,6 +142,8 @@ class Store:
                 self._writer = await self.engine.connect()
             async with self._writer.begin():
                 yield UnitOfWork(self._writer)
+            if self._checkpoints is not None:
+                self._checkpoints.written()
 
     @asynccontextmanager
     async def reading(self) -> AsyncIterator[UnitOfWork]:
@@ -161,6 +170,8 @@ class Store:
         if self._writer is not None:
             await self._writer.close()
         await self.engine.dispose()
+        if self._checkpoints is not None:
+            self._checkpoints.stop()
 
 
 __all__ = [

@@ -88,6 +88,8 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     # WAL with NORMAL stays consistent across a crash; only the last commits may be lost.
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA busy_timeout=30000")
+    # The store's own thread checkpoints the log, not a commit on the loop (_checkpoints.py).
+    cursor.execute("PRAGMA wal_autocheckpoint=0")
     cursor.close()
 
 
