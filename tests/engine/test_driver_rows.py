@@ -117,6 +117,21 @@ def test_the_driver_stores_what_sqlalchemy_stores(backend: Backend, tmp_path: Pa
                     await _driver.insert_many(
                         uow.connection, table.insert(), [{**row, "run_id": "by-driver"}]
                     )
+                    # As many as a PostgreSQL insert takes a COPY for.
+                    await _driver.insert_many(
+                        uow.connection,
+                        table.insert(),
+                        [
+                            {**row, "run_id": f"by-copy-{index}"}
+                            for index in range(_driver.COPY_FROM_ROWS)
+                        ],
+                    )
+            async with store.reading() as uow:
+                for name, (table, _) in ROWS.items():
+                    alike = await _as_stored(uow.connection, table, "by-sqlalchemy")
+                    for index in range(_driver.COPY_FROM_ROWS):
+                        copied = await _as_stored(uow.connection, table, f"by-copy-{index}")
+                        assert copied == alike, name
             outcome = ToolCallOutcome("ok", {"answer": [1, "二"]}, None, 12, True)
             async with store.transaction() as uow:
                 await ToolCallsRepo(uow.connection).complete([("by-driver", 3, outcome)])
