@@ -51,17 +51,17 @@ class ParsedSuites:
         key = (owner, str(document.get("suiteId")), str(document.get("version")))
         kept = self._suites.get(key)
         if kept is None:
-            kept = self._suites[key] = (parse_suite(document), document)
-            if len(self._suites) > self._limit:
-                self._suites.popitem(last=False)
-        else:
-            self._suites.move_to_end(key)
+            suite = parse_suite(document)
+            self.keep(owner, suite, document)
+            return suite
+        self._suites.move_to_end(key)
         return kept[0]
 
     def keep(self, owner: str, suite: Suite, document: dict[str, Any]) -> None:
-        """A version just validated and stored (its stored document) by its publisher."""
-        self._suites[(owner, suite.suiteId, suite.version)] = (suite, document)
-        self._suites.move_to_end((owner, suite.suiteId, suite.version))
+        """Keep a version just validated, with its document as stored."""
+        key = (owner, suite.suiteId, suite.version)
+        self._suites[key] = (suite, document)
+        self._suites.move_to_end(key)
         if len(self._suites) > self._limit:
             self._suites.popitem(last=False)
 

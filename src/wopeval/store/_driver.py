@@ -116,7 +116,7 @@ async def insert_many(
         return
     compiled = _compile(statement, connection.dialect, tuple(rows[0]))
     if compiled.sqlite or len(rows) < COPY_FROM_ROWS:
-        await _execute_many(connection, compiled, [compiled.bind(row) for row in rows])
+        await _execute_many(connection, compiled, rows)
         return
     table = cast(Insert, statement).table
     preparer = connection.dialect.identifier_preparer
@@ -135,8 +135,7 @@ async def execute_many(
     """Run `statement` once per row of bind values."""
     if not rows:
         return
-    compiled = _compile(statement, connection.dialect, None)
-    await _execute_many(connection, compiled, [compiled.bind(row) for row in rows])
+    await _execute_many(connection, _compile(statement, connection.dialect, None), rows)
 
 
 async def fetch(
@@ -155,8 +154,9 @@ async def fetch(
 
 
 async def _execute_many(
-    connection: AsyncConnection, compiled: _Compiled, values: list[Sequence[Any] | dict[str, Any]]
+    connection: AsyncConnection, compiled: _Compiled, rows: Sequence[Row]
 ) -> None:
+    values = [compiled.bind(row) for row in rows]
     driver = _driver_connection(connection)
     if compiled.sqlite:
         driver.sqlite.executemany(compiled.sql, values)
