@@ -8,10 +8,14 @@ notes every request the app receives, for tests about what a client sent.
 
 from __future__ import annotations
 
+import asyncio
+import io
 import secrets
 import socket
+import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -65,6 +69,7 @@ class _Running:
     thread: threading.Thread
     sock: socket.socket
     errors: list[BaseException] = field(default_factory=list)
+    loop: asyncio.AbstractEventLoop | None = None
 
 
 class ServerHandle:
@@ -134,9 +139,13 @@ class ServerHandle:
         sock = loopback_socket(self.port)
         errors: list[BaseException] = []
 
+        async def serve_noting_the_loop() -> None:
+            running.loop = asyncio.get_running_loop()
+            await server.serve(sockets=[sock])
+
         def serve() -> None:
             try:
-                server.run(sockets=[sock])
+                asyncio.run(serve_noting_the_loop())
             except BaseException as exc:  # reported by start() / stop()
                 errors.append(exc)
 
@@ -161,13 +170,25 @@ class ServerHandle:
         running.thread.join(STOP_DEADLINE_SECONDS)
         running.sock.close()
         if running.thread.is_alive():
-            raise RuntimeError("the wopeval host did not stop")
+            raise RuntimeError("the wopeval host did not stop:\n" + _where_it_waits(running))
         if running.errors:
             raise RuntimeError(f"the wopeval host failed: {running.errors!r}")
 
     def restart(self) -> None:
         self.stop()
         self.start()
+
+
+def _where_it_waits(running: _Running) -> str:
+    """The server thread's stack and its loop's tasks' stacks, so that a host that hangs on
+    stop says in what. Read from this thread while that loop runs: a best effort."""
+    frame = sys._current_frames().get(running.thread.ident or 0)
+    out = io.StringIO()
+    out.write("".join(traceback.format_stack(frame)) if frame else "its thread ended\n")
+    if running.loop is not None:
+        for task in list(asyncio.all_tasks(running.loop)):
+            task.print_stack(file=out)
+    return out.getvalue()
 
 
 def host_settings(backend: Backend, data_dir: Path, **extra: Any) -> Settings:
