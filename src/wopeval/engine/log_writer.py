@@ -31,7 +31,7 @@ from typing import Any
 
 from wopeval.engine.fence import Fence, Locked
 from wopeval.engine.notifier import Notifier
-from wopeval.engine.runlog import RunUpdate, Staged, Step, Transition, timestamp
+from wopeval.engine.runlog import RunUpdate, Staged, Step, Transition
 from wopeval.store import LockedRun, RunMove, RunRecord, Store, ToolCallOutcome, UnitOfWork
 from wopeval.wire import events, json_text
 from wopeval.wire.runs import RunStatus
@@ -423,7 +423,7 @@ def render(run_id: str, staged: Staged) -> str:
         "runId": run_id,
         "type": staged.type,
         "payload": staged.payload,
-        "timestamp": timestamp(staged.at),
+        "timestamp": staged.timestamp,
         "sequence": staged.sequence,
         "schemaVersion": events.SCHEMA_VERSION,
     }
