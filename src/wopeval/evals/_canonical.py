@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from typing import Any
 
 import orjson
@@ -84,11 +85,75 @@ def json_equal(left: JsonValue, right: JsonValue) -> bool:
     Values outside JCS's domain (e.g. a 64-bit id as an integer) have no
     canonical form; they compare by sorted, compact `json.dumps`, which is exact
     for them and still keeps `true` apart from `1`.
+
+    Most pairs are decided by walking both values once (`_same_json`), which is what
+    equality of the canonical forms comes to, without writing either; the fixture
+    matcher compares every call this way. What the walk cannot decide alike (a value
+    outside JCS's domain, a type that is not JSON's own) goes to the forms themselves.
     """
+    try:
+        return _same_json(left, right)
+    except _CanonicalFormsDecide:
+        pass
     try:
         return canonical_json(left) == canonical_json(right)
     except rfc8785.CanonicalizationError:
         return _fallback_text(left) == _fallback_text(right)
+
+
+class _CanonicalFormsDecide(Exception):
+    """The walk met a value whose comparison the canonical forms decide."""
+
+
+_NUMBERS = (int, float)
+_JSON_TYPES = (str, int, float, bool, type(None), dict, list)
+
+
+def _same_json(left: Any, right: Any) -> bool:
+    """Whether JCS writes `left` and `right` alike (RFC 8785 §3.2), where that is decided
+    here; raises `_CanonicalFormsDecide` otherwise.
+
+    It returns False only where the two texts differ under either writer, and True only
+    for values JCS holds whole, so it never answers otherwise than the forms would.
+    JCS writes every number as the double it is (§3.2.2.3), so an integer and a float
+    are alike when they are the same number, as Python compares them; a boolean is only
+    ever a boolean; objects are alike with the same keys and alike values, in any order.
+    """
+    kind = type(left)
+    if kind is not type(right):
+        if kind in _NUMBERS and type(right) in _NUMBERS:
+            return _in_domain(left) == _in_domain(right)
+        if kind in _JSON_TYPES and type(right) in _JSON_TYPES:
+            return False
+        raise _CanonicalFormsDecide
+    if kind is str or kind is bool or left is None:
+        return bool(left == right)
+    if kind is int or kind is float:
+        return _in_domain(left) == _in_domain(right)
+    if kind is dict:
+        if len(left) != len(right):
+            return False
+        for key, value in left.items():
+            if type(key) is not str:
+                raise _CanonicalFormsDecide
+            if key not in right or not _same_json(value, right[key]):
+                return False
+        return True
+    if kind is list:
+        if len(left) != len(right):
+            return False
+        return all(_same_json(a, b) for a, b in zip(left, right, strict=True))
+    raise _CanonicalFormsDecide
+
+
+def _in_domain(number: int | float) -> int | float:
+    """`number`, if JCS holds it: a finite double, an integer a double holds exactly."""
+    if type(number) is int:
+        if -_JCS_INTEGERS <= number <= _JCS_INTEGERS:
+            return number
+    elif math.isfinite(number):
+        return number
+    raise _CanonicalFormsDecide
 
 
 def compact_json(value: JsonValue) -> str:

@@ -7,6 +7,9 @@ ways must give the reference's bytes for every JSON value, or its refusal.
 
 from __future__ import annotations
 
+import json
+import random
+
 import rfc8785
 from hypothesis import given
 from hypothesis import strategies as st
@@ -63,3 +66,62 @@ def test_json_equality_is_equality_of_the_canonical_forms(
     if None not in canonical:
         assert evals.json_equal(left, right) == (canonical[0] == canonical[1])
         assert evals.json_equal(left, left)
+
+
+def _forms_equal(left: JsonValue, right: JsonValue) -> bool:
+    """Equality as the docstring of `json_equal` defines it, by writing both values."""
+    try:
+        return rfc8785.dumps(left) == rfc8785.dumps(right)
+    except rfc8785.CanonicalizationError:
+        return json.dumps(left, sort_keys=True, separators=(",", ":"), ensure_ascii=False) == (
+            json.dumps(right, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        )
+
+
+def _twin(value: JsonValue, rng: random.Random) -> JsonValue:
+    """`value`, its leaves now and then written as another type or changed: the pairs a
+    walk could get wrong (`1` and `1.0` alike, `true` and `1` apart, keys in any order)."""
+    if isinstance(value, dict):
+        items = [(key, _twin(item, rng)) for key, item in value.items()]
+        rng.shuffle(items)
+        if items and rng.random() < 0.1:
+            items.pop()
+        return dict(items)
+    if isinstance(value, list):
+        return [_twin(item, rng) for item in value]
+    roll = rng.random()
+    if isinstance(value, bool):
+        return int(value) if roll < 0.3 else value
+    if isinstance(value, int):
+        if roll < 0.3:
+            return float(value)
+        if roll < 0.4 and value in (0, 1):
+            return bool(value)
+        return value + 1 if roll < 0.5 else value
+    if isinstance(value, float):
+        if roll < 0.3 and value.is_integer():
+            return int(value)
+        return -value if roll < 0.4 else value
+    if isinstance(value, str):
+        return value + "x" if roll < 0.1 else value
+    return value
+
+
+@given(_VALUES, st.randoms(use_true_random=False))
+def test_json_equality_of_near_twins_is_what_their_canonical_forms_say(
+    value: JsonValue, rng: random.Random
+) -> None:
+    twin = _twin(value, rng)
+    assert evals.json_equal(value, twin) == _forms_equal(value, twin)
+    assert evals.json_equal(twin, value) == _forms_equal(twin, value)
+
+
+def test_the_pairs_a_walk_could_get_wrong_compare_as_their_canonical_forms() -> None:
+    assert evals.json_equal({"a": 1, "b": [1.0, "x"]}, {"b": [1, "x"], "a": 1.0})
+    assert not evals.json_equal({"a": True}, {"a": 1})
+    assert not evals.json_equal([0], [False])
+    assert evals.json_equal(-0.0, 0)
+    # Outside JCS's domain the whole value compares as text: 1 and 1.0 are then apart.
+    assert not evals.json_equal({"a": 1, "id": 2**60}, {"a": 1.0, "id": 2**60})
+    assert evals.json_equal({"id": 2**60}, {"id": 2**60})
+    assert evals.json_equal(float("nan"), float("nan"))
