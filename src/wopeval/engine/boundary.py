@@ -19,6 +19,7 @@ from pydantic import JsonValue
 from wopeval import evals
 from wopeval.engine.grants import InvocationGrants
 from wopeval.tools import ToolContext, ToolFailure, ToolRegistry
+from wopeval.wire import json_text
 from wopeval.wire.events import ToolStatus
 
 if TYPE_CHECKING:
@@ -101,7 +102,17 @@ class LiveTransport:
         except Exception as exc:  # any tool crash is the agent's tool error, not the run's
             crashed = ToolFailure("tool_raised", f"{call.tool} raised {type(exc).__name__}")
             return _failed(crashed, "live", _elapsed(started))
-        return ToolResult("ok", result, None, "live", _elapsed(started))
+        try:
+            # The answer as it was given: a tool that keeps it and changes it later cannot
+            # change the record.
+            answer = json_text.copy(result)
+        except TypeError:
+            not_json = ToolFailure(
+                "tool_answer_not_json",
+                f"{call.tool} answered with a {type(result).__name__} that is not JSON",
+            )
+            return _failed(not_json, "live", _elapsed(started))
+        return ToolResult("ok", answer, None, "live", _elapsed(started))
 
 
 class FixtureServer:

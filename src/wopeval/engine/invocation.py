@@ -28,7 +28,7 @@ from wopeval.engine.models import ModelLedger, ModelRecorder
 from wopeval.engine.runlog import Journal, RunClosed, now
 from wopeval.store import InvocationRow, ToolCallOutcome, ToolCallRow
 from wopeval.tools import Offered
-from wopeval.wire import events, ids
+from wopeval.wire import events, ids, json_text
 
 Source = Literal["workflow-node", "run-api", "chat-mention"]
 log = logging.getLogger("wopeval.agents")
@@ -152,6 +152,9 @@ class Invocation:
         sees it: a host that dies in between leaves every executed call recorded.
         A fixture's answer has no effect and lands with the rest of the unit.
         """
+        # The call as the agent made it, the host's alone from here: an agent that reuses
+        # its args dict, or a tool that consumes its args, cannot change what was recorded.
+        args = json_text.copy(args)
         call = ToolCall(name, args, ids.mint_local_id())
         mode = self.spec.wire_content
         called = self.journal.emit(
@@ -165,7 +168,7 @@ class Invocation:
         else:
             self.journal.record_call(called, self._record_row(call, None))
             await self.journal.flush()
-            result = await self.boundary.live.handle(call)
+            result = await self.boundary.live.handle(call._replace(args=json_text.copy(args)))
             self.journal.emit(self._returned(call, result), node_id=self.node_id)
             self.journal.complete_call(called, self._outcome(result))
             await self.journal.flush()
@@ -187,7 +190,9 @@ class Invocation:
         if not result.ok:
             error = result.error or {}
             raise ToolCallError(str(error.get("code")), str(error.get("message")), error)
-        return result.result
+        # The agent's own copy: what it does with the answer leaves the record (and a
+        # fixture, which serves every trial of its task) as it was.
+        return json_text.copy(result.result)
 
     async def delegate(self, agent_id: str, input: JsonValue) -> JsonValue:
         spec = self.agents.get(agent_id)
@@ -283,6 +288,9 @@ async def run_invocation(invocation: Invocation, *, source: Source) -> Invocatio
         )
     finally:
         invocation.revoke()
+    # As the agent decided it: the event and the grade are of this, whatever the agent's
+    # code does later with the object it returned.
+    decision = json_text.copy(decision)
     journal.emit(events.Decided(agentId=agent_id, decision=decision), node_id=invocation.node_id)
     _close(invocation, "completed", started, None)
     return InvocationResult(

@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 import orjson
+from pydantic import JsonValue
 
 
 def compact(value: Any) -> str:
@@ -23,3 +24,15 @@ def compact(value: Any) -> str:
 
 def parse(text: str | bytes) -> Any:
     return orjson.loads(text)
+
+
+def copy(value: JsonValue) -> JsonValue:
+    """A copy of `value` that shares nothing with it, as JSON text would carry it: what the
+    host keeps of an agent's args, or hands an agent, can then not be changed by the other
+    side. (orjson reads an integer beyond 64 bits back as a float; the standard library
+    keeps it.)"""
+    try:
+        copied: JsonValue = orjson.loads(orjson.dumps(value))
+    except orjson.JSONEncodeError:
+        copied = json.loads(json.dumps(value))
+    return copied

@@ -4,6 +4,7 @@ agent sees it; fixtures answer without running anything; tool failures become to
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
@@ -132,12 +133,17 @@ async def _forbidden(args: JsonValue) -> JsonValue:
     raise ToolFailure("denied", "not allowed", status="forbidden")
 
 
+async def _answers_a_set(args: JsonValue) -> JsonValue:
+    return {"ids": {1, 2}}  # type: ignore[dict-item]
+
+
 @pytest.mark.parametrize(
     ("tool", "expected"),
     [
         (PythonTool("t:raises", _raises), ("error", "tool_raised", False)),
         (PythonTool("t:hangs", _hangs), ("error", "tool_timeout", True)),
         (PythonTool("t:forbidden", _forbidden), ("forbidden", "denied", False)),
+        (PythonTool("t:set", _answers_a_set), ("error", "tool_answer_not_json", False)),
     ],
 )
 async def test_tool_failures_become_tool_errors(
@@ -172,3 +178,74 @@ async def test_with_record_off_the_call_is_listed_without_content(tmp_path: Path
             None,
             "ok",
         )
+
+
+async def _stored_calls(store: Store, run_id: str) -> list[tuple[JsonValue, JsonValue]]:
+    async with store.reading() as uow:
+        rows = await uow.connection.execute(
+            select(tool_calls.c.inputs, tool_calls.c.result)
+            .where(tool_calls.c.run_id == run_id)
+            .order_by(tool_calls.c.sequence)
+        )
+        return [(row.inputs, row.result) for row in rows]
+
+
+async def _stored_payloads(store: Store, run_id: str) -> list[dict[str, JsonValue]]:
+    async with store.reading() as uow:
+        docs = await uow.events.all_docs(run_id)
+    return [json.loads(doc)["payload"] for doc in docs[1:]]
+
+
+async def test_what_the_agent_changes_after_a_served_call_leaves_the_call_as_it_was_made(
+    tmp_path: Path,
+) -> None:
+    async with open_store(tmp_path) as store:
+        log = await open_run(writer_for(store))
+        entries = (
+            ToolResponse(tool="t:look", args={"q": 1}, response={"found": ["one"]}),
+            ToolResponse(tool="t:look", args={"q": 2}, response={"found": ["two"]}),
+        )
+        fixtures = FixtureServer(evals.FixtureCursor(entries, "fail"))
+        invocation = _invocation(log, Boundary(_live(), fixtures))
+        args: dict[str, JsonValue] = {"q": 1}
+        answer = await invocation.call_tool("t:look", args)
+        # An agent that reuses its args and works on what it is handed, in place.
+        args["q"] = 2
+        assert isinstance(answer, dict)
+        answer["found"].append("mine")  # type: ignore[union-attr]
+        assert await invocation.call_tool("t:look", args) == {"found": ["two"]}
+        await invocation.journal.flush()
+
+        assert await _stored_calls(store, log.run_id) == [
+            ({"q": 1}, {"found": ["one"]}),
+            ({"q": 2}, {"found": ["two"]}),
+        ]
+        payloads = await _stored_payloads(store, log.run_id)
+        assert [p.get("inputs") for p in payloads] == [{"q": 1}, None, {"q": 2}, None]
+        assert [p.get("outcome") for p in payloads] == [
+            None, {"found": ["one"]}, None, {"found": ["two"]}
+        ]  # fmt: skip
+        executed = invocation.shared.executed
+        assert [(call.args, call.result) for call in executed] == [
+            ({"q": 1}, {"found": ["one"]}),
+            ({"q": 2}, {"found": ["two"]}),
+        ]
+        # The fixture itself serves the next trial (and the next eval) as the suite says.
+        assert entries[0].response == {"found": ["one"]}
+
+
+async def test_a_tool_that_changes_its_args_leaves_the_call_as_the_agent_made_it(
+    tmp_path: Path,
+) -> None:
+    async with open_store(tmp_path) as store:
+        log = await open_run(writer_for(store))
+
+        async def consume(args: JsonValue) -> JsonValue:
+            assert isinstance(args, dict)
+            args.pop("q")
+            return {"left": args}
+
+        invocation = _invocation(log, Boundary(_live(PythonTool("t:consume", consume))))
+        assert await invocation.call_tool("t:consume", {"q": 1}) == {"left": {}}
+        assert await _stored_calls(store, log.run_id) == [({"q": 1}, {"left": {}})]
+        assert [call.args for call in invocation.shared.executed] == [{"q": 1}]
