@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from types import UnionType
+from typing import Any, ClassVar, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, JsonValue
 
@@ -28,8 +29,56 @@ class Payload(BaseModel):
     TYPE: ClassVar[str]
     """The v2 event type this payload belongs to."""
 
+    _WIRE_KEYS: ClassVar[tuple[tuple[str, str], ...] | None] = None
+    """Each field and its wire key, when every field is written as it is held (below)."""
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        fields = cls.model_fields
+        written_as_held = all(_written_as_held(field.annotation) for field in fields.values())
+        cls._WIRE_KEYS = (
+            tuple((name, field.alias or name) for name, field in fields.items())
+            if written_as_held
+            else None
+        )
+
     def to_wire(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+        """The payload as the event carries it: pydantic's JSON-mode dump, by alias,
+        without unset optionals.
+
+        A payload whose fields hold strings, integers, booleans and JSON content (and
+        payloads of the same kind) is all JSON already, so its dump is its fields as held:
+        built here, a third of pydantic's walk, which also copies every value. That
+        sharing is safe because content is the host's own by then: the tool boundary
+        keeps a copy of what an agent passes and returns (engine/invocation.py).
+        """
+        keys = self._WIRE_KEYS
+        if keys is None:
+            return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+        held = self.__dict__
+        wire: dict[str, Any] = {}
+        for name, key in keys:
+            value = held[name]
+            if value is not None:
+                wire[key] = value.to_wire() if isinstance(value, Payload) else value
+        return wire
+
+
+def _written_as_held(annotation: Any) -> bool:
+    """Whether pydantic's JSON-mode dump of a value of this type is the value itself."""
+    if annotation is Any or annotation in (str, int, bool, type(None)):
+        return True
+    if isinstance(annotation, type) and issubclass(annotation, Payload):
+        return True
+    origin, arguments = get_origin(annotation), get_args(annotation)
+    if origin is Literal:
+        return all(type(argument) is str for argument in arguments)
+    if origin in (Union, UnionType, list):
+        return all(_written_as_held(argument) for argument in arguments)
+    if origin is dict:
+        return arguments[0] is str and _written_as_held(arguments[1])
+    return False
 
 
 class EventDoc(BaseModel):
