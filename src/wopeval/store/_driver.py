@@ -100,7 +100,7 @@ def _compile(
     return made
 
 
-def _driver_connection(connection: AsyncConnection) -> Any:
+def driver_connection(connection: AsyncConnection) -> Any:
     # The pool's connection of this transaction, and under SQLAlchemy's adapter the
     # driver's: our inline SQLite connection (store/_sqlite_inline.py) or psycopg's.
     return connection.sync_connection.connection.driver_connection  # type: ignore[union-attr]
@@ -121,7 +121,7 @@ async def insert_many(
     table = cast(Insert, statement).table
     preparer = connection.dialect.identifier_preparer
     columns = ", ".join(preparer.quote(name) for name in compiled.names)
-    driver = _driver_connection(connection)
+    driver = driver_connection(connection)
     async with driver.cursor() as cursor:
         copy_sql = f"COPY {preparer.format_table(table)} ({columns}) FROM STDIN"
         async with cursor.copy(copy_sql) as copy:
@@ -143,7 +143,7 @@ async def fetch(
 ) -> list[tuple[Any, ...]]:
     """Run `statement` once and return its rows (its RETURNING clause's, for a DML)."""
     compiled = _compile(statement, connection.dialect, None)
-    driver = _driver_connection(connection)
+    driver = driver_connection(connection)
     if compiled.sqlite:
         rows: list[tuple[Any, ...]] = driver.sqlite.execute(
             compiled.sql, compiled.bind(values)
@@ -157,7 +157,7 @@ async def _execute_many(
     connection: AsyncConnection, compiled: _Compiled, rows: Sequence[Row]
 ) -> None:
     values = [compiled.bind(row) for row in rows]
-    driver = _driver_connection(connection)
+    driver = driver_connection(connection)
     if compiled.sqlite:
         driver.sqlite.executemany(compiled.sql, values)
         return
