@@ -180,11 +180,14 @@ class ServerHandle:
 
 
 def _where_it_waits(running: _Running) -> str:
-    """The server thread's stack and its loop's tasks' stacks, so that a host that hangs on
-    stop says in what. Read from this thread while that loop runs: a best effort."""
-    frame = sys._current_frames().get(running.thread.ident or 0)
+    """Every other thread's stack and the server loop's tasks' stacks, so that a host that
+    hangs on stop says in what. Read from this thread while they run: a best effort."""
+    frames = sys._current_frames()
     out = io.StringIO()
-    out.write("".join(traceback.format_stack(frame)) if frame else "its thread ended\n")
+    for thread in threading.enumerate():
+        frame = frames.get(thread.ident or 0)
+        if frame is not None and thread is not threading.current_thread():
+            out.write(f"thread {thread.name}:\n{''.join(traceback.format_stack(frame))}")
     if running.loop is not None:
         for task in list(asyncio.all_tasks(running.loop)):
             task.print_stack(file=out)

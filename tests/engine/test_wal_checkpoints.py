@@ -4,12 +4,16 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import sqlite3
+import threading
 import time
 from pathlib import Path
 
+import pytest
 from sqlalchemy import text
 
-from wopeval.store import Store, sqlite_url
+from wopeval.store import Store, _checkpoints, sqlite_url
 
 ROWS = 4_000
 DOC = "x" * 2_000
@@ -43,3 +47,46 @@ def test_commits_leave_the_log_to_the_checkpoint_thread(tmp_path: Path) -> None:
             await store.close()
 
     asyncio.run(scenario())
+
+
+def test_a_checkpoint_that_does_not_end_never_holds_the_store_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    released = threading.Event()
+    entered = threading.Event()
+
+    def stuck(_connection: sqlite3.Connection) -> None:
+        entered.set()
+        released.wait(30)
+
+    monkeypatch.setattr(_checkpoints.WalCheckpointer, "_checkpoint", staticmethod(stuck))
+    monkeypatch.setattr(_checkpoints, "STOP_WAIT_SECONDS", 0.2)
+
+    async def scenario() -> None:
+        store = await Store.open(sqlite_url(tmp_path))
+        async with store.transaction() as uow:
+            await uow.events.append([{"run_id": "r", "sequence": 0, "type": "t", "doc": "{}"}])
+        assert await asyncio.to_thread(entered.wait, 10)
+        ticks = 0
+
+        async def tick() -> None:
+            nonlocal ticks
+            while True:
+                ticks += 1
+                await asyncio.sleep(0.01)
+
+        ticking = asyncio.create_task(tick())
+        try:
+            await asyncio.wait_for(store.close(), 10)
+        finally:
+            ticking.cancel()
+        # The loop went on while the store waited for its thread.
+        assert ticks > 5
+
+    try:
+        with caplog.at_level(logging.WARNING, logger="wopeval.store"):
+            asyncio.run(scenario())
+    finally:
+        released.set()
+    (warning,) = [r for r in caplog.records if "did not stop" in r.getMessage()]
+    assert "stuck" in warning.getMessage()

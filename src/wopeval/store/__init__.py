@@ -200,7 +200,7 @@ class Store:
             await self._writer.close()
         await self.engine.dispose()
         if self._checkpoints is not None:
-            self._checkpoints.stop()
+            await asyncio.to_thread(self._checkpoints.stop)
 
 
 __all__ = [

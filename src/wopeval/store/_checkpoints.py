@@ -15,9 +15,14 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import sys
 import threading
+import traceback
 
 log = logging.getLogger("wopeval.store")
+
+STOP_WAIT_SECONDS = 5.0
+"""How long a stopping store waits for a checkpoint in progress."""
 
 CHECKPOINT_EVERY_SECONDS = 0.25
 """How long after a write the log is copied back at the latest: the log grows by at most
@@ -39,12 +44,22 @@ class WalCheckpointer:
         self._written.set()
 
     def stop(self) -> None:
+        """End the thread, waiting for it a moment at most; blocking, so called from a
+        thread of the caller's (the loop's own SQLite connections must go on meanwhile)."""
         self._stop.set()
         self._written.set()
-        self._thread.join()
+        self._thread.join(STOP_WAIT_SECONDS)
+        if self._thread.is_alive():
+            # A daemon thread: it ends with the process, and what it did not copy the next
+            # open reads back from the log. Where it waits is what a fix needs to know.
+            frame = sys._current_frames().get(self._thread.ident or 0)
+            where = "".join(traceback.format_stack(frame)) if frame is not None else ""
+            log.warning("the WAL checkpoint thread did not stop; it waits in:\n%s", where)
 
     def _run(self) -> None:
-        connection = sqlite3.connect(self._database, timeout=30)
+        # No busy wait: a checkpoint that finds the log's locks taken gives up at once,
+        # and the next write asks again.
+        connection = sqlite3.connect(self._database, timeout=0)
         try:
             while True:
                 self._written.wait()
@@ -60,6 +75,10 @@ class WalCheckpointer:
     def _checkpoint(connection: sqlite3.Connection) -> None:
         try:
             connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-        except sqlite3.Error:
-            # The next write asks again; a checkpoint that fails loses nothing.
-            log.warning("a WAL checkpoint failed", exc_info=True)
+        except sqlite3.Error as failed:
+            # The next write asks again; a checkpoint that did not run loses nothing. One
+            # that found a lock taken is expected now and then, and not worth a warning.
+            if failed.sqlite_errorcode in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+                log.debug("a WAL checkpoint found the log busy: %s", failed)
+            else:
+                log.warning("a WAL checkpoint failed", exc_info=True)
