@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
 
 import httpx
-from sqlalchemy import event
+
+from _statements import statements_matching
 
 from ._gate import start_gated_run
 from ._server import TENANT_B, ServerHandle
@@ -26,21 +25,9 @@ from ._support import NOOP_WORKFLOW, RUN_DEADLINE_SECONDS
 _RUNS_READ = re.compile(r"\s*SELECT\b.*\bFROM (runs|events)\b", re.DOTALL | re.IGNORECASE)
 
 
-@contextmanager
-def _run_reads(server: ServerHandle) -> Iterator[list[str]]:
+def _run_reads(server: ServerHandle) -> AbstractContextManager[list[str]]:
     """The statements that read the runs or events tables while the block runs."""
-    seen: list[str] = []
-
-    def note(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
-        if _RUNS_READ.match(statement):
-            seen.append(statement)
-
-    engine = server.host.store.engine.sync_engine
-    event.listen(engine, "before_cursor_execute", note)
-    try:
-        yield seen
-    finally:
-        event.remove(engine, "before_cursor_execute", note)
+    return statements_matching(server.host.store.engine, _RUNS_READ)
 
 
 def _read(http: httpx.Client, segment: str, view: str = "") -> httpx.Response:

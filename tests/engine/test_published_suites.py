@@ -4,14 +4,13 @@ the document again nor reads it from the store (engine/host.py `Engine.publish_s
 from __future__ import annotations
 
 import asyncio
-import re
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import event
 
 from _backends import Backend
+from _statements import SUITE_READ, statements_matching
 from wopeval.engine import catalog
 from wopeval.wire import errors
 from wopeval.wire.principal import Principal
@@ -20,7 +19,6 @@ from wopeval.wire.runs import CreateRunRequest, RunStatus
 from ._hosts import TENANT, running_host
 
 PRINCIPAL = Principal(TENANT, "key-test")
-_SUITE_READ = re.compile(r"\s*SELECT\b.*\bFROM suites\b", re.DOTALL | re.IGNORECASE)
 
 
 def _document(answer: str) -> dict[str, Any]:
@@ -52,22 +50,16 @@ def test_a_published_version_runs_without_a_second_parse_or_a_store_read(
                 raise AssertionError("a published version was parsed again")
 
             monkeypatch.setattr(catalog, "parse_suite", refuse)
-            reads: list[str] = []
-
-            def note(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
-                if _SUITE_READ.match(statement):
-                    reads.append(statement)
-
-            event.listen(host.store.engine.sync_engine, "before_cursor_execute", note)
-            record = await host.engine.create_eval_run(
-                PRINCIPAL,
-                CreateRunRequest(
-                    mode="eval",
-                    evalSuiteRef="engine.evals.published@1.0.0",
-                    agentId="conformance.scripted-agent",
-                ),
-            )
-            await host.engine.wait_idle()
+            with statements_matching(host.store.engine, SUITE_READ) as reads:
+                record = await host.engine.create_eval_run(
+                    PRINCIPAL,
+                    CreateRunRequest(
+                        mode="eval",
+                        evalSuiteRef="engine.evals.published@1.0.0",
+                        agentId="conformance.scripted-agent",
+                    ),
+                )
+                await host.engine.wait_idle()
             ended = await host.engine.get_run(PRINCIPAL, record.run_id)
             assert ended.status is RunStatus.COMPLETED
             assert (ended.summary or {}).get("passed") is True

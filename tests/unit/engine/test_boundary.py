@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import JsonValue
@@ -47,14 +48,15 @@ def _live(*tools: PythonTool, timeout: float = 5.0) -> LiveTransport:
     return LiveTransport(registry, ToolContext(tenant=TENANT, run_id="r"), timeout)
 
 
-async def _recorded(store: Store, run_id: str) -> list[tuple[int, str, str]]:
+async def _recorded(store: Store, run_id: str, *columns: str) -> list[tuple[Any, ...]]:
+    """`columns` of the run's tool call records (by default sequence, status and served
+    by), in sequence order."""
+    chosen = [tool_calls.c[name] for name in columns or ("sequence", "status", "served_by")]
     async with store.reading() as uow:
         rows = await uow.connection.execute(
-            select(tool_calls.c.sequence, tool_calls.c.status, tool_calls.c.served_by)
-            .where(tool_calls.c.run_id == run_id)
-            .order_by(tool_calls.c.sequence)
+            select(*chosen).where(tool_calls.c.run_id == run_id).order_by(tool_calls.c.sequence)
         )
-        return [(row.sequence, row.status, row.served_by) for row in rows]
+        return [tuple(row) for row in rows]
 
 
 async def test_a_live_call_is_durable_before_its_tool_runs_and_after_it(tmp_path: Path) -> None:
@@ -180,16 +182,6 @@ async def test_with_record_off_the_call_is_listed_without_content(tmp_path: Path
         )
 
 
-async def _stored_calls(store: Store, run_id: str) -> list[tuple[JsonValue, JsonValue]]:
-    async with store.reading() as uow:
-        rows = await uow.connection.execute(
-            select(tool_calls.c.inputs, tool_calls.c.result)
-            .where(tool_calls.c.run_id == run_id)
-            .order_by(tool_calls.c.sequence)
-        )
-        return [(row.inputs, row.result) for row in rows]
-
-
 async def _stored_payloads(store: Store, run_id: str) -> list[dict[str, JsonValue]]:
     async with store.reading() as uow:
         docs = await uow.events.all_docs(run_id)
@@ -216,7 +208,7 @@ async def test_what_the_agent_changes_after_a_served_call_leaves_the_call_as_it_
         assert await invocation.call_tool("t:look", args) == {"found": ["two"]}
         await invocation.journal.flush()
 
-        assert await _stored_calls(store, log.run_id) == [
+        assert await _recorded(store, log.run_id, "inputs", "result") == [
             ({"q": 1}, {"found": ["one"]}),
             ({"q": 2}, {"found": ["two"]}),
         ]
@@ -247,5 +239,5 @@ async def test_a_tool_that_changes_its_args_leaves_the_call_as_the_agent_made_it
 
         invocation = _invocation(log, Boundary(_live(PythonTool("t:consume", consume))))
         assert await invocation.call_tool("t:consume", {"q": 1}) == {"left": {}}
-        assert await _stored_calls(store, log.run_id) == [({"q": 1}, {"left": {}})]
+        assert await _recorded(store, log.run_id, "inputs", "result") == [({"q": 1}, {"left": {}})]
         assert [call.args for call in invocation.shared.executed] == [{"q": 1}]

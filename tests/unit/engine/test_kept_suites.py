@@ -8,12 +8,10 @@ id is read from the store as before.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event
-
+from _statements import SUITE_READ, statements_matching
 from wopeval.engine.catalog import Catalog
 from wopeval.engine.eval_plan import find_suite
 from wopeval.engine.runlog import now
@@ -21,7 +19,6 @@ from wopeval.engine.runlog import now
 from ._store import TENANT, open_store
 
 OTHER_TENANT = "globex"
-_SUITE_READ = re.compile(r"\s*SELECT\b.*\bFROM suites\b", re.DOTALL | re.IGNORECASE)
 
 
 def _document(answer: str) -> dict[str, Any]:
@@ -44,23 +41,17 @@ async def test_a_parsed_version_is_served_without_a_store_read_and_only_to_its_t
         async with store.transaction() as uow:
             await uow.suites.put(TENANT, "unit.evals.kept", "1.0.0", ours, now())
             await uow.suites.put(OTHER_TENANT, "unit.evals.kept", "1.0.0", theirs, now())
-        reads: list[str] = []
-
-        def note(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
-            if _SUITE_READ.match(statement):
-                reads.append(statement)
-
-        event.listen(store.engine.sync_engine, "before_cursor_execute", note)
         catalog = Catalog()
-        async with store.reading() as uow:
-            first = await find_suite("unit.evals.kept@1.0.0", TENANT, catalog, uow)
-            assert first == ours
-            assert len(reads) == 1
-            assert first is not None
-            catalog.parsed_suites.get(TENANT, first)  # what an eval's create does with it
-            again = await find_suite("unit.evals.kept@1.0.0", TENANT, catalog, uow)
-            assert again == ours
-            assert len(reads) == 1
-            other = await find_suite("unit.evals.kept@1.0.0", OTHER_TENANT, catalog, uow)
-            assert other == theirs
-            assert len(reads) == 2
+        with statements_matching(store.engine, SUITE_READ) as reads:
+            async with store.reading() as uow:
+                first = await find_suite("unit.evals.kept@1.0.0", TENANT, catalog, uow)
+                assert first == ours
+                assert len(reads) == 1
+                assert first is not None
+                catalog.parsed_suites.get(TENANT, first)  # what an eval's create does with it
+                again = await find_suite("unit.evals.kept@1.0.0", TENANT, catalog, uow)
+                assert again == ours
+                assert len(reads) == 1
+                other = await find_suite("unit.evals.kept@1.0.0", OTHER_TENANT, catalog, uow)
+                assert other == theirs
+                assert len(reads) == 2
