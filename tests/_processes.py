@@ -235,11 +235,14 @@ class WorkerProcess:
             self._log_file.flush()
         return self.log.read_text()
 
-    def wait_up(self) -> None:
-        """Wait until the worker's health endpoint says it is ready."""
+    def wait_up(self, *, killed_is_up: bool = False) -> None:
+        """Wait until the worker's health endpoint says it is ready; `killed_is_up`: or it
+        was killed (SIGKILL) first, as a poison trial it took kills it."""
         deadline = time.monotonic() + START_DEADLINE_SECONDS
         while time.monotonic() < deadline:
             code = self.process.poll()
+            if killed_is_up and code == -signal.SIGKILL:
+                return
             assert code is None, f"wopeval worker exited {code}: {self.output()}"
             if self.health_url is None:
                 for line in self.output().splitlines():

@@ -67,15 +67,18 @@ class Fleet:
         self.apis.append(api)
         return api
 
-    def worker(self, **changes: Any) -> WorkerProcess:
+    def worker(self, *, poison_may_kill: bool = False, **changes: Any) -> WorkerProcess:
+        """A started worker, ready; with `poison_may_kill`, one that a poison trial killed
+        while it was starting (it took that trial, so it came up far enough) is returned
+        too, dead, for the next `replace_dead_workers` to replace."""
         index = len(self.workers)
         base = self.worker_options or WorkerOptions(
             self.directory / "worker", self.database_url, PROJECT
         )
         options = replace(base, data_dir=self.directory / f"worker-{index}", **changes)
         worker = WorkerProcess(options, self.directory / f"worker-{index}.log")
-        worker.wait_up()
         self.workers.append(worker)
+        worker.wait_up(killed_is_up=poison_may_kill)
         return worker
 
     def replace_dead_workers(self, **changes: Any) -> None:
@@ -84,7 +87,7 @@ class Fleet:
             if not worker.alive() and not worker.replaced:
                 worker.kill()  # reaps it and closes its log
                 worker.replaced = True
-                self.worker(**changes)
+                self.worker(poison_may_kill=True, **changes)
 
     def http(self, api: ServeProcess) -> httpx.Client:
         return api.http(self.key)
