@@ -364,10 +364,13 @@ def test_the_runs_page_pages_through_the_runs(dashboard: Dashboard, page: Page) 
     page.goto(dashboard.url(f"/ui/runs?tag={tag}"))
     first = run_ids(page)
     assert first == created[::-1][:50]
+    # Each page is a navigation: wait for the new document before reading its rows.
     page.click("nav.pager a[rel=next]")
+    page.wait_for_url("**/ui/runs?*cursor=*")
     assert run_ids(page) == [created[0]]
     expect(page.locator("nav.pager a[rel=next]")).to_have_count(0)
     page.click("nav.pager >> text=Newest runs")
+    page.wait_for_url(dashboard.url(f"/ui/runs?tag={tag}"))
     assert run_ids(page) == first
 
 
