@@ -13,7 +13,7 @@ MUTATE ?=
 MUTATION_TESTS ?=
 MUTATION_JOBS ?=
 
-.PHONY: install demo serve test lint format mutation clean
+.PHONY: install demo serve test lint format mutation clean frameworks
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,23 @@ $(EXAMPLES): $(INSTALLED)
 	touch $(EXAMPLES)
 
 install: $(INSTALLED)
+
+# The agent frameworks of examples/frameworks/ (docs/frameworks.md), for the framework tier
+# (tests/frameworks/). Their pins conflict, so they live in two virtualenvs beside the
+# project's: mcp 1 with openai 2 (LangGraph, CrewAI, smolagents) and mcp 2 with openai 2
+# (LlamaIndex, ADK + LiteLLM); the OpenAI Agents SDK, PydanticAI and Anthropic's SDK share
+# the project's mcp 2 and openai 3 (its `examples` extra). Rebuilt when a requirements file
+# changes; `make -j2 frameworks` builds both at once.
+FRAMEWORK_VENVS := .venv-frameworks-mcp1 .venv-frameworks-openai2
+
+.venv-frameworks-%/.installed: examples/frameworks/requirements-%.txt
+	rm -rf .venv-frameworks-$*
+	$(PYTHON) -m venv .venv-frameworks-$*
+	.venv-frameworks-$*/bin/python -m pip install --quiet --disable-pip-version-check -r $<
+	touch $@
+
+## frameworks: the examples' extra and the two framework virtualenvs the framework tier runs
+frameworks: $(EXAMPLES) $(FRAMEWORK_VENVS:%=%/.installed)
 
 $(MUTATION_INSTALLED): pyproject.toml $(INSTALLED)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,mutation]'
@@ -54,7 +71,7 @@ lint: $(EXAMPLES)
 ## test: lint, the whole test suite (unit, migration, end-to-end on SQLite and PostgreSQL),
 ## then `wopeval conformance` against a fresh `wopeval serve` on both databases
 # Two pytest workers, each taking whole test files (their module fixtures stay shared).
-test: lint
+test: lint frameworks
 	$(BIN)/pytest -n 2 --dist loadfile
 	$(BIN)/python scripts/conformance_self_check.py
 
@@ -72,4 +89,4 @@ format: install
 	$(BIN)/ruff check --fix
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis .mutation
+	rm -rf $(VENV) $(FRAMEWORK_VENVS) .mypy_cache .ruff_cache .pytest_cache .hypothesis .mutation

@@ -1,0 +1,165 @@
+"""One framework's agent through the loop a team runs (docs/ci.md), command by command.
+
+Production records three runs of the agent on the shared `wopeval serve`, each
+a real model conversation (the strict model server) and real tool calls (the
+orders MCP server). Then, as the scheduled job and a pull request would:
+`recordings export` next to the live host, `recordings import` into a fresh
+SQLite store, `suites from-runs`, the baseline `eval --offline --replay-model`
+tagged `main`, and the same eval of a checkout whose prompt changed, judged
+against `latest:main`: exit 2, every task failing on its model replay miss.
+Neither the model server nor the MCP server hears one request from any replay.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from _model_server import ModelServer
+from _processes import ServeOptions, ServeProcess
+from cli._support import Result, run_cli
+from wopeval.cli.run import decisions
+
+from ._orders import CountingOrdersServer
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+EXAMPLE = REPOSITORY / "examples" / "frameworks"
+VENVS = (REPOSITORY / ".venv-frameworks-mcp1", REPOSITORY / ".venv-frameworks-openai2")
+"""What `make frameworks` builds; the Agents SDK, PydanticAI and Anthropic agents run on the
+project's own virtualenv (its `examples` extra)."""
+ORDERS = {
+    "A-1001": {"action": "refund", "amount": 40.0},
+    "A-1002": {"action": "wait", "status": "shipped"},
+    "A-1003": {"action": "escalate", "reason": "over the auto-refund limit"},
+}
+"""The production inputs and the decisions the scripted model leads each agent to."""
+TOOL_CALLS = 4
+"""What production asks of the orders server per framework: three lookups and one refund."""
+REGRESSED = 2
+CHAT, RESPONSES, MESSAGES = "/v1/chat/completions", "/v1/responses", "/v1/messages"
+"""The model API paths the model server serves; each agent speaks one of them."""
+
+
+@dataclass(frozen=True)
+class Tier:
+    """What the tier's tests share: the production host and the servers it talks to."""
+
+    production: ServeProcess
+    production_key: str
+    options: ServeOptions
+    orders: CountingOrdersServer
+    model: ModelServer
+    calls: Path
+    """The orders server's log of every tools/call it received."""
+
+    def tool_calls(self) -> int:
+        if not self.calls.exists():
+            return 0
+        return len(self.calls.read_text(encoding="utf-8").splitlines())
+
+    def model_requests(self) -> int:
+        """The model server's own count of the requests it received (`GET /_stats`)."""
+        with httpx.Client(trust_env=False, timeout=10.0) as client:
+            stats = client.get(self.model.base_url.removesuffix("/v1") + "/_stats")
+        assert stats.status_code == 200, stats.text
+        requests: int = stats.json()["requests"]
+        return requests
+
+
+def checkout(directory: Path, orders: CountingOrdersServer, model: ModelServer) -> Path:
+    """A copy of examples/frameworks as a team's checkout: its MCP and model URLs pointed at
+    the tier's servers, its virtualenv paths made absolute (the copy lives elsewhere)."""
+    project = directory / "frameworks"
+    shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns("__pycache__", "recorded"))
+    manifest = project / "wopeval.toml"
+    text = manifest.read_text(encoding="utf-8")
+    text = text.replace("http://127.0.0.1:8791/mcp", orders.url)
+    text = text.replace("http://127.0.0.1:8792/v1", model.base_url)
+    text = text.replace('"../../.venv-frameworks-', f'"{REPOSITORY}/.venv-frameworks-')
+    manifest.write_text(text, encoding="utf-8")
+    return project
+
+
+def _env() -> dict[str, str]:
+    # `python` in the manifest is this virtualenv's (where the examples extra is installed).
+    return {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+
+
+def _cli(*args: str, cwd: Path | None = None) -> Result:
+    return run_cli(*args, cwd=cwd, env=_env())
+
+
+def record(tier: Tier, framework: str, *, api: str, streamed: bool) -> None:
+    """Production: one run per order, tagged `prod-FRAMEWORK`, started together; every model
+    request of the agent went to `api`, streamed or whole as said."""
+    remote = ["--url", tier.production.url, "--api-key", tier.production_key]
+
+    def run(order: str) -> Result:
+        return _cli("run", f"desk-{framework}", "--input", json.dumps({"order_id": order}),
+                    "--tag", f"prod-{framework}", "--json", *remote)  # fmt: skip
+
+    before, asked = tier.tool_calls(), len(tier.model.script.received)
+    with ThreadPoolExecutor(len(ORDERS)) as pool:
+        done = dict(zip(ORDERS, pool.map(run, ORDERS), strict=True))
+    for order, result in done.items():
+        assert result.code == 0, (order, result.stdout, result.stderr)
+        snapshot: dict[str, Any] = json.loads(result.stdout)
+        assert snapshot["status"] == "completed", (order, snapshot, tier.production.output())
+        assert list(decisions(snapshot).values()) == [ORDERS[order]], (order, snapshot)
+    assert tier.tool_calls() - before == TOOL_CALLS
+    requests = tier.model.script.received[asked:]
+    assert {request.path for request in requests} == {api}
+    assert {request.body.get("stream") is True for request in requests} == {streamed}
+
+
+def replay(tier: Tier, framework: str, workdir: Path) -> None:
+    """The scheduled job's baseline and a pull request's changed prompt, offline and with
+    the model pinned: no request reaches the model server or the MCP server."""
+    agent, tag = f"desk.{framework}", f"prod-{framework}"
+    store = ["--data-dir", str(workdir / "ci-store")]
+    bundle = workdir / "prod.zip"
+    production = ["--database-url", tier.options.resolved_database_url()]
+    exported = _cli("recordings", "export", "--tag", tag, "--tenant", "prod", *production,
+                    "-o", str(bundle))  # fmt: skip
+    assert exported.code == 0, exported.stdout + exported.stderr
+
+    model_requests, mcp_requests = tier.model_requests(), tier.orders.requests
+    imported = _cli("recordings", "import", str(bundle), *store)
+    assert imported.code == 0, imported.stdout + imported.stderr
+    project = checkout(workdir, tier.orders, tier.model)
+    suite = project / "recorded" / f"{framework}.json"
+    made = _cli("suites", "from-runs", "--tag", tag, "--suite-id", f"desk.{framework}.prod",
+                "--version", "1.0.0", "--agent", agent, "--expect", "exact", "-o", str(suite),
+                *store)  # fmt: skip
+    assert made.code == 0, made.stdout + made.stderr
+    fixture_runs = suite.with_name(f"{framework}.fixture-runs.json")
+    assert len(json.loads(fixture_runs.read_text(encoding="utf-8"))) == len(ORDERS)
+    pinned = [str(suite), "--agent", agent, "--fixture-runs", str(fixture_runs), "--offline",
+              "--replay-model", "--project", str(project), *store]  # fmt: skip
+
+    baseline = _cli("eval", *pinned, "--tag", "main")
+    assert baseline.code == 0, baseline.stdout + baseline.stderr
+    assert "Fixture misses   0" in baseline.stdout, baseline.stdout
+    assert "Live tool calls  0" in baseline.stdout, baseline.stdout
+
+    shutil.copy(EXAMPLE / "changed" / "prompt.md", project / "prompt.md")
+    changed = _cli("eval", *pinned, "--baseline", "latest:main")
+    assert changed.code == REGRESSED, changed.stdout + changed.stderr
+    assert changed.stdout.count("model replay miss") >= len(ORDERS), changed.stdout
+    assert "Live tool calls  0" in changed.stdout, changed.stdout
+
+    assert tier.model_requests() == model_requests, "a replay reached the model server"
+    assert tier.orders.requests == mcp_requests, "a replay reached the MCP server"
+
+
+def run_the_loop(tier: Tier, framework: str, workdir: Path, *, api: str, streamed: bool) -> None:
+    record(tier, framework, api=api, streamed=streamed)
+    replay(tier, framework, workdir)

@@ -1,0 +1,17 @@
+"""A plain tool loop on the Anthropic SDK (`examples/frameworks/anthropic_desk.py`): the Messages
+API.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ._loop import MESSAGES, Tier, run_the_loop
+
+pytestmark = pytest.mark.postgres
+
+
+def test_anthropic_is_recorded_and_replayed_offline(tier: Tier, tmp_path: Path) -> None:
+    run_the_loop(tier, "anthropic", tmp_path, api=MESSAGES, streamed=False)
