@@ -35,11 +35,18 @@ class ToolCallError(Exception):
 
 class AgentFailed(Exception):
     """An agent outside the host failed: its process exited nonzero, timed out or printed no
-    decision, or its service answered an error. `stderr_tail` is what the process said last."""
+    decision, or its service answered an error."""
 
-    def __init__(self, message: str, stderr_tail: str | None = None) -> None:
-        super().__init__(message)
-        self.stderr_tail = stderr_tail
+
+@dataclass(frozen=True)
+class AgentOutput:
+    """What an agent outside the host said besides its decision: its process's stderr, or its
+    service's error answer. Raw: the host redacts it before it keeps any of it."""
+
+    tail: bytes
+    """The last bytes it wrote (the lane keeps a bounded tail)."""
+    total_bytes: int
+    """How many it wrote in all."""
 
 
 class AgentContext(Protocol):
@@ -65,6 +72,10 @@ class AgentContext(Protocol):
     @property
     def openai_api_key(self) -> str:
         """The key an OpenAI client presents to the proxy: the invocation's capability."""
+        ...
+
+    def keep_output(self, output: AgentOutput) -> None:
+        """Hand the host what the agent said (stderr): redacted, kept with the invocation."""
         ...
 
     def tool_specs(self) -> Sequence[ToolSpec]:

@@ -6,7 +6,9 @@ credential, if any, added at egress) and reads `{"decision": …}` from a 2xx
 JSON answer. The agent reaches its tools through the MCP endpoint at `mcpUrl`
 and its model through the recording proxy at `openaiBaseUrl` (presenting
 `openaiApiKey`). An HTTP error, a timeout or an answer without `decision`
-fails the invocation with the reason.
+fails the invocation with the reason; an error answer's body is what the
+agent said (`AgentContext.keep_output`), kept with the invocation like a
+process's stderr.
 """
 
 from __future__ import annotations
@@ -17,7 +19,10 @@ from typing import Any
 import httpx
 from pydantic import JsonValue
 
-from wopeval.agents.base import AgentContext, AgentFailed
+from wopeval.agents.base import AgentContext, AgentFailed, AgentOutput
+
+ERROR_BODY_BYTES = 64 * 1024
+"""Bytes of an error answer's body handed to the host (its last ones), as for stderr."""
 
 EgressHeaders = Callable[[], dict[str, str]]
 """Renders the lane's credential header at egress (the secret stays with the tools layer)."""
@@ -59,6 +64,8 @@ class HttpAgent:
                 f"the agent service could not be reached ({type(exc).__name__})"
             ) from None
         if response.status_code >= 400:
+            said = response.content
+            context.keep_output(AgentOutput(said[-ERROR_BODY_BYTES:], len(said)))
             raise AgentFailed(f"the agent service answered HTTP {response.status_code}")
         try:
             document: Any = response.json()

@@ -40,8 +40,9 @@ def snapshot(record: RunRecord) -> dict[str, Any]:
 
 RUN_EXTENSION = "wopeval.run"
 """The snapshot extension (runs.md: `extensions` keyed `<org>.<name>`) with what a listing
-shows beside the snapshot: the run's kind and agents, a workflow run's outputs, and an eval
-run's suite, score and verdict (the whole summary stays at `/eval-summary`)."""
+shows beside the snapshot: the run's kind and agents, a workflow run's outputs and idle
+agents (`idle`: `[{agentId, nodeId, reasons}]`, docs/recordings.md), and an eval run's
+suite, score and verdict (the whole summary stays at `/eval-summary`)."""
 
 
 def run_facts(record: RunRecord) -> dict[str, Any]:
@@ -65,6 +66,8 @@ def run_facts(record: RunRecord) -> dict[str, Any]:
         }
     elif record.outputs is not None:
         facts["outputs"] = record.outputs
+    if record.idle:
+        facts["idle"] = record.idle
     return facts
 
 

@@ -108,8 +108,8 @@ def _trial(trial: TrialDetail, task_reason: str) -> Group:
     if trial.error is not None:
         raised = trial.error.type + (f": {trial.error.message}" if trial.error.message else "")
         rows.append(_field("raised", Text(raised, style="red")))
-        if trial.error.stderrTail:
-            rows.append(_field("stderr", Text(trial.error.stderrTail, style="dim")))
+    if trial.stderr and not trial.passed:
+        rows.append(_field("stderr", Text(trial.stderr, style="dim")))
     if trial.grade is not None and trial.grade.diff:
         rows.append(_field("diff", _diff(reports.change_rows(trial.grade.diff, VALUE_LIMIT))))
     if trial.grade is not None and trial.grade.traceback:

@@ -1,5 +1,9 @@
 """`wopeval run WORKFLOW_ID`: record a run from a terminal or a script.
 
+The run's id, status and decision go to stdout; on stderr, a warning per agent
+that recorded nothing a replay could test (docs/recordings.md, "Idle runs"), and
+for a run that failed, the end of what each failed agent said (its stderr).
+
 Exit codes: 0 the run completed; 1 it failed or was cancelled; 4 usage,
 connection or host error (with `--no-wait`, 0 once the host accepted the run).
 """
@@ -24,8 +28,10 @@ from wopeval.cli._options import (
     UrlOption,
     connect,
     guarded,
+    stderr_console,
     stdout_console,
 )
+from wopeval.cli._said import RUN_STDERR_LINES, idle_warnings, said_blocks
 
 SETTINGS: dict[str, Any] = {"cls": Command}
 RUN_FAILED = 1
@@ -74,10 +80,20 @@ def run(
             client.follow(host, run_id)
             snapshot = host.get_run(run_id)
             outputs = client.run_outputs(host, run_id)
+            completed = snapshot["status"] == "completed"
+            # What a failed agent said: a run that failed says why beyond its exit status.
+            said = None
+            if not completed:
+                said = client.fetch_invocations(host, run_id, lambda i: i.outcome == "failed")
         if outputs is not None:
             snapshot = {**snapshot, "outputs": outputs}
         _print(as_json, snapshot, _summary_line(snapshot))
-        return 0 if snapshot["status"] == "completed" else RUN_FAILED
+        notes = stderr_console()
+        for warning in idle_warnings(snapshot):
+            notes.print(warning, style="yellow", highlight=False, markup=False)
+        for block in [] if said is None else said_blocks(said, last_lines=RUN_STDERR_LINES):
+            notes.print(block, highlight=False)
+        return 0 if completed else RUN_FAILED
 
     raise typer.Exit(guarded(execute))
 

@@ -7,6 +7,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
 import typer
+from rich.console import Group as Renderables
+from rich.console import RenderableType
+from rich.text import Text
 
 from wopeval import client
 from wopeval.cli._exit import Group
@@ -22,7 +25,8 @@ from wopeval.cli._options import (
     emit,
     guarded,
 )
-from wopeval.cli._render import events_table, run_details, runs_table
+from wopeval.cli._render import events_table, run_details, run_facts, runs_table
+from wopeval.cli._said import idle_warnings, invocations_section
 
 app = typer.Typer(
     cls=Group,
@@ -119,16 +123,35 @@ def show_run(
     project: ProjectOption = None,
     database_url: DatabaseUrlOption = None,
 ) -> None:
-    """One run's snapshot, and its eval summary when it is a finished eval run."""
+    """One run's snapshot, its eval summary when it is a finished eval run, and its agents'
+    invocations: idle ones, failed ones, and what each agent said (stderr)."""
     target = Target(url, api_key, data_dir, project, database_url)
 
     def body() -> None:
         with connect(target) as host:
             snapshot = host.get_run(run_id)
             raw = _summary_or_none(host, run_id)
+            eval_run = run_facts(snapshot).get("kind") == "eval"
+            # An eval run has an invocation per trial: what its failed ones said is enough.
+            said = client.fetch_invocations(
+                host, run_id, lambda line: not eval_run or line.outcome == "failed"
+            )
         summary = client.summary_from_wire(raw) if raw is not None else None
-        document = {"run": snapshot, "evalSummary": raw}
-        emit(document, as_json, lambda: run_details(snapshot, summary))
+        document: dict[str, Any] = {"run": snapshot, "evalSummary": raw}
+        if said is not None:
+            document["invocations"] = [
+                line.model_dump(mode="json", exclude_none=True) for line in said.lines
+            ]
+            document["stderr"] = said.said
+
+        def render() -> Renderables:
+            parts: list[RenderableType] = [run_details(snapshot, summary)]
+            parts += [Text(warning, style="yellow") for warning in idle_warnings(snapshot)]
+            if said is not None:
+                parts.append(invocations_section(said, eval_run=eval_run))
+            return Renderables(*parts)
+
+        emit(document, as_json, render)
 
     guarded(body)
 

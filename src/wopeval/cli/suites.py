@@ -289,6 +289,14 @@ def from_runs(
             "(default: run-<first 12 characters of the run id>).",
         ),
     ] = None,
+    include_idle: Annotated[
+        bool,
+        typer.Option(
+            "--include-idle",
+            help="Also make tasks of idle runs, whose agent made no tool call (or no model "
+            "call though it was handed the model proxy); by default they are skipped.",
+        ),
+    ] = False,
     output: Annotated[
         Path,
         typer.Option(
@@ -322,9 +330,13 @@ def from_runs(
     def body() -> None:
         with connect(target) as host:
             if tag is not None:
-                runs = client.runs_by_tag(host, tag, agent, created_after=after, notify=_note)
+                runs = client.runs_by_tag(
+                    host, tag, agent, created_after=after, notify=_note, include_idle=include_idle
+                )
             else:
-                runs = client.runs_by_id(host, run_ids or [], agent)
+                runs = client.runs_by_id(
+                    host, run_ids or [], agent, include_idle=include_idle, notify=_note
+                )
         made = client.build_suite(
             runs,
             suite_id=suite_id,

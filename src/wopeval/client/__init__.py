@@ -27,6 +27,7 @@ from wopeval.client._follow import (
     require_completed,
     run_outputs,
 )
+from wopeval.client._invocations import RunInvocations, fetch_invocations
 from wopeval.client._recorded_runs import runs_by_id, runs_by_tag
 from wopeval.client._request import (
     DERIVED_PATCH_BASE,
@@ -79,6 +80,7 @@ __all__ = [
     "MissingCapability",
     "PickedBaseline",
     "RecordedRun",
+    "RunInvocations",
     "RunWatch",
     "SuiteFromRuns",
     "TaskIdRule",
@@ -93,6 +95,7 @@ __all__ = [
     "embedded_client",
     "embedded_settings",
     "ensure_verdict",
+    "fetch_invocations",
     "fetch_summary",
     "fetch_why",
     "follow",

@@ -2,7 +2,10 @@
 
 A run named by id that cannot be used is an error naming it; a run found by
 tag that cannot be used is skipped, and `notify` says why, since a tag
-usually gathers runs of several kinds, agents and outcomes.
+usually gathers runs of several kinds, agents and outcomes. A run whose agent
+recorded nothing a replay could test (an idle run: no tool call, or no model
+call though it was handed the model proxy; docs/recordings.md) is one that
+cannot be used, unless `include_idle`: then it is used, and `notify` says so.
 """
 
 from __future__ import annotations
@@ -21,9 +24,17 @@ RUN_EXTENSION = "wopeval.run"
 """The snapshot extension with a run's kind, agents and outputs (`api/snapshots.py`)."""
 
 
-def runs_by_id(host: WireClient, run_ids: Sequence[str], agent_id: str) -> list[RecordedRun]:
+def runs_by_id(
+    host: WireClient,
+    run_ids: Sequence[str],
+    agent_id: str,
+    *,
+    include_idle: bool = False,
+    notify: Callable[[str], None] = lambda _: None,
+) -> list[RecordedRun]:
     """Each named run (in the order named, once each); ClientError naming the first that
-    is missing, not yours, not a completed workflow run, or did not invoke `agent_id`."""
+    is missing, not yours, not a completed workflow run, did not invoke `agent_id`, or is
+    idle (unless `include_idle`)."""
     found: list[RecordedRun] = []
     workflows = _Workflows(host)
     for run_id in dict.fromkeys(run_ids):
@@ -33,7 +44,7 @@ def runs_by_id(host: WireClient, run_ids: Sequence[str], agent_id: str) -> list[
             if exc.status in (400, 403, 404):
                 raise ClientError(f"run {run_id}: no such run for this key ({exc})") from None
             raise
-        problem = _unusable(snapshot, agent_id)
+        problem = _unusable(snapshot, agent_id) or _idle(snapshot, agent_id, include_idle, notify)
         if problem is not None:
             raise ClientError(f"run {run_id} {problem}")
         found.append(_recorded(host, snapshot, workflows))
@@ -47,9 +58,11 @@ def runs_by_tag(
     *,
     created_after: str | None,
     notify: Callable[[str], None],
+    include_idle: bool = False,
 ) -> list[RecordedRun]:
     """Every usable workflow run carrying `tag` (created after `created_after`), oldest
-    first; the others are skipped with a note. ClientError when none is usable."""
+    first; the others (idle ones too, unless `include_idle`) are skipped with a note.
+    ClientError when none is usable."""
     pages = host.run_pages(limit=RUN_LIST_MAX_PAGE_SIZE, tag=tag, created_after=created_after)
     listed = [run for page in pages for run in page.get("runs") or []]
     found: list[RecordedRun] = []
@@ -57,7 +70,7 @@ def runs_by_tag(
     for snapshot in reversed(listed):  # the listing is newest first
         if _kind(snapshot) not in (None, "workflow"):
             continue  # eval runs and replay forks carry tags too; they are no recordings
-        problem = _unusable(snapshot, agent_id)
+        problem = _unusable(snapshot, agent_id) or _idle(snapshot, agent_id, include_idle, notify)
         if problem is not None:
             notify(f"skipped run {snapshot['runId']}: it {problem}")
             continue
@@ -92,6 +105,29 @@ def _unusable(snapshot: dict[str, Any], agent_id: str) -> str | None:
     if isinstance(agents, list) and agent_id not in agents:
         return f"did not invoke agent {agent_id} (it invoked {', '.join(agents) or 'none'})"
     return None
+
+
+def _idle(
+    snapshot: dict[str, Any], agent_id: str, include: bool, notify: Callable[[str], None]
+) -> str | None:
+    """Why an idle run cannot become a task (a phrase after "run X"), or None: not idle, or
+    `include` (then `notify` says it was kept)."""
+    from wopeval import evals
+
+    reasons = [
+        str(reason)
+        for idle in _facts(snapshot).get("idle") or []
+        if isinstance(idle, dict) and idle.get("agentId") == agent_id
+        for reason in idle.get("reasons") or []
+    ]
+    if not reasons:
+        return None
+    # "agent A made no tool call": what a replay of the task would test is nothing it did.
+    said = evals.describe_idle(agent_id, list(dict.fromkeys(reasons)))
+    if include:
+        notify(f"included idle run {snapshot['runId']} (--include-idle): {said}")
+        return None
+    return f"is idle: {said}, so a replay would test nothing it recorded (--include-idle keeps it)"
 
 
 def _recorded(host: WireClient, snapshot: dict[str, Any], workflows: _Workflows) -> RecordedRun:

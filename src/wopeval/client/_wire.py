@@ -175,6 +175,17 @@ class WireClient:
         """
         return self._json("GET", f"/host/wopeval/runs/{ids.project(run_id)}/tasks/{task_id}")
 
+    def invocations(self, run_id: str) -> dict[str, Any] | None:
+        """Every invocation of the run that ended; None when the host has no such route."""
+        return self._optional("GET", f"/host/wopeval/runs/{ids.project(run_id)}/invocations")
+
+    def invocation_stderr(self, run_id: str, invocation_id: str) -> dict[str, Any]:
+        """What one invocation's agent said (asked only of a host that served `invocations`)."""
+        return self._json(
+            "GET",
+            f"/host/wopeval/runs/{ids.project(run_id)}/invocations/{invocation_id}/stderr",
+        )
+
     # ── plumbing ─────────────────────────────────────────────────────
 
     def _json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:

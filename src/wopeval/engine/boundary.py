@@ -18,6 +18,7 @@ from pydantic import JsonValue
 
 from wopeval import evals
 from wopeval.engine.grants import InvocationGrants
+from wopeval.engine.redaction import Redactor
 from wopeval.tools import ToolContext, ToolFailure, ToolRegistry
 from wopeval.wire import json_text
 from wopeval.wire.events import ToolStatus
@@ -66,6 +67,7 @@ class LiveTransport:
         prices: Mapping[str, evals.ModelPrice] | None = None,
         *,
         enabled: bool = True,
+        redactor: Redactor | None = None,
     ) -> None:
         self.registry = registry
         self.context = context
@@ -76,6 +78,8 @@ class LiveTransport:
         """The project's model prices, for the cost of each live model exchange."""
         self._enabled = enabled
         """False on an offline host: no call reaches a live tool, every one fails closed."""
+        self.redactor = redactor or Redactor()
+        """The project's redaction of what its agents say (their stderr) before it is kept."""
 
     async def handle(self, call: ToolCall) -> ToolResult:
         if not self._enabled:

@@ -11,6 +11,7 @@ from typing import Any
 from wopeval import evals
 from wopeval.agents import SCRIPTED_AGENT_ID, AgentRegistry, AgentSpec, ScriptedAgent
 from wopeval.engine.grading import CustomGrader
+from wopeval.engine.redaction import Redactor
 from wopeval.tools import ToolRegistry
 from wopeval.wire.suite import Suite, parse_suite
 from wopeval.wire.workflows import Workflow
@@ -83,6 +84,8 @@ class Catalog:
     """The project's custom graders by id (seeded suites use none)."""
     prices: dict[str, evals.ModelPrice] = field(default_factory=dict)
     """The project's model price table (`[models."<id>"]`), by model id."""
+    redactor: Redactor = field(default_factory=Redactor)
+    """Redacts the project's configured secrets from what its agents say (redaction.py)."""
 
     def add_grader(self, grader: CustomGrader) -> None:
         if grader.grader_id in self.graders:

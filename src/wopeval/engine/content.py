@@ -10,14 +10,16 @@ counts only. Tracebacks never leave the host.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import JsonValue
 
 from wopeval import evals
 from wopeval.agents import WireContent
-from wopeval.store import StoredTrial
+from wopeval.engine.runlog import timestamp
+from wopeval.store import InvocationSaid, StoredInvocation, StoredTrial
 from wopeval.wire import events
+from wopeval.wire.invocations import InvocationError, InvocationLine, InvocationStderr
 from wopeval.wire.task_detail import (
     AgentErrorView,
     ClosestEntry,
@@ -75,15 +77,16 @@ def agent_failure(agent_id: str, error: dict[str, Any] | None, mode: WireContent
     return f"agent {agent_id} raised {error['type']}"
 
 
-def trial_view(stored: StoredTrial) -> TrialDetail:
-    """A recorded trial as the caller may see it."""
+def trial_view(stored: StoredTrial, source_model_calls: int | None = None) -> TrialDetail:
+    """A recorded trial as the caller may see it; `source_model_calls` are the model
+    exchanges its task's fixture source made (None: it has none)."""
     detail = stored.detail
     full = stored.wire_content == "full"
     calls = [_call_view(call, full) for call in detail["calls"]]
     return TrialDetail(
         trial=stored.trial,
         passed=stored.passed,
-        reason=reason_line(detail, full),
+        reason=reason_line(detail, full, source_model_calls),
         durationMs=detail["durationMs"],
         decision=detail.get("decision") if full else None,
         decisionHash=evals.args_hash(detail["decision"]) if "decision" in detail else None,
@@ -92,13 +95,23 @@ def trial_view(stored: StoredTrial) -> TrialDetail:
         calls=calls,
         misses=[_miss_view(miss, detail["calls"], full) for miss in detail["misses"]],
         error=_error_view(detail.get("error"), full),
+        stderr=detail.get("stderr") if full else None,
         modelCalls=[_model_call_view(exchange, full) for exchange in detail.get("modelCalls", [])],
         costUsd=detail.get("costUsd"),
         contentErased=stored.erased,
     )
 
 
-def reason_line(detail: dict[str, Any], full: bool) -> str:
+def reason_line(detail: dict[str, Any], full: bool, source_model_calls: int | None = None) -> str:
+    """Why a trial failed (`_failure_line`), followed by what it did not do that its source
+    did: a model it never asked (evals/_idle.py)."""
+    line = _failure_line(detail, full)
+    own_exchanges = sum(not exchange["delegate"] for exchange in detail.get("modelCalls", []))
+    missing = evals.missing_model_calls(source_model_calls, own_exchanges)
+    return line if missing is None else f"{line}; {missing}"
+
+
+def _failure_line(detail: dict[str, Any], full: bool) -> str:
     """Why a trial failed, first cause first: a model replay miss or a fixture miss (where
     the changed agent left its recording; an agent that raises on the miss's error raised
     because of it), the agent's exception, then the grade."""
@@ -196,8 +209,46 @@ def _error_view(error: dict[str, Any] | None, full: bool) -> AgentErrorView | No
         return None
     if not full:
         return AgentErrorView(type=error["type"])
-    return AgentErrorView(
-        type=error["type"], message=error.get("message"), stderrTail=error.get("stderrTail")
+    return AgentErrorView(type=error["type"], message=error.get("message"))
+
+
+def invocation_line(stored: StoredInvocation, mode: WireContent | None) -> InvocationLine:
+    """A stored invocation as the caller may see it; `mode` is its agent's `wireContent` now
+    (None: the host no longer has the agent, so nothing it said is shown)."""
+    full = mode == "full"
+    error = stored.error
+    said: Literal["kept", "withheld"] | None = None
+    if stored.said_something:
+        said = "kept" if full else "withheld"
+    return InvocationLine(
+        invocationId=stored.invocation_id,
+        agentId=stored.agent_id,
+        delegate=stored.is_delegate,
+        nodeId=stored.node_id,
+        taskId=stored.task_id,
+        trial=stored.trial,
+        outcome="failed" if stored.outcome == "failed" else "completed",
+        startedAt=timestamp(stored.started_at),
+        completedAt=timestamp(stored.completed_at),
+        error=None
+        if error is None
+        else InvocationError(type=error["type"], message=error.get("message") if full else None),
+        idle=stored.idle,
+        stderr=said,
+    )
+
+
+def invocation_stderr(
+    run_id: str, said: InvocationSaid, mode: WireContent | None
+) -> InvocationStderr:
+    """What an invocation's agent said, when its `wireContent` lets it leave the host."""
+    full = mode == "full"
+    return InvocationStderr(
+        runId=run_id,
+        invocationId=said.invocation_id,
+        agentId=said.agent_id,
+        stderr=said.stderr if full else None,
+        withheld=not full and said.stderr is not None,
     )
 
 

@@ -5,7 +5,8 @@ taken from the run, the eval runs that were served them (their own record of
 those calls), and replays of any of these. What is left is the shape of each
 call — tool, status, duration, `argsHash` — never its content. The model
 exchanges go with it (their messages carry the tools' results): tokens,
-latency, cost and `requestHash` stay; requests and answers do not.
+latency, cost and `requestHash` stay; requests and answers do not. So does what
+the run's agents said (their stderr), which may quote any of it.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ async def erase_tool_content(uow: UnitOfWork, tenant: str, run_id: str) -> Erasu
         seen.add(current)
         calls += await uow.tool_calls.erase(current, at)
         await uow.model_calls.erase(current, at)
+        await uow.invocations.erase_said(current)
         await _scrub_events(uow, current)
         await _scrub_trials(uow, current, at)
         pending.extend(await uow.derived_fixtures.takers(current))
@@ -72,6 +74,7 @@ async def _scrub_trials(uow: UnitOfWork, run_id: str, at: datetime) -> None:
         if stored.erased:
             continue
         detail = dict(stored.detail)
+        detail.pop("stderr", None)
         detail["calls"] = [_scrub_call(call) for call in detail["calls"]]
         detail["modelCalls"] = [
             {key: value for key, value in exchange.items() if key not in ("request", "response")}

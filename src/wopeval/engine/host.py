@@ -223,6 +223,7 @@ class Engine:
             self.grants,
             self.catalog.prices,
             enabled=self.settings.live_tools,
+            redactor=self.catalog.redactor,
         )
 
     # ── shared machinery ─────────────────────────────────────────────
@@ -356,6 +357,7 @@ class Engine:
             summary=terminal.summary,
             error=terminal.error,
             agent_ids=sorted(invoked),
+            idle=terminal.idle,
         )
         while True:
             if control is not None:

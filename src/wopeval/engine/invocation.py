@@ -12,7 +12,7 @@ from pydantic import JsonValue
 
 from wopeval import evals
 from wopeval.agents import (
-    AgentFailed,
+    AgentOutput,
     AgentRegistry,
     AgentSpec,
     LiveModelCall,
@@ -48,8 +48,11 @@ class InvocationResult:
     models: ModelLedger = field(default_factory=ModelLedger)
     """The model exchanges of the invocation and its delegates."""
     error: dict[str, Any] | None = None
-    """`{type, message, traceback, stderrTail?}` when the agent raised (host-only; see
-    content.py); `stderrTail` is the end of a command-lane agent's stderr."""
+    """`{type, message, traceback}` when the agent raised (host-only; see content.py)."""
+    stderr: str | None = None
+    """What the agent said (a command agent's stderr), redacted and bounded (redaction.py)."""
+    idle: tuple[evals.IdleReason, ...] = ()
+    """Why the completed invocation recorded nothing a replay could test (evals/_idle.py)."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,9 @@ class Invocation:
     invocation_id: str = field(default_factory=ids.mint_local_id)
     _token: str | None = field(default=None, init=False, repr=False)
     _models: ModelRecorder | None = field(default=None, init=False, repr=False)
+    _tool_calls: int = field(default=0, init=False)
+    _model_proxy_handed: bool = field(default=False, init=False)
+    _said: str | None = field(default=None, init=False, repr=False)
 
     @property
     def agent_id(self) -> str:
@@ -92,11 +98,33 @@ class Invocation:
     @property
     def openai_base_url(self) -> str:
         """This invocation's model proxy (`…/v1`), under the same capability as `mcp_url`."""
+        self._model_proxy_handed = True
         return self._grants().openai_base_url(self._capability())
 
     @property
     def openai_api_key(self) -> str:
+        self._model_proxy_handed = True
         return self._capability()
+
+    def keep_output(self, output: AgentOutput) -> None:
+        """Redact what the agent said (while its token is still known) and keep its tail."""
+        token = () if self._token is None else (self._token,)
+        self._said = self.boundary.live.redactor.kept_output(
+            output.tail, output.total_bytes, also=token
+        )
+
+    @property
+    def stderr(self) -> str | None:
+        """What the agent said, as kept: redacted, its last 16 KiB."""
+        return self._said
+
+    def idle(self) -> tuple[evals.IdleReason, ...]:
+        """Why this invocation, had it completed, recorded nothing a replay could test."""
+        return evals.idle_reasons(
+            tool_calls=self._tool_calls,
+            model_calls=0 if self._models is None else self._models.exchange_count,
+            model_proxy_handed=self._model_proxy_handed,
+        )
 
     def _grants(self) -> InvocationGrants:
         grants = self.boundary.live.grants
@@ -152,6 +180,7 @@ class Invocation:
         sees it: a host that dies in between leaves every executed call recorded.
         A fixture's answer has no effect and lands with the rest of the unit.
         """
+        self._tool_calls += 1
         # The call as the agent made it, the host's alone from here: an agent that reuses
         # its args dict, or a tool that consumes its args, cannot change what was recorded.
         args = json_text.copy(args)
@@ -285,6 +314,7 @@ async def run_invocation(invocation: Invocation, *, source: Source) -> Invocatio
             shared.invoked_agents,
             shared.models,
             error,
+            stderr=invocation.stderr,
         )
     finally:
         invocation.revoke()
@@ -292,7 +322,8 @@ async def run_invocation(invocation: Invocation, *, source: Source) -> Invocatio
     # code does later with the object it returned.
     decision = json_text.copy(decision)
     journal.emit(events.Decided(agentId=agent_id, decision=decision), node_id=invocation.node_id)
-    _close(invocation, "completed", started, None)
+    idle = invocation.idle()
+    _close(invocation, "completed", started, None, idle)
     return InvocationResult(
         decision,
         False,
@@ -300,6 +331,8 @@ async def run_invocation(invocation: Invocation, *, source: Source) -> Invocatio
         shared.fixture_misses,
         shared.invoked_agents,
         shared.models,
+        stderr=invocation.stderr,
+        idle=idle,
     )
 
 
@@ -314,14 +347,11 @@ def _raised(invocation: Invocation, exc: Exception) -> dict[str, Any]:
         "" if where.trial is None else f", trial {where.trial}",
         exc_info=exc,
     )
-    error = {
+    return {
         "type": type(exc).__name__,
         "message": str(exc),
         "traceback": "".join(traceback.format_exception(exc)),
     }
-    if isinstance(exc, AgentFailed) and exc.stderr_tail:
-        error["stderrTail"] = exc.stderr_tail
-    return error
 
 
 def _close(
@@ -329,6 +359,7 @@ def _close(
     outcome: Literal["completed", "failed"],
     started: datetime,
     error: dict[str, Any] | None,
+    idle: tuple[evals.IdleReason, ...] = (),
 ) -> None:
     invocation.journal.emit(
         events.InvocationCompleted(
@@ -350,5 +381,7 @@ def _close(
             started_at=started,
             completed_at=now(),
             tools_digest=invocation.offered().digest,
+            stderr=invocation.stderr,
+            idle=list(idle) or None,
         )
     )

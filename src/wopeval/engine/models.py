@@ -72,6 +72,11 @@ class ModelRecorder:
     replay: ModelServer | None = None
     _ordinal: int = 0
 
+    @property
+    def exchange_count(self) -> int:
+        """The invocation's exchanges so far, whatever their answer."""
+        return self._ordinal
+
     async def call(
         self, request: ModelRequest, live: LiveModelCall, *, via: ModelVia = "lane"
     ) -> ModelAnswer:

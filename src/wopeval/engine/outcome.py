@@ -35,6 +35,8 @@ class Terminal:
     summary: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
     reason: str | None = None
+    idle: list[dict[str, Any]] | None = None
+    """A completed workflow run's idle agents (`RunRecord.idle`)."""
 
     @classmethod
     def failed(

@@ -91,6 +91,8 @@ from wopeval.engine.project_llm import (
     openai_lane,
     prices,
 )
+from wopeval.engine.project_secrets import configured_secrets
+from wopeval.engine.redaction import Redactor
 from wopeval.tools import (
     Credential,
     HttpTool,
@@ -255,6 +257,7 @@ def load_project(
             catalog.add_grader(CustomGrader(grader.id, function, grader.timeout_seconds))
         servers = [_mcp_server(entry, directory, tool_timeout) for entry in project.mcp_servers]
         catalog.prices.update(prices(project.models))
+        catalog.redactor = Redactor(configured_secrets(project))
     except (ValueError, ImportError) as exc:
         raise ProjectError(f"{manifest}: {exc}") from exc
     for path in _expand(directory, project.workflows):

@@ -149,6 +149,7 @@ class RunUpdate:
     error: dict[str, Any] | None = None
     agent_ids: list[str] | None = None
     cancel_reason: str | None = None
+    idle: list[dict[str, Any]] | None = None
 
     def values(self) -> dict[str, Any]:
         columns = {
@@ -158,6 +159,7 @@ class RunUpdate:
             "error": self.error,
             "agent_ids": self.agent_ids,
             "cancel_reason": self.cancel_reason,
+            "idle": self.idle,
         }
         return {name: value for name, value in columns.items() if value is not None}
 

@@ -23,11 +23,18 @@ async def task_list(uow: UnitOfWork, record: RunRecord) -> TaskList:
     trials = _by_task(await uow.trials.of_run(record.run_id))
     scored = await _scored(uow, record.run_id)
     verdicts = _verdicts(record.summary)
+    sources = await _source_model_calls(uow, record)
     order = list(scored) + [task_id for task_id in trials if task_id not in scored]
     return TaskList(
         runId=record.run_id,
         tasks=[
-            _line(task_id, scored.get(task_id), trials.get(task_id, []), verdicts)
+            _line(
+                task_id,
+                scored.get(task_id),
+                trials.get(task_id, []),
+                verdicts,
+                sources.get(task_id),
+            )
             for task_id in order
         ],
     )
@@ -39,8 +46,9 @@ async def task_detail(uow: UnitOfWork, record: RunRecord, task_id: str) -> TaskD
     if not trials:
         raise errors.NotFound("No such task in this run.")
     scored = (await _scored(uow, record.run_id)).get(task_id)
-    line = _line(task_id, scored, trials, _verdicts(record.summary))
-    views: list[TrialDetail] = [content.trial_view(trial) for trial in trials]
+    source_model_calls = (await _source_model_calls(uow, record)).get(task_id)
+    line = _line(task_id, scored, trials, _verdicts(record.summary), source_model_calls)
+    views: list[TrialDetail] = [content.trial_view(t, source_model_calls) for t in trials]
     return TaskDetail(
         **line.model_dump(),
         runId=record.run_id,
@@ -61,6 +69,22 @@ async def _tool_schemas_changed(uow: UnitOfWork, record: RunRecord, task_id: str
     if not seen or not recorded:
         return None
     return seen != recorded
+
+
+async def _source_model_calls(uow: UnitOfWork, record: RunRecord) -> dict[str, int]:
+    """Per task with a fixture source: the model exchanges its agent made there, to say so
+    when a trial made none (evals/_idle.py)."""
+    plan = await uow.runs.plan(record.tenant, record.run_id) or {}
+    agent_id = plan.get("agentId")
+    sources = {
+        task_id: source
+        for task_id, source in (plan.get("fixtureRuns") or {}).items()
+        if isinstance(source, str)
+    }
+    if not sources or not isinstance(agent_id, str):
+        return {}
+    counts = await uow.model_calls.own_counts(set(sources.values()), agent_id)
+    return {task_id: counts[source] for task_id, source in sources.items()}
 
 
 def _require_eval(record: RunRecord) -> None:
@@ -92,14 +116,22 @@ def _line(
     scored: dict[str, Any] | None,
     trials: list[StoredTrial],
     verdicts: dict[str, dict[str, Any]],
+    source_model_calls: int | None,
 ) -> TaskLine:
     failing = [trial for trial in trials if not trial.passed]
     reason = "passed"
     if failing:
         first = failing[0]
-        reason = content.reason_line(first.detail, first.wire_content == "full")
+        reason = content.reason_line(first.detail, first.wire_content == "full", source_model_calls)
         if scored is not None and scored["passed"]:
             reason = f"passed ({len(failing)} of {len(trials)} trials failed: {reason})"
+    else:
+        # A pass that did not ask the model its source asked says so (evals/_idle.py).
+        lines = [
+            content.reason_line(t.detail, t.wire_content == "full", source_model_calls)
+            for t in trials
+        ]
+        reason = next((line for line in lines if line != "passed"), reason)
     verdict = verdicts.get(task_id, {})
     if scored is None:
         passed_so_far = sum(trial.passed for trial in trials)

@@ -45,6 +45,7 @@ def trial_row(
             if call.miss is not None
         ],
         "error": result.error,
+        "stderr": result.stderr,
         "modelCalls": [
             {"index": index, **exchange} for index, exchange in enumerate(result.models.exchanges)
         ],

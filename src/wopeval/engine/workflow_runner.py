@@ -29,6 +29,9 @@ class WorkflowContext:
     invoked: set[str]
     done: Mapping[str, dict[str, JsonValue]] = field(default_factory=dict)
     """Outputs of nodes an earlier attempt completed (a queue job run again): not re-run."""
+    idle: list[dict[str, Any]] = field(default_factory=list)
+    """The nodes whose agent recorded nothing a replay could test, as the run row keeps them
+    (`{agentId, nodeId, reasons}`): an earlier attempt's, then this one's."""
 
 
 async def run_workflow(
@@ -44,7 +47,7 @@ async def run_workflow(
             return await run_node(node, inputs, context)
 
         outputs[node.id] = await context.control.unit(attempt)
-    return Terminal(RunStatus.COMPLETED, outputs=outputs)
+    return Terminal(RunStatus.COMPLETED, outputs=outputs, idle=context.idle or None)
 
 
 async def run_node(
@@ -85,6 +88,11 @@ async def _execute(
         if result.error is not None:
             details["exceptionType"] = result.error["type"]
         raise _node_failure(node, journal, "agent_failed", message, details)
+    if result.idle:
+        # A false pass in the making: kept on the run row when it ends (docs/recordings.md).
+        context.idle.append(
+            {"agentId": spec.agent_id, "nodeId": node.id, "reasons": list(result.idle)}
+        )
     return {"decision": result.decision}
 
 

@@ -38,6 +38,7 @@ from wopeval.evals._graders import (
     grade_task,
     graders_named,
 )
+from wopeval.evals._idle import IdleReason, describe_idle, idle_reasons, missing_model_calls
 from wopeval.evals._jsondiff import Found, PathChange, json_diff, subset_diff, value_at
 from wopeval.evals._live_tasks import tasks_reaching_live_tools
 from wopeval.evals._matcher import (
@@ -111,6 +112,7 @@ __all__ = [
     "Found",
     "GoLive",
     "Grade",
+    "IdleReason",
     "LoggedRun",
     "MissDetail",
     "Missed",
@@ -146,6 +148,7 @@ __all__ = [
     "derive_fixture_documents",
     "derive_fixtures",
     "derive_model_fixtures",
+    "describe_idle",
     "diff_logs",
     "effective_policy",
     "effective_trials",
@@ -157,11 +160,13 @@ __all__ = [
     "graders_named",
     "has_failed_call",
     "holm_adjust",
+    "idle_reasons",
     "is_json_subset",
     "is_usable_baseline",
     "is_usable_source",
     "json_diff",
     "json_equal",
+    "missing_model_calls",
     "model_request_hash",
     "own_calls",
     "p95",

@@ -57,8 +57,8 @@ def _trial(trial: TrialDetail) -> str:
         raised = trial.error.type + (f": {trial.error.message}" if trial.error.message else "")
         parts.append(f'<dt>Raised</dt><dd class="raised"><code>{escape(raised)}</code></dd>')
     parts.append("</dl>")
-    if trial.error is not None and trial.error.stderrTail:
-        parts.append(f'<pre class="stderr">{escape(trial.error.stderrTail)}</pre>')
+    if trial.stderr and not trial.passed:
+        parts.append(f'<pre class="stderr">{escape(trial.stderr)}</pre>')
     if trial.grade is not None and trial.grade.diff:
         parts.append("<h5>Diff (expected → actual)</h5>")
         parts.append(_diff(change_rows(trial.grade.diff, VALUE_LIMIT), "expected", "actual"))

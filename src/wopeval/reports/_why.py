@@ -211,9 +211,9 @@ def trial_lines(trial: TrialDetail, limit: int | None = PLAIN_LIMIT) -> list[str
     if trial.error is not None:
         raised = trial.error.type + (f": {trial.error.message}" if trial.error.message else "")
         lines.append(f"  raised:   {raised}")
-        if trial.error.stderrTail:
-            lines.append("  stderr:")
-            lines.extend(f"    {row}" for row in trial.error.stderrTail.splitlines())
+    if trial.stderr and not trial.passed:
+        lines.append("  stderr:")
+        lines.extend(f"    {row}" for row in trial.stderr.splitlines())
     if trial.grade is not None and trial.grade.diff:
         lines.append("  diff (expected → actual):")
         lines.extend(_change_line(row) for row in change_rows(trial.grade.diff, limit))

@@ -13,7 +13,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from wopeval.store._checkpoints import WalCheckpointer
 from wopeval.store._details import (
     InvocationRow,
+    InvocationSaid,
     InvocationsRepo,
+    StoredInvocation,
     StoredTrial,
     TrialCounts,
     TrialRow,
@@ -214,6 +216,7 @@ __all__ = [
     "IdempotencyRecord",
     "IdempotencyRepo",
     "InvocationRow",
+    "InvocationSaid",
     "InvocationsRepo",
     "KeysRepo",
     "Lease",
@@ -228,6 +231,7 @@ __all__ = [
     "RunsRepo",
     "Store",
     "StoredEvent",
+    "StoredInvocation",
     "StoredTrial",
     "SuitesRepo",
     "ToolCallOutcome",

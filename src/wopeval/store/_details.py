@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from wopeval.store import _driver
 from wopeval.store._rows import shallow_fields
+from wopeval.store._runs import utc
 from wopeval.store.tables import invocations, task_trials
 
 
@@ -32,9 +33,41 @@ class InvocationRow:
     completed_at: datetime
     tools_digest: str | None = None
     """Digest of the tool listing (names, descriptions, input schemas) the agent was offered."""
+    stderr: str | None = None
+    """What the agent said (a command agent's stderr), redacted and bounded."""
+    idle: list[str] | None = None
+    """Why the completed invocation recorded nothing a replay could test; None: it did."""
 
     def to_row(self, run_id: str) -> dict[str, Any]:
         return {**shallow_fields(self), "run_id": run_id}
+
+
+@dataclass(frozen=True, slots=True)
+class StoredInvocation:
+    """An invocation as a listing shows it: everything but what its agent said."""
+
+    invocation_id: str
+    agent_id: str
+    is_delegate: bool
+    node_id: str | None
+    task_id: str | None
+    trial: int | None
+    outcome: str
+    error: dict[str, Any] | None
+    started_at: datetime
+    completed_at: datetime
+    idle: list[str] | None
+    said_something: bool
+    """Its agent said something (its stderr is kept)."""
+
+
+@dataclass(frozen=True, slots=True)
+class InvocationSaid:
+    """What one invocation's agent said, as kept (redacted, bounded)."""
+
+    invocation_id: str
+    agent_id: str
+    stderr: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +138,67 @@ class InvocationsRepo:
             .order_by(invocations.c.started_at)
         )
         return [dict(row) for row in result.mappings()]
+
+    async def listing(self, run_id: str) -> list[StoredInvocation]:
+        """The run's invocations in the order they started, without what their agents said.
+
+        The caller has checked the run is the caller's own: run ids are tenant-bound.
+        """
+        columns = [c for c in invocations.c if c.name not in ("stderr", "tools_digest")]
+        result = await self._connection.execute(
+            select(*columns, invocations.c.stderr.is_not(None).label("said_something"))
+            .where(invocations.c.run_id == run_id)
+            .order_by(invocations.c.started_at, invocations.c.invocation_id)
+        )
+        return [
+            StoredInvocation(
+                invocation_id=row.invocation_id,
+                agent_id=row.agent_id,
+                is_delegate=row.is_delegate,
+                node_id=row.node_id,
+                task_id=row.task_id,
+                trial=row.trial,
+                outcome=row.outcome,
+                error=row.error,
+                started_at=utc(row.started_at),
+                completed_at=utc(row.completed_at),
+                idle=row.idle or None,
+                said_something=bool(row.said_something),
+            )
+            for row in result
+        ]
+
+    async def said(self, run_id: str, invocation_ids: Collection[str]) -> dict[str, InvocationSaid]:
+        """What these invocations of the run said, by id; an id the run lacks is absent."""
+        result = await self._connection.execute(
+            select(invocations.c.invocation_id, invocations.c.agent_id, invocations.c.stderr).where(
+                invocations.c.run_id == run_id,
+                invocations.c.invocation_id.in_(list(invocation_ids)),
+            )
+        )
+        return {row.invocation_id: InvocationSaid(*row) for row in result}
+
+    async def erase_said(self, run_id: str) -> None:
+        """Forget what the run's agents said (the erasure path only): it may quote content."""
+        await self._connection.execute(
+            update(invocations).where(invocations.c.run_id == run_id).values(stderr=None)
+        )
+
+    async def idle_nodes(self, run_id: str, node_ids: Collection[str]) -> list[dict[str, Any]]:
+        """The idle agents of these nodes of a workflow run, as the run row keeps them."""
+        result = await self._connection.execute(
+            select(invocations.c.agent_id, invocations.c.node_id, invocations.c.idle)
+            .where(
+                invocations.c.run_id == run_id,
+                invocations.c.is_delegate.is_(False),
+                invocations.c.node_id.in_(list(node_ids)),
+                invocations.c.idle.is_not(None),
+            )
+            .order_by(invocations.c.started_at)
+        )
+        return [
+            {"agentId": row.agent_id, "nodeId": row.node_id, "reasons": row.idle} for row in result
+        ]
 
     async def tools_digests(
         self, run_id: str, agent_id: str, task_id: str | None = None

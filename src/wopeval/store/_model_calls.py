@@ -157,6 +157,22 @@ class ModelCallsRepo:
         )
         return int(result.scalar_one())
 
+    async def own_counts(self, run_ids: Collection[str], agent_id: str) -> dict[str, int]:
+        """How many exchanges `agent_id` itself (not a delegate) made in each of these runs."""
+        result = await self._connection.execute(
+            select(model_calls.c.run_id, func.count())
+            .where(
+                and_(
+                    model_calls.c.run_id.in_(list(run_ids)),
+                    model_calls.c.agent_id == agent_id,
+                    model_calls.c.is_delegate.is_(False),
+                )
+            )
+            .group_by(model_calls.c.run_id)
+        )
+        counted = {row[0]: int(row[1]) for row in result}
+        return {run_id: counted.get(run_id, 0) for run_id in run_ids}
+
     async def copy(self, source_run_id: str, target_run_id: str) -> None:
         """Give a replay fork the model record of the run it re-emits."""
         result = await self._connection.execute(

@@ -85,6 +85,9 @@ class RunRecord:
     catalog_digest: str | None = None
     """The project catalog the run was created under (engine/catalog_digest.py)."""
     landed_trials: int = 0
+    idle: list[dict[str, Any]] | None = None
+    """A completed workflow run's agents that recorded nothing a replay could test:
+    `[{agentId, nodeId, reasons}]` (evals/_idle.py); None: none."""
 
     @classmethod
     def from_row(cls, row: RowMapping) -> RunRecord:
@@ -111,6 +114,7 @@ class RunRecord:
             cancel_reason=row["cancel_reason"],
             catalog_digest=row["catalog_digest"],
             landed_trials=row["landed_trials"],
+            idle=row["idle"],
         )
 
     def to_row(self) -> dict[str, Any]:
@@ -136,6 +140,7 @@ class RunRecord:
             "cancel_reason": self.cancel_reason,
             "catalog_digest": self.catalog_digest,
             "landed_trials": self.landed_trials,
+            "idle": self.idle,
         }
 
 

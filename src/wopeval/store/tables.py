@@ -64,6 +64,8 @@ runs = Table(
     Column("catalog_digest", String(71), nullable=True),
     # Eval trials landed so far, counted under the row lock with each trial's commit.
     Column("landed_trials", Integer, nullable=False, server_default="0"),
+    # A completed workflow run's idle agents: `[{agentId, nodeId, reasons}]` (evals/_idle.py).
+    Column("idle", JSON, nullable=True),
     Index("ix_runs_tenant_created", "tenant", "created_seq"),
 )
 
@@ -125,6 +127,11 @@ invocations = Table(
     Column("completed_at", DateTime(timezone=True), nullable=False),
     # `sha256:` digest of the tool listing the agent was offered (its MCP `tools/list`).
     Column("tools_digest", String(71), nullable=True),
+    # What the agent said (a command agent's stderr): redacted, its last 16 KiB. Content:
+    # nulled by erasure (engine/redaction.py, engine/erasure.py).
+    Column("stderr", Text, nullable=True),
+    # Why a completed invocation recorded nothing a replay could test (evals/_idle.py).
+    Column("idle", JSON, nullable=True),
 )
 
 model_calls = Table(

@@ -95,8 +95,6 @@ class AgentErrorView(_Shape):
     """The exception's class name."""
     message: str | None = None
     """Its message (`full` only)."""
-    stderrTail: str | None = None
-    """The end of a command-lane agent's stderr (`full` only)."""
 
 
 class ModelCallView(_Shape):
@@ -161,6 +159,9 @@ class TrialDetail(_Shape):
     """Every fixture miss, with the closest recording."""
     error: AgentErrorView | None = None
     """The exception the agent raised, if it did."""
+    stderr: str | None = None
+    """What the agent said (a command agent's stderr, an http agent's error answer): its
+    last 16 KiB, credentials and tokens redacted (`full` only)."""
     modelCalls: list[ModelCallView] = []
     """Every model exchange of the trial, in order (the openai lane and the model proxy)."""
     costUsd: float | None = None

@@ -143,6 +143,7 @@ class Runtime:
                 return
             done = _completed_nodes(await uow.events.docs_of_types(args.run_id, ["node.completed"]))
             invoked = set(await uow.events.invoked_agents(args.run_id))
+            idle = await uow.invocations.idle_nodes(args.run_id, list(done))
         run_log = RunLog(engine.writer, args.run_id, args.tenant, JobFence(*_ids(job)))
         workflow = engine.catalog.workflows.get(record.workflow_id)
         if workflow is None:
@@ -156,6 +157,7 @@ class Runtime:
                 boundary=Boundary(engine.live_transport(args.tenant, args.run_id)),
                 invoked=invoked,
                 done=done,
+                idle=idle,
             )
             try:
                 terminal = await run_workflow(workflow, _inputs(record), context)

@@ -65,7 +65,7 @@ RAISED = {
         {"trial": 0, "passed": False, "reason": "the agent raised KeyError: 'city'",
          "durationMs": 2, "calls": [], "misses": [],
          "expected": {"kind": "golden", "match": {"strategy": "exact", "value": "x"}},
-         "error": {"type": "KeyError", "message": "'city'", "stderrTail": "line\x00one"}}
+         "error": {"type": "KeyError", "message": "'city'"}, "stderr": "line\x00one"}
     ],
 }  # fmt: skip
 MISS_REASON = (

@@ -107,7 +107,7 @@ def _why_suite_summary(passed: dict[str, bool]) -> EvalSummary:
 def test_with_the_hosts_details_a_failure_carries_its_reason_diff_trace_and_decision() -> None:
     summary = _why_suite_summary({"wrong": False, "raised": False, "missed": False, "fine": True})
     xml = junit_xml(summary, run_id=RUN_ID, why=run_why("wrong", "raised", "missed", "fine"))
-    cases = _cases(xml)  # still valid against the schema, a NUL in a stderr tail included
+    cases = _cases(xml)  # still valid against the schema, a NUL in an agent's stderr included
     wrong = cases["wrong"].find("failure")
     assert wrong is not None
     assert wrong.get("message") == WRONG_REASON

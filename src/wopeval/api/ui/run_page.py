@@ -4,7 +4,9 @@ The run is loaded by `Engine.get_run` (the wire's tenant rules), the
 timeline is the run's stored events as the wire serves them, and the tool
 table is the as-executed record shown through `engine/content.py`: content
 only where the call's own event carried it and the agent's `wireContent`
-still allows it. Cancel is `engine/commands.py cancel_run`, the wire's own.
+still allows it. The invocations, their idle flags and what each agent said
+(stderr) are read as the invocation routes read them. Cancel is
+`engine/commands.py cancel_run`, the wire's own.
 """
 
 from __future__ import annotations
@@ -26,15 +28,19 @@ from wopeval.api.ui._route import UiRoute
 from wopeval.api.ui._security import require_csrf
 from wopeval.api.ui.deps import SessionDep
 from wopeval.api.ui.live import stream_url
+from wopeval import evals
 from wopeval.engine import commands, content
+from wopeval.engine.invocation_views import invocations_said
 from wopeval.store import RunRecord
 from wopeval.wire import events, ids, limits
+from wopeval.wire.invocations import InvocationLine
 from wopeval.wire.runs import RunKind
 
 router = APIRouter(prefix="/ui", route_class=UiRoute, include_in_schema=False)
 
 EVENTS_SHOWN = 200
 CALLS_SHOWN = 200
+INVOCATIONS_SHOWN = 100
 CANCEL_REASON = "cancelled from the dashboard"
 
 
@@ -73,6 +79,8 @@ class RunFacts:
     error: dict[str, Any] | None
     cancel_reason: str | None
     last_sequence: int
+    idle: tuple[str, ...] = ()
+    """One line per agent that recorded nothing a replay could test (evals/_idle.py)."""
 
 
 @dataclass(frozen=True)
@@ -85,6 +93,8 @@ class RunView:
     calls: list[content.BoundaryCall]
     calls_window: Window
     stream: str | None
+    invocations: list[tuple[InvocationLine, str | None]]
+    """The first invocations, each with what its agent said where it may be shown."""
 
 
 def run_facts(record: RunRecord) -> RunFacts:
@@ -105,6 +115,10 @@ def run_facts(record: RunRecord) -> RunFacts:
         error=record.error,
         cancel_reason=record.cancel_reason,
         last_sequence=record.last_sequence,
+        idle=tuple(
+            f"{evals.describe_idle(idle['agentId'], idle['reasons'])} (node {idle['nodeId']})"
+            for idle in record.idle or ()
+        ),
     )
 
 
@@ -132,6 +146,7 @@ async def run_page(
             record.run_id, after=call_cursor, limit=CALLS_SHOWN + 1
         )
         called = await uow.events.docs_at(record.run_id, [c.sequence for c in recorded])
+        invocations = await invocations_said(uow, record, host.catalog.agents, INVOCATIONS_SHOWN)
     timeline = [_timeline_event(json.loads(event.doc)) for event in stored]
     calls = [
         content.boundary_call(call, _payload(called.get(call.sequence)), _mode(host, call.agent_id))
@@ -152,6 +167,7 @@ async def run_page(
             ),
         ),
         stream=stream_url([record]) if not record.status.is_terminal else None,
+        invocations=invocations,
     )
     return render("run.html", Chrome(session, "runs", f"Run {record.run_id}"), view)
 

@@ -1,0 +1,90 @@
+"""What an agent's process said, made safe to keep: redacted once, then bounded to its tail.
+
+A command agent's stderr (an http agent's error answer) is kept with its
+invocation and shown wherever the invocation is (docs/agents.md, "What the
+agent said"). Before any copy of it exists it passes here, once:
+
+- the invocation's capability token (its MCP endpoint's and model proxy's) is
+  cut out wherever it appears, in a URL or on its own;
+- so are the project's configured secrets (`Redactor.secrets`): tool, MCP server
+  and http-lane credentials, the model upstreams' API keys, and the values of an
+  agent's `env` entries whose name says they are secret;
+- and whatever looks like a credential whoever it belongs to: a `Bearer` value,
+  a string shaped like a provider's API key (`sk-…`).
+
+Redaction runs over everything the lane kept before the tail is cut, so a
+secret is replaced whole, never left half-visible at the cut.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+REDACTED = "[redacted]"
+KEPT_BYTES = 16 * 1024
+"""What is kept of an agent's output: its last 16 KiB, after redaction."""
+CUT_NOTE = "[… earlier output cut: the last 16 KiB are kept]"
+SHORTEST_SECRET = 4
+"""A configured value shorter than this is not searched for: it would cut ordinary words."""
+
+_SECRET_NAME = re.compile(r"key|token|secret|password|passwd|credential", re.IGNORECASE)
+_BEARER = re.compile(r"\b(bearer)\s+[A-Za-z0-9\-._~+/]+=*", re.IGNORECASE)
+_PROVIDER_KEY = re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}")
+
+
+@dataclass(frozen=True)
+class SecretSource:
+    """A configured secret: a literal value, or the environment variable holding it."""
+
+    value: str | None = None
+    env: str | None = None
+
+    def current(self) -> str | None:
+        """The secret now (a variable is read each time, as egress reads it); None if unset."""
+        if self.value is not None:
+            return self.value
+        return os.environ.get(self.env) if self.env else None
+
+    def __repr__(self) -> str:
+        return f"SecretSource(env={self.env!r})"
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether an environment variable's name says it holds a secret (`API_KEY`, `TOKEN`, …)."""
+    return _SECRET_NAME.search(name) is not None
+
+
+@dataclass(frozen=True)
+class Redactor:
+    """The host's one redaction rule for what agents say (see the module docstring)."""
+
+    secrets: tuple[SecretSource, ...] = ()
+
+    def redact(self, text: str, also: Iterable[str] = ()) -> str:
+        """`text` with every known secret, every `also` value (the invocation's token) and
+        every credential-shaped string replaced by `[redacted]`."""
+        values = {value for value in (s.current() for s in self.secrets) if value}
+        values.update(also)
+        # Longest first: a secret that contains another is cut whole.
+        for value in sorted(values, key=len, reverse=True):
+            if len(value) >= SHORTEST_SECRET:
+                text = text.replace(value, REDACTED)
+        text = _BEARER.sub(lambda found: f"{found.group(1)} {REDACTED}", text)
+        return _PROVIDER_KEY.sub(REDACTED, text)
+
+    def kept_output(self, tail: bytes, total_bytes: int, also: Iterable[str] = ()) -> str | None:
+        """What is kept of an agent's output: `tail` (its last bytes, of `total_bytes` it
+        wrote) redacted, then its last `KEPT_BYTES`, after a first line saying so when
+        anything before was cut. None when it wrote nothing."""
+        if total_bytes == 0:
+            return None
+        redacted = self.redact(tail.decode("utf-8", errors="replace"), also).encode()
+        kept = redacted[-KEPT_BYTES:]
+        # A cut inside a character leaves a partial one in front: drop it.
+        text = kept.decode("utf-8", errors="ignore")
+        if total_bytes > len(tail) or len(redacted) > len(kept):
+            return f"{CUT_NOTE}\n{text}"
+        return text
