@@ -15,7 +15,7 @@ from wopeval.engine import content
 from wopeval.store import RunRecord, StoredTrial, UnitOfWork
 from wopeval.wire import errors, events
 from wopeval.wire.runs import RunKind
-from wopeval.wire.task_detail import TaskDetail, TaskLine, TaskList, TrialDetail
+from wopeval.wire.task_detail import TaskDetail, TaskLine, TaskList, ToolChange, TrialDetail
 
 
 async def task_list(uow: UnitOfWork, record: RunRecord) -> TaskList:
@@ -24,6 +24,7 @@ async def task_list(uow: UnitOfWork, record: RunRecord) -> TaskList:
     scored = await _scored(uow, record.run_id)
     verdicts = _verdicts(record.summary)
     sources = await _source_model_calls(uow, record)
+    changed = await _tools_changed(uow, record)
     order = list(scored) + [task_id for task_id in trials if task_id not in scored]
     return TaskList(
         runId=record.run_id,
@@ -34,6 +35,7 @@ async def task_list(uow: UnitOfWork, record: RunRecord) -> TaskList:
                 trials.get(task_id, []),
                 verdicts,
                 sources.get(task_id),
+                changed,
             )
             for task_id in order
         ],
@@ -47,28 +49,20 @@ async def task_detail(uow: UnitOfWork, record: RunRecord, task_id: str) -> TaskD
         raise errors.NotFound("No such task in this run.")
     scored = (await _scored(uow, record.run_id)).get(task_id)
     source_model_calls = (await _source_model_calls(uow, record)).get(task_id)
-    line = _line(task_id, scored, trials, _verdicts(record.summary), source_model_calls)
+    changed = await _tools_changed(uow, record)
+    line = _line(task_id, scored, trials, _verdicts(record.summary), source_model_calls, changed)
     views: list[TrialDetail] = [content.trial_view(t, source_model_calls) for t in trials]
-    return TaskDetail(
-        **line.model_dump(),
-        runId=record.run_id,
-        toolSchemasChanged=await _tool_schemas_changed(uow, record, task_id),
-        trialDetails=views,
-    )
+    return TaskDetail(**line.model_dump(), runId=record.run_id, trialDetails=views)
 
 
-async def _tool_schemas_changed(uow: UnitOfWork, record: RunRecord, task_id: str) -> bool | None:
-    """Whether the task's agent saw another tool listing than in its fixture source."""
+async def _tools_changed(uow: UnitOfWork, record: RunRecord) -> dict[str, list[ToolChange]]:
+    """Each task's MCP tool changes since its source, as compared at create (the plan's)."""
     plan = await uow.runs.plan(record.tenant, record.run_id) or {}
-    source = (plan.get("fixtureRuns") or {}).get(task_id)
-    agent_id = plan.get("agentId")
-    if not isinstance(source, str) or not isinstance(agent_id, str):
-        return None
-    seen = await uow.invocations.tools_digests(record.run_id, agent_id, task_id)
-    recorded = await uow.invocations.tools_digests(source, agent_id)
-    if not seen or not recorded:
-        return None
-    return seen != recorded
+    return {
+        task_id: [ToolChange.model_validate(change) for change in contract["changed"]]
+        for task_id, contract in (plan.get("toolContracts") or {}).items()
+        if contract["changed"] is not None
+    }
 
 
 async def _source_model_calls(uow: UnitOfWork, record: RunRecord) -> dict[str, int]:
@@ -117,6 +111,7 @@ def _line(
     trials: list[StoredTrial],
     verdicts: dict[str, dict[str, Any]],
     source_model_calls: int | None,
+    changed: dict[str, list[ToolChange]],
 ) -> TaskLine:
     failing = [trial for trial in trials if not trial.passed]
     reason = "passed"
@@ -148,6 +143,7 @@ def _line(
                 for trial in trials
             ),
             reason=reason,
+            toolsChanged=changed.get(task_id),
         )
     return TaskLine(
         taskId=task_id,
@@ -163,4 +159,5 @@ def _line(
         pValue=verdict.get("pValue"),
         flaky=verdict.get("flaky"),
         reason=reason,
+        toolsChanged=changed.get(task_id),
     )

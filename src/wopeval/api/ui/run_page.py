@@ -20,6 +20,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import RedirectResponse
 from pydantic import JsonValue
 
+from wopeval import evals
 from wopeval.agents import WireContent
 from wopeval.api.deps import HostDep
 from wopeval.api.host import Host
@@ -28,7 +29,6 @@ from wopeval.api.ui._route import UiRoute
 from wopeval.api.ui._security import require_csrf
 from wopeval.api.ui.deps import SessionDep
 from wopeval.api.ui.live import stream_url
-from wopeval import evals
 from wopeval.engine import commands, content
 from wopeval.engine.invocation_views import invocations_said
 from wopeval.store import RunRecord
