@@ -3,7 +3,10 @@
 A real `wopeval serve` records runs in a "production" store (SQLite or PostgreSQL);
 the export reads that store directly; the import loads the bundle into a fresh
 SQLite "CI" store under another tenant, where a second `serve` uses the runs as
-RFC 0252 fixture sources and an RFC 0251 baseline, and can erase them.
+RFC 0252 fixture sources and an RFC 0251 baseline, and can erase them. A bundle
+in the first format (tests/cli/data/) still imports, into either store, and each
+tenant's imported copy is its own. (Model exchanges travelling and replaying:
+tests/e2e/llm/test_recordings.py; each check of a bundle: tests/engine/test_bundles.py.)
 """
 
 from __future__ import annotations
@@ -25,8 +28,11 @@ from _processes import ServeOptions, ServeProcess
 
 from ._support import run_cli
 
-PROD, CI = "prod", "ci"
+PROD, CI, OTHER = "prod", "ci", "other"
 DEADLINE_SECONDS = 60.0
+FORMAT_1_BUNDLE = Path(__file__).parent / "data" / "recordings-format-1.zip"
+FORMAT_1_SOURCE = "dae736656df44beb983833e0d21a6ef8"
+FORMAT_1_BASELINE = "51d4548c90f84388b9083bac6b4e9791"
 
 
 @dataclass
@@ -105,7 +111,7 @@ def test_runs_travel_to_another_store_and_serve_as_sources_and_baselines_there(
     assert "exported 3 runs" in done.stdout
     with zipfile.ZipFile(bundle) as archive:
         manifest = json.loads(archive.read("manifest.json"))
-    assert manifest["format"] == "wopeval.recordings/1"
+    assert manifest["format"] == "wopeval.recordings/2"
     assert manifest["origin"]["tenant"] == PROD
     assert {run["id"] for run in manifest["runs"]} == {
         run_id.partition("/")[2]
@@ -185,9 +191,8 @@ def test_a_tampered_bundle_is_refused_and_nothing_is_imported(
     refused = run_cli("recordings", "import", str(tampered), "--data-dir", str(tmp_path / "ci"))
     assert refused.code == 4
     assert "does not match its checksum" in refused.stderr
-    listed = run_cli("runs", "list", "--json", "--data-dir", str(tmp_path / "ci"))
-    assert listed.code == 0, listed.stderr
-    assert json.loads(listed.stdout)["runs"] == []
+    # Checked before the store is opened: not even its data directory was made.
+    assert not (tmp_path / "ci").exists()
 
 
 def test_a_bundle_of_another_format_is_refused(production: Production, tmp_path: Path) -> None:
@@ -242,3 +247,53 @@ def test_an_erased_run_is_never_exported(production: Production, tmp_path: Path)
     assert refused.code == 4
     assert "was erased" in refused.stderr
     assert not bundle.exists()
+
+
+def _replay_passes(http: httpx.Client, source: str) -> bool:
+    replay = _create(
+        http, _eval("conformance-eval-recorded-replay", fixtureRuns={"record": source})
+    )
+    summary = http.get(f"/runs/{project_id(replay)}/eval-summary").json()
+    live = http.get(f"/host/wopeval/runs/{project_id(replay)}/live-calls").json()
+    return bool(summary["passed"] and summary["fixtureMissCount"] == 0 and live["liveCalls"] == 0)
+
+
+def test_a_format_1_bundle_imports_and_each_tenant_erases_only_its_own_copy(
+    backend: Backend, tmp_path: Path
+) -> None:
+    keys = (f"{CI}=wop_ci_{secrets.token_hex(12)}", f"{OTHER}=wop_other_{secrets.token_hex(12)}")
+    options = ServeOptions(tmp_path / "ci", backend.new_database(), keys)
+    for tenant in (CI, OTHER):
+        done = run_cli("recordings", "import", str(FORMAT_1_BUNDLE), "--tenant", tenant,
+                       *options.embedded())  # fmt: skip
+        assert done.code == 0, done.stderr
+        assert f"{tenant}/{FORMAT_1_SOURCE}" in done.stdout
+    ci_key, other_key = (pair.partition("=")[2] for pair in options.api_keys)
+    source = f"{CI}/{FORMAT_1_SOURCE}"
+    serve = ServeProcess(options, tmp_path / "serve.log")
+    try:
+        serve.wait_up()
+        with serve.http(ci_key) as ci, serve.http(other_key) as other:
+            assert _replay_passes(ci, source)
+            baseline = f"{CI}/{FORMAT_1_BASELINE}"
+            candidate = _create(ci, _eval("conformance-eval-regression-candidate",
+                evalModes=["golden", "regression"], baselineRunId=baseline))  # fmt: skip
+            paired = ci.get(f"/runs/{project_id(candidate)}/eval-summary").json()
+            assert paired["regression"]["verdict"] == "unchanged"
+
+            # Another tenant neither sees nor sources from CI's copy.
+            seen = other.get(f"/runs/{project_id(source)}")
+            assert seen.status_code == 403, seen.text
+            sourced = other.post("/runs", json=_eval("conformance-eval-recorded-replay",
+                                 fixtureRuns={"record": source}))  # fmt: skip
+            assert sourced.status_code == 400, sourced.text
+
+            erased = ci.post(f"/host/wopeval/runs/{project_id(source)}:erase-tool-content")
+            assert erased.status_code == 200, erased.text
+            refused = ci.post("/runs", json=_eval("conformance-eval-recorded-replay",
+                              fixtureRuns={"record": source}))  # fmt: skip
+            assert refused.status_code == 400, refused.text
+            # The erasure reached CI's copy and nothing of the other tenant's.
+            assert _replay_passes(other, f"{OTHER}/{FORMAT_1_SOURCE}")
+    finally:
+        serve.stop()

@@ -9,13 +9,16 @@ from __future__ import annotations
 import asyncio
 import socket
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from wopeval import client
 from wopeval.cli._exit import DATABASE_OWNED, Group
 from wopeval.settings import Settings
+
+if TYPE_CHECKING:
+    from wopeval.store.bundle import Bundle
 
 app = typer.Typer(
     cls=Group,
@@ -50,7 +53,7 @@ def export(
     data_dir: DataDir = Path(".wopeval"),
     database_url: DatabaseUrl = None,
 ) -> None:
-    """Write runs, their logs, tool records and derived copies to one checksummed bundle."""
+    """Write runs with every record a replay reads to one checksummed bundle."""
     wanted = list(run_ids or [])
     if fixture_runs is not None:
         wanted += list(_fixture_map(fixture_runs).values())
@@ -77,6 +80,13 @@ def import_(
     database_url: DatabaseUrl = None,
 ) -> None:
     """Load a bundle's runs into this store under TENANT, keeping their hex ids."""
+    from wopeval.store import bundle as bundles
+
+    # The whole bundle is checked before the store is opened: a bad one changes nothing.
+    try:
+        loaded = bundles.read_bundle(bundle)
+    except bundles.BundleError as error:
+        raise _refused(str(error)) from None
     settings = Settings(data_dir=data_dir, database_url=database_url)
     from wopeval.api.ownership import DatabaseOwned, claim, private_directory
 
@@ -87,7 +97,7 @@ def import_(
         typer.echo(f"wopeval recordings import: refused: {owned}. Nothing was changed.", err=True)
         raise typer.Exit(DATABASE_OWNED) from None
     try:
-        imported = asyncio.run(_import(settings, bundle, tenant))
+        imported = asyncio.run(_import(settings, loaded, tenant))
     finally:
         lease.release()
     typer.echo(f"imported {len(imported)} runs into tenant {tenant!r}:")
@@ -125,14 +135,14 @@ async def _export(
         await store.close()
 
 
-async def _import(settings: Settings, path: Path, tenant: str) -> list[str]:
+async def _import(settings: Settings, loaded: Bundle, tenant: str) -> list[str]:
     from wopeval.store import Store, bundle
 
     store = await Store.open(settings.resolved_database_url())
     try:
         async with store.transaction() as uow:
             try:
-                done = await bundle.import_runs(uow.connection, path, tenant)
+                done = await bundle.import_bundle(uow.connection, loaded, tenant)
             except bundle.BundleError as error:
                 raise _refused(str(error)) from None
         return done.run_ids
