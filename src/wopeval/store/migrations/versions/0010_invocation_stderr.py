@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0010_invocation_stderr"
-down_revision = "0007_run_plans"
+down_revision = "0009_tool_contracts"
 branch_labels = None
 depends_on = None
 
