@@ -5,7 +5,7 @@ Each invocation keeps what its agent said (a command agent's stderr, redacted, i
 workflow run keeps its idle agents, so a listing shows them without reading invocations.
 
 Revision ID: 0010_invocation_stderr
-Revises: 0007_run_plans
+Revises: 0009_tool_contracts
 Create Date: 2026-12-02 10:00:00
 """
 
