@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from wopeval.agents._dialect import DEFAULT_MAX_TURNS, DEFAULT_RETRIES, LlmLane
 from wopeval.agents.base import (
+    LLM_LANES,
     Agent,
     AgentContext,
     AgentFailed,
@@ -14,19 +16,8 @@ from wopeval.agents.base import (
     WireContent,
 )
 from wopeval.agents.command import CommandAgent, ProcessLaunch
-from wopeval.agents.exchange import (
-    LiveAnswer,
-    LiveModelCall,
-    ModelAnswer,
-    ModelCallFailed,
-    ModelReplayMiss,
-    ModelRequest,
-    ModelUpstream,
-    ToolCallRequest,
-    normalised_answer,
-)
 from wopeval.agents.http import HttpAgent
-from wopeval.agents.llm import OpenAIAgent, OpenAILane, function_names
+from wopeval.agents.llm import LlmAgent, function_names
 from wopeval.agents.python import AgentFunction, PythonAgent
 from wopeval.agents.scripted import SCRIPTED_AGENT_ID, ScriptedAgent
 
@@ -48,6 +39,9 @@ class AgentRegistry:
 
 
 __all__ = [
+    "DEFAULT_MAX_TURNS",
+    "DEFAULT_RETRIES",
+    "LLM_LANES",
     "SCRIPTED_AGENT_ID",
     "Agent",
     "AgentContext",
@@ -58,23 +52,14 @@ __all__ = [
     "CommandAgent",
     "HttpAgent",
     "Lane",
-    "LiveAnswer",
-    "LiveModelCall",
-    "ModelAnswer",
-    "ModelCallFailed",
+    "LlmAgent",
+    "LlmLane",
     "ModelReplay",
-    "ModelReplayMiss",
-    "ModelRequest",
-    "ModelUpstream",
-    "OpenAIAgent",
-    "OpenAILane",
     "ProcessLaunch",
     "PythonAgent",
     "ScriptedAgent",
     "ToolCallError",
-    "ToolCallRequest",
     "ToolSpec",
     "WireContent",
     "function_names",
-    "normalised_answer",
 ]

@@ -15,9 +15,6 @@ from wopeval.agents import (
     AgentFailed,
     AgentRegistry,
     AgentSpec,
-    LiveModelCall,
-    ModelAnswer,
-    ModelRequest,
     ToolCallError,
     ToolSpec,
 )
@@ -26,6 +23,7 @@ from wopeval.engine.boundary import Boundary, ToolCall, ToolResult
 from wopeval.engine.grants import InvocationGrants
 from wopeval.engine.models import ModelLedger, ModelRecorder
 from wopeval.engine.runlog import Journal, RunClosed, now
+from wopeval.models import LiveModelCall, ModelAnswer, ModelRequest
 from wopeval.store import InvocationRow, ToolCallOutcome, ToolCallRow
 from wopeval.tools import Offered
 from wopeval.wire import events, ids, json_text
@@ -96,6 +94,15 @@ class Invocation:
 
     @property
     def openai_api_key(self) -> str:
+        return self._capability()
+
+    @property
+    def anthropic_base_url(self) -> str:
+        """This invocation's Anthropic Messages proxy, under the same capability."""
+        return self._grants().anthropic_base_url(self._capability())
+
+    @property
+    def anthropic_api_key(self) -> str:
         return self._capability()
 
     def _grants(self) -> InvocationGrants:
