@@ -6,7 +6,14 @@ import importlib
 
 import pytest
 
-FRONTS = ["wopeval.agents", "wopeval.evals", "wopeval.store", "wopeval.tools", "wopeval.cli"]
+FRONTS = [
+    "wopeval.agents",
+    "wopeval.evals",
+    "wopeval.models",
+    "wopeval.store",
+    "wopeval.tools",
+    "wopeval.cli",
+]
 
 
 def _isort_style(name: str) -> tuple[int, str]:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from wopeval.agents._dialect import DEFAULT_MAX_TURNS, DEFAULT_RETRIES, LlmLane
 from wopeval.agents.base import (
+    LLM_LANES,
     Agent,
     AgentContext,
     AgentFailed,
@@ -15,19 +17,8 @@ from wopeval.agents.base import (
     WireContent,
 )
 from wopeval.agents.command import CommandAgent, ProcessLaunch
-from wopeval.agents.exchange import (
-    LiveAnswer,
-    LiveModelCall,
-    ModelAnswer,
-    ModelCallFailed,
-    ModelReplayMiss,
-    ModelRequest,
-    ModelUpstream,
-    ToolCallRequest,
-    normalised_answer,
-)
 from wopeval.agents.http import HttpAgent
-from wopeval.agents.llm import OpenAIAgent, OpenAILane
+from wopeval.agents.llm import LlmAgent
 from wopeval.agents.python import AgentFunction, PythonAgent
 from wopeval.agents.scripted import SCRIPTED_AGENT_ID, ScriptedAgent
 
@@ -49,6 +40,9 @@ class AgentRegistry:
 
 
 __all__ = [
+    "DEFAULT_MAX_TURNS",
+    "DEFAULT_RETRIES",
+    "LLM_LANES",
     "SCRIPTED_AGENT_ID",
     "Agent",
     "AgentContext",
@@ -60,22 +54,13 @@ __all__ = [
     "CommandAgent",
     "HttpAgent",
     "Lane",
-    "LiveAnswer",
-    "LiveModelCall",
-    "ModelAnswer",
-    "ModelCallFailed",
+    "LlmAgent",
+    "LlmLane",
     "ModelReplay",
-    "ModelReplayMiss",
-    "ModelRequest",
-    "ModelUpstream",
-    "OpenAIAgent",
-    "OpenAILane",
     "ProcessLaunch",
     "PythonAgent",
     "ScriptedAgent",
     "ToolCallError",
-    "ToolCallRequest",
     "ToolSpec",
     "WireContent",
-    "normalised_answer",
 ]

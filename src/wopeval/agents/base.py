@@ -8,10 +8,12 @@ from typing import Literal, Protocol
 
 from pydantic import JsonValue
 
-from wopeval.agents.exchange import LiveModelCall, ModelAnswer, ModelRequest, ModelUpstream
+from wopeval.models import LiveModelCall, ModelAnswer, ModelRequest, ModelUpstream
 
 WireContent = Literal["full", "hash"]
-Lane = Literal["scripted", "python", "command", "http", "openai"]
+Lane = Literal["scripted", "python", "command", "http", "openai", "anthropic"]
+LLM_LANES: tuple[Lane, ...] = ("openai", "anthropic")
+"""The lanes whose tool loop the host runs against a model (agents/llm.py)."""
 ModelReplay = Literal["off", "recorded"]
 
 
@@ -75,6 +77,17 @@ class AgentContext(Protocol):
     @property
     def openai_api_key(self) -> str:
         """The key an OpenAI client presents to the proxy: the invocation's capability."""
+        ...
+
+    @property
+    def anthropic_base_url(self) -> str:
+        """This invocation's recording Anthropic Messages proxy, as Anthropic's SDK takes it
+        (`ANTHROPIC_BASE_URL`: it adds `/v1/messages`)."""
+        ...
+
+    @property
+    def anthropic_api_key(self) -> str:
+        """The key an Anthropic client presents to the proxy: the same capability."""
         ...
 
     def keep_output(self, output: AgentOutput) -> None:

@@ -3,8 +3,9 @@
 The contract (docs/agents.md): the host starts `command` in `cwd` with the
 invocation on stdin as one JSON document `{"agentId", "invocationId",
 "input"}` and `WOPEVAL_MCP_URL` / `WOPEVAL_INVOCATION_ID` in its environment,
-with `OPENAI_BASE_URL` / `OPENAI_API_KEY` naming its recording model proxy;
-the agent reaches its tools through that MCP endpoint. Its decision is the
+with `OPENAI_BASE_URL` (and `OPENAI_API_BASE`), `ANTHROPIC_BASE_URL` and their keys
+naming its recording model proxy (`model_proxy_env`); the agent reaches its
+tools through that MCP endpoint. Its decision is the
 JSON it writes to the file `WOPEVAL_DECISION_FILE` names (in a directory only
 the host's user can enter, made for this invocation and removed after it): a
 channel nothing else writes to, so a framework that prints to stdout cannot
@@ -92,9 +93,8 @@ class CommandAgent:
         env["WOPEVAL_MCP_URL"] = context.mcp_url
         env["WOPEVAL_INVOCATION_ID"] = context.invocation_id
         env[DECISION_FILE_ENV] = str(decision_file)
-        # Any OpenAI-compatible client then talks to the recording model proxy (docs/llm.md).
-        env["OPENAI_BASE_URL"] = context.openai_base_url
-        env["OPENAI_API_KEY"] = context.openai_api_key
+        # Any OpenAI or Anthropic client then talks to the recording model proxy (docs/llm.md).
+        env.update(model_proxy_env(context))
         try:
             process = await asyncio.create_subprocess_exec(
                 *self._launch.command,
@@ -124,6 +124,21 @@ class CommandAgent:
         if code != 0:
             raise AgentFailed(f"the agent's process exited with status {code}")
         return bytes(stdout.data)
+
+
+def model_proxy_env(context: AgentContext) -> dict[str, str]:
+    """The variables OpenAI and Anthropic clients read, naming the recording model proxy.
+
+    `OPENAI_API_BASE` is the older name some frameworks (LlamaIndex, LiteLLM) still read.
+    The keys are the invocation's token, never a real key (docs/llm.md).
+    """
+    return {
+        "OPENAI_BASE_URL": context.openai_base_url,
+        "OPENAI_API_BASE": context.openai_base_url,
+        "OPENAI_API_KEY": context.openai_api_key,
+        "ANTHROPIC_BASE_URL": context.anthropic_base_url,
+        "ANTHROPIC_API_KEY": context.anthropic_api_key,
+    }
 
 
 def _decision(stdout: bytes, decision_file: Path) -> JsonValue:

@@ -1,14 +1,15 @@
 """The http lane: an agent that runs as a service, one POST per invocation.
 
 The contract (docs/agents.md): the host POSTs `{"agentId", "invocationId",
-"input", "mcpUrl", "openaiBaseUrl", "openaiApiKey"}` to `url` (with the lane's
-credential, if any, added at egress) and reads `{"decision": …}` from a 2xx
-JSON answer. The agent reaches its tools through the MCP endpoint at `mcpUrl`
-and its model through the recording proxy at `openaiBaseUrl` (presenting
-`openaiApiKey`). An HTTP error, a timeout or an answer without `decision`
-fails the invocation with the reason; an error answer's body is what the
-agent said (`AgentContext.keep_output`), kept with the invocation like a
-process's stderr.
+"input", "mcpUrl", "openaiBaseUrl", "openaiApiKey", "anthropicBaseUrl",
+"anthropicApiKey"}` to `url` (with the lane's credential, if any, added at
+egress) and reads `{"decision": …}` from a 2xx JSON answer. The agent reaches
+its tools through the MCP endpoint at `mcpUrl` and its model through the
+recording proxy at `openaiBaseUrl` or `anthropicBaseUrl` (presenting the
+matching key, the invocation's token). An HTTP error, a timeout or an answer
+without `decision` fails the invocation with the reason; an error answer's
+body is what the agent said (`AgentContext.keep_output`), kept with the
+invocation like a process's stderr.
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ class HttpAgent:
             "mcpUrl": context.mcp_url,
             "openaiBaseUrl": context.openai_base_url,
             "openaiApiKey": context.openai_api_key,
+            "anthropicBaseUrl": context.anthropic_base_url,
+            "anthropicApiKey": context.anthropic_api_key,
         }
         headers = {"Accept": "application/json"}
         if self._credential is not None:

@@ -128,9 +128,12 @@ def _failure_line(detail: dict[str, Any], full: bool) -> str:
     if model_misses:
         more = f" (and {len(model_misses) - 1} more)" if len(model_misses) > 1 else ""
         first = model_misses[0]
+        # What the miss came nearest, and the paths that differ (no content).
+        nearest = (first.get("error") or {}).get("nearestReason")
         return (
             f"model replay miss: the source run made no request like model exchange "
             f"{first['index']}{more}; nothing reached the model"
+            + (f"; {nearest}" if nearest else "")
         )
     misses = detail["misses"]
     if misses:
@@ -180,6 +183,11 @@ def _model_call_view(exchange: dict[str, Any], full: bool) -> ModelCallView:
     if full:
         keep["request"] = exchange.get("request")
         keep["response"] = exchange.get("response")
+    error = exchange.get("error")
+    if not full and isinstance(error, dict) and "diff" in error:
+        # A miss's diff holds the request's content: its paths only.
+        diff = [{"path": c["path"], "kind": c["kind"]} for c in error["diff"]]
+        keep["error"] = {**error, "diff": diff}
     return ModelCallView(**keep)
 
 

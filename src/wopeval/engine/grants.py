@@ -2,8 +2,9 @@
 
 An agent that runs outside the host (a process, a service) reaches its tools
 through an MCP endpoint the host serves for that one invocation
-(`/host/wopeval/mcp/{token}`), and its model through a recording
-OpenAI-compatible proxy (`/host/wopeval/openai/{token}/v1`). The token in
+(`/host/wopeval/mcp/{token}`), and its model through a recording model
+proxy: OpenAI's APIs at `/host/wopeval/openai/{token}/v1`, Anthropic's at
+`/host/wopeval/anthropic/{token}`. The token in
 their URLs is the capability: 32 random bytes, bound to the invocation and
 its tenant, valid from the agent's first use until the invocation ends. It is
 never logged, never put on an event or in a record, and an ended or unknown
@@ -21,6 +22,9 @@ if TYPE_CHECKING:
 
 MCP_PATH = "/host/wopeval/mcp/"
 OPENAI_PATH = "/host/wopeval/openai/"
+ANTHROPIC_PATH = "/host/wopeval/anthropic/"
+CAPABILITY_PATHS = (MCP_PATH, OPENAI_PATH, ANTHROPIC_PATH)
+"""Every path whose next segment is a token (the access log hides it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +62,11 @@ class InvocationGrants:
     def openai_base_url(self, token: str) -> str:
         """The model proxy's base URL, as OpenAI clients take it (`OPENAI_BASE_URL`)."""
         return f"{self.base_url}{OPENAI_PATH}{token}/v1"
+
+    def anthropic_base_url(self, token: str) -> str:
+        """The Anthropic proxy's base URL, as Anthropic's SDK takes it (`ANTHROPIC_BASE_URL`;
+        the SDK adds `/v1/messages`)."""
+        return f"{self.base_url}{ANTHROPIC_PATH}{token}"
 
     def __len__(self) -> int:
         return len(self._grants)

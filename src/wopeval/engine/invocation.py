@@ -15,9 +15,6 @@ from wopeval.agents import (
     AgentOutput,
     AgentRegistry,
     AgentSpec,
-    LiveModelCall,
-    ModelAnswer,
-    ModelRequest,
     ToolCallError,
     ToolSpec,
 )
@@ -27,6 +24,7 @@ from wopeval.engine.grants import InvocationGrants
 from wopeval.engine.models import ModelLedger, ModelRecorder
 from wopeval.engine.runlog import Journal, RunClosed, now
 from wopeval.engine.tool_names import ToolNames, names_of
+from wopeval.models import LiveModelCall, ModelAnswer, ModelRequest
 from wopeval.store import InvocationRow, ToolCallOutcome, ToolCallRow
 from wopeval.tools import Offered
 from wopeval.wire import events, ids, json_text
@@ -104,6 +102,17 @@ class Invocation:
 
     @property
     def openai_api_key(self) -> str:
+        self._model_proxy_handed = True
+        return self._capability()
+
+    @property
+    def anthropic_base_url(self) -> str:
+        """This invocation's Anthropic Messages proxy, under the same capability."""
+        self._model_proxy_handed = True
+        return self._grants().anthropic_base_url(self._capability())
+
+    @property
+    def anthropic_api_key(self) -> str:
         self._model_proxy_handed = True
         return self._capability()
 

@@ -1,14 +1,17 @@
 """The model boundary of an invocation: every model exchange recorded as executed.
 
-The openai lane and the model proxy (the per-invocation OpenAI-compatible
-endpoint of command and http agents) hand each exchange to the same
-`ModelRecorder` (docs/design.md §5): it answers from a recording under model
-replay — failing closed on a request the source never made, which then
-reaches no upstream — or asks the upstream, and records one row per exchange
-beside the tool calls: the request as sent (never the key), the normalised
-answer, usage tokens, latency, attempts, the model id reported and its cost
-at the project's prices. Rows land with their unit of work (node or trial):
-a model answer has no effect on the world, so it needs no landing of its own.
+The LLM lanes and the model proxy (the per-invocation endpoint of command
+and http agents) hand each exchange to the same `ModelRecorder`, whatever its
+wire API: the request says which (`ModelRequest.api`), and the recorder asks
+that adapter to canonicalise it and to read the answer's usage and model —
+it never asks which provider is behind it. Under model replay it answers from
+a recording — failing closed on a request the source never made, which then
+reaches no upstream, and naming the recorded request it came nearest — or it
+asks the upstream; either way it records one row per exchange beside the tool
+calls: its API, the request as sent (never the key), the answer, usage
+tokens, latency, attempts, the model id reported and its cost at the
+project's prices. Rows land with their unit of work (node or trial): a model
+answer has no effect on the world, so it needs no landing of its own.
 """
 
 from __future__ import annotations
@@ -21,15 +24,16 @@ from typing import Any
 from pydantic import JsonValue
 
 from wopeval import evals
-from wopeval.agents import (
-    AgentSpec,
+from wopeval.agents import AgentSpec
+from wopeval.engine.runlog import Journal, now
+from wopeval.models import (
+    ApiName,
     LiveModelCall,
     ModelAnswer,
     ModelCallFailed,
     ModelReplayMiss,
     ModelRequest,
 )
-from wopeval.engine.runlog import Journal, now
 from wopeval.store import ModelCallRow, ModelVia
 
 
@@ -39,11 +43,14 @@ class ModelServer:
     def __init__(self, cursor: evals.ModelReplayCursor) -> None:
         self._cursor = cursor
 
-    def serve(self, request_hash: str) -> ModelAnswer | None:
-        fixture = self._cursor.serve(request_hash)
+    def serve(self, api: ApiName, request_hash: str) -> ModelAnswer | None:
+        fixture = self._cursor.serve(api, request_hash)
         if fixture is None or not isinstance(fixture.response, dict):
             return None
         return ModelAnswer(dict(fixture.response))
+
+    def nearest(self, api: ApiName, request: JsonValue, ordinal: int) -> evals.ModelMiss:
+        return self._cursor.nearest(api, request, ordinal)
 
 
 @dataclass
@@ -95,17 +102,19 @@ class ModelRecorder:
 
     def replayed(self, request: ModelRequest, *, via: ModelVia) -> ModelAnswer | None:
         """Under model replay: the recorded answer (recorded as served), or ModelReplayMiss
-        (recorded as a miss). None: no replay here, the caller asks the upstream."""
+        (recorded as a miss, with the nearest recorded request and the diff). None: no
+        replay here, the caller asks the upstream."""
         if self.replay is None:
             return None
-        answer = self.replay.serve(evals.model_request_hash(request.body))
+        api = request.api.name
+        canonical = request.canonical()
+        answer = self.replay.serve(api, evals.model_request_hash(canonical))
         if answer is None:
+            miss = self.replay.nearest(api, canonical, self._ordinal)
             self.ledger.misses += 1
-            self._add(request, None, 0, via=via, served_by="miss", attempts=0, error=_MISS)
-            raise ModelReplayMiss(
-                f"model replay: the source run made no request like this one "
-                f"(exchange {self._ordinal} of the invocation)"
-            )
+            error = {"code": "model_replay_miss", **miss.to_json()}
+            self._add(request, None, 0, via=via, served_by="miss", attempts=0, error=error)
+            raise ModelReplayMiss(miss.described())
         self._add(request, answer, 0, via=via, served_by="replay", attempts=0)
         return answer
 
@@ -138,17 +147,18 @@ class ModelRecorder:
         attempts: int,
         error: dict[str, JsonValue] | None = None,
     ) -> None:
-        body = evals.canonical_model_request(request.body)
-        prompt = answer.prompt_tokens if answer is not None else None
-        completion = answer.completion_tokens if answer is not None else None
+        api = request.api
+        body = request.canonical()
+        usage = api.usage(answer) if answer is not None else None
+        reported = api.reported_model(answer) if answer is not None else None
         cost = None
-        if served_by == "live" and prompt is not None and completion is not None:
+        if served_by == "live" and usage is not None:
             cost = evals.exchange_cost(
                 self.prices,
-                reported_model=answer.model if answer is not None else None,
+                reported_model=reported,
                 requested_model=request.model,
-                prompt_tokens=prompt,
-                completion_tokens=completion,
+                prompt_tokens=usage.input_tokens,
+                completion_tokens=usage.output_tokens,
             )
         keep = self.spec.record_model
         row = ModelCallRow(
@@ -156,17 +166,18 @@ class ModelRecorder:
             ordinal=self._ordinal,
             agent_id=self.spec.agent_id,
             is_delegate=self.is_delegate,
+            api=api.name,
             via=via,
             served_by=served_by,
             status="ok" if answer is not None else "error",
             request_hash=evals.model_request_hash(body),
             model=request.model,
-            response_model=answer.model if answer is not None else None,
+            response_model=reported,
             stream=request.stream,
             attempts=attempts,
             latency_ms=latency_ms,
-            prompt_tokens=prompt,
-            completion_tokens=completion,
+            prompt_tokens=None if usage is None else usage.input_tokens,
+            completion_tokens=None if usage is None else usage.output_tokens,
             cost_usd=cost,
             at=now(),
             recorded=keep,
@@ -179,12 +190,6 @@ class ModelRecorder:
         self.ledger.exchanges.append(_detail(row, body, answer))
 
 
-_MISS: dict[str, JsonValue] = {
-    "code": "model_replay_miss",
-    "reason": "the source run made no request like this one",
-}
-
-
 def _detail(
     row: ModelCallRow, body: dict[str, JsonValue], answer: ModelAnswer | None
 ) -> dict[str, Any]:
@@ -192,6 +197,7 @@ def _detail(
     return {
         "agentId": row.agent_id,
         "delegate": row.is_delegate,
+        "api": row.api,
         "via": row.via,
         "servedBy": row.served_by,
         "status": row.status,

@@ -16,7 +16,8 @@ timeout_seconds = 120
 
 [[agents]]
 id = "support-llm"
-lane = "openai"                    # the host runs the tool loop (project_llm.py, docs/llm.md)
+lane = "openai"                    # the host runs the tool loop (project_llm.py, docs/llm.md);
+                                   # "anthropic" for an Anthropic model
 model = "gpt-4.1-mini"
 tools = ["support:lookup"]
 
@@ -71,11 +72,12 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from wopeval.agents import (
+    LLM_LANES,
     Agent,
     AgentSpec,
     CommandAgent,
     HttpAgent,
-    OpenAIAgent,
+    LlmAgent,
     ProcessLaunch,
     PythonAgent,
     ScriptedAgent,
@@ -87,8 +89,8 @@ from wopeval.engine.project_llm import (
     LlmFields,
     ModelPriceEntry,
     check_lane_fields,
+    llm_lane,
     model_upstream,
-    openai_lane,
     prices,
 )
 from wopeval.engine.project_secrets import configured_secrets
@@ -129,7 +131,7 @@ class CredentialEntry(_Closed):
 
 class AgentEntry(LlmFields):
     id: str
-    lane: Literal["scripted", "python", "command", "http", "openai"]
+    lane: Literal["scripted", "python", "command", "http", "openai", "anthropic"]
     callable: str | None = None
     command: list[str] | None = None
     cwd: str | None = None
@@ -317,7 +319,7 @@ def _agent(entry: AgentEntry, directory: Path, http: httpx.AsyncClient) -> Agent
     where = f"agent {entry.id!r}"
     check_lane_fields(where, entry.lane, entry)
     tools = tuple(entry.tools) if entry.tools is not None else None
-    if entry.lane == "openai" and tools is None:
+    if entry.lane in LLM_LANES and tools is None:
         tools = ()  # a model is offered the tools it is given, not every tool of the host
     upstream = None
     if entry.lane in ("python", "command", "http"):
@@ -361,8 +363,8 @@ def _lane(entry: AgentEntry, directory: Path, http: httpx.AsyncClient) -> Agent:
             entry.timeout_seconds,
             lambda: {credential.header: credential.render()},
         )
-    if entry.lane == "openai":
-        return OpenAIAgent(openai_lane(where, entry, directory, entry.timeout_seconds))
+    if entry.lane in LLM_LANES:
+        return LlmAgent(llm_lane(where, entry.lane, entry, directory, entry.timeout_seconds))
     return ScriptedAgent()
 
 

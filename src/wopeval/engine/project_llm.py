@@ -1,8 +1,8 @@
-"""The LLM parts of a project: the openai lane, model upstreams and the price table.
+"""The LLM parts of a project: the LLM lanes, model upstreams and the price table.
 
 [[agents]]
 id = "support.llm"
-lane = "openai"
+lane = "openai"                         # Chat Completions; or "anthropic" (Messages)
 model = "gpt-4.1-mini"
 base_url = "http://127.0.0.1:8000/v1"   # default: $OPENAI_BASE_URL, else OpenAI's
 api_key_env = "OPENAI_API_KEY"          # read at start, sent at egress only
@@ -13,35 +13,55 @@ tools = ["orders:*"]
 input_per_mtok = 0.40
 output_per_mtok = 1.60
 
-A command or http agent's `base_url` / `api_key_env` name the upstream its
-recording model proxy forwards to (docs/llm.md).
+A command, http or python agent's `base_url` / `api_key_env` name the OpenAI
+upstream its recording model proxy forwards to, and `anthropic_base_url` /
+`anthropic_api_key_env` the Anthropic one (docs/llm.md).
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from wopeval import evals
-from wopeval.agents import ModelUpstream, OpenAILane
-from wopeval.agents.llm import DEFAULT_MAX_TURNS, DEFAULT_RETRIES
+from wopeval.agents import DEFAULT_MAX_TURNS, DEFAULT_RETRIES, LLM_LANES, LlmLane
+from wopeval.models import Endpoint, ModelUpstream, Provider
 from wopeval.tools import Secret
 
-OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
-DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+
+@dataclass(frozen=True)
+class ProviderDefaults:
+    """Where a provider's requests go when the entry does not say."""
+
+    base_url_env: str
+    base_url: str
+    key_env: str
+
+
+DEFAULTS: dict[Provider, ProviderDefaults] = {
+    "openai": ProviderDefaults("OPENAI_BASE_URL", "https://api.openai.com/v1", "OPENAI_API_KEY"),
+    "anthropic": ProviderDefaults(
+        "ANTHROPIC_BASE_URL", "https://api.anthropic.com", "ANTHROPIC_API_KEY"
+    ),
+}
+LANE_PROVIDERS: dict[str, Provider] = {"openai": "openai", "anthropic": "anthropic"}
+"""The provider whose API each LLM lane speaks."""
 
 
 class LlmFields(BaseModel):
-    """The `[[agents]]` fields of the openai lane and of model upstreams."""
+    """The `[[agents]]` fields of the LLM lanes and of model upstreams."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     model: str | None = Field(default=None, min_length=1)
     base_url: str | None = None
     api_key_env: str | None = None
+    anthropic_base_url: str | None = None
+    anthropic_api_key_env: str | None = None
     system_prompt: str | None = None
     system_prompt_file: str | None = None
     temperature: float | None = Field(default=None, ge=0, le=2)
@@ -54,7 +74,7 @@ class LlmFields(BaseModel):
     model_replay: Literal["off", "recorded"] = "off"
 
 
-_LANE_ONLY = (
+_LLM_LANE_ONLY = (
     "model",
     "system_prompt",
     "system_prompt_file",
@@ -62,6 +82,8 @@ _LANE_ONLY = (
     "max_tokens",
     "parallel_tool_calls",
 )
+_PROXY_ONLY = ("anthropic_base_url", "anthropic_api_key_env")
+"""An LLM lane's own server is `base_url` / `api_key_env`, whichever its provider."""
 
 
 class ModelPriceEntry(BaseModel):
@@ -81,25 +103,44 @@ def prices(entries: dict[str, ModelPriceEntry]) -> dict[str, evals.ModelPrice]:
 
 
 def model_upstream(where: str, fields: LlmFields, timeout_seconds: float) -> ModelUpstream:
-    """Where the agent's model calls go, with its key read now and revealed at egress."""
-    base_url = fields.base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_BASE_URL
-    key_env = fields.api_key_env or DEFAULT_KEY_ENV
-    found = os.environ.get(key_env)
-    if fields.api_key_env and not found:
-        raise ValueError(f"{where}: environment variable {key_env} is not set")
-    secret = Secret(found) if found else None
+    """Where the agent's model proxy forwards, each key read now and revealed at egress."""
     return ModelUpstream(
-        base_url.rstrip("/"), None if secret is None else secret.reveal, timeout_seconds
+        {
+            "openai": _endpoint(where, "openai", fields.base_url, fields.api_key_env),
+            "anthropic": _endpoint(
+                where, "anthropic", fields.anthropic_base_url, fields.anthropic_api_key_env
+            ),
+        },
+        timeout_seconds,
     )
 
 
-def openai_lane(
-    where: str, fields: LlmFields, directory: Path, timeout_seconds: float
-) -> OpenAILane:
+def _endpoint(
+    where: str, provider: Provider, base_url: str | None, key_env: str | None
+) -> Endpoint:
+    """A provider's server: the URL given, else its variable, else the provider's own; the
+    key from the variable named (which must be set), else from the default one if set."""
+    defaults = DEFAULTS[provider]
+    url = base_url or os.environ.get(defaults.base_url_env) or defaults.base_url
+    variable = key_env or defaults.key_env
+    found = os.environ.get(variable)
+    if key_env and not found:
+        raise ValueError(f"{where}: environment variable {variable} is not set")
+    secret = Secret(found) if found else None
+    return Endpoint(url.rstrip("/"), None if secret is None else secret.reveal)
+
+
+def llm_lane(
+    where: str, lane: str, fields: LlmFields, directory: Path, timeout_seconds: float
+) -> LlmLane:
+    """An `openai` or `anthropic` lane entry, resolved (its prompt file read)."""
+    provider = LANE_PROVIDERS[lane]
     if not fields.model:
-        raise ValueError(f"{where}: the openai lane needs `model`")
+        raise ValueError(f"{where}: the {lane} lane needs `model`")
     if fields.system_prompt is not None and fields.system_prompt_file is not None:
         raise ValueError(f"{where}: give `system_prompt` or `system_prompt_file`, not both")
+    if provider == "anthropic" and fields.temperature is not None and fields.temperature > 1:
+        raise ValueError(f"{where}: Anthropic's `temperature` is at most 1")
     prompt = fields.system_prompt
     if fields.system_prompt_file is not None:
         path = directory / fields.system_prompt_file
@@ -107,11 +148,12 @@ def openai_lane(
             prompt = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise ValueError(f"{where}: `system_prompt_file` {path}: {exc.strerror}") from exc
-    upstream = model_upstream(where, fields, timeout_seconds)
-    return OpenAILane(
+    endpoint = _endpoint(where, provider, fields.base_url, fields.api_key_env)
+    return LlmLane(
+        provider=provider,
         model=fields.model,
-        base_url=upstream.base_url,
-        api_key=upstream.api_key,
+        base_url=endpoint.base_url,
+        api_key=endpoint.api_key,
         system_prompt=prompt,
         temperature=fields.temperature,
         max_tokens=fields.max_tokens,
@@ -124,9 +166,16 @@ def openai_lane(
 
 
 def check_lane_fields(where: str, lane: str, fields: LlmFields) -> None:
-    """The openai lane's own fields belong to it alone."""
-    if lane == "openai":
+    """An LLM lane's own fields belong to the LLM lanes; the Anthropic upstream's to the
+    lanes with a model proxy."""
+    if lane in LLM_LANES:
+        wrong = [name for name in _PROXY_ONLY if getattr(fields, name) is not None]
+        if wrong:
+            raise ValueError(
+                f"{where}: {', '.join(wrong)} only apply to lanes with a model proxy; "
+                f"an LLM lane's server is `base_url` / `api_key_env`"
+            )
         return
-    given = [name for name in _LANE_ONLY if getattr(fields, name) is not None]
+    given = [name for name in _LLM_LANE_ONLY if getattr(fields, name) is not None]
     if given:
-        raise ValueError(f'{where}: {", ".join(given)} only apply to lane "openai"')
+        raise ValueError(f'{where}: {", ".join(given)} only apply to lanes "openai", "anthropic"')

@@ -1,9 +1,9 @@
 """The secrets a project names, for the one redaction of what its agents say (redaction.py).
 
 Every credential the manifest configures (tools', MCP servers' and http agents'
-`credential`), the API key each model upstream reads (`api_key_env`, by
-default `OPENAI_API_KEY`), and the values of `env` and `headers` entries whose
-name says they are secret (`API_KEY`, `Authorization`, `TOKEN`, …). A secret
+`credential`), the API key each model upstream reads (`api_key_env` and
+`anthropic_api_key_env`, by default `OPENAI_API_KEY` and `ANTHROPIC_API_KEY`), and
+the values of `env` and `headers` entries whose name says they are secret (`API_KEY`, `Authorization`, `TOKEN`, …). A secret
 named by an environment variable is read when text is redacted, as egress reads it.
 """
 
@@ -12,14 +12,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
-from wopeval.engine.project_llm import DEFAULT_KEY_ENV
+from wopeval.engine.project_llm import DEFAULTS, LANE_PROVIDERS
 from wopeval.engine.redaction import SecretSource, is_secret_name
 
 if TYPE_CHECKING:
     from wopeval.engine.project import ProjectFile
 
-MODEL_LANES = frozenset({"python", "command", "http", "openai"})
-"""The lanes whose agents have a model upstream (the openai lane's, or the model proxy's)."""
+PROXY_LANES = frozenset({"python", "command", "http"})
+"""The lanes whose agents get the model proxy, with an OpenAI and an Anthropic upstream."""
 
 
 def configured_secrets(project: ProjectFile) -> tuple[SecretSource, ...]:
@@ -36,8 +36,12 @@ def _secrets(project: ProjectFile) -> Iterator[SecretSource]:
         if credential is not None:
             yield SecretSource(credential.value, credential.env)
     for agent in project.agents:
-        if agent.lane in MODEL_LANES:
-            yield SecretSource(env=agent.api_key_env or DEFAULT_KEY_ENV)
+        provider = LANE_PROVIDERS.get(agent.lane)
+        if provider is not None:
+            yield SecretSource(env=agent.api_key_env or DEFAULTS[provider].key_env)
+        if agent.lane in PROXY_LANES:
+            yield SecretSource(env=agent.api_key_env or DEFAULTS["openai"].key_env)
+            yield SecretSource(env=agent.anthropic_api_key_env or DEFAULTS["anthropic"].key_env)
         yield from _named_secrets(agent.env)
     for server in project.mcp_servers:
         yield from _named_secrets(server.env)

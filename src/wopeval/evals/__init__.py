@@ -54,13 +54,14 @@ from wopeval.evals._matcher import (
     select_entry,
 )
 from wopeval.evals._miss import MissDetail, closest_entry
+from wopeval.evals._model_miss import ModelMiss
 from wopeval.evals._models import (
+    DEFAULT_API,
     ModelFixture,
     ModelPrice,
     ModelReplayCursor,
     ModelServedBy,
     RecordedExchange,
-    canonical_model_request,
     derive_model_fixtures,
     exchange_cost,
     model_request_hash,
@@ -107,6 +108,7 @@ from wopeval.wire.summary import Verdict
 
 __all__ = [
     "DEFAULT_ALPHA",
+    "DEFAULT_API",
     "DEFAULT_PASS_SCORE",
     "DEFAULT_POLICY",
     "DEFAULT_TRIALS",
@@ -126,6 +128,7 @@ __all__ = [
     "MissDetail",
     "Missed",
     "ModelFixture",
+    "ModelMiss",
     "ModelPrice",
     "ModelReplayCursor",
     "ModelServedBy",
@@ -148,7 +151,6 @@ __all__ = [
     "args_hash",
     "args_match",
     "canonical_json",
-    "canonical_model_request",
     "check_baseline_fields",
     "check_eval_only_fields",
     "check_fixture_runs_fields",

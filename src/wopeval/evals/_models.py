@@ -3,10 +3,12 @@
 Model replay is this host's extension beyond RFC 0252 UQ 5 (which leaves an
 agent's model calls live): an eval task that takes its tool fixtures from a
 source run may also take that source's recorded model answers. A request is
-matched on `model_request_hash` — the RFC 8785 canonical JSON of the request
-body without its transport keys — and each recorded answer serves one
-request, in recording order, afresh at each trial (like the fixture matcher).
-A request the source never made is a miss and reaches no upstream.
+matched on its wire API and `model_request_hash` — the RFC 8785 canonical JSON
+of the request as its API canonicalises it (without its transport keys) — and
+each recorded answer serves one request, in recording order, afresh at each
+trial (like the fixture matcher). A request the source never made is a miss
+and reaches no upstream; `_model_miss` says which recorded request it came
+nearest.
 """
 
 from __future__ import annotations
@@ -18,23 +20,20 @@ from typing import Any, Literal
 from pydantic import JsonValue
 
 from wopeval.evals._canonical import args_hash
-
-TRANSPORT_KEYS = frozenset({"stream", "stream_options"})
-"""Request keys that change how an answer travels, never what it says: a request recorded
-streamed matches the same request made without streaming."""
+from wopeval.evals._model_miss import ModelMiss, nearest_request
 
 ModelServedBy = Literal["live", "replay", "miss"]
 """How an exchange was answered: the upstream, a recorded answer, or nothing (a miss)."""
 
 
-def canonical_model_request(body: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
-    """The request as it is recorded and matched: the body without its transport keys."""
-    return {key: value for key, value in body.items() if key not in TRANSPORT_KEYS}
+DEFAULT_API = "chat"
+"""The wire API of an exchange recorded before the host served more than one."""
 
 
-def model_request_hash(body: Mapping[str, JsonValue]) -> str:
-    """`sha256:` + hex of the JCS of the canonical request (messages, tools, parameters)."""
-    return args_hash(canonical_model_request(body))
+def model_request_hash(canonical: Mapping[str, JsonValue]) -> str:
+    """`sha256:` + hex of the JCS of a canonical request (messages, tools, parameters): the
+    body as its API canonicalises it (`ModelApi.canonical`)."""
+    return args_hash(dict(canonical))
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,22 +48,44 @@ class RecordedExchange:
     request_hash: str
     status: Literal["ok", "error"]
     response: JsonValue
-    """The normalised answer (`content`, `toolCalls`, `finishReason`, `model`, `usage`)."""
+    """The answer as its API records it."""
+    api: str = DEFAULT_API
+    """The wire API it used (`chat`, `responses`, `messages`)."""
+    request: JsonValue = None
+    """The canonical request, which a miss is compared with."""
 
 
 @dataclass(frozen=True, slots=True)
 class ModelFixture:
-    """A recorded answer served to the request with the same hash."""
+    """A recorded answer served to the request of the same API with the same hash."""
 
     request_hash: str
     response: JsonValue
+    api: str = DEFAULT_API
+    request: JsonValue = None
+    """The canonical request it answered (None in a copy kept before requests were)."""
+    ordinal: int | None = None
+    """Its exchange's position in its invocation, from 0."""
 
     def to_json(self) -> dict[str, JsonValue]:
-        return {"requestHash": self.request_hash, "response": self.response}
+        return {
+            "requestHash": self.request_hash,
+            "response": self.response,
+            "api": self.api,
+            "request": self.request,
+            "ordinal": self.ordinal,
+        }
 
     @classmethod
     def from_json(cls, document: Mapping[str, Any]) -> ModelFixture:
-        return cls(str(document["requestHash"]), document["response"])
+        ordinal = document.get("ordinal")
+        return cls(
+            str(document["requestHash"]),
+            document["response"],
+            str(document.get("api") or DEFAULT_API),
+            document.get("request"),
+            ordinal if isinstance(ordinal, int) else None,
+        )
 
 
 def derive_model_fixtures(
@@ -76,7 +97,13 @@ def derive_model_fixtures(
     answered, and a replay has no upstream to wait for.
     """
     return [
-        ModelFixture(exchange.request_hash, exchange.response)
+        ModelFixture(
+            exchange.request_hash,
+            exchange.response,
+            exchange.api,
+            exchange.request,
+            exchange.ordinal,
+        )
         for exchange in exchanges
         if exchange.agent_id == agent_id and not exchange.is_delegate and exchange.status == "ok"
     ]
@@ -95,14 +122,22 @@ class ModelReplayCursor:
         self._consumed = set()
         self.miss_count = 0
 
-    def serve(self, request_hash: str) -> ModelFixture | None:
+    def serve(self, api: str, request_hash: str) -> ModelFixture | None:
         """The answer for the request, consumed; None is a miss (counted)."""
         for index, fixture in enumerate(self.fixtures):
-            if index not in self._consumed and fixture.request_hash == request_hash:
+            if (
+                index not in self._consumed
+                and fixture.api == api
+                and fixture.request_hash == request_hash
+            ):
                 self._consumed.add(index)
                 return fixture
         self.miss_count += 1
         return None
+
+    def nearest(self, api: str, request: JsonValue, ordinal: int) -> ModelMiss:
+        """What a request that missed came nearest (`_model_miss.nearest_request`)."""
+        return nearest_request(self.fixtures, frozenset(self._consumed), api, request, ordinal)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,9 +1,10 @@
 """Recorded model exchanges: the model boundary, recorded beside the tool boundary.
 
-One row per exchange of an invocation with its model — through the openai
-lane or the model proxy — with the request as sent (never the API key), the
-normalised answer, usage, latency and cost. Content columns are erased with
-the run's tool content (the messages carry the tools' results).
+One row per exchange of an invocation with its model — through an LLM lane or
+the model proxy, over any of the wire APIs (`api`) — with the request as sent
+(never the API key), the answer as its API records it, usage, latency and cost.
+Content columns are erased with the run's tool content (the messages carry the
+tools' results).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ class ModelCallRow:
     ordinal: int
     agent_id: str
     is_delegate: bool
+    api: str
+    """The wire API (`chat`, `responses`, `messages`: wopeval.models.ApiName)."""
     via: ModelVia
     served_by: ModelServedBy
     status: Literal["ok", "error"]
@@ -106,6 +109,8 @@ class ModelCallsRepo:
                 request_hash=row.request_hash,
                 status=row.status,
                 response=row.response,
+                api=row.api,
+                request=row.request,
             )
             for row in rows
         ]

@@ -143,6 +143,8 @@ model_calls = Table(
     Column("ordinal", Integer, primary_key=True),
     Column("agent_id", String(128), nullable=False),
     Column("is_delegate", Boolean, nullable=False),
+    # The wire API: `chat` (OpenAI Chat Completions), `responses`, `messages` (Anthropic).
+    Column("api", String(16), nullable=False, server_default="chat"),
     Column("via", String(8), nullable=False),
     Column("served_by", String(8), nullable=False),
     Column("status", String(8), nullable=False),

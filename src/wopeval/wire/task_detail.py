@@ -115,8 +115,10 @@ class ModelCallView(_Shape):
     """The agent that asked (the eval's agent, or a delegate)."""
     delegate: bool
     """Asked by a delegate of the agent (not replayed)."""
+    api: Literal["chat", "responses", "messages"] = "chat"
+    """The wire API: OpenAI Chat Completions, OpenAI Responses or Anthropic Messages."""
     via: Literal["lane", "proxy"]
-    """The openai lane's own loop, or the agent's model proxy."""
+    """An LLM lane's own loop, or the agent's model proxy."""
     servedBy: Literal["live", "replay", "miss"]
     """The upstream answered, a recorded answer was replayed, or no recording matched."""
     status: Literal["ok", "error"]
@@ -142,9 +144,12 @@ class ModelCallView(_Shape):
     request: AnyJson | None = None
     """The request as sent: messages, tools, parameters (`full`; never the API key)."""
     response: AnyJson | None = None
-    """The normalised answer: content, tool calls, finish reason, usage (`full`)."""
+    """The answer as its API records it: chat's normalised `{content, toolCalls,
+    finishReason, usage, …}`, a Responses response, an Anthropic message (`full`)."""
     error: dict[str, AnyJson] | None = None
-    """Why it failed: the reason, the HTTP status and the error's type and code."""
+    """Why it failed: the reason, the HTTP status and the error's type and code; for a model
+    miss the nearest recorded request (`nearest`) and the `diff` from it (values `full`
+    only)."""
 
 
 class TrialDetail(_Shape):

@@ -244,7 +244,17 @@ def test_model_replay_answers_with_no_upstream_request_and_misses_a_changed_prom
     detail = task_detail(llm_host, missed.run_id, "refund")
     (trial,) = detail["trialDetails"]
     assert trial["reason"].startswith("model replay miss")
-    assert [m["servedBy"] for m in trial["modelCalls"]] == ["miss"]
+    # It names the source's request at the same position and the path the prompt changed.
+    assert trial["reason"].endswith(
+        "; nearest recorded request: exchange 0, 1 path differs: $.messages[0].content"
+    )
+    (miss,) = trial["modelCalls"]
+    assert (miss["servedBy"], miss["api"]) == ("miss", "chat")
+    assert miss["error"]["nearest"]["ordinal"] == 0
+    assert miss["error"]["diff"] == [
+        {"path": "$.messages[0].content", "kind": "changed", "expected": DESK_PROMPT,
+         "actual": ESCALATING}
+    ]  # fmt: skip
     assert trial["calls"] == []
 
 

@@ -20,6 +20,9 @@ def test_the_mcp_and_model_proxy_tokens_are_cut_from_the_path() -> None:
         ("/host/wopeval/mcp/SECRET-token", "/host/wopeval/mcp/…"),
         ("/host/wopeval/openai/SECRET-token/v1/chat/completions",
          "/host/wopeval/openai/…/v1/chat/completions"),
+        ("/host/wopeval/openai/SECRET-token/v1/responses", "/host/wopeval/openai/…/v1/responses"),
+        ("/host/wopeval/anthropic/SECRET-token/v1/messages",
+         "/host/wopeval/anthropic/…/v1/messages"),
     ]:  # fmt: skip
         record = _access_line(path)
         assert REDACT_TOKENS.filter(record)

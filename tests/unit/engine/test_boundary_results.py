@@ -13,9 +13,9 @@ from pydantic import JsonValue
 from sqlalchemy import select
 
 from wopeval import evals
-from wopeval.agents import LiveAnswer, ModelAnswer, ModelRequest
 from wopeval.engine.boundary import Boundary, FixtureServer, LiveTransport, ToolCall, ToolResult
 from wopeval.engine.grants import InvocationGrants
+from wopeval.models import CHAT, LiveAnswer, ModelAnswer, ModelRequest
 from wopeval.store.tables import model_calls
 from wopeval.tools import PythonTool, ToolContext, ToolFailure, ToolRegistry
 from wopeval.wire.suite import ToolResponse
@@ -207,7 +207,7 @@ async def test_a_live_model_exchange_is_priced_at_the_projects_prices(tmp_path: 
         async def upstream() -> LiveAnswer:
             return LiveAnswer(answer)
 
-        assert await invocation.call_model(ModelRequest({"model": "m"}), upstream) is answer
+        assert await invocation.call_model(ModelRequest(CHAT, {"model": "m"}), upstream) is answer
         await invocation.journal.flush()
         async with store.reading() as uow:
             cost = (await uow.connection.execute(select(model_calls.c.cost_usd))).scalar_one()

@@ -81,6 +81,7 @@ def _model_call_row() -> ModelCallRow:
         ordinal=0,
         agent_id="agent",
         is_delegate=False,
+        api="chat",
         via="lane",
         served_by="live",
         status="ok",

@@ -33,7 +33,7 @@ from starlette.types import Receive, Scope, Send
 
 from wopeval.agents import ToolCallError
 from wopeval.api.deps import InvocationAccessDep
-from wopeval.engine.grants import MCP_PATH, OPENAI_PATH
+from wopeval.engine.grants import CAPABILITY_PATHS, MCP_PATH
 from wopeval.engine.invocation import Invocation
 from wopeval.engine.runlog import RunClosed
 from wopeval.wire import errors
@@ -154,10 +154,10 @@ class RedactTokens(logging.Filter):
     """Keeps capability tokens (MCP endpoint, model proxy) out of the access log: the path
     is logged without them."""
 
-    _token = re.compile("(" + re.escape(MCP_PATH) + "|" + re.escape(OPENAI_PATH) + r")[^/?\s\"]+")
+    _token = re.compile("(" + "|".join(map(re.escape, CAPABILITY_PATHS)) + r")[^/?\s\"]+")
 
     def filter(self, record: logging.LogRecord) -> bool:
-        # Every request's access line passes here: the rewrite only for the two paths.
+        # Every request's access line passes here: the rewrite only for the token paths.
         args = record.args
         if isinstance(args, tuple) and any(isinstance(arg, str) and _PATHS in arg for arg in args):
             record.args = tuple(
@@ -167,5 +167,5 @@ class RedactTokens(logging.Filter):
 
 
 _PATHS = "/host/wopeval/"
-"""What both token paths start with."""
+"""What every token path starts with."""
 REDACT_TOKENS = RedactTokens()

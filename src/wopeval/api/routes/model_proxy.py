@@ -1,20 +1,28 @@
-"""The recording model proxy: `/host/wopeval/openai/{token}/v1/chat/completions`.
+"""The recording model proxy: OpenAI Chat Completions and Responses, Anthropic Messages.
+
+    POST /host/wopeval/openai/{token}/v1/chat/completions
+    POST /host/wopeval/openai/{token}/v1/responses
+    POST /host/wopeval/anthropic/{token}/v1/messages
 
 While a command-, http- or python-lane invocation runs, its agent reaches its
-model here (`OPENAI_BASE_URL`, with `OPENAI_API_KEY` set to the token), so any
-OpenAI-compatible client is recorded with no change to its code. Each
-request goes to the invocation's model recorder — the same one the openai
-lane uses (engine/models.py): under model replay it is answered from the
-source run's recording (a request the source never made is a `400
-model_replay_miss` that reaches no upstream); otherwise it is forwarded to
-the agent's upstream with the real key added at egress, streamed (`stream:
-true`, relayed delta by delta) or whole, and recorded as executed.
+model here (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`, with the token as the
+key), so a client of either SDK is recorded with no change to its code. Each
+route hands its wire API's adapter (wopeval.models) to one handler, which
+never asks which provider is behind it: the request goes to the invocation's
+model recorder — the one the LLM lanes use (engine/models.py) — and under
+model replay is answered from the source run's recording, whole or as that
+API's SSE events (a request the source never made is a `400` naming the
+nearest recorded request and the diff, and reaches no upstream); otherwise it
+is forwarded to the agent's upstream for that API with the real key added at
+egress, relayed whole or event by event as it arrives, and recorded as
+executed (a streamed answer reassembled into the whole one).
 
 The token follows the MCP endpoint's rules (engine/grants.py): one
 invocation, one tenant, valid while it runs, never logged; every refusal is
-the same 404 envelope. Past that the route speaks OpenAI's protocol, errors
-included (`{"error": {"message", "type", "code"}}`), so OpenAI clients read
-them; it is kept out of `/openapi.json`, whose bodies are OpenWOP's.
+the same 404 envelope. It is presented as `Authorization: Bearer` or
+`x-api-key` (Anthropic's clients). Past that the routes speak their API's
+protocol, errors included, so the agent's client reads them; they are kept
+out of `/openapi.json`, whose bodies are OpenWOP's.
 """
 
 from __future__ import annotations
@@ -26,19 +34,11 @@ from typing import Any
 
 import httpx
 from fastapi import APIRouter, Request
-from pydantic import JsonValue
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from wopeval.agents import (
-    ModelCallFailed,
-    ModelReplayMiss,
-    ModelRequest,
-    ModelUpstream,
-    normalised_answer,
-)
-from wopeval.api._model_stream import StreamedAnswer, replayed_stream
+from wopeval import models
 from wopeval.api.deps import InvocationAccess, InvocationAccessDep
-from wopeval.engine.grants import OPENAI_PATH
+from wopeval.engine.grants import ANTHROPIC_PATH, OPENAI_PATH
 from wopeval.engine.invocation import Invocation
 from wopeval.engine.models import ModelRecorder
 from wopeval.wire import errors
@@ -50,44 +50,67 @@ REFUSED = "No such model endpoint."
 @router.post(OPENAI_PATH + "{token}/v1/chat/completions", include_in_schema=False)
 async def chat_completions(token: str, request: Request, access: InvocationAccessDep) -> Response:
     """One chat completion of a running invocation's agent: replayed, or forwarded and recorded."""
+    return await _exchange(models.CHAT, token, request, access)
+
+
+@router.post(OPENAI_PATH + "{token}/v1/responses", include_in_schema=False)
+async def responses(token: str, request: Request, access: InvocationAccessDep) -> Response:
+    """One Responses request (`previous_response_id` forwarded as sent)."""
+    return await _exchange(models.RESPONSES, token, request, access)
+
+
+@router.post(ANTHROPIC_PATH + "{token}/v1/messages", include_in_schema=False)
+async def messages(token: str, request: Request, access: InvocationAccessDep) -> Response:
+    """One Anthropic Messages request."""
+    return await _exchange(models.MESSAGES, token, request, access)
+
+
+async def _exchange(
+    api: models.ModelApi, token: str, request: Request, access: InvocationAccess
+) -> Response:
     invocation = _invocation(token, request, access)
-    body = await _body(request)
-    if isinstance(body, Response):
-        return body
-    stream = body.get("stream") is True
-    model_request = ModelRequest(body, stream=stream)
+    try:
+        model_request = api.parse(json.loads(await request.body()))
+    except models.InvalidModelRequest as exc:
+        return _error(api, 400, str(exc), "invalid_request")
+    except ValueError:
+        return _error(api, 400, "The request body is not JSON.", "invalid_json")
     recorder = invocation.models
     try:
         replayed = recorder.replayed(model_request, via="proxy")
-    except ModelReplayMiss as miss:
-        return openai_error(400, str(miss), "model_replay_miss")
+    except models.ModelReplayMiss as miss:
+        return _error(api, 400, str(miss), "model_replay_miss")
     if replayed is not None:
-        if not stream:
-            return JSONResponse(replayed.completion())
-        options = body.get("stream_options")
-        usage = isinstance(options, dict) and options.get("include_usage") is True
-        return StreamingResponse(
-            iter(replayed_stream(replayed, include_usage=usage)), media_type="text/event-stream"
-        )
+        if not model_request.stream:
+            return JSONResponse(api.served_whole(replayed))
+        events = api.served_stream(replayed, model_request)
+        return StreamingResponse(events, media_type="text/event-stream")
     upstream = invocation.spec.model_upstream
     if upstream is None:
-        failure = ModelCallFailed("this agent has no model upstream", {"code": "no_upstream"})
+        failure = models.ModelCallFailed(
+            "this agent has no model upstream", {"code": "no_upstream"}
+        )
         recorder.record(model_request, None, 0, via="proxy", failure=failure)
-        return openai_error(502, str(failure), "no_upstream")
-    if stream:
-        return await _streamed(access.http, upstream, model_request, recorder)
-    return await _whole(access.http, upstream, model_request, recorder)
+        return _error(api, 502, str(failure), "no_upstream")
+    target = upstream.request(model_request, request.headers)
+    forward = _Forward(access.http, target, upstream.timeout_seconds, model_request, recorder)
+    return await (forward.streamed() if model_request.stream else forward.whole())
 
 
 def _invocation(token: str, request: Request, access: InvocationAccess) -> Invocation:
     """The running invocation the token names; the one 404 for every other case."""
     tenant: str | None = None
-    authorization = request.headers.get("authorization")
-    # OpenAI clients present the token itself as their key; any other key must be the
-    # token's tenant's (like the MCP endpoint).
-    if authorization is not None and authorization != f"Bearer {token}":
+    key = request.headers.get("x-api-key")
+    offered = [
+        credential
+        for credential in (request.headers.get("authorization"), key and f"Bearer {key}")
+        if credential
+    ]
+    # Clients present the token itself as their key; any other key must be the token's
+    # tenant's (like the MCP endpoint).
+    if offered and f"Bearer {token}" not in offered:
         try:
-            tenant = access.auth.authenticate(authorization).tenant
+            tenant = access.auth.authenticate(offered[0]).tenant
         except errors.Unauthenticated:
             raise errors.NotFound(REFUSED) from None
     invocation = access.grants.resolve(token, tenant)
@@ -96,122 +119,118 @@ def _invocation(token: str, request: Request, access: InvocationAccess) -> Invoc
     return invocation
 
 
-async def _body(request: Request) -> dict[str, JsonValue] | Response:
-    try:
-        body: Any = json.loads(await request.body())
-    except ValueError:
-        return openai_error(400, "The request body is not JSON.", "invalid_json")
-    if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
-        return openai_error(400, "A chat completion needs `messages`.", "invalid_request")
-    return body
+def _error(api: models.ModelApi, status: int, message: str, code: str) -> JSONResponse:
+    """An error of the proxy's own, in the API's shape, which the agent's client reads."""
+    return JSONResponse(api.error_body(status, message, code), status_code=status)
 
 
-def openai_error(status: int, message: str, code: str) -> JSONResponse:
-    """An error in OpenAI's shape, which the agent's OpenAI client reads."""
-    kind = "invalid_request_error" if status < 500 else "api_error"
-    return JSONResponse(
-        {"error": {"message": message, "type": kind, "code": code}}, status_code=status
-    )
+class _Forward:
+    """One request forwarded upstream, relayed to the agent and recorded as executed."""
 
+    def __init__(
+        self,
+        http: httpx.AsyncClient,
+        target: models.UpstreamRequest,
+        timeout_seconds: float,
+        request: models.ModelRequest,
+        recorder: ModelRecorder,
+    ) -> None:
+        self._http = http
+        self._send: dict[str, Any] = {
+            "url": target.url,
+            "json": request.body,
+            "headers": target.headers,
+            "timeout": timeout_seconds,
+        }
+        self._request = request
+        self._recorder = recorder
+        self._started = time.perf_counter()
 
-def _request(upstream: ModelUpstream, request: ModelRequest) -> dict[str, Any]:
-    """The upstream request: the agent's body as it sent it, the real key added at egress."""
-    return {
-        "url": f"{upstream.base_url}/chat/completions",
-        "json": request.body,
-        "headers": {"Accept": "application/json", **upstream.headers()},
-        "timeout": upstream.timeout_seconds,
-    }
-
-
-async def _whole(
-    http: httpx.AsyncClient, upstream: ModelUpstream, request: ModelRequest, recorder: ModelRecorder
-) -> Response:
-    started = time.perf_counter()
-    try:
-        response = await http.post(**_request(upstream, request))
-    except httpx.HTTPError as exc:
-        return _unreachable(exc, request, recorder, started)
-    if response.status_code >= 400:
-        _failed(response.status_code, response.content, request, recorder, started)
+    async def whole(self) -> Response:
+        try:
+            response = await self._http.post(**self._send)
+        except httpx.HTTPError as exc:
+            return self._unreachable(exc)
+        if response.status_code >= 400:
+            self._failed(response.status_code, response.content)
+            return _relayed(response.status_code, response.content)
+        api = self._request.api
+        try:
+            answer = api.answer(response.json())
+        except ValueError:
+            failure = models.ModelCallFailed(
+                f"the upstream's answer is not a {api.name} answer", {"code": "malformed"}
+            )
+            self._record(None, failure)
+            return _error(api, 502, str(failure), "malformed")
+        self._record(answer)
         return _relayed(response.status_code, response.content)
-    try:
-        answer = normalised_answer(response.json())
-    except ValueError:
-        failure = ModelCallFailed(
-            "the upstream's answer is not a chat completion", {"code": "malformed"}
-        )
-        recorder.record(request, None, _elapsed(started), via="proxy", failure=failure)
-        return openai_error(502, str(failure), "malformed")
-    recorder.record(request, answer, _elapsed(started), via="proxy")
-    return _relayed(response.status_code, response.content)
 
+    async def streamed(self) -> Response:
+        try:
+            response = await self._http.send(
+                self._http.build_request("POST", **self._send), stream=True
+            )
+        except httpx.HTTPError as exc:
+            return self._unreachable(exc)
+        if response.status_code >= 400:
+            content = await response.aread()
+            await response.aclose()
+            self._failed(response.status_code, content)
+            return _relayed(response.status_code, content)
+        return StreamingResponse(self._relay(response), media_type="text/event-stream")
 
-async def _streamed(
-    http: httpx.AsyncClient, upstream: ModelUpstream, request: ModelRequest, recorder: ModelRecorder
-) -> Response:
-    started = time.perf_counter()
-    try:
-        response = await http.send(
-            http.build_request("POST", **_request(upstream, request)), stream=True
-        )
-    except httpx.HTTPError as exc:
-        return _unreachable(exc, request, recorder, started)
-    if response.status_code >= 400:
-        content = await response.aread()
-        await response.aclose()
-        _failed(response.status_code, content, request, recorder, started)
-        return _relayed(response.status_code, content)
-
-    async def relay() -> AsyncIterator[bytes]:
-        streamed = StreamedAnswer()
+    async def _relay(self, response: httpx.Response) -> AsyncIterator[bytes]:
+        """The upstream's lines as they arrive; the answer they add up to, recorded at the end."""
+        assembler = self._request.api.assembler()
         try:
             async for line in response.aiter_lines():
-                streamed.feed(line)
+                assembler.feed(line)
                 yield (line + "\n").encode()
         finally:
             await response.aclose()
-            if streamed.complete:
-                answer = normalised_answer(streamed.completion())
-                recorder.record(request, answer, _elapsed(started), via="proxy")
-            else:
-                failure = ModelCallFailed(
-                    "the stream ended before the answer was complete", {"code": "incomplete"}
-                )
-                recorder.record(request, None, _elapsed(started), via="proxy", failure=failure)
+            self._record_stream(assembler)
 
-    return StreamingResponse(relay(), media_type="text/event-stream")
+    def _record_stream(self, assembler: models.StreamAssembler) -> None:
+        if not assembler.complete:
+            self._record(
+                None, _failure("the stream ended before the answer was complete", "incomplete")
+            )
+            return
+        try:
+            answer = assembler.answer()
+        except ValueError:
+            self._record(None, _failure("the streamed answer does not add up to one", "malformed"))
+            return
+        self._record(answer)
+
+    def _failed(self, status: int, content: bytes) -> None:
+        """Record an upstream's error answer: its status, and its error's type and code."""
+        try:
+            body: object = json.loads(content)
+        except ValueError:
+            body = None
+        error = {"status": status, **self._request.api.error_fields(body)}
+        self._record(None, models.ModelCallFailed(f"the model API answered HTTP {status}", error))
+
+    def _unreachable(self, exc: httpx.HTTPError) -> Response:
+        timed_out = isinstance(exc, httpx.TimeoutException)
+        code = "timeout" if timed_out else "unreachable"
+        reason = "did not answer in time" if timed_out else "could not be reached"
+        failure = _failure(f"the model API {reason}", code)
+        self._record(None, failure)
+        return _error(self._request.api, 504 if timed_out else 502, str(failure), code)
+
+    def _record(
+        self, answer: models.ModelAnswer | None, failure: models.ModelCallFailed | None = None
+    ) -> None:
+        elapsed = int((time.perf_counter() - self._started) * 1000)
+        self._recorder.record(self._request, answer, elapsed, via="proxy", failure=failure)
 
 
-def _failed(
-    status: int, content: bytes, request: ModelRequest, recorder: ModelRecorder, started: float
-) -> None:
-    """Record an upstream's error answer: its status, and its error's type and code."""
-    error: dict[str, JsonValue] = {"status": status}
-    try:
-        found = json.loads(content).get("error")
-    except (ValueError, AttributeError):
-        found = None
-    if isinstance(found, dict):
-        error.update({k: found[k] for k in ("type", "code") if isinstance(found.get(k), str)})
-    failure = ModelCallFailed(f"the model API answered HTTP {status}", error)
-    recorder.record(request, None, _elapsed(started), via="proxy", failure=failure)
-
-
-def _unreachable(
-    exc: httpx.HTTPError, request: ModelRequest, recorder: ModelRecorder, started: float
-) -> Response:
-    timed_out = isinstance(exc, httpx.TimeoutException)
-    code = "timeout" if timed_out else "unreachable"
-    reason = "did not answer in time" if timed_out else "could not be reached"
-    failure = ModelCallFailed(f"the model API {reason}", {"code": code})
-    recorder.record(request, None, _elapsed(started), via="proxy", failure=failure)
-    return openai_error(504 if timed_out else 502, str(failure), code)
+def _failure(reason: str, code: str) -> models.ModelCallFailed:
+    return models.ModelCallFailed(reason, {"code": code})
 
 
 def _relayed(status: int, content: bytes) -> Response:
     return Response(content, status_code=status, media_type="application/json")
-
-
-def _elapsed(started: float) -> int:
-    return int((time.perf_counter() - started) * 1000)

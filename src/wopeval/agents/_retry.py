@@ -1,0 +1,80 @@
+"""The LLM lanes' retries: what an SDK's exception means, and how long to wait before again.
+
+Both official SDKs raise the same three kinds of error (an HTTP status, a
+timeout, a connection failure); each lane says what its SDK's exception is
+(`Refusal`), and this loop decides: a 429, a 5xx, a timeout or a connection
+error is tried again, up to `retries` times, after the server's `Retry-After`
+(at most 30 s) when it gives one, else 0.5 s doubling to 8 s. The SDKs do no
+retries of their own: every attempt is counted and recorded with the exchange.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from pydantic import JsonValue
+
+from wopeval.models import LiveAnswer, ModelAnswer, ModelCallFailed
+
+MAX_RETRY_AFTER_SECONDS = 30.0
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """An SDK's exception, read: why, what is recorded, whether to try again."""
+
+    reason: str
+    """`answered HTTP 429`, `did not answer in time`, `could not be reached`."""
+    error: dict[str, JsonValue]
+    retryable: bool
+    retry_after: str | None = None
+
+
+def status_refusal(status: int, error: dict[str, JsonValue], retry_after: str | None) -> Refusal:
+    retryable = status == 429 or status >= 500
+    return Refusal(f"answered HTTP {status}", {"status": status, **error}, retryable, retry_after)
+
+
+def transport_refusal(timed_out: bool) -> Refusal:
+    if timed_out:
+        return Refusal("did not answer in time", {"code": "timeout"}, retryable=True)
+    return Refusal("could not be reached", {"code": "unreachable"}, retryable=True)
+
+
+async def retried(
+    send: Callable[[], Awaitable[ModelAnswer]],
+    refused: Callable[[Exception], Refusal | None],
+    retries: int,
+) -> LiveAnswer:
+    """`send()` until it answers, or ModelCallFailed once it may not be tried again.
+
+    `refused` reads the SDK's exceptions; any other exception (a ModelCallFailed for a
+    malformed answer) goes through unchanged.
+    """
+    attempts = 0
+    while True:
+        attempts += 1
+        try:
+            return LiveAnswer(await send(), attempts)
+        except Exception as exc:
+            refusal = refused(exc)
+            if refusal is None:
+                raise
+            if not refusal.retryable or attempts > retries:
+                after = "" if attempts == 1 else f" (after {attempts} attempts)"
+                raise ModelCallFailed(
+                    f"the model API {refusal.reason}{after}", refusal.error, attempts
+                ) from None
+        await asyncio.sleep(delay(refusal.retry_after, attempts))
+
+
+def delay(retry_after: str | None, attempts: int) -> float:
+    """The server's `Retry-After` (seconds, at most 30), else 0.5 s doubling to 8 s."""
+    if retry_after is not None:
+        try:
+            return min(max(float(retry_after), 0.0), MAX_RETRY_AFTER_SECONDS)
+        except ValueError:
+            pass
+    return float(min(0.5 * 2 ** (attempts - 1), 8.0))
