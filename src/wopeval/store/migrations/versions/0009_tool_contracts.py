@@ -1,7 +1,7 @@
 """tool_listings and run_tool_listings: the MCP tool contract each run was offered
 
 Revision ID: 0009_tool_contracts
-Revises: 0007_run_plans
+Revises: 0008_model_apis
 Create Date: 2026-12-03 04:00:00
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0009_tool_contracts"
-down_revision = "0007_run_plans"
+down_revision = "0008_model_apis"
 branch_labels = None
 depends_on = None
 
