@@ -68,7 +68,7 @@ class Tier:
     def model_requests(self) -> int:
         """The model server's own count of the requests it received (`GET /_stats`)."""
         with httpx.Client(trust_env=False, timeout=10.0) as client:
-            stats = client.get(self.model.base_url.removesuffix("/v1") + "/_stats")
+            stats = client.get(f"{self.model.root_url}/_stats")
         assert stats.status_code == 200, stats.text
         requests: int = stats.json()["requests"]
         return requests
@@ -82,7 +82,7 @@ def checkout(directory: Path, orders: CountingOrdersServer, model: ModelServer) 
     manifest = project / "wopeval.toml"
     text = manifest.read_text(encoding="utf-8")
     text = text.replace("http://127.0.0.1:8791/mcp", orders.url)
-    text = text.replace("http://127.0.0.1:8792/v1", model.base_url)
+    text = text.replace("http://127.0.0.1:8792", model.root_url)
     text = text.replace('"../../.venv-frameworks-', f'"{REPOSITORY}/.venv-frameworks-')
     manifest.write_text(text, encoding="utf-8")
     return project
@@ -136,7 +136,7 @@ def replay(tier: Tier, framework: str, workdir: Path) -> None:
     assert imported.code == 0, imported.stdout + imported.stderr
     project = checkout(workdir, tier.orders, tier.model)
     suite = project / "recorded" / f"{framework}.json"
-    made = _cli("suites", "from-runs", "--tag", tag, "--suite-id", f"desk.{framework}.prod",
+    made = _cli("suites", "from-runs", "--tag", tag, "--suite-id", f"desk.{framework}.evals.prod",
                 "--version", "1.0.0", "--agent", agent, "--expect", "exact", "-o", str(suite),
                 *store)  # fmt: skip
     assert made.code == 0, made.stdout + made.stderr

@@ -73,7 +73,13 @@ def tier(
         postgres_databases.create(),
         (f"{PRODUCTION_TENANT}={key}",),
         project=checkout(root, orders, model),
-        env=(("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"),),
+        env=(
+            ("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"),
+            # Production's own provider keys, added by the proxy at egress: the strict model
+            # server refuses a request without one, as the providers do.
+            ("OPENAI_API_KEY", "sk-prod-" + secrets.token_hex(16)),
+            ("ANTHROPIC_API_KEY", "sk-ant-prod-" + secrets.token_hex(16)),
+        ),
     )
     with pytest.MonkeyPatch.context() as patch:
         # The in-process orders server appends each tools/call it receives here.
