@@ -211,6 +211,21 @@ REFUSALS: dict[str, tuple[dict[str, Any], str | None, str | None, str]] = {
         {"model": "m", "messages": [USER, CALLED, USER]},
         "messages.[1].role", None, "did not have response messages: call_a",
     ),
+    "tool-output-as-an-object": (
+        {"model": "m", "messages": [USER, CALLED, {"role": "tool", "tool_call_id": "call_a",
+         "content": {"sum": 5}}]},
+        "messages[2].content", "invalid_type", "expected one of a string or array of objects",
+    ),
+    "arguments-as-an-object": (
+        {"model": "m", "messages": [USER, {**CALLED, "tool_calls": [{**CALL_A, "function": {
+         "name": "add", "arguments": {"a": 1}}}]}, {"role": "tool", "tool_call_id": "call_a",
+         "content": "1"}]},
+        "messages[1].tool_calls[0].function.arguments", "invalid_type", "expected a string",
+    ),
+    "unanswered-last-tool-call": (
+        {"model": "m", "messages": [USER, CALLED]},
+        "messages.[1].role", None, "did not have response messages: call_a",
+    ),
     "stream-options-without-stream": (
         {"model": "m", "messages": [USER], "stream_options": {"include_usage": True}},
         "stream_options", None, "only allowed when 'stream' is enabled",

@@ -164,6 +164,16 @@ def test_scripted_failures_are_in_anthropics_shape(
     assert answer.stop_reason == "end_turn"
 
 
+def test_what_the_script_cannot_play_says_why_in_anthropics_shape(http: httpx.Client) -> None:
+    body = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "?!"}]}
+    answer = http.post("/v1/messages", json=body, headers=ANTHROPIC_HEADERS)
+    assert answer.status_code == 400
+    assert answer.json()["error"] == {
+        "type": "invalid_request_error",
+        "message": "no script for this conversation (unscripted)",
+    }
+
+
 BODY = {"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}
 
 
@@ -242,6 +252,11 @@ REFUSALS: dict[str, tuple[dict[str, Any], str]] = {
         {**BODY, "messages": [USER, USE, USER]},
         "messages.1: `tool_use` ids were found without `tool_result` blocks immediately after: "
         "toolu_a",
+    ),
+    "result-content-as-an-object": (
+        {**BODY, "messages": [USER, USE, {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_a", "content": {"sum": 1}}]}]},
+        "messages.2.content.0.tool_result.content: Input should be a valid string or a list",
     ),
     "result-without-its-id": (
         {**BODY, "messages": [USER, USE, {"role": "user", "content": [

@@ -201,6 +201,14 @@ REFUSALS: dict[str, tuple[dict[str, Any], str | None, str | None, str]] = {
         {"model": "m", "input": [USER, CALL, {"type": "function_call_output", "output": "1"}]},
         "input[2].call_id", "missing_required_parameter", "'input[2].call_id'",
     ),
+    "output-as-an-object": (
+        {"model": "m", "input": [USER, CALL, {**OUTPUT, "output": {"sum": 1}}]},
+        "input[2].output", "invalid_type", "expected one of a string or array of objects",
+    ),
+    "arguments-as-an-object": (
+        {"model": "m", "input": [USER, {**CALL, "arguments": {"a": 1}}, OUTPUT]},
+        "input[1].arguments", "invalid_type", "expected a string",
+    ),
     "colon-in-tool-name": (
         {"model": "m", "input": "hi", "tools": [_tool("orders:lookup")]},
         "tools[0].name", "invalid_value", "^[a-zA-Z0-9_-]+$",
