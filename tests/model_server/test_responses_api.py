@@ -71,6 +71,20 @@ def test_the_sdk_runs_a_tool_loop_on_an_item_list(
     assert usage.total_tokens == usage.input_tokens + usage.output_tokens > 0
 
 
+def test_one_answers_several_calls_are_one_turn(server: ModelServer, client: openai.OpenAI) -> None:
+    """The items of one answer (here two function calls) count as one model turn."""
+    asked = question("parallel")
+    both = [{"name": "add", "arguments": {"a": 1, "b": 1}}, {"name": "add", "arguments": {}}]
+    server.script.add(asked, [{"tool_calls": both}, {"content": "done"}])
+    first = client.responses.create(model="gpt-x", input=asked, tools=[ADD], store=False)
+    calls = [c for c in first.output if isinstance(c, ResponseFunctionToolCall)]
+    assert [c.call_id for c in calls] == ["call_0_0", "call_0_1"]
+    items: list[Any] = [{"role": "user", "content": asked}, *[c.model_dump() for c in calls]]
+    items += [{"type": "function_call_output", "call_id": c.call_id, "output": "2"} for c in calls]
+    second = client.responses.create(model="gpt-x", tools=[ADD], input=items)
+    assert second.output_text == "done"
+
+
 def test_previous_response_id_continues_a_stored_response(
     server: ModelServer, client: openai.OpenAI
 ) -> None:
