@@ -38,16 +38,13 @@ Run it by hand for the examples (any non-empty key is accepted):
 
 from .app import ModelServer, RequestStats
 from .chat import REPORTED_SUFFIX
-from .script import ModelScript, Received, Reply, Transcript, Turn, reply
+from .script import ModelScript, Received, reply
 
 __all__ = [
     "REPORTED_SUFFIX",
     "ModelScript",
     "ModelServer",
     "Received",
-    "Reply",
     "RequestStats",
-    "Transcript",
-    "Turn",
     "reply",
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .checks import missing, openai_tool_name
+from .checks import missing, openai_arguments, openai_content, openai_tool_name
 from .errors import Refusal, invalid
 
 CHAT_ROLES = ("system", "developer", "user", "assistant", "tool", "function")
@@ -27,20 +27,38 @@ def refusal(body: dict[str, Any]) -> Refusal | None:
             "empty_array",
         )
     for index, message in enumerate(messages):
-        role = message.get("role")
-        if role not in CHAT_ROLES:
-            supported = ", ".join(f"'{r}'" for r in CHAT_ROLES)
-            return invalid(
-                f"Invalid value: '{role}'. Supported values are: {supported}.",
-                f"messages[{index}].role",
-                "invalid_value",
-            )
+        refused = _message(message, f"messages[{index}]")
+        if refused:
+            return refused
     if body.get("stream_options") is not None and body.get("stream") is not True:
         return invalid(
             "The 'stream_options' parameter is only allowed when 'stream' is enabled.",
             "stream_options",
         )
     return _chat_tools(body.get("tools")) or _chat_tool_messages(messages)
+
+
+def _message(message: dict[str, Any], param: str) -> Refusal | None:
+    role = message.get("role")
+    if role not in CHAT_ROLES:
+        supported = ", ".join(f"'{r}'" for r in CHAT_ROLES)
+        return invalid(
+            f"Invalid value: '{role}'. Supported values are: {supported}.",
+            f"{param}.role",
+            "invalid_value",
+        )
+    refused = openai_content(message.get("content"), f"{param}.content")
+    if refused:
+        return refused
+    for position, call in enumerate(message.get("tool_calls") or []):
+        if not isinstance(call, dict) or call.get("type", "function") != "function":
+            continue
+        function = call.get("function")
+        arguments = function.get("arguments") if isinstance(function, dict) else None
+        refused = openai_arguments(arguments, f"{param}.tool_calls[{position}].function.arguments")
+        if refused:
+            return refused
+    return None
 
 
 def _chat_tools(tools: Any) -> Refusal | None:

@@ -54,3 +54,33 @@ def openai_credential(headers: dict[str, str]) -> Refusal | None:
         "You didn't provide an API key. You need to provide your API key in an "
         "Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).",
     )
+
+
+def _json_type(value: Any) -> str:
+    return {dict: "an object", bool: "a boolean", int: "an integer", float: "a number"}.get(
+        type(value), "a value of another type"
+    )
+
+
+def openai_content(value: Any, param: str) -> Refusal | None:
+    """OpenAI: a message's content, or a tool's output, is a string or an array of parts
+    (an agent that hands over its tool's result object unserialised is refused)."""
+    if value is None or isinstance(value, str | list):
+        return None
+    return invalid(
+        f"Invalid type for '{param}': expected one of a string or array of objects, but got "
+        f"{_json_type(value)} instead.",
+        param,
+        "invalid_type",
+    )
+
+
+def openai_arguments(value: Any, param: str) -> Refusal | None:
+    """OpenAI: a function call's arguments are JSON text, never the object itself."""
+    if isinstance(value, str):
+        return None
+    return invalid(
+        f"Invalid type for '{param}': expected a string, but got {_json_type(value)} instead.",
+        param,
+        "invalid_type",
+    )

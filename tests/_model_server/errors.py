@@ -68,5 +68,7 @@ def anthropic_body(refusal: Refusal) -> dict[str, Any]:
     kind = _ANTHROPIC_KINDS.get(refusal.status)
     if kind is None:
         kind = INVALID_REQUEST if refusal.status < 500 else "api_error"
-    error = {"type": kind, "message": refusal.message}
+    # Anthropic's errors carry no code: a script's reason (`unscripted`, ...) goes in the text.
+    message = refusal.message if refusal.code is None else f"{refusal.message} ({refusal.code})"
+    error = {"type": kind, "message": message}
     return {"type": "error", "error": error, "request_id": "req_scripted"}

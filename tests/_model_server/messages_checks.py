@@ -67,6 +67,11 @@ def _messages(messages: list[dict[str, Any]]) -> Refusal | None:
                     return invalid(
                         f"messages.{index}.content.{position}.{kind}.{name}: Field required"
                     )
+            if kind == "tool_result" and not isinstance(block.get("content", ""), str | list):
+                return invalid(
+                    f"messages.{index}.content.{position}.tool_result.content: "
+                    "Input should be a valid string or a list of content blocks"
+                )
     if messages[0]["role"] != "user":
         return invalid('messages: first message must use the "user" role')
     return _pairing(turns(messages))

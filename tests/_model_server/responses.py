@@ -12,9 +12,9 @@ responses' included.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -149,6 +149,13 @@ def output_items(reply: Reply) -> list[dict[str, Any]]:
     return items
 
 
+def _response_id(body: dict[str, Any], output: list[dict[str, Any]]) -> str:
+    """Derived from the request and the answer: the same exchange gets the same id in every
+    run, so two recordings of one conversation read alike."""
+    exchange = json.dumps([body, output], sort_keys=True)
+    return "resp_" + hashlib.sha256(exchange.encode()).hexdigest()[:40]
+
+
 def response_object(
     body: dict[str, Any], reply: Reply, conversation: list[dict[str, Any]]
 ) -> dict[str, Any]:
@@ -158,7 +165,7 @@ def response_object(
     written = max(1, len(json.dumps(output)) // 4)
     incomplete = reply.finish == "length"
     return {
-        "id": f"resp_{uuid.uuid4().hex}",
+        "id": _response_id(body, output),
         "object": "response",
         "created_at": 1,
         "status": "incomplete" if incomplete else "completed",

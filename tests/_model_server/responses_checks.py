@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .checks import missing, openai_tool_name
+from .checks import missing, openai_arguments, openai_content, openai_tool_name
 from .errors import Refusal, invalid
 
 MESSAGE_ROLES = ("user", "assistant", "system", "developer")
@@ -60,6 +60,12 @@ def _item(item: Any, param: str) -> Refusal | None:
             f"{param}.role",
             "invalid_value",
         )
+    if kind == "function_call":
+        return openai_arguments(item["arguments"], f"{param}.arguments")
+    if kind == "function_call_output":
+        return openai_content(item["output"], f"{param}.output")
+    if kind == "message":
+        return openai_content(item["content"], f"{param}.content")
     return None
 
 
