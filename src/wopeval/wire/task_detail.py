@@ -167,7 +167,7 @@ class TrialDetail(_Shape):
     error: AgentErrorView | None = None
     """The exception the agent raised, if it did."""
     modelCalls: list[ModelCallView] = []
-    """Every model exchange of the trial, in order (the openai lane and the model proxy)."""
+    """Every model exchange of the trial, in order (the LLM lanes and the model proxy)."""
     costUsd: float | None = None
     """What the trial's live model exchanges cost (the project's price table)."""
     contentErased: bool = False
