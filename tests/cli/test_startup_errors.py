@@ -20,7 +20,10 @@ from wopeval.cli.serve import STARTUP_FAILED
 from ._support import run_cli
 
 EMBEDDED_ERROR = 4
-BAD_LANE = "agents[0].lane: Input should be 'scripted', 'python', 'command', 'http' or 'openai'"
+BAD_LANE = (
+    "agents[0].lane: Input should be 'scripted', 'python', 'command', 'http', 'openai' or "
+    "'anthropic'"
+)
 PYDANTIC_NOISE = ("Traceback", "errors.pydantic.dev", "sqlalche.me", "input_value")
 
 

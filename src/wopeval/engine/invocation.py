@@ -164,7 +164,7 @@ class Invocation:
 
     @property
     def models(self) -> ModelRecorder:
-        """The invocation's model boundary (the openai lane's and the model proxy's)."""
+        """The invocation's model boundary (the LLM lanes' and the model proxy's)."""
         if self._models is None:
             self._models = ModelRecorder(
                 spec=self.spec,

@@ -137,7 +137,7 @@ invocations = Table(
 model_calls = Table(
     "model_calls",
     metadata,
-    # One row per model exchange of an invocation (the openai lane or the model proxy).
+    # One row per model exchange of an invocation (an LLM lane or the model proxy).
     Column("run_id", String(300), primary_key=True),
     Column("invocation_id", String(64), primary_key=True),
     Column("ordinal", Integer, primary_key=True),

@@ -179,7 +179,7 @@ class TrialDetail(_Shape):
     """What the agent said (a command agent's stderr, an http agent's error answer): its
     last 16 KiB, credentials and tokens redacted (`full` only)."""
     modelCalls: list[ModelCallView] = []
-    """Every model exchange of the trial, in order (the openai lane and the model proxy)."""
+    """Every model exchange of the trial, in order (the LLM lanes and the model proxy)."""
     costUsd: float | None = None
     """What the trial's live model exchanges cost (the project's price table)."""
     contentErased: bool = False

@@ -12,9 +12,10 @@ import pytest
 from pydantic import JsonValue
 from sqlalchemy import select
 
-from wopeval import evals
+from wopeval import evals, models
 from wopeval.engine.boundary import Boundary, FixtureServer, LiveTransport, ToolCall, ToolResult
 from wopeval.engine.grants import InvocationGrants
+from wopeval.engine.models import ModelServer
 from wopeval.models import CHAT, LiveAnswer, ModelAnswer, ModelRequest
 from wopeval.store.tables import model_calls
 from wopeval.tools import PythonTool, ToolContext, ToolFailure, ToolRegistry
@@ -212,3 +213,49 @@ async def test_a_live_model_exchange_is_priced_at_the_projects_prices(tmp_path: 
         async with store.reading() as uow:
             cost = (await uow.connection.execute(select(model_calls.c.cost_usd))).scalar_one()
         assert cost == pytest.approx((1000 * 2.0 + 500 * 4.0) / 1_000_000)
+
+
+async def test_under_model_replay_an_answer_serves_its_api_and_a_miss_names_the_nearest(
+    tmp_path: Path,
+) -> None:
+    recorded: dict[str, JsonValue] = {"model": "claude", "max_tokens": 8, "messages": []}
+    message: dict[str, JsonValue] = {"type": "message", "content": [], "model": "claude-1"}
+    fixture = evals.ModelFixture(
+        models.MESSAGES.request_hash(recorded), message, "messages", recorded, 0
+    )
+    async with open_store(tmp_path) as store:
+        log = await open_run(writer_for(store))
+        context = ToolContext(tenant=TENANT, run_id="r")
+        cursor = evals.ModelReplayCursor([fixture, fixture])
+        boundary = Boundary(LiveTransport(ToolRegistry(), context, 5.0), models=ModelServer(cursor))
+        invocation = _invocation(log, boundary)
+
+        async def upstream() -> LiveAnswer:
+            raise AssertionError("a replayed request reached the upstream")
+
+        # The same body through another API is another request: it misses.
+        same_body = models.CHAT.parse({**recorded, "messages": []})
+        with pytest.raises(models.ModelReplayMiss, match="no recorded answer is left"):
+            await invocation.call_model(same_body, upstream)
+        served = await invocation.call_model(models.MESSAGES.parse(recorded), upstream)
+        assert served == ModelAnswer(message)
+        changed = models.MESSAGES.parse({**recorded, "max_tokens": 9})
+        with pytest.raises(models.ModelReplayMiss) as missed:
+            await invocation.call_model(changed, upstream)
+        assert str(missed.value).endswith(
+            "(model exchange 2 of the invocation); nearest recorded request: exchange 0, "
+            "1 path differs: $.max_tokens: recorded 8, sent 9"
+        )
+        await invocation.journal.flush()
+        async with store.reading() as uow:
+            rows = (await uow.connection.execute(select(model_calls))).mappings().all()
+    by_ordinal = {row["ordinal"]: row for row in rows}
+    assert [(by_ordinal[i]["api"], by_ordinal[i]["served_by"]) for i in range(3)] == [
+        ("chat", "miss"), ("messages", "replay"), ("messages", "miss")
+    ]  # fmt: skip
+    error = by_ordinal[2]["error"]
+    assert error["code"] == "model_replay_miss"
+    assert error["nearest"] == {"ordinal": 0, "requestHash": fixture.request_hash}
+    assert error["diff"] == [
+        {"path": "$.max_tokens", "kind": "changed", "expected": 8, "actual": 9}
+    ]

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from wopeval.engine.content import reason_line
+from wopeval.engine.content import reason_line, trial_view
+from wopeval.store import StoredTrial
+from wopeval.wire.task_detail import TrialDetail
 
 
 def _detail(**parts: Any) -> dict[str, Any]:
@@ -42,3 +45,52 @@ def test_an_exception_then_the_grade() -> None:
     assert reason_line(_detail(grade={"passed": True, "score": 1.0, "reason": ""}), True) == (
         "passed"
     )
+
+
+MODEL_MISS: dict[str, Any] = {
+    "index": 1,
+    "agentId": "a",
+    "delegate": False,
+    "api": "messages",
+    "via": "proxy",
+    "servedBy": "miss",
+    "status": "error",
+    "model": "claude-test",
+    "stream": False,
+    "attempts": 0,
+    "latencyMs": 0,
+    "requestHash": "sha256:" + "0" * 64,
+    "request": {"system": "secret prompt"},
+    "response": None,
+    "error": {
+        "code": "model_replay_miss",
+        "reason": "model replay: … (model exchange 1 of the invocation); nearest recorded "
+        "request: exchange 1, 1 path differs: $.system",
+        "nearestReason": "nearest recorded request: exchange 1, 1 path differs: $.system",
+        "nearest": {"ordinal": 1, "requestHash": "sha256:" + "1" * 64},
+        "diff": [{"path": "$.system", "kind": "changed", "expected": "old", "actual": "new"}],
+    },
+}
+
+
+def _trial(mode: str) -> TrialDetail:
+    detail = _detail(calls=[], durationMs=3, modelCalls=[MODEL_MISS])
+    return trial_view(StoredTrial("t", 0, False, mode, detail, erased=False))
+
+
+def test_a_model_miss_names_the_nearest_request_and_shows_its_diff_values_only_in_full() -> None:
+    full, hashed = _trial("full"), _trial("hash")
+    for shown in (full, hashed):
+        assert shown.reason == (
+            "model replay miss: the source run made no request like model exchange 1; nothing "
+            "reached the model; nearest recorded request: exchange 1, 1 path differs: $.system"
+        )
+        assert shown.modelCalls[0].api == "messages"
+    assert full.modelCalls[0].error == MODEL_MISS["error"]
+    assert full.modelCalls[0].request == {"system": "secret prompt"}
+    kept = hashed.modelCalls[0]
+    assert kept.request is None
+    assert kept.error is not None
+    assert kept.error["diff"] == [{"path": "$.system", "kind": "changed"}]
+    assert "secret" not in kept.model_dump_json() + hashed.reason
+    assert "old" not in json.dumps(kept.error)
