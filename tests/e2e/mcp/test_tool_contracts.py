@@ -15,16 +15,21 @@ import asyncio
 import json
 import re
 import sys
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 from openwop_client.types import CreateRunRequest
 from openwop_client.wire_id import project_id
+from sqlalchemy import update
 
 from _backends import Backend
 from cli._support import Result, run_cli
+from wopeval.engine.erasure import purge_expired
+from wopeval.engine.runlog import now
 from wopeval.store import ListingRow, Store
+from wopeval.store.tables import runs
 
 from .._server import TENANT_A, TENANT_B, ServerHandle, host_settings, running_host
 from .._support import table_rows, unique, wait_terminal
@@ -285,3 +290,27 @@ def test_each_tenant_keeps_its_own_listings(mcp_host: ServerHandle) -> None:
     as_b, as_a = asyncio.run(read())
     assert set(as_b) == {b_run}, "tenant B read tenant A's run's listing"
     assert as_a == {}
+
+
+def test_retention_purges_what_an_expired_run_was_offered(mcp_host: ServerHandle) -> None:
+    """A run whose agent called nothing still kept its listings: retention erases them too."""
+    expired, _ = produce(mcp_host)
+    recent, _ = produce(mcp_host)
+    assert "count" in offered(mcp_host, expired)
+
+    async def purge() -> None:
+        store = await Store.open(mcp_host.database_url)
+        try:
+            async with store.transaction() as uow:
+                await uow.connection.execute(
+                    update(runs)
+                    .where(runs.c.run_id == expired)
+                    .values(completed_at=now() - timedelta(days=8))
+                )
+            await purge_expired(store, retention_days=7)
+        finally:
+            await store.close()
+
+    asyncio.run(purge())
+    assert offered(mcp_host, expired) == {}
+    assert "count" in offered(mcp_host, recent)

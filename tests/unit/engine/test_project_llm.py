@@ -13,6 +13,7 @@ from wopeval.engine.catalog import Catalog
 from wopeval.engine.project import ProjectError, connect_mcp_servers, load_project
 from wopeval.tools import McpServers
 
+
 async def _load(directory: Path, toml: str) -> Catalog:
     (directory / "wopeval.toml").write_text(toml)
     catalog = Catalog()
