@@ -60,6 +60,7 @@ class ToolListingsRepo:
                 run_tool_listings.c.digest,
                 tool_listings.c.listing,
             )
+            .join(runs, and_(runs.c.run_id == run_tool_listings.c.run_id, runs.c.tenant == tenant))
             .join(
                 tool_listings,
                 and_(

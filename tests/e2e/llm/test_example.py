@@ -5,7 +5,8 @@ points it at OpenAI, vLLM, llama.cpp or Ollama). Both agents — the openai
 lane and the command-lane program on the plain `openai` client — are
 recorded in production, replayed through `fixtureRuns` with zero live tool
 calls and the model live, and then, by `wopeval eval --replay-model`, with
-the model answers replayed too: no request reaches the model server.
+the model answers replayed too: no request reaches the model server; with
+`--offline` as well, the orders MCP server is never started.
 """
 
 from __future__ import annotations
@@ -113,3 +114,19 @@ def test_the_llm_example_records_replays_and_pins_its_model(
     assert "Fixture misses   0" in pinned.stdout
     assert "Live tool calls  0" in pinned.stdout
     assert len(example_model.script.received) == asked, "a pinned model answer reached upstream"
+
+    # Offline too: the orders server is never started, and the agent is offered the tools
+    # its recordings were offered, so its model requests are those it made (docs/ci.md).
+    tool_calls = orders_log.count()
+    offline = run_cli(
+        "eval", AGENTS[agent][1], "--agent", agent, "--replay-model", "--offline",
+        *[f"--from-run={task}={run}" for task, run in sources[agent].items()],
+        "--project", str(project), "--data-dir", str(tmp_path / "data"),
+        "--database-url", settings.resolved_database_url(),
+        "--api-key", settings.api_keys[TENANT_A],
+    )  # fmt: skip
+    assert offline.code == 0, offline.stdout + offline.stderr
+    assert "(3/3 tasks passed)" in " ".join(offline.stdout.split()), offline.stdout
+    assert "Fixture misses   0" in offline.stdout
+    assert len(example_model.script.received) == asked, "an offline replay reached the model"
+    assert orders_log.count() == tool_calls, "an offline replay reached the orders server"
