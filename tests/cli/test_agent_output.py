@@ -316,8 +316,18 @@ def test_a_completed_run_keeps_what_its_agent_said_too(
     assert done.code == 0, done.stderr
     assert 'decision={"said": "everything"}' in done.stdout
     assert LAST_WORDS not in done.stderr  # `run` prints what a failed agent said
-    shown = host.served.cli("runs", "show", _run_id(done))
+    run_id = _run_id(done)
+    shown = host.served.cli("runs", "show", run_id)
     assert LAST_WORDS in shown.stdout
+    # What it said may quote its tools' results: erasing the run's content erases it too.
+    with host.served.http() as http:
+        erased = http.post(f"/host/wopeval/runs/{ids.project(run_id)}:erase-tool-content")
+        assert erased.status_code == 200, erased.text
+        (line,) = http.get(f"/host/wopeval/runs/{ids.project(run_id)}/invocations").json()[
+            "invocations"
+        ]
+    assert "stderr" not in line
+    assert _invocation(host, run_id)["stderr"] is None
 
 
 def test_the_decision_file_wins_over_what_a_framework_prints_after_it(
