@@ -473,3 +473,9 @@ def test_an_eval_trial_says_what_its_agent_said_and_which_model_calls_it_skipped
     assert (
         _leaks(why.stdout + _whole_store(host), [*said.values(), *host.configured.values()]) == []
     )
+    with host.served.http() as http:
+        task = f"/host/wopeval/runs/{ids.project(run_id)}/tasks/noisy"
+        assert LAST_WORDS in http.get(task).json()["trialDetails"][0]["stderr"]
+        erased = http.post(f"/host/wopeval/runs/{ids.project(run_id)}:erase-tool-content")
+        assert erased.status_code == 200, erased.text
+        assert "stderr" not in http.get(task).json()["trialDetails"][0]
