@@ -1,10 +1,10 @@
 """An agent on the plain `mcp` client, in its own process (wopeval's command lane).
 
-It knows nothing of wopeval but the MCP URL it is given (`WOPEVAL_MCP_URL`):
-it lists its tools, looks the order up, refunds it when the rules allow,
-and prints its decision as the last JSON line on stdout. The host lists the
-orders server's tools by names any model API accepts: `orders:lookup_order`
-is `orders__lookup_order` there (docs/agents.md, "Tool names").
+It knows nothing of wopeval but the MCP URL it is given (`WOPEVAL_MCP_URL`)
+and where its decision goes (`WOPEVAL_DECISION_FILE`): it lists its tools,
+looks the order up, refunds it when the rules allow, and writes its decision.
+The host lists the orders server's tools by names any model API accepts:
+`orders:lookup_order` is `orders__lookup_order` there (docs/agents.md, "Tool names").
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import asyncio
 import json
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from mcp import Client
@@ -40,11 +41,21 @@ async def decide(client: Client, order_id: str) -> dict[str, Any]:
     return {"action": "refund", "amount": refund.structured_content["refunded"]}
 
 
+def hand_over(decision: Any) -> None:
+    """The decision to the host: into the file it named (`WOPEVAL_DECISION_FILE`), which no
+    library's output can reach; run by hand, on stdout."""
+    where = os.environ.get("WOPEVAL_DECISION_FILE")
+    if where:
+        Path(where).write_text(json.dumps(decision), encoding="utf-8")
+    else:
+        print(json.dumps(decision))
+
+
 async def main() -> None:
     invocation = json.loads(sys.stdin.read())
     async with Client(os.environ["WOPEVAL_MCP_URL"]) as client:
         decision = await decide(client, invocation["input"]["order_id"])
-    print(json.dumps(decision))
+    hand_over(decision)
 
 
 if __name__ == "__main__":

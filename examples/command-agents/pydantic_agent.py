@@ -1,6 +1,7 @@
 """A PydanticAI agent in its own process (wopeval's command lane), unchanged for wopeval.
 
-Its only tie to wopeval is where its MCP toolset points: `WOPEVAL_MCP_URL`.
+Its ties to wopeval are where its MCP toolset points (`WOPEVAL_MCP_URL`) and
+where its decision goes (`WOPEVAL_DECISION_FILE`).
 Every tool it calls (`orders__lookup_order`, `orders__refund`: the names the
 host lists `orders:lookup_order` and `orders:refund` by) goes through
 the host's boundary: recorded in production, served from that recording in
@@ -10,8 +11,8 @@ The "model" is PydanticAI's own `FunctionModel`, a deterministic policy in
 plain Python (no network, no LLM), so the example runs anywhere; swap it for
 `"openai:gpt-5"` or any other model and nothing else changes.
 
-Contract: the invocation arrives as JSON on stdin, the decision leaves as the
-last JSON line on stdout.
+Contract: the invocation arrives as JSON on stdin, the decision leaves through
+the file `WOPEVAL_DECISION_FILE` names (by hand: on stdout).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import asyncio
 import json
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from pydantic_ai import Agent
@@ -82,13 +84,23 @@ def _decide(decision: dict[str, Any]) -> ModelResponse:
     return ModelResponse(parts=[TextPart(json.dumps(decision))])
 
 
+def hand_over(decision: Any) -> None:
+    """The decision to the host: into the file it named (`WOPEVAL_DECISION_FILE`), which no
+    library's output can reach; run by hand, on stdout."""
+    where = os.environ.get("WOPEVAL_DECISION_FILE")
+    if where:
+        Path(where).write_text(json.dumps(decision), encoding="utf-8")
+    else:
+        print(json.dumps(decision))
+
+
 async def main() -> None:
     invocation = json.loads(sys.stdin.read())
     toolset = MCPToolset(os.environ["WOPEVAL_MCP_URL"])
     agent = Agent(FunctionModel(policy), toolsets=[toolset])
     async with agent:
         result = await agent.run(json.dumps(invocation["input"]))
-    print(json.dumps(json.loads(result.output)))
+    hand_over(json.loads(result.output))
 
 
 if __name__ == "__main__":

@@ -1,11 +1,12 @@
 """The refund desk as its own program: the plain `openai` client and the plain `mcp` client.
 
-It knows nothing of wopeval. `OpenAI()` reads `OPENAI_BASE_URL` and
+It knows next to nothing of wopeval. `OpenAI()` reads `OPENAI_BASE_URL` and
 `OPENAI_API_KEY`, which the host set to the invocation's recording model
 proxy and its token; `Client(WOPEVAL_MCP_URL)` lists and calls the tools,
 whose names (`orders__refund`) any model API accepts as they are. It runs the
 same tool loop as the openai lane (the same prompt, the input as the user
-message, the tools as functions) and prints the model's final JSON.
+message, the tools as functions) and hands over the model's final JSON
+through the file `WOPEVAL_DECISION_FILE` names.
 """
 
 from __future__ import annotations
@@ -59,11 +60,21 @@ async def decide(model: AsyncOpenAI, tools: Client, order: dict[str, Any]) -> An
     return {"action": "escalate", "reason": "no answer"}
 
 
+def hand_over(decision: Any) -> None:
+    """The decision to the host: into the file it named (`WOPEVAL_DECISION_FILE`), which no
+    library's output can reach; run by hand, on stdout."""
+    where = os.environ.get("WOPEVAL_DECISION_FILE")
+    if where:
+        Path(where).write_text(json.dumps(decision), encoding="utf-8")
+    else:
+        print(json.dumps(decision))
+
+
 async def main() -> None:
     invocation = json.loads(sys.stdin.read())
     async with Client(os.environ["WOPEVAL_MCP_URL"]) as tools:
         decision = await decide(AsyncOpenAI(), tools, invocation["input"])
-    print(json.dumps(decision))
+    hand_over(decision)
 
 
 if __name__ == "__main__":

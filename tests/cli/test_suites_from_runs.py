@@ -102,8 +102,10 @@ def test_runs_named_by_id_with_each_expectation_pass_on_the_host(
     served: ServedHost, tmp_path: Path
 ) -> None:
     answer = {"action": "refund", "amount": 3}
-    first = _record(served, COUNTER, {"calls": [], "answer": answer})
-    second = _record(served, COUNTER, {"calls": [], "answer": {"action": "deny"}})
+    # One call each: a run whose agent made none is idle, and left out without --include-idle.
+    calls = [{"tool": "conformance.eval:counter", "args": {"op": "read", "key": _unique("ids")}}]
+    first = _record(served, COUNTER, {"calls": calls, "answer": answer})
+    second = _record(served, COUNTER, {"calls": calls, "answer": {"action": "deny"}})
     expected: dict[str, list[dict[str, Any]]] = {
         "exact": [{"strategy": "exact", "value": answer},
                   {"strategy": "exact", "value": {"action": "deny"}}],

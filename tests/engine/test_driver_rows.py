@@ -51,6 +51,8 @@ ROWS: dict[str, tuple[Table, dict[str, Any]]] = {
             "started_at": AT,
             "completed_at": AT,
             "tools_digest": None,
+            "stderr": "a line\n\ttabbed, é, \\ and a NUL-free end",
+            "idle": ["no_tool_calls"],
         },
     ),
     "task_trials": (

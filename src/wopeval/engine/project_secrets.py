@@ -4,7 +4,7 @@ Every credential the manifest configures (tools', MCP servers' and http agents'
 `credential`), the API key each model upstream reads (`api_key_env` and
 `anthropic_api_key_env`, by default `OPENAI_API_KEY` and `ANTHROPIC_API_KEY`), and
 the values of `env` and `headers` entries whose name says they are secret (`API_KEY`,
-`Authorization`, `TOKEN`, …). A secret
+`TOKEN`, `Authorization`, …). A secret
 named by an environment variable is read when text is redacted, as egress reads it.
 """
 

@@ -30,7 +30,9 @@ CUT_NOTE = "[… earlier output cut: the last 16 KiB are kept]"
 SHORTEST_SECRET = 4
 """A configured value shorter than this is not searched for: it would cut ordinary words."""
 
-_SECRET_NAME = re.compile(r"key|token|secret|password|passwd|credential", re.IGNORECASE)
+_SECRET_NAME = re.compile(
+    r"key|token|secret|password|passwd|credential|authorization|cookie", re.IGNORECASE
+)
 _BEARER = re.compile(r"\b(bearer)\s+[A-Za-z0-9\-._~+/]+=*", re.IGNORECASE)
 _PROVIDER_KEY = re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}")
 

@@ -192,12 +192,14 @@ class InvocationsRepo:
                 invocations.c.run_id == run_id,
                 invocations.c.is_delegate.is_(False),
                 invocations.c.node_id.in_(list(node_ids)),
-                invocations.c.idle.is_not(None),
             )
             .order_by(invocations.c.started_at)
         )
+        # Most have no `idle`: read back as JSON null or SQL NULL, whichever the driver wrote.
         return [
-            {"agentId": row.agent_id, "nodeId": row.node_id, "reasons": row.idle} for row in result
+            {"agentId": row.agent_id, "nodeId": row.node_id, "reasons": row.idle}
+            for row in result
+            if row.idle
         ]
 
 

@@ -134,7 +134,7 @@ def test_a_command_agent_replays_through_fixture_runs_without_reaching_the_serve
      ("garbage", "is not JSON", None),
      ("silent", "printed no decision", None)],
 )  # fmt: skip
-def test_a_failing_command_agent_fails_its_invocation_with_the_stderr_tail(
+def test_a_failing_command_agent_fails_its_invocation_with_what_it_said(
     mcp_host: ServerHandle, mode: str, message: str, stderr: str | None
 ) -> None:
     task = {"taskId": mode, "input": {"mode": mode}, "expected": golden("never")}
@@ -148,9 +148,9 @@ def test_a_failing_command_agent_fails_its_invocation_with_the_stderr_tail(
     assert message in trial["error"]["message"]
     assert message in trial["reason"]
     if stderr is None:
-        assert "stderrTail" not in trial["error"]
+        assert "stderr" not in trial
     else:
-        assert stderr in trial["error"]["stderrTail"]
+        assert stderr in trial["stderr"]
 
 
 def _pids_gone(pids: list[int]) -> None:
@@ -228,6 +228,10 @@ def test_a_failing_http_agent_fails_its_invocation_with_the_reason(
     snapshot = mcp_host.client().runs_get(run_id)
     assert snapshot.error is not None
     assert reason in snapshot.error.message
+    # What the service answered with its error is what it said, kept like a process's stderr.
+    (invocation,) = table_rows(mcp_host.database_url, "invocations", run_id=run_id)
+    if "500" in reason:
+        assert invocation["stderr"] == '{"error": "broken"}'
 
 
 def test_the_endpoint_refuses_another_tenant_whatever_the_token(mcp_host: ServerHandle) -> None:

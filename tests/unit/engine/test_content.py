@@ -94,3 +94,25 @@ def test_a_model_miss_names_the_nearest_request_and_shows_its_diff_values_only_i
     assert kept.error["diff"] == [{"path": "$.system", "kind": "changed"}]
     assert "secret" not in kept.model_dump_json() + hashed.reason
     assert "old" not in json.dumps(kept.error)
+
+
+def _exchange(delegate: bool = False) -> dict[str, Any]:
+    return {"index": 0, "delegate": delegate, "servedBy": "live"}
+
+
+def test_a_trial_that_skipped_the_model_its_source_asked_says_so_after_its_cause() -> None:
+    passed = _detail(grade={"passed": True, "score": 1.0, "reason": ""})
+    note = "the agent made no model call where its source run made 2 model calls"
+    assert reason_line(passed, True, source_model_calls=2) == f"passed; {note}"
+    # A delegate's exchange is not the agent's own.
+    delegated = {**passed, "modelCalls": [_exchange(delegate=True)]}
+    assert reason_line(delegated, False, source_model_calls=2) == f"passed; {note}"
+    asked = {**passed, "modelCalls": [_exchange()]}
+    assert reason_line(asked, True, source_model_calls=2) == "passed"
+    assert reason_line(passed, True, source_model_calls=0) == "passed"
+    assert reason_line(passed, True) == "passed"
+    raised = _detail(error={"type": "KeyError", "message": "'city'"})
+    assert reason_line(raised, True, source_model_calls=1) == (
+        "the agent raised KeyError: 'city'; the agent made no model call where its source run "
+        "made 1 model call"
+    )
