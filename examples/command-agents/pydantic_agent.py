@@ -1,7 +1,8 @@
 """A PydanticAI agent in its own process (wopeval's command lane), unchanged for wopeval.
 
 Its only tie to wopeval is where its MCP toolset points: `WOPEVAL_MCP_URL`.
-Every tool it calls (`orders:lookup_order`, `orders:refund`) goes through
+Every tool it calls (`orders__lookup_order`, `orders__refund`: the names the
+host lists `orders:lookup_order` and `orders:refund` by) goes through
 the host's boundary: recorded in production, served from that recording in
 an eval run, and fail-closed on anything new.
 
@@ -48,16 +49,16 @@ def policy(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         if isinstance(part, ToolReturnPart)
     ]
     if not returned:
-        return _call("orders:lookup_order", {"order_id": order_id})
+        return _call("orders__lookup_order", {"order_id": order_id})
     last = returned[-1]
     answer = _content(last.content)
-    if last.tool_name == "orders:refund":
+    if last.tool_name == "orders__refund":
         return _decide({"action": "refund", "amount": answer["refunded"]})
     if answer["status"] != "delivered":
         return _decide({"action": "wait", "status": answer["status"]})
     if answer["total"] > AUTO_REFUND_LIMIT:
         return _decide({"action": "escalate", "reason": "over the auto-refund limit"})
-    return _call("orders:refund", {"order_id": order_id, "amount": answer["total"]})
+    return _call("orders__refund", {"order_id": order_id, "amount": answer["total"]})
 
 
 def _prompt(messages: list[ModelMessage]) -> str:

@@ -2,9 +2,10 @@
 
 It knows nothing of wopeval. `OpenAI()` reads `OPENAI_BASE_URL` and
 `OPENAI_API_KEY`, which the host set to the invocation's recording model
-proxy and its token; `Client(WOPEVAL_MCP_URL)` lists and calls the tools. It
-runs the same tool loop as the openai lane (the same prompt, the input as the
-user message, the tools as functions) and prints the model's final JSON.
+proxy and its token; `Client(WOPEVAL_MCP_URL)` lists and calls the tools,
+whose names (`orders__refund`) any model API accepts as they are. It runs the
+same tool loop as the openai lane (the same prompt, the input as the user
+message, the tools as functions) and prints the model's final JSON.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,18 +25,12 @@ PROMPT = (Path(__file__).parent / "prompts" / "desk.md").read_text(encoding="utf
 MAX_TURNS = 6
 
 
-def function_name(tool: str) -> str:
-    """OpenAI function names allow `[A-Za-z0-9_-]`: `orders:refund` becomes `orders_refund`."""
-    return re.sub(r"[^A-Za-z0-9_-]", "_", tool)[:64]
-
-
 async def decide(model: AsyncOpenAI, tools: Client, order: dict[str, Any]) -> Any:
     listed = (await tools.list_tools()).tools
-    names = {function_name(tool.name): tool.name for tool in listed}
     functions: Any = [
-        {"type": "function", "function": {"name": function_name(tool.name),
+        {"type": "function", "function": {"name": tool.name,
          "description": tool.description or "", "parameters": tool.input_schema}}
-        for tool in sorted(listed, key=lambda t: function_name(t.name))
+        for tool in sorted(listed, key=lambda t: t.name)
     ]  # fmt: skip
     messages: list[Any] = [
         {"role": "system", "content": PROMPT},
@@ -57,9 +51,7 @@ async def decide(model: AsyncOpenAI, tools: Client, order: dict[str, Any]) -> An
         for call in message.tool_calls:
             if call.type != "function":
                 continue
-            result = await tools.call_tool(
-                names[call.function.name], json.loads(call.function.arguments)
-            )
+            result = await tools.call_tool(call.function.name, json.loads(call.function.arguments))
             content = [block.model_dump(exclude_none=True) for block in result.content]
             messages.append(
                 {"role": "tool", "tool_call_id": call.id, "content": json.dumps(content)}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -31,6 +31,9 @@ class EvalFeatures(BaseSettings):
     """Host extension beyond RFC 0252 UQ 5: every agent replays its recorded model answers
     in an eval task that takes its fixtures from a source run (`wopeval eval --replay-model`;
     per agent: `model_replay = "recorded"`)."""
+    tools_changed: Literal["report", "fail"] = "report"
+    """An eval task whose MCP tools changed since its source run recorded them: `report`
+    it (the task detail's `toolsChanged`), or `fail` it closed, unrun (docs/agents.md)."""
     concurrency: int = Field(default=32, ge=1, le=1024)
     alpha: float = Field(default=0.05, gt=0, lt=1)
 

@@ -2,7 +2,9 @@
 
 It knows nothing of wopeval but the MCP URL it is given (`WOPEVAL_MCP_URL`):
 it lists its tools, looks the order up, refunds it when the rules allow,
-and prints its decision as the last JSON line on stdout.
+and prints its decision as the last JSON line on stdout. The host lists the
+orders server's tools by names any model API accepts: `orders:lookup_order`
+is `orders__lookup_order` there (docs/agents.md, "Tool names").
 """
 
 from __future__ import annotations
@@ -20,9 +22,9 @@ AUTO_REFUND_LIMIT = 300.0  # changed: larger refunds without a human
 
 async def decide(client: Client, order_id: str) -> dict[str, Any]:
     listed = {tool.name for tool in (await client.list_tools()).tools}
-    if not {"orders:lookup_order", "orders:refund"} <= listed:
+    if not {"orders__lookup_order", "orders__refund"} <= listed:
         return {"action": "escalate", "reason": "the order tools are not available"}
-    found = await client.call_tool("orders:lookup_order", {"order_id": order_id})
+    found = await client.call_tool("orders__lookup_order", {"order_id": order_id})
     if found.is_error:
         return {"action": "escalate", "reason": "the order could not be looked up"}
     order = found.structured_content
@@ -31,7 +33,7 @@ async def decide(client: Client, order_id: str) -> dict[str, Any]:
     if order["total"] > AUTO_REFUND_LIMIT:
         return {"action": "escalate", "reason": "over the auto-refund limit"}
     refund = await client.call_tool(
-        "orders:refund", {"order_id": order_id, "amount": order["total"]}
+        "orders__refund", {"order_id": order_id, "amount": order["total"]}
     )
     if refund.is_error:
         return {"action": "escalate", "reason": "the refund was refused"}

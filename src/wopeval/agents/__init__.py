@@ -26,7 +26,7 @@ from wopeval.agents.exchange import (
     normalised_answer,
 )
 from wopeval.agents.http import HttpAgent
-from wopeval.agents.llm import OpenAIAgent, OpenAILane, function_names
+from wopeval.agents.llm import OpenAIAgent, OpenAILane
 from wopeval.agents.python import AgentFunction, PythonAgent
 from wopeval.agents.scripted import SCRIPTED_AGENT_ID, ScriptedAgent
 
@@ -75,6 +75,5 @@ __all__ = [
     "ToolCallRequest",
     "ToolSpec",
     "WireContent",
-    "function_names",
     "normalised_answer",
 ]

@@ -20,8 +20,11 @@ class ToolSpec:
     """A tool as an agent is offered it: its name, what it does and the JSON schema it takes."""
 
     name: str
+    """The host's canonical name (`<server>:<tool>`), which `call_tool` takes."""
     description: str
     input_schema: dict[str, JsonValue]
+    offered_name: str
+    """The provider-safe name (`^[a-zA-Z0-9_-]{1,64}$`) a model is offered it by."""
 
 
 class ToolCallError(Exception):

@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -44,7 +43,6 @@ ResponseFormat = Literal["text", "json"]
 DEFAULT_MAX_TURNS = 10
 DEFAULT_RETRIES = 2
 MAX_RETRY_AFTER_SECONDS = 30.0
-_FUNCTION_NAME = re.compile(r"[^A-Za-z0-9_-]")
 _NO_KEY = "no-key"
 """What the SDK presents when the server needs no key (a local server): it insists on one."""
 
@@ -68,20 +66,6 @@ class OpenAILane:
     retries: int = DEFAULT_RETRIES
 
 
-def function_names(tool_names: Sequence[str]) -> dict[str, str]:
-    """Function name → registry name. OpenAI function names allow `[A-Za-z0-9_-]` (64 at
-    most): every other character becomes `_`. Raises ValueError when two tools collide."""
-    names: dict[str, str] = {}
-    for tool in tool_names:
-        function = _FUNCTION_NAME.sub("_", tool)[:64]
-        if function in names:
-            raise ValueError(
-                f"tools {names[function]!r} and {tool!r} both become the function {function!r}"
-            )
-        names[function] = tool
-    return names
-
-
 class OpenAIAgent:
     def __init__(self, lane: OpenAILane) -> None:
         self._lane = lane
@@ -89,8 +73,9 @@ class OpenAIAgent:
     async def invoke(self, context: AgentContext) -> JsonValue:
         lane = self._lane
         specs = context.tool_specs()
-        functions = function_names([spec.name for spec in specs])
-        tools = _function_tools(specs, functions)
+        # Offered by their provider-safe names; a call names a tool by one (engine/tool_names.py).
+        functions = {spec.offered_name: spec.name for spec in specs}
+        tools = _function_tools(specs)
         messages: list[JsonValue] = []
         if lane.system_prompt:
             messages.append({"role": "system", "content": lane.system_prompt})
@@ -186,13 +171,14 @@ class OpenAIAgent:
                 return LiveAnswer(answer, attempts)
 
 
-def _function_tools(specs: Sequence[ToolSpec], functions: dict[str, str]) -> list[JsonValue]:
-    """The offered tools as function tools, by function name (`functions`: name → tool)."""
-    by_tool = {spec.name: spec for spec in specs}
+def _function_tools(specs: Sequence[ToolSpec]) -> list[JsonValue]:
+    """The offered tools as function tools, by their offered names."""
     tools: list[JsonValue] = []
-    for name, tool in functions.items():
-        spec = by_tool[tool]
-        function: dict[str, JsonValue] = {"name": name, "parameters": spec.input_schema}
+    for spec in specs:
+        function: dict[str, JsonValue] = {
+            "name": spec.offered_name,
+            "parameters": spec.input_schema,
+        }
         if spec.description:
             function["description"] = spec.description
         tools.append({"type": "function", "function": function})

@@ -2,9 +2,10 @@
 the command line, or the command line alone (docs/ci.md).
 
 Everything here is decided before a host is reached: which suite, agent,
-recordings, baseline and modes; whether the run must stay offline; its tags
-and revision. The host-facing steps (re-tenanting the recordings, picking a
-`latest:TAG` baseline, the live-tool check) take this value and go on.
+recordings, baseline and modes; whether the run must stay offline; what a
+task whose MCP tools changed comes to; its tags and revision. The host-facing
+steps (re-tenanting the recordings, picking a `latest:TAG` baseline, the
+live-tool check) take this value and go on.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import typer
 
@@ -25,6 +26,8 @@ from wopeval.wire.suite import parse_suite
 if TYPE_CHECKING:
     from wopeval.engine.project import EvalEntry
 
+ToolsChanged = Literal["report", "fail"]
+
 
 @dataclass(frozen=True)
 class EvalFlags:
@@ -35,6 +38,7 @@ class EvalFlags:
     modes: tuple[str, ...] | None = None
     trials: int | None = None
     offline: bool | None = None
+    tools_changed: ToolsChanged | None = None
     fixture_runs_file: Path | None = None
     from_runs: dict[str, str] = field(default_factory=dict)
     tags: tuple[str, ...] = ()
@@ -55,6 +59,8 @@ class EvalChoice:
     offline: bool
     tags: tuple[str, ...]
     revision: str | None
+    tools_changed: ToolsChanged = "report"
+    """A task whose MCP tools changed since its recording is reported, or fails closed."""
     entry: str | None = None
     """The `[[evals]]` entry it came from."""
     suite_document: dict[str, Any] | None = None
@@ -88,6 +94,7 @@ def choose_eval(name_or_suite: str, flags: EvalFlags, project: Path | None) -> E
             offline=bool(flags.offline),
             tags=flags.tags,
             revision=revision,
+            tools_changed=flags.tools_changed or "report",
             suite_document=document,
         )
     if flags.fixture_runs_file is not None:
@@ -111,6 +118,7 @@ def choose_eval(name_or_suite: str, flags: EvalFlags, project: Path | None) -> E
         offline=entry.offline if flags.offline is None else flags.offline,
         tags=tuple(dict.fromkeys([*entry.tags, *flags.tags])),
         revision=revision,
+        tools_changed=flags.tools_changed or entry.tools_changed,
         entry=entry.name,
         suite_document=document,
     )

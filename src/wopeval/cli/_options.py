@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import Annotated, Any, Literal, NoReturn, TypeVar
 
 import typer
 from rich.console import Console, RenderableType
@@ -87,6 +87,8 @@ class Target:
     """`--replay-model`: the embedded host replays recorded model answers (docs/llm.md)."""
     offline: bool = False
     """`--offline`: the embedded host runs no tool live (docs/ci.md)."""
+    tools_changed: Literal["report", "fail"] = "report"
+    """`--tools-changed fail`: the embedded host fails a task whose MCP tools changed."""
 
 
 @contextlib.contextmanager
@@ -103,6 +105,11 @@ def connect(target: Target) -> Iterator[client.WireClient]:
                 "--offline runs an embedded host with live tools disabled; a host at --url "
                 "decides for itself whether its tools run live: drop --url"
             )
+        if target.tools_changed == "fail":
+            raise CliError(
+                "--tools-changed fail configures the embedded host; for the host at --url "
+                "set WOPEVAL_EVAL_TOOLS_CHANGED=fail"
+            )
         if not target.api_key:
             raise CliError("--url needs --api-key (or WOPEVAL_API_KEY)")
         with client.WireClient(target.url, target.api_key) as host:
@@ -114,6 +121,7 @@ def connect(target: Target) -> Iterator[client.WireClient]:
         database_url=target.database_url,
         replay_model=target.replay_model,
         offline=target.offline,
+        tools_changed=target.tools_changed,
     )
     with client.embedded_client(settings, target.api_key, notify=_note) as host:
         yield host

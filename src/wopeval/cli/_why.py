@@ -57,11 +57,9 @@ def nothing_to_explain(run_id: str) -> Text:
 def explanation(detail: TaskDetail, *, every_trial: bool) -> Group:
     """One task: its headline and reason, then its failing trials (or all) in full."""
     rows: list[RenderableType] = [_headline(detail), _field("reason", Text(detail.reason))]
-    if detail.toolSchemasChanged:
-        rows.append(
-            _field("tools", Text("the agent was offered other tools or schemas than its "
-                                 "fixture source saw", style="yellow"))
-        )  # fmt: skip
+    changed = reports.tools_changed_text(detail)
+    if changed is not None:
+        rows.append(_field("tools", Text(changed, style="yellow")))
     shown = [trial for trial in detail.trialDetails if every_trial or not trial.passed]
     for trial in shown:
         rows.append(_trial(trial, detail.reason))

@@ -17,7 +17,7 @@ import typer
 from rich.console import Console
 
 from wopeval import client, evals
-from wopeval.cli._eval_choice import EvalChoice, EvalFlags, choose_eval
+from wopeval.cli._eval_choice import EvalChoice, EvalFlags, ToolsChanged, choose_eval
 from wopeval.cli._exit import EXIT_CODES_HELP, CliError, Command, ExitCode, exit_code_for
 from wopeval.cli._options import (
     DEFAULT_DATA_DIR,
@@ -99,6 +99,15 @@ def evaluate(
             show_default=False,
         ),
     ] = None,
+    tools_changed: Annotated[
+        ToolsChanged | None,
+        typer.Option(
+            "--tools-changed",
+            help="A task whose MCP tools changed since its recording: report it (the "
+            "default), or fail it without running it (the embedded host only).",
+            show_default=False,
+        ),
+    ] = None,
     tag: Annotated[
         list[str] | None,
         typer.Option("--tag", help="A tag the eval run carries (repeatable), e.g. main."),
@@ -164,6 +173,7 @@ def evaluate(
         modes=chosen_modes,
         trials=trials,
         offline=offline,
+        tools_changed=tools_changed,
         fixture_runs_file=fixture_runs,
         from_runs=pairs,
         tags=tuple(tag or ()),
@@ -174,7 +184,14 @@ def evaluate(
     def execute() -> ExitCode:
         choice = choose_eval(name_or_suite, flags, project)
         target = Target(
-            url, api_key, data_dir, project, database_url, replay_model, offline=choice.offline
+            url,
+            api_key,
+            data_dir,
+            project,
+            database_url,
+            replay_model,
+            offline=choice.offline,
+            tools_changed=choice.tools_changed,
         )
         return run_eval(target, choice, strict=strict, files=files)
 

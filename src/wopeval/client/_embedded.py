@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import uvicorn
 from pydantic import ValidationError
@@ -183,10 +183,12 @@ def embedded_settings(
     database_url: str | None,
     replay_model: bool = False,
     offline: bool = False,
+    tools_changed: Literal["report", "fail"] = "report",
 ) -> Settings:
     """The settings `wopeval serve` would build from the same options (G14: built here);
     `replay_model` makes every agent replay recorded model answers (`--replay-model`),
-    `offline` runs no tool live (`--offline`)."""
+    `offline` runs no tool live (`--offline`), `tools_changed` says what a task whose MCP
+    tools changed comes to (`--tools-changed`)."""
     # The embedded host binds loopback itself, whatever WOPEVAL_HOST says.
     overrides: dict[str, object] = {"data_dir": data_dir, "host": "127.0.0.1", "port": 0}
     if project is not None:
@@ -200,8 +202,10 @@ def embedded_settings(
     except ValidationError as exc:
         problems = "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in exc.errors())
         raise ClientError(f"invalid host settings: {problems}") from None
-    if replay_model:
-        features = settings.eval.model_copy(update={"model_replay": True})
+    if replay_model or tools_changed != "report":
+        features = settings.eval.model_copy(
+            update={"model_replay": replay_model, "tools_changed": tools_changed}
+        )
         settings = settings.model_copy(update={"eval": features})
     return settings
 
@@ -249,6 +253,11 @@ def embedded_client(
                 f"{owner}: --replay-model configures the embedded host, which cannot start; "
                 'set model_replay = "recorded" on the agent, or WOPEVAL_EVAL_MODEL_REPLAY=true '
                 "for that host"
+            )
+        if settings.eval.tools_changed == "fail":
+            raise ClientError(
+                f"{owner}: --tools-changed fail configures the embedded host, which cannot "
+                "start; set WOPEVAL_EVAL_TOOLS_CHANGED=fail for that host"
             )
         with _owner_client(settings, api_key, owner, notify) as client:
             yield client

@@ -18,7 +18,8 @@ from pydantic import JsonValue
 
 from wopeval import evals
 from wopeval.engine.grants import InvocationGrants
-from wopeval.tools import ToolContext, ToolFailure, ToolRegistry
+from wopeval.engine.tool_contracts import RecordedTools
+from wopeval.tools import Offered, ToolContext, ToolFailure, ToolRegistry
 from wopeval.wire import json_text
 from wopeval.wire.events import ToolStatus
 
@@ -143,14 +144,23 @@ class FixtureServer:
 @dataclass(frozen=True)
 class Boundary:
     """Where an invocation's calls go: its fixtures first (in an eval task that has them),
-    else the live tools; under model replay, its model requests go to `models`."""
+    else the live tools; under model replay, its model requests go to `models`. `recorded`
+    offers MCP servers' tools as a source run recorded them (an offline eval task)."""
 
     live: LiveTransport
     fixtures: FixtureServer | None = None
     models: ModelServer | None = None
+    recorded: RecordedTools | None = None
 
     def served(self, call: ToolCall) -> ToolResult | None:
         return None if self.fixtures is None else self.fixtures.serve(call)
+
+    def offered(self, allowlist: tuple[str, ...] | None) -> Offered:
+        """The tools an agent with `allowlist` (None: every tool) is offered."""
+        registry = self.live.registry
+        if self.recorded is None:
+            return registry.offered(allowlist)
+        return self.recorded.offered(registry, allowlist)
 
 
 def _as_error(response: JsonValue) -> dict[str, Any]:

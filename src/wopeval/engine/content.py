@@ -26,6 +26,7 @@ from wopeval.wire.task_detail import (
     ModelCallView,
     PathChange,
     ServedAs,
+    ToolChange,
     TraceCall,
     TrialDetail,
 )
@@ -99,9 +100,17 @@ def trial_view(stored: StoredTrial) -> TrialDetail:
 
 
 def reason_line(detail: dict[str, Any], full: bool) -> str:
-    """Why a trial failed, first cause first: a model replay miss or a fixture miss (where
-    the changed agent left its recording; an agent that raises on the miss's error raised
-    because of it), the agent's exception, then the grade."""
+    """Why a trial failed, first cause first: tools that changed under `tools_changed =
+    "fail"` (the agent never ran), a model replay miss or a fixture miss (where the changed
+    agent left its recording; an agent that raises on the miss's error raised because of
+    it), the agent's exception, then the grade."""
+    tools_changed = detail.get("toolsChanged")
+    if tools_changed:
+        changes = [ToolChange.model_validate(change) for change in tools_changed]
+        return (
+            "not run: its MCP tools changed since the recording (tools_changed = fail): "
+            + evals.describe_tool_changes(changes)
+        )
     model_misses = [e for e in detail.get("modelCalls", []) if e["servedBy"] == "miss"]
     if model_misses:
         more = f" (and {len(model_misses) - 1} more)" if len(model_misses) > 1 else ""

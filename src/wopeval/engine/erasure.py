@@ -5,7 +5,9 @@ taken from the run, the eval runs that were served them (their own record of
 those calls), and replays of any of these. What is left is the shape of each
 call — tool, status, duration, `argsHash` — never its content. The model
 exchanges go with it (their messages carry the tools' results): tokens,
-latency, cost and `requestHash` stay; requests and answers do not.
+latency, cost and `requestHash` stay; requests and answers do not. So do the
+MCP tool listings the runs were offered: a listing no run of the tenant holds
+any more is deleted.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ async def erase_tool_content(uow: UnitOfWork, tenant: str, run_id: str) -> Erasu
         seen.add(current)
         calls += await uow.tool_calls.erase(current, at)
         await uow.model_calls.erase(current, at)
+        await uow.tool_listings.erase(tenant, current)
         await _scrub_events(uow, current)
         await _scrub_trials(uow, current, at)
         pending.extend(await uow.derived_fixtures.takers(current))
@@ -100,6 +103,7 @@ async def purge_expired(store: Store, retention_days: int) -> Erasure:
         expired = sorted(
             set(await uow.tool_calls.run_ids_older_than(cutoff))
             | set(await uow.model_calls.run_ids_older_than(cutoff))
+            | set(await uow.tool_listings.run_ids_older_than(cutoff))
         )
     total = Erasure(0, 0, 0)
     for run_id in expired:

@@ -17,6 +17,13 @@ from wopeval import evals
 from wopeval.agents import AgentSpec
 from wopeval.engine.catalog import Catalog
 from wopeval.engine.grading import CustomGrader
+from wopeval.engine.tool_contracts import (
+    NO_CONTRACT,
+    RecordedTools,
+    ToolContract,
+    ToolsChangedPolicy,
+    load_tool_contracts,
+)
 from wopeval.settings import EvalFeatures
 from wopeval.store import UnitOfWork
 from wopeval.wire import errors
@@ -43,6 +50,13 @@ class TaskPlan:
     """Model replay: the source's recorded answers; None means the model runs live."""
     derived_documents: list[dict[str, JsonValue]] | None = None
     """With a source: the derived entries as the documents the run's derived copy stores."""
+    tools: ToolContract = NO_CONTRACT
+    """What the task does with the MCP listings its source recorded."""
+
+    @cached_property
+    def recorded_tools(self) -> RecordedTools | None:
+        """What the task's boundary serves of them (one holder for all its trials)."""
+        return RecordedTools(self.tools.served) if self.tools.served else None
 
     @cached_property
     def fixtures(self) -> tuple[ToolResponse, ...] | None:
@@ -73,6 +87,12 @@ class EvalPlan:
     regression_verdict: bool = True
     model_replay: bool = False
     """Tasks with a fixture source also replay its model answers (docs/llm.md)."""
+    tools_changed_policy: ToolsChangedPolicy = "report"
+    """`fail`: a task whose MCP tools changed since its source fails closed, unrun."""
+
+    def refuses(self, task_plan: TaskPlan) -> bool:
+        """Whether the task fails closed: its tools changed, under `tools_changed = "fail"`."""
+        return self.tools_changed_policy == "fail" and bool(task_plan.tools.changed)
 
     def stored(self) -> dict[str, Any]:
         """What the run row keeps of the plan (derived entries live in their own table):
@@ -89,6 +109,12 @@ class EvalPlan:
             "alpha": self.alpha,
             "regressionVerdict": self.regression_verdict,
             "modelReplay": self.model_replay,
+            "toolsChangedPolicy": self.tools_changed_policy,
+            "toolContracts": {
+                plan.task.taskId: plan.tools.stored()
+                for plan in self.tasks
+                if plan.tools != NO_CONTRACT
+            },
         }
 
     def pairs(self) -> list[tuple[str, int]]:
@@ -160,7 +186,9 @@ async def resolve_eval(
     features: EvalFeatures,
     catalog: Catalog,
     uow: UnitOfWork,
+    live_tools: bool = True,
 ) -> EvalPlan:
+    """`live_tools` False: an offline host, which serves the sources' recorded MCP listings."""
     _gate(request, features)
     suite, document = await _suite(request.evalSuiteRef or "", tenant, catalog, uow)
     agent = _agent(request.agentId or "", suite, catalog)
@@ -186,13 +214,20 @@ async def resolve_eval(
     if model_replay:
         for task_id, source in fixture_runs.items():
             answers[task_id] = await load_model_answers(uow, source, agent.agent_id)
+    contracts = await load_tool_contracts(
+        uow, tenant, fixture_runs, agent, catalog.tools, live_tools=live_tools
+    )
     return EvalPlan(
         suite=suite,
         suite_document=document,
         agent=agent,
         modes=modes,
         tasks=tuple(
-            replace(plan, model_fixtures=answers.get(plan.task.taskId))
+            replace(
+                plan,
+                model_fixtures=answers.get(plan.task.taskId),
+                tools=contracts.get(plan.task.taskId, NO_CONTRACT),
+            )
             for plan in (_task_plan(suite, task, modes, derived) for task in suite.tasks)
         ),
         baseline_run_id=request.baselineRunId,
@@ -202,6 +237,7 @@ async def resolve_eval(
         alpha=features.alpha,
         regression_verdict=features.regression_verdict,
         model_replay=model_replay,
+        tools_changed_policy=features.tools_changed,
     )
 
 
@@ -210,9 +246,13 @@ class PlanUnavailable(Exception):
 
 
 def rebuild_plan(
-    stored: Mapping[str, Any], copies: list[dict[str, Any]], catalog: Catalog
+    stored: Mapping[str, Any],
+    copies: list[dict[str, Any]],
+    catalog: Catalog,
+    listings: Mapping[str, list[Any]],
 ) -> EvalPlan:
-    """The plan a run was created with, from its stored form and its derived copies.
+    """The plan a run was created with, from its stored form, its derived copies and the
+    tool listings it serves (`listings`, by digest: see `tool_contracts.served_digests`).
 
     A queue worker executes runs that another process resolved: every refusal
     happened at create, so this only reassembles. The catalog must be the one the
@@ -238,6 +278,13 @@ def rebuild_plan(
     missing = [name for name in evals.graders_named(suite) if name not in catalog.graders]
     if missing:
         raise PlanUnavailable(f"graders {missing} are not in this catalog")
+    try:
+        contracts = {
+            task_id: ToolContract.from_stored(contract, listings)
+            for task_id, contract in (stored.get("toolContracts") or {}).items()
+        }
+    except LookupError as gone:
+        raise PlanUnavailable(str(gone)) from None
     summary = stored.get("baselineSummary")
     return EvalPlan(
         suite=suite,
@@ -245,7 +292,11 @@ def rebuild_plan(
         agent=agent,
         modes=modes,
         tasks=tuple(
-            replace(plan, model_fixtures=answers.get(plan.task.taskId))
+            replace(
+                plan,
+                model_fixtures=answers.get(plan.task.taskId),
+                tools=contracts.get(plan.task.taskId, NO_CONTRACT),
+            )
             for plan in (_task_plan(suite, task, modes, derived) for task in suite.tasks)
         ),
         baseline_run_id=stored.get("baselineRunId"),
@@ -255,6 +306,7 @@ def rebuild_plan(
         alpha=float(stored.get("alpha", evals.DEFAULT_ALPHA)),
         regression_verdict=bool(stored.get("regressionVerdict", True)),
         model_replay=bool(stored.get("modelReplay", False)),
+        tools_changed_policy="fail" if stored.get("toolsChangedPolicy") == "fail" else "report",
     )
 
 

@@ -21,7 +21,7 @@ from wopeval.engine.invocation import Invocation, Where, run_invocation
 from wopeval.engine.models import ModelServer
 from wopeval.engine.outcome import Terminal
 from wopeval.engine.runlog import Journal, RunLog, Step
-from wopeval.engine.trial_detail import trial_row
+from wopeval.engine.trial_detail import refused_trial_row, trial_row
 from wopeval.wire import events
 from wopeval.wire.runs import RunStatus
 from wopeval.wire.summary import EvalSummary
@@ -98,6 +98,13 @@ async def run_trial(
     journal: Journal,
     context: EvalContext,
 ) -> evals.TrialOutcome:
+    if plan.refuses(task_plan):
+        # tools_changed = "fail": the agent is not run against tools it was not recorded with.
+        changes = task_plan.tools.changed or ()
+        journal.record_trial(
+            refused_trial_row(task_plan.task, trial, plan.agent.wire_content, changes)
+        )
+        return evals.TrialOutcome(passed=False, latency_ms=0)
     cursor, model_cursor = cursors
     fixtures = models = None
     if cursor is not None:
@@ -111,7 +118,7 @@ async def run_trial(
         spec=plan.agent,
         input=task_plan.task.input,
         journal=journal,
-        boundary=Boundary(context.live, fixtures, models),
+        boundary=Boundary(context.live, fixtures, models, task_plan.recorded_tools),
         agents=context.agents,
         where=Where(context.log.run_id, task_plan.task.taskId, trial),
     )

@@ -177,6 +177,7 @@ class Engine:
                 features=self.settings.eval,
                 catalog=self.catalog,
                 uow=uow,
+                live_tools=self.settings.live_tools,
             )
         record = self._new_record(
             principal, request, RunKind.EVAL, plan.suite.suiteId, suite_id=plan.suite.suiteId

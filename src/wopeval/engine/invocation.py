@@ -26,6 +26,7 @@ from wopeval.engine.boundary import Boundary, ToolCall, ToolResult
 from wopeval.engine.grants import InvocationGrants
 from wopeval.engine.models import ModelLedger, ModelRecorder
 from wopeval.engine.runlog import Journal, RunClosed, now
+from wopeval.engine.tool_names import ToolNames, names_of
 from wopeval.store import InvocationRow, ToolCallOutcome, ToolCallRow
 from wopeval.tools import Offered
 from wopeval.wire import events, ids, json_text
@@ -111,11 +112,16 @@ class Invocation:
 
     def offered(self) -> Offered:
         """The tools the agent may call through its MCP endpoint, with their schemas."""
-        return self.boundary.live.registry.offered(self.spec.tools)
+        return self.boundary.offered(self.spec.tools)
+
+    def tool_names(self) -> ToolNames:
+        """The provider-safe names the agent is offered its tools by (engine/tool_names.py)."""
+        return names_of(self.offered().names())
 
     def tool_specs(self) -> list[ToolSpec]:
+        names = self.tool_names()
         return [
-            ToolSpec(name, listing.description, listing.input_schema)
+            ToolSpec(name, listing.description, listing.input_schema, names.offered(name))
             for name, listing in self.offered().tools
         ]
 
@@ -337,6 +343,8 @@ def _close(
         node_id=invocation.node_id,
     )
     where = invocation.where
+    offered = invocation.offered()
+    invocation.journal.record_listings(offered.servers)
     invocation.journal.record_invocation(
         InvocationRow(
             invocation_id=invocation.invocation_id,
@@ -349,6 +357,6 @@ def _close(
             error=error,
             started_at=started,
             completed_at=now(),
-            tools_digest=invocation.offered().digest,
+            tools_digest=offered.digest,
         )
     )

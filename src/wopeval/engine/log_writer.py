@@ -32,7 +32,15 @@ from typing import Any
 from wopeval.engine.fence import Fence, Locked
 from wopeval.engine.notifier import Notifier
 from wopeval.engine.runlog import RunUpdate, Staged, Step, Transition
-from wopeval.store import LockedRun, RunMove, RunRecord, Store, ToolCallOutcome, UnitOfWork
+from wopeval.store import (
+    ListingRow,
+    LockedRun,
+    RunMove,
+    RunRecord,
+    Store,
+    ToolCallOutcome,
+    UnitOfWork,
+)
 from wopeval.wire import events, json_text
 from wopeval.wire.runs import RunStatus
 
@@ -69,6 +77,7 @@ class _Group:
     model_calls: list[dict[str, Any]] = field(default_factory=list)
     invocations: list[dict[str, Any]] = field(default_factory=list)
     trials: list[dict[str, Any]] = field(default_factory=list)
+    listings: list[tuple[str, ListingRow]] = field(default_factory=list)
     unfenced_runs: set[str] = field(default_factory=set)
     """Runs with unfenced steps among these rows (numbered, not yet written)."""
 
@@ -80,6 +89,7 @@ class _Group:
         await uow.model_calls.append(self.model_calls)
         await uow.invocations.append(self.invocations)
         await uow.trials.append(self.trials)
+        await uow.tool_listings.keep(self.listings)
         for rows in (
             self.events,
             self.calls,
@@ -87,6 +97,7 @@ class _Group:
             self.model_calls,
             self.invocations,
             self.trials,
+            self.listings,
         ):
             rows.clear()
         self.unfenced_runs.clear()
@@ -414,6 +425,7 @@ def _number(run_id: str, step: Step, first: int, group: _Group) -> None:
     group.model_calls.extend(row.to_row(run_id) for row in step.model_calls)
     group.invocations.extend(row.to_row(run_id) for row in step.invocations)
     group.trials.extend(row.to_row(run_id) for row in step.trials)
+    group.listings.extend((run_id, row) for row in step.listings)
 
 
 def render(run_id: str, staged: Staged) -> str:

@@ -79,8 +79,8 @@ from wopeval.agents import (
     ProcessLaunch,
     PythonAgent,
     ScriptedAgent,
-    function_names,
 )
+from wopeval.engine import tool_names
 from wopeval.engine.catalog import Catalog, GlobalSuite
 from wopeval.engine.grading import DEFAULT_GRADER_TIMEOUT_SECONDS, CustomGrader
 from wopeval.engine.project_llm import (
@@ -202,6 +202,9 @@ class EvalEntry(_Closed):
     trials: int | None = Field(default=None, ge=1, le=100)
     offline: bool = False
     """Refuse to start when a task would reach a live tool, and run none live."""
+    tools_changed: Literal["report", "fail"] = "report"
+    """A task whose MCP tools changed since its source run recorded them: `report` it, or
+    `fail` it closed, unrun (docs/agents.md, "Tool contracts")."""
     tags: list[str] = Field(default_factory=list)
     """Tags the eval run carries (a later `--baseline latest:TAG` finds it by them)."""
 
@@ -267,7 +270,8 @@ def load_project(
 async def connect_mcp_servers(
     specs: list[McpServerSpec], catalog: Catalog, servers: McpServers, *, offline: bool = False
 ) -> None:
-    """List each MCP server's tools into the registry, then check every agent's `tools`.
+    """List each MCP server's tools into the registry, then check every agent's `tools` and
+    that no two tools would be offered by one name (engine/tool_names.py).
 
     An offline host connects to none: its calls are served by fixtures or fail closed,
     so an agent's allowlist entries under an MCP server's prefix are not checked there.
@@ -277,6 +281,7 @@ async def connect_mcp_servers(
         for agent in catalog.agents.all():
             kept = [p for p in agent.tools or () if not p.startswith(prefixes)]
             _check_allowlist(replace(agent, tools=tuple(kept)), catalog.tools)
+        _check_offered_names(catalog.tools)
         return
     try:
         for spec in specs:
@@ -288,17 +293,21 @@ async def connect_mcp_servers(
         raise ProjectError(str(exc)) from exc
     for spec_ in catalog.agents.all():
         _check_allowlist(spec_, catalog.tools)
+    _check_offered_names(catalog.tools)
+
+
+def _check_offered_names(registry: ToolRegistry) -> None:
+    """Refuse two tools that an agent would be offered by one name, naming both."""
+    try:
+        tool_names.ToolNames.of(registry.names())
+    except tool_names.ToolNameClash as clash:
+        raise ProjectError(f"{clash}; rename one of them") from clash
 
 
 def _check_allowlist(agent: AgentSpec, registry: ToolRegistry) -> None:
     for pattern in agent.tools or ():
         if not registry.matching(pattern):
             raise ProjectError(f"agent {agent.agent_id!r}: `tools` entry {pattern!r} names no tool")
-    if agent.lane == "openai":
-        try:
-            function_names(sorted(registry.offered(agent.tools).names()))
-        except ValueError as exc:
-            raise ProjectError(f"agent {agent.agent_id!r}: {exc}") from exc
 
 
 def _agent(entry: AgentEntry, directory: Path, http: httpx.AsyncClient) -> AgentSpec:

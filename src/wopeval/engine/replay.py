@@ -63,6 +63,7 @@ async def replay(uow: UnitOfWork, principal: Principal, source: RunRecord) -> Ru
     await uow.model_calls.copy(source.run_id, run_id)
     await uow.invocations.copy(source.run_id, run_id)
     await uow.trials.copy(source.run_id, run_id)
+    await uow.tool_listings.copy(source.run_id, run_id)
     await copy_derived(uow.derived_fixtures, source.run_id, run_id)
     return record
 

@@ -15,11 +15,20 @@ not end until it is resumed.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from wopeval.store import InvocationRow, ModelCallRow, ToolCallOutcome, ToolCallRow, TrialRow
+from wopeval import evals
+from wopeval.store import (
+    InvocationRow,
+    ListingRow,
+    ModelCallRow,
+    ToolCallOutcome,
+    ToolCallRow,
+    TrialRow,
+)
 from wopeval.wire import events, ids
 from wopeval.wire.runs import RunStatus
 
@@ -102,7 +111,8 @@ class Staged:
 @dataclass
 class Step:
     """What lands together: events, the tool records keyed to them, outcomes of earlier
-    calls, model exchanges, and the invocations and eval trials that ended."""
+    calls, model exchanges, the invocations and eval trials that ended, and the MCP
+    listings the run was offered for the first time."""
 
     staged: list[Staged] = field(default_factory=list)
     calls: list[tuple[Staged, ToolCallRow]] = field(default_factory=list)
@@ -110,6 +120,7 @@ class Step:
     model_calls: list[ModelCallRow] = field(default_factory=list)
     invocations: list[InvocationRow] = field(default_factory=list)
     trials: list[TrialRow] = field(default_factory=list)
+    listings: list[ListingRow] = field(default_factory=list)
 
     def emit(self, payload: events.Payload, *, node_id: str | None = None) -> Staged:
         staged = Staged(payload.TYPE, payload.to_wire(), event_time(), node_id)
@@ -137,6 +148,7 @@ class Step:
         self.model_calls.extend(other.model_calls)
         self.invocations.extend(other.invocations)
         self.trials.extend(other.trials)
+        self.listings.extend(other.listings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +195,9 @@ class RunLog:
         self.run_id = run_id
         self.tenant = tenant
         self.fence = fence
+        self.offered_listings: set[tuple[str, str]] = set()
+        """`(server, digest)` of the MCP listings recorded through this handle: each lands
+        once (the store keeps the first of a run's server anyway)."""
 
     async def commit(self, step: Step, update: RunUpdate | None = None) -> None:
         """Land `step` while the run is active; raises RunClosed once it has ended."""
@@ -267,6 +282,16 @@ class Journal:
 
     def record_trial(self, row: TrialRow) -> None:
         self._step.trials.append(row)
+
+    def record_listings(self, listings: Sequence[evals.ServerListing]) -> None:
+        """Keep with the run the MCP servers' listings an invocation was offered."""
+        kept = self.log.offered_listings
+        for listing in listings:
+            if (listing.server, listing.digest) not in kept:
+                kept.add((listing.server, listing.digest))
+                self._step.listings.append(
+                    ListingRow(listing.server, listing.digest, listing.document())
+                )
 
     async def flush(self) -> None:
         """Land everything staged so far; returns once it is durable."""

@@ -15,7 +15,7 @@ from wopeval.engine import content
 from wopeval.store import RunRecord, StoredTrial, UnitOfWork
 from wopeval.wire import errors, events
 from wopeval.wire.runs import RunKind
-from wopeval.wire.task_detail import TaskDetail, TaskLine, TaskList, TrialDetail
+from wopeval.wire.task_detail import TaskDetail, TaskLine, TaskList, ToolChange, TrialDetail
 
 
 async def task_list(uow: UnitOfWork, record: RunRecord) -> TaskList:
@@ -23,11 +23,12 @@ async def task_list(uow: UnitOfWork, record: RunRecord) -> TaskList:
     trials = _by_task(await uow.trials.of_run(record.run_id))
     scored = await _scored(uow, record.run_id)
     verdicts = _verdicts(record.summary)
+    changed = await _tools_changed(uow, record)
     order = list(scored) + [task_id for task_id in trials if task_id not in scored]
     return TaskList(
         runId=record.run_id,
         tasks=[
-            _line(task_id, scored.get(task_id), trials.get(task_id, []), verdicts)
+            _line(task_id, scored.get(task_id), trials.get(task_id, []), verdicts, changed)
             for task_id in order
         ],
     )
@@ -39,28 +40,20 @@ async def task_detail(uow: UnitOfWork, record: RunRecord, task_id: str) -> TaskD
     if not trials:
         raise errors.NotFound("No such task in this run.")
     scored = (await _scored(uow, record.run_id)).get(task_id)
-    line = _line(task_id, scored, trials, _verdicts(record.summary))
+    changed = await _tools_changed(uow, record)
+    line = _line(task_id, scored, trials, _verdicts(record.summary), changed)
     views: list[TrialDetail] = [content.trial_view(trial) for trial in trials]
-    return TaskDetail(
-        **line.model_dump(),
-        runId=record.run_id,
-        toolSchemasChanged=await _tool_schemas_changed(uow, record, task_id),
-        trialDetails=views,
-    )
+    return TaskDetail(**line.model_dump(), runId=record.run_id, trialDetails=views)
 
 
-async def _tool_schemas_changed(uow: UnitOfWork, record: RunRecord, task_id: str) -> bool | None:
-    """Whether the task's agent saw another tool listing than in its fixture source."""
+async def _tools_changed(uow: UnitOfWork, record: RunRecord) -> dict[str, list[ToolChange]]:
+    """Each task's MCP tool changes since its source, as compared at create (the plan's)."""
     plan = await uow.runs.plan(record.tenant, record.run_id) or {}
-    source = (plan.get("fixtureRuns") or {}).get(task_id)
-    agent_id = plan.get("agentId")
-    if not isinstance(source, str) or not isinstance(agent_id, str):
-        return None
-    seen = await uow.invocations.tools_digests(record.run_id, agent_id, task_id)
-    recorded = await uow.invocations.tools_digests(source, agent_id)
-    if not seen or not recorded:
-        return None
-    return seen != recorded
+    return {
+        task_id: [ToolChange.model_validate(change) for change in contract["changed"]]
+        for task_id, contract in (plan.get("toolContracts") or {}).items()
+        if contract["changed"] is not None
+    }
 
 
 def _require_eval(record: RunRecord) -> None:
@@ -92,6 +85,7 @@ def _line(
     scored: dict[str, Any] | None,
     trials: list[StoredTrial],
     verdicts: dict[str, dict[str, Any]],
+    changed: dict[str, list[ToolChange]],
 ) -> TaskLine:
     failing = [trial for trial in trials if not trial.passed]
     reason = "passed"
@@ -116,6 +110,7 @@ def _line(
                 for trial in trials
             ),
             reason=reason,
+            toolsChanged=changed.get(task_id),
         )
     return TaskLine(
         taskId=task_id,
@@ -131,4 +126,5 @@ def _line(
         pValue=verdict.get("pValue"),
         flaky=verdict.get("flaky"),
         reason=reason,
+        toolsChanged=changed.get(task_id),
     )

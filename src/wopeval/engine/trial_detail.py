@@ -8,6 +8,7 @@ event, which stay content-free (RFC 0081).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import JsonValue
@@ -16,6 +17,7 @@ from wopeval import evals
 from wopeval.engine.invocation import InvocationResult
 from wopeval.store import TrialRow
 from wopeval.wire.suite import Task
+from wopeval.wire.task_detail import ToolChange
 
 DETAIL_VERSION = 1
 """Version of the stored detail document, for the reader of older rows."""
@@ -53,6 +55,26 @@ def trial_row(
     if not result.failed:
         detail["decision"] = result.decision
     return TrialRow(task.taskId, trial, passed, wire_content, detail, duration_ms, fixture_misses)
+
+
+def refused_trial_row(
+    task: Task, trial: int, wire_content: str, changes: Sequence[ToolChange]
+) -> TrialRow:
+    """A trial failed closed, unrun: its MCP tools changed since the recording, under
+    `tools_changed = "fail"` (the changes name tools only, so they show for every agent)."""
+    detail: dict[str, Any] = {
+        "v": DETAIL_VERSION,
+        "durationMs": 0,
+        "expected": task.expected.model_dump(mode="json", by_alias=True, exclude_unset=True),
+        "grade": None,
+        "calls": [],
+        "misses": [],
+        "error": None,
+        "modelCalls": [],
+        "costUsd": None,
+        "toolsChanged": [change.model_dump(mode="json") for change in changes],
+    }
+    return TrialRow(task.taskId, trial, False, wire_content, detail, 0, 0)
 
 
 def _call(index: int, call: evals.ExecutedCall) -> dict[str, JsonValue]:

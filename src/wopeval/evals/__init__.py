@@ -3,7 +3,8 @@
 Suite references, the fixture matcher and its miss analysis, derived fixtures
 (RFC 0252 §D), graders and their reasons, structural JSON diffs, pass
 policies, the summary, the paired verdict (RFC 0244 §F), the create-time
-rules of RFC 0251 / RFC 0252 §B–§C and the diff of two run logs (RFC 0054).
+rules of RFC 0251 / RFC 0252 §B–§C, the diff of two run logs (RFC 0054) and
+what changed in the tools an agent is offered since a recording.
 Call sites use `evals.<name>`.
 """
 
@@ -86,6 +87,13 @@ from wopeval.evals._summary import (
     summarise_task,
     with_regression,
 )
+from wopeval.evals._tool_contracts import (
+    ListedTool,
+    ServerListing,
+    describe_tool_changes,
+    listing_digest,
+    tools_changed,
+)
 from wopeval.evals._trajectory import grade_trajectory
 from wopeval.evals._verdict import (
     DEFAULT_ALPHA,
@@ -111,6 +119,7 @@ __all__ = [
     "Found",
     "GoLive",
     "Grade",
+    "ListedTool",
     "LoggedRun",
     "MissDetail",
     "Missed",
@@ -127,6 +136,7 @@ __all__ = [
     "Served",
     "ServedAs",
     "ServedBy",
+    "ServerListing",
     "SourceFacts",
     "SuiteRef",
     "TaskVerdict",
@@ -146,6 +156,7 @@ __all__ = [
     "derive_fixture_documents",
     "derive_fixtures",
     "derive_model_fixtures",
+    "describe_tool_changes",
     "diff_logs",
     "effective_policy",
     "effective_trials",
@@ -162,6 +173,7 @@ __all__ = [
     "is_usable_source",
     "json_diff",
     "json_equal",
+    "listing_digest",
     "model_request_hash",
     "own_calls",
     "p95",
@@ -174,6 +186,7 @@ __all__ = [
     "summarise",
     "summarise_task",
     "tasks_reaching_live_tools",
+    "tools_changed",
     "trials_pass",
     "value_at",
     "with_regression",

@@ -18,6 +18,7 @@ from wopeval.reports._why import (
     miss_headline,
     needs_explaining,
     paired,
+    tools_changed_text,
     trace_rows,
 )
 from wopeval.reports.html import BaselineFacts, RunFacts, html_report
@@ -49,5 +50,6 @@ __all__ = [
     "needs_explaining",
     "paired",
     "parse_instant",
+    "tools_changed_text",
     "trace_rows",
 ]

@@ -19,6 +19,7 @@ from wopeval.reports._why import (
     expected_text,
     json_text,
     miss_headline,
+    tools_changed_text,
     trace_rows,
 )
 from wopeval.wire.task_detail import MissView, TaskDetail, TraceCall, TrialDetail
@@ -31,11 +32,9 @@ def drilldown(detail: TaskDetail) -> str:
     """Every trial of the task, failing ones first, each in its own block."""
     trials = sorted(detail.trialDetails, key=lambda trial: (trial.passed, trial.trial))
     parts = []
-    if detail.toolSchemasChanged:
-        parts.append(
-            '<p class="note">The agent was offered other tools or schemas than its fixture '
-            "source saw.</p>"
-        )
+    changed = tools_changed_text(detail)
+    if changed is not None:
+        parts.append(f'<p class="note">{escape(changed)}.</p>')
     parts.extend(_trial(trial) for trial in trials)
     return "".join(parts)
 

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from wopeval import evals
 from wopeval.wire.summary import EvalSummary, TaskRegression, Verdict
 from wopeval.wire.task_detail import (
     MissView,
@@ -67,6 +68,15 @@ def explained_task_ids(summary: EvalSummary, listing: TaskList) -> list[str]:
     return [
         line.taskId for line in listing.tasks if needs_explaining(line, verdicts.get(line.taskId))
     ]
+
+
+def tools_changed_text(line: TaskLine) -> str | None:
+    """`MCP tools changed since the recording: …` for a task whose tools changed; else None."""
+    if not line.toolsChanged:
+        return None
+    return "MCP tools changed since the recording: " + evals.describe_tool_changes(
+        line.toolsChanged
+    )
 
 
 def marks(pair: TaskRegression | None) -> list[str]:
@@ -248,9 +258,8 @@ def _change_line(row: ChangeRow) -> str:
 def detail_text(detail: TaskDetail, limit: int | None = PLAIN_LIMIT) -> str:
     """A task's failing trials (every trial if none failed) as plain text."""
     failing = [trial for trial in detail.trialDetails if not trial.passed]
-    lines: list[str] = []
-    if detail.toolSchemasChanged:
-        lines.append("the agent was offered other tools or schemas than its fixture source saw")
+    changed = tools_changed_text(detail)
+    lines: list[str] = [] if changed is None else [changed]
     for trial in failing or detail.trialDetails:
         lines.extend(trial_lines(trial, limit))
     return "\n".join(lines)

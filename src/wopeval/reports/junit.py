@@ -12,7 +12,8 @@ properties.
 
 With the host's task details (`RunWhy`), a failure's `message` is the host's
 reason line (a regression's adds the score movement), its body the expected /
-actual diff and the tool trace, and the testcase's `<system-out>` the decision.
+actual diff and the tool trace, and the testcase's `<system-out>` the decision and,
+for a task whose MCP tools changed since its recording, which (docs/agents.md).
 Without them (a host that serves no task routes) the message names the score
 and the verdict only. A task's cost and mean latency, where priced, join its
 `<system-out>`.
@@ -25,7 +26,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from wopeval.reports._why import RunWhy, decisions_text, detail_text
+from wopeval.reports._why import RunWhy, decisions_text, detail_text, tools_changed_text
 from wopeval.wire.summary import EvalSummary, TaskRegression, TaskSummary, Verdict
 from wopeval.wire.task_detail import TaskDetail, TaskLine
 
@@ -149,6 +150,9 @@ def _testcase(
     elif pair is not None and pair.verdict is Verdict.INCONCLUSIVE:
         _child(case, "skipped", {"message": f"inconclusive: {_movement(pair)}"}, body)
     out = [] if why.detail is None else [decisions_text(why.detail)]
+    changed = None if why.line is None else tools_changed_text(why.line)
+    if changed is not None:
+        out.append(changed)
     if task.costUsd is not None:
         out += _spend(task)
     if out:

@@ -3,7 +3,8 @@
 Sized for `$GITHUB_STEP_SUMMARY` and a PR comment (GitHub takes 65,536
 characters): the verdict line first, then the baseline (its id, tags and age),
 the task table with regressed and inconclusive tasks first, each failing or
-regressed task's reason as the host gave it, fixture misses and live calls. A
+regressed task's reason as the host gave it, the tasks whose MCP tools changed since
+their recording, fixture misses and live calls. A
 table longer than the budget keeps its first rows and says how many it left out.
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from wopeval.reports._age import age_text, parse_instant
-from wopeval.reports._why import RunWhy, marks, needs_explaining, paired
+from wopeval.reports._why import RunWhy, marks, needs_explaining, paired, tools_changed_text
 from wopeval.reports.html import RunFacts
 from wopeval.reports.junit import cost_text
 from wopeval.wire.summary import EvalSummary, Regression, TaskRegression, TaskSummary, Verdict
@@ -42,7 +43,7 @@ def markdown_report(
     lines += _facts(summary, facts, now)
     pairs = paired(summary)
     body = _table(summary, pairs)
-    reasons = _reasons(summary, pairs, why)
+    reasons = _reasons(summary, pairs, why) + _tools_changed(why)
     kept, left = _fit(lines, body, reasons)
     return "\n".join(kept + ([f"\n_{left} more rows left out to fit a comment._"] if left else []))
 
@@ -150,6 +151,15 @@ def _reasons(
         note = " ".join(f"_{tag}_" for tag in [*tags, *marks(pair)])
         out.append(f"- `{line.taskId}` {note}".rstrip() + f": {_escape(line.reason)}")
     return out
+
+
+def _tools_changed(why: RunWhy | None) -> list[str]:
+    """Each task whose MCP tools changed since its recording, with what changed."""
+    if why is None:
+        return []
+    changed = [(line.taskId, tools_changed_text(line)) for line in why.listing.tasks]
+    rows = [f"- `{task_id}`: {_escape(text)}" for task_id, text in changed if text is not None]
+    return ["", "**Tools changed since the recording**", "", *rows] if rows else []
 
 
 def _escape(text: str) -> str:

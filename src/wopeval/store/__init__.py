@@ -43,6 +43,7 @@ from wopeval.store._small_repos import (
     replace_keys,
 )
 from wopeval.store._tool_calls import ToolCallOutcome, ToolCallRow, ToolCallsRepo
+from wopeval.store._tool_listings import ListingRow, ToolListingsRepo
 from wopeval.store.db import MIGRATION_LOCK_KEY, create_engine, migrate, sqlite_url
 from wopeval.store.lease import DatabaseUnreachable, Lease, LeaseHeld, database_name, take_lease
 
@@ -84,6 +85,10 @@ class UnitOfWork:
     @property
     def invocations(self) -> InvocationsRepo:
         return InvocationsRepo(self.connection)
+
+    @property
+    def tool_listings(self) -> ToolListingsRepo:
+        return ToolListingsRepo(self.connection)
 
     @property
     def trials(self) -> TrialsRepo:
@@ -218,6 +223,7 @@ __all__ = [
     "KeysRepo",
     "Lease",
     "LeaseHeld",
+    "ListingRow",
     "LockedRun",
     "ModelCallRow",
     "ModelCallsRepo",
@@ -233,6 +239,7 @@ __all__ = [
     "ToolCallOutcome",
     "ToolCallRow",
     "ToolCallsRepo",
+    "ToolListingsRepo",
     "TrialCounts",
     "TrialRow",
     "TrialsRepo",

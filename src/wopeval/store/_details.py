@@ -106,21 +106,6 @@ class InvocationsRepo:
         )
         return [dict(row) for row in result.mappings()]
 
-    async def tools_digests(
-        self, run_id: str, agent_id: str, task_id: str | None = None
-    ) -> set[str]:
-        """The tool listings `agent_id` was offered in the run (in one task, when named)."""
-        query = select(invocations.c.tools_digest).where(
-            invocations.c.run_id == run_id,
-            invocations.c.agent_id == agent_id,
-            invocations.c.is_delegate.is_(False),
-            invocations.c.tools_digest.is_not(None),
-        )
-        if task_id is not None:
-            query = query.where(invocations.c.task_id == task_id)
-        result = await self._connection.execute(query.distinct())
-        return {row[0] for row in result}
-
 
 class TrialsRepo:
     def __init__(self, connection: AsyncConnection) -> None:

@@ -157,6 +157,25 @@ model_calls = Table(
     Column("erased_at", DateTime(timezone=True), nullable=True),
 )
 
+# Each MCP server's `tools/list` as a run was offered it (docs/agents.md, "Tool contracts"):
+# the listing stored once per tenant and digest, and which runs were offered it, by server.
+tool_listings = Table(
+    "tool_listings",
+    metadata,
+    Column("tenant", String(128), primary_key=True),
+    Column("digest", String(71), primary_key=True),
+    Column("listing", JSON, nullable=False),
+)
+
+run_tool_listings = Table(
+    "run_tool_listings",
+    metadata,
+    Column("run_id", String(300), primary_key=True),
+    Column("server", String(128), primary_key=True),
+    Column("digest", String(71), nullable=False),
+    Index("ix_run_tool_listings_digest", "digest"),
+)
+
 task_trials = Table(
     "task_trials",
     metadata,

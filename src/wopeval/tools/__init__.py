@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pydantic import JsonValue
@@ -22,9 +23,33 @@ class Offered:
     tools: tuple[tuple[str, ToolListing], ...]
     digest: str
     """`sha256:` + hex of the JCS `[{name, description, inputSchema}]`, by name."""
+    servers: tuple[evals.ServerListing, ...] = ()
+    """The listings of the MCP servers whose tools are among them (a run records them)."""
 
     def names(self) -> frozenset[str]:
         return frozenset(name for name, _ in self.tools)
+
+
+def offer(
+    tools: Mapping[str, ToolListing],
+    servers: Mapping[str, evals.ServerListing],
+    allowlist: tuple[str, ...] | None,
+) -> Offered:
+    """What an agent with `allowlist` (None: every tool) is offered of `tools` (by name),
+    with the listings (`servers`, by server) of the MCP servers it is offered tools of."""
+    if allowlist is None:
+        names = sorted(tools)
+    else:
+        names = sorted(
+            {name for name in tools for pattern in allowlist if fnmatch.fnmatchcase(name, pattern)}
+        )
+    offered = tuple((name, tools[name]) for name in names)
+    document: JsonValue = [
+        {"name": name, "description": listing.description, "inputSchema": listing.input_schema}
+        for name, listing in offered
+    ]
+    used = sorted({listing.server for _, listing in offered if listing.server is not None})
+    return Offered(offered, evals.args_hash(document), tuple(servers[server] for server in used))
 
 
 @dataclass(frozen=True)
@@ -38,6 +63,8 @@ class ToolRegistry:
     def __init__(self) -> None:
         self._tools: dict[str, _Entry] = {}
         self._offered: dict[tuple[str, ...] | None, Offered] = {}
+        self._listings: dict[str, ToolListing] | None = None
+        self._servers: dict[str, evals.ServerListing] | None = None
 
     def add(
         self,
@@ -51,6 +78,7 @@ class ToolRegistry:
             raise ValueError(f"tool {tool.name!r} is registered twice")
         self._tools[tool.name] = _Entry(tool, listing or ToolListing(), timeout_seconds)
         self._offered.clear()
+        self._listings = self._servers = None
 
     def get(self, name: str) -> Tool | None:
         entry = self._tools.get(name)
@@ -67,23 +95,36 @@ class ToolRegistry:
         """The registered names an allowlist entry names: exact, or a glob like `orders:*`."""
         return [name for name in self.names() if fnmatch.fnmatchcase(name, pattern)]
 
+    def listings(self) -> dict[str, ToolListing]:
+        """Every registered tool's listing, by name."""
+        if self._listings is None:
+            self._listings = {name: entry.listing for name, entry in self._tools.items()}
+        return self._listings
+
+    def servers(self) -> dict[str, evals.ServerListing]:
+        """The listing of each MCP server whose tools are registered, by server."""
+        if self._servers is None:
+            self._servers = server_listings(self.listings())
+        return self._servers
+
     def offered(self, allowlist: tuple[str, ...] | None) -> Offered:
         """The listing an agent with `allowlist` (None: every tool) is shown; computed once."""
         cached = self._offered.get(allowlist)
-        if cached is not None:
-            return cached
-        if allowlist is None:
-            names = self.names()
-        else:
-            names = sorted({name for pattern in allowlist for name in self.matching(pattern)})
-        tools = tuple((name, self._tools[name].listing) for name in names)
-        document: JsonValue = [
-            {"name": name, "description": listing.description, "inputSchema": listing.input_schema}
-            for name, listing in tools
-        ]
-        offered = Offered(tools, evals.args_hash(document))
-        self._offered[allowlist] = offered
-        return offered
+        if cached is None:
+            cached = self._offered[allowlist] = offer(self.listings(), self.servers(), allowlist)
+        return cached
+
+
+def server_listings(tools: Mapping[str, ToolListing]) -> dict[str, evals.ServerListing]:
+    """The MCP servers' listings among `tools` (by canonical name), by server."""
+    by_server: dict[str, list[evals.ListedTool]] = {}
+    for name, listing in tools.items():
+        if listing.server is not None:
+            listed = evals.ListedTool(
+                name.removeprefix(f"{listing.server}:"), listing.description, listing.input_schema
+            )
+            by_server.setdefault(listing.server, []).append(listed)
+    return {server: evals.ServerListing.of(server, listed) for server, listed in by_server.items()}
 
 
 __all__ = [
@@ -104,4 +145,6 @@ __all__ = [
     "ToolRegistry",
     "derived_input_schema",
     "load_callable",
+    "offer",
+    "server_listings",
 ]

@@ -61,6 +61,8 @@ class ToolListing:
 
     description: str = ""
     input_schema: dict[str, JsonValue] = field(default_factory=lambda: {"type": "object"})
+    server: str | None = None
+    """The MCP server the tool is listed by (None: not an MCP tool)."""
 
 
 class Tool(Protocol):

@@ -296,7 +296,11 @@ class McpServers:
         return [
             (
                 McpTool(f"{spec.name}:{name}", name, connection),
-                ToolListing(by_name[name].description or "", dict(by_name[name].input_schema)),
+                ToolListing(
+                    by_name[name].description or "",
+                    dict(by_name[name].input_schema),
+                    server=spec.name,
+                ),
             )
             for name in wanted
         ]

@@ -15,6 +15,7 @@ from wopeval.wire._event_base import AnyJson
 
 ChangeKind = Literal["added", "removed", "changed"]
 ServedAs = Literal["fixture", "live", "miss"]
+ToolField = Literal["description", "inputSchema"]
 
 
 class _Shape(BaseModel):
@@ -30,6 +31,16 @@ class PathChange(_Shape):
     """The expected (or recorded) value at `path`; absent for `added`."""
     actual: AnyJson | None = None
     """The actual value at `path`; absent for `removed`."""
+
+
+class ToolChange(_Shape):
+    tool: str
+    """The tool's canonical `<server>:<tool>` name."""
+    kind: ChangeKind
+    """`added`: offered now, not in the recording; `removed`: recorded, not offered now;
+    `changed`: offered both times, otherwise."""
+    fields: list[ToolField] = []
+    """For `changed`: which of its `description` and `inputSchema` differ."""
 
 
 class GradeView(_Shape):
@@ -196,6 +207,11 @@ class TaskLine(_Shape):
     """Whether the task's trials disagreed."""
     reason: str
     """The first failing trial's reason, or `passed`."""
+    toolsChanged: list[ToolChange] | None = None
+    """The MCP tools the agent was offered against those its fixture source run was offered
+    (docs/agents.md, "Tool contracts"): each tool added, removed or changed, `[]` when
+    none; absent when not compared (no source, a source that recorded no MCP listing, or
+    an offline host, which offers the recorded tools)."""
 
 
 class TaskList(_Shape):
@@ -208,8 +224,5 @@ class TaskList(_Shape):
 class TaskDetail(TaskLine):
     runId: str
     """The eval run."""
-    toolSchemasChanged: bool | None = None
-    """The agent was offered other tools or schemas than in the task's fixture source
-    (their listing's digest differs); absent when the task has no source."""
     trialDetails: list[TrialDetail]
     """Each trial, in order."""

@@ -6,6 +6,7 @@ from collections import OrderedDict
 
 from wopeval.engine.catalog import Catalog
 from wopeval.engine.eval_plan import EvalPlan, rebuild_plan
+from wopeval.engine.tool_contracts import served_digests
 from wopeval.store import UnitOfWork
 
 
@@ -14,7 +15,8 @@ async def load_plan(uow: UnitOfWork, tenant: str, run_id: str, catalog: Catalog)
     stored = await uow.runs.plan(tenant, run_id)
     if stored is None:
         return None
-    return rebuild_plan(stored, await uow.derived_fixtures.rows(run_id), catalog)
+    listings = await uow.tool_listings.by_digests(tenant, served_digests(stored))
+    return rebuild_plan(stored, await uow.derived_fixtures.rows(run_id), catalog, listings)
 
 
 class Plans:

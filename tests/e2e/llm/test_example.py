@@ -6,10 +6,11 @@ lane and the command-lane program on the plain `openai` client — are
 recorded in production (once per module and backend), replayed through
 `fixtureRuns` with zero live tool calls and the model live, and then, by
 `wopeval eval --replay-model`, with the model answers replayed too: no request
-reaches the model server. Carried to a fresh store by `recordings export` and
-`recordings import`, the recordings replay there `--offline --replay-model`
-with no model server and no MCP server reachable, as a pull request's CI job
-runs them (docs/ci.md).
+reaches the model server; with `--offline` as well, the orders MCP server is
+never started. Carried to a fresh store by `recordings export` and `recordings
+import`, the recordings replay there `--offline --replay-model` with no model
+server and no MCP server reachable, as a pull request's CI job runs them
+(docs/ci.md).
 """
 
 from __future__ import annotations
@@ -147,11 +148,23 @@ def test_the_llm_example_records_replays_and_pins_its_model(
     assert "Live tool calls  0" in pinned.stdout
     assert len(example_model.script.received) == asked, "a pinned model answer reached upstream"
 
+    # Offline too: the orders server is never started, and the agent is offered the tools
+    # its recordings were offered, so its model requests are those it made (docs/ci.md).
+    tool_calls = orders_log.count()
+    offline = run_cli(
+        "eval", AGENTS[agent][1], "--agent", agent, "--replay-model", "--offline",
+        *[f"--from-run={task}={run}" for task, run in production.sources[agent].items()],
+        "--project", str(production.project), "--data-dir", str(settings.data_dir),
+        "--database-url", settings.resolved_database_url(),
+        "--api-key", settings.api_keys[TENANT_A],
+    )  # fmt: skip
+    assert offline.code == 0, offline.stdout + offline.stderr
+    assert "(3/3 tasks passed)" in " ".join(offline.stdout.split()), offline.stdout
+    assert "Fixture misses   0" in offline.stdout
+    assert len(example_model.script.received) == asked, "an offline replay reached the model"
+    assert orders_log.count() == tool_calls, "an offline replay reached the orders server"
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="--offline offers MCP tools only from a recorded tool contract (issue 24 item 3)",
-)
+
 def test_the_llm_example_replays_offline_from_a_bundle_with_no_provider_reachable(
     production: Production, example_model: ModelServer, tmp_path: Path
 ) -> None:

@@ -36,12 +36,12 @@ def user_message(inputs: dict[str, Any]) -> str:
 
 def refund_turns(order: str, *, escalate: bool = False) -> list[dict[str, Any]]:
     """Look the order up on two tools at once, refund it, answer in JSON."""
-    lookups = {"tool_calls": [{"name": "shop_lookup", "arguments": {"order": order}},
-                              {"name": "count_lookup", "arguments": {"key": order}}]}  # fmt: skip
+    lookups = {"tool_calls": [{"name": "shop__lookup", "arguments": {"order": order}},
+                              {"name": "count__lookup", "arguments": {"key": order}}]}  # fmt: skip
     if escalate:
         return [lookups, {"json": {"action": "escalate", "order": order}}]
     refund = {
-        "tool_calls": [{"name": "shop_refund", "arguments": {"order": order, "amount": 42.0}}]
+        "tool_calls": [{"name": "shop__refund", "arguments": {"order": order, "amount": 42.0}}]
     }
     return [lookups, refund, {"json": {"action": "refund", "order": order, "amount": 42.0}}]
 
@@ -116,8 +116,9 @@ def test_a_production_run_records_every_model_turn_and_tool_call_with_the_key_on
         assert exchange["cost_usd"] == pytest.approx(expected_cost)
         assert exchange["request_hash"].startswith("sha256:")
     first, second, _ = (e["request"] for e in exchanges)
+    # `count:lookup`, `shop:lookup`, `shop:refund`, by the names every model API accepts.
     assert [t["function"]["name"] for t in first["tools"]] == [
-        "count_lookup", "shop_lookup", "shop_refund"
+        "count__lookup", "shop__lookup", "shop__refund"
     ]  # fmt: skip
     assert first["response_format"] == {"type": "json_object"}
     assert [m["role"] for m in second["messages"]] == [
@@ -128,7 +129,7 @@ def test_a_production_run_records_every_model_turn_and_tool_call_with_the_key_on
         "tool",
     ]
     assert json.loads(second["messages"][3]["content"])["total"] == 42.0
-    assert exchanges[0]["response"]["toolCalls"][1]["name"] == "count_lookup"
+    assert exchanges[0]["response"]["toolCalls"][1]["name"] == "count__lookup"
 
     received = llm_host.server.script.requests_with(user_message(inputs))
     assert len(received) == 3
@@ -251,7 +252,7 @@ def test_model_replay_answers_with_no_upstream_request_and_misses_a_changed_prom
 def test_turns_retries_and_errors_end_as_documented(llm_host: LlmHost) -> None:
     script = llm_host.server.script
     looping = {"question": unique("loop")}
-    lookup = {"tool_calls": [{"name": "shop_lookup", "arguments": {"order": "L-1"}}]}
+    lookup = {"tool_calls": [{"name": "shop__lookup", "arguments": {"order": "L-1"}}]}
     script.add(user_message(looping), [lookup] * 5)
     limited = {"question": unique("limited")}
     rate_limited = [{"status": 429, "retry_after": "0"}]

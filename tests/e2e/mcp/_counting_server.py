@@ -45,16 +45,31 @@ def _received(tool: str, arguments: dict[str, object], context: Context) -> None
         handle.write(json.dumps(entry) + "\n")
 
 
-@server.tool()
-def lookup(key: str, context: Context) -> Found:
-    """Look `key` up: its length."""
-    _received("lookup", {"key": key}, context)
-    return {"key": key, "length": len(key)}
+V2 = bool(os.environ.get("TOOLS_V2"))
+"""The server's second version: `lookup` takes one more argument, `refuse` says more of
+itself, `crash` is gone and `extra` is new, so its tool listing differs tool by tool."""
+
+if not V2:
+
+    @server.tool()
+    def lookup(key: str, context: Context) -> Found:
+        """Look `key` up: its length."""
+        _received("lookup", {"key": key}, context)
+        return {"key": key, "length": len(key)}
+
+else:
+
+    @server.tool(name="lookup")
+    def lookup_v2(key: str, context: Context, strict: bool = False) -> Found:
+        """Look `key` up: its length."""
+        _received("lookup", {"key": key}, context)
+        return {"key": key, "length": len(key)}
 
 
-@server.tool()
+@server.tool(
+    description="Always fails with `isError: true`" + (", giving the reason." if V2 else ".")
+)
 def refuse(reason: str, context: Context) -> str:
-    """Always fails with `isError: true`."""
     _received("refuse", {"reason": reason}, context)
     raise ToolError(f"refused: {reason}")
 
@@ -67,15 +82,16 @@ async def sleep(seconds: float, context: Context) -> str:
     return "slept"
 
 
-@server.tool()
-def crash(context: Context) -> str:
-    """The server process exits mid-call."""
-    _received("crash", {}, context)
-    os._exit(3)
+if not V2:
 
+    @server.tool()
+    def crash(context: Context) -> str:
+        """The server process exits mid-call."""
+        _received("crash", {}, context)
+        os._exit(3)
 
-if os.environ.get("EXTRA_TOOL"):
-    # A second version of the server: one more tool, so its tool listing differs.
+else:
+
     @server.tool()
     def extra(context: Context) -> str:
         """A tool the first version did not have."""

@@ -1,8 +1,10 @@
 """Agents outside the host: the command lane (a process per invocation) and the http lane
 (a service), both reaching their tools through the invocation's MCP endpoint.
 
-The endpoint offers the agent's allowed tools with their schemas and hands
-each call to the invocation's boundary (recorded like an in-process call);
+The endpoint offers the agent's allowed tools with their schemas, each by its
+provider-safe name (`count__lookup` for `count:lookup`), and hands each call
+by such a name to the invocation's boundary under the canonical name
+(recorded like an in-process call);
 its token works only while the invocation runs and only for its tenant.
 A failing process or service fails the invocation with the reason (and the
 stderr tail in the task detail); a cancel kills the process group.
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -56,19 +59,24 @@ def test_a_command_agent_lists_and_calls_its_tools_over_its_mcp_endpoint(
     inputs = {
         "urlFile": str(url_file),
         "foreignKey": mcp_host.key_b,
-        "calls": [{"tool": "count:lookup", "args": {"key": key}},
-                  {"tool": "count:refuse", "args": {"reason": key}}],
+        "calls": [{"tool": "count__lookup", "args": {"key": key}},
+                  {"tool": "count__refuse", "args": {"reason": key}},
+                  {"tool": "count:lookup", "args": {"key": key}}],
     }  # fmt: skip
     before = call_log.count()
     run_id, events = finish(mcp_host, "lanes-probe", inputs)
 
     seen = decided(events)
     assert seen["sameInvocationId"] is True
-    # `tools = ["count:*", "count-http:lookup"]`: the allowlist, with its schemas.
-    assert seen["tools"] == ["count-http:lookup", "count:crash", "count:lookup",
-                             "count:refuse", "count:sleep"]  # fmt: skip
+    # `tools = ["count:*", "count-http:lookup"]`: the allowlist, with its schemas, each by the
+    # name every model API accepts.
+    assert seen["tools"] == ["count-http__lookup", "count__crash", "count__lookup",
+                             "count__refuse", "count__sleep"]  # fmt: skip
+    assert all(re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", name) for name in seen["tools"])
+    # A call by the canonical name is no call of an offered tool: refused, nothing runs.
     assert seen["results"] == [
         {"isError": False, "structured": {"key": key, "length": len(key)}},
+        {"isError": True, "structured": None},
         {"isError": True, "structured": None},
     ]
     assert seen["foreignStatus"] == 404, "another tenant's key opened the endpoint"
@@ -103,7 +111,7 @@ def test_a_command_agent_replays_through_fixture_runs_without_reaching_the_serve
 ) -> None:
     key = unique("key")
     inputs = {"urlFile": str(tmp_path / "url"),
-              "calls": [{"tool": "count:lookup", "args": {"key": key}}]}  # fmt: skip
+              "calls": [{"tool": "count__lookup", "args": {"key": key}}]}  # fmt: skip
     source, events = finish(mcp_host, "lanes-probe", inputs)
     expected = decided(events)
     document = suite(new_suite_id("probe"), [{"taskId": "probe", "input": inputs,
@@ -116,7 +124,7 @@ def test_a_command_agent_replays_through_fixture_runs_without_reaching_the_serve
         assert replayed.summary["fixtureMissCount"] == 0
         detail = http.get(f"/host/wopeval/runs/{project_id(replayed.run_id)}/tasks/probe").json()
     assert call_log.count() == before
-    assert detail["toolSchemasChanged"] is False
+    assert detail["toolsChanged"] == []
     assert [c["servedBy"] for c in detail["trialDetails"][0]["calls"]] == ["fixture"]
 
 
@@ -192,7 +200,7 @@ def test_an_http_agent_gets_its_mcp_url_and_its_credential_at_egress(
     mcp_host: ServerHandle, agent_service: AgentService, call_log: CallLog, mcp_secret: str
 ) -> None:
     key = unique("key")
-    inputs = {"calls": [{"tool": "count-http:lookup", "args": {"key": key}}]}
+    inputs = {"calls": [{"tool": "count-http__lookup", "args": {"key": key}}]}
     before = call_log.count()
     run_id, events = finish(mcp_host, "lanes-service", inputs)
     assert events[-1].type == "run.completed"

@@ -14,19 +14,15 @@ import json
 import logging
 import os
 import signal
-from pathlib import Path
 from typing import Any
 
 import pytest
 from openwop_client.types import CreateRunRequest
-from openwop_client.wire_id import project_id
 
-from _backends import Backend
-
-from .._server import ServerHandle, host_settings, running_host
+from .._server import ServerHandle
 from .._support import COUNTER_WORKFLOW, table_rows, unique, wait_terminal, whole_store
 from ..evals._evals import golden, live_calls, new_suite_id, publish, run_eval, suite
-from .conftest import CallLog, HttpMcpServer, token_hash, write_project
+from .conftest import CallLog, HttpMcpServer, token_hash
 
 SERVERS = ["count", "count-http"]
 
@@ -202,32 +198,3 @@ def test_an_http_server_that_went_away_is_a_tool_error_and_the_next_call_works(
     assert gone["status"] == "error"
     assert gone["error"]["code"] == "mcp_connection_lost"
     assert _lookup_answer(mcp_host, "count-http")["status"] == "ok"
-
-
-def test_a_task_detail_flags_a_replay_that_saw_other_tool_schemas_than_its_source(
-    backend: Backend, tmp_path: Path, call_log: CallLog, mcp_secret: str
-) -> None:
-    """The second version of the server lists one more tool: the replay still passes, and its
-    task detail says the agent was offered another tool listing than in the recording."""
-    project = tmp_path / "project"
-    project.mkdir()
-    write_project(project, call_log, mcp_secret)
-    settings = host_settings(backend, tmp_path, project=project)
-    with running_host(settings, backend) as host:
-        calls = [call("count:lookup", key=unique("key"))]
-        source, _ = produce(host, *calls)
-        ref = replay_suite(host, calls)
-
-        def changed() -> Any:
-            with host.http() as http:
-                ran = run_eval(host.client(), http, ref, fixtureRuns={"replay": source})
-                assert ran.summary["passed"] is True
-                segment = project_id(ran.run_id)
-                return http.get(f"/host/wopeval/runs/{segment}/tasks/replay").json()[
-                    "toolSchemasChanged"
-                ]
-
-        assert changed() is False
-        write_project(project, call_log, mcp_secret, extra_env=', EXTRA_TOOL = "1"')
-        host.restart()
-        assert changed() is True

@@ -13,18 +13,6 @@ from wopeval.engine.catalog import Catalog
 from wopeval.engine.project import ProjectError, connect_mcp_servers, load_project
 from wopeval.tools import McpServers
 
-TOOLS = """
-[[tools]]
-name = "a:b"
-kind = "http"
-url = "http://127.0.0.1:1/x"
-
-[[tools]]
-name = "a.b"
-kind = "http"
-url = "http://127.0.0.1:1/y"
-"""
-
 
 async def _load(directory: Path, toml: str) -> Catalog:
     (directory / "wopeval.toml").write_text(toml)
@@ -49,11 +37,9 @@ async def _load(directory: Path, toml: str) -> Catalog:
          'model only apply to lane "openai"'),
         ('[[agents]]\nid = "a"\nlane = "openai"\nmodel = "m"\nmax_turns = 0\n', "max_turns"),
         ('[models."m"]\ninput_per_mtok = -1\noutput_per_mtok = 1\n', "input_per_mtok"),
-        (TOOLS + '[[agents]]\nid = "a"\nlane = "openai"\nmodel = "m"\ntools = ["a*"]\n',
-         "both become the function 'a_b'"),
     ],
     ids=["no-model", "two-prompts", "missing-prompt-file", "unset-key", "lane-only-field",
-         "no-turns", "negative-price", "function-collision"],
+         "no-turns", "negative-price"],
 )  # fmt: skip
 async def test_an_incomplete_llm_entry_is_refused_with_what_it_lacks(
     tmp_path: Path, toml: str, message: str

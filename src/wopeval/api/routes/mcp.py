@@ -2,9 +2,12 @@
 
 An agent outside the host (the command and http lanes, or any agent that
 speaks MCP) lists and calls its tools here. `tools/list` is the agent's
-allowed tools with their input schemas; each `tools/call` is handed to the
-invocation's `call_tool`, so it is served from fixtures, run live, recorded
-and fails closed exactly like a call the agent makes in-process.
+allowed tools with their input schemas, each by its provider-safe name
+(`orders__refund` for `orders:refund`, engine/tool_names.py), which agents
+can hand to any model API unchanged; each `tools/call` names one of them, is
+mapped back to the canonical name and handed to the invocation's
+`call_tool`, so it is served from fixtures, run live, recorded and fails
+closed exactly like a call the agent makes in-process.
 
 The server is the official `mcp` SDK's Streamable-HTTP server, stateless and
 answering in JSON: every request names its invocation by the token in its
@@ -33,7 +36,6 @@ from wopeval.api.deps import InvocationAccessDep
 from wopeval.engine.grants import MCP_PATH, OPENAI_PATH
 from wopeval.engine.invocation import Invocation
 from wopeval.engine.runlog import RunClosed
-from wopeval.tools.mcp import McpTool
 from wopeval.wire import errors
 
 router = APIRouter(tags=["host"])
@@ -89,15 +91,16 @@ def _invocation(context: ServerRequestContext[Any]) -> Invocation:
 async def _list_tools(
     context: ServerRequestContext[Any], params: mcp_types.PaginatedRequestParams | None
 ) -> mcp_types.ListToolsResult:
-    offered = _invocation(context).offered()
+    invocation = _invocation(context)
+    names = invocation.tool_names()
     return mcp_types.ListToolsResult(
         tools=[
             mcp_types.Tool(
-                name=name,
+                name=names.offered(name),
                 description=listing.description or None,
                 input_schema=listing.input_schema,
             )
-            for name, listing in offered.tools
+            for name, listing in invocation.offered().tools
         ]
     )
 
@@ -106,11 +109,11 @@ async def _call_tool(
     context: ServerRequestContext[Any], params: mcp_types.CallToolRequestParams
 ) -> mcp_types.CallToolResult:
     invocation = _invocation(context)
-    name = params.name
-    if name not in invocation.offered().names():
+    name = invocation.tool_names().canonical(params.name)
+    if name is None:
         # Not the agent's tool: nothing runs and nothing is recorded, like an unknown method.
         return _error(
-            {"code": "tool_not_offered", "message": f"{name} is not offered to this agent"}
+            {"code": "tool_not_offered", "message": f"{params.name} is not offered to this agent"}
         )
     try:
         value = await invocation.call_tool(name, params.arguments or {})
@@ -119,7 +122,7 @@ async def _call_tool(
     except RunClosed:
         # The run ended under the call (a cancel): the agent sees a plain tool error.
         return _error({"code": "invocation_ended", "message": "the invocation has ended"})
-    if isinstance(invocation.boundary.live.registry.get(name), McpTool):
+    if dict(invocation.offered().tools)[name].server is not None:
         return _as_recorded(value)
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     return mcp_types.CallToolResult(
