@@ -126,10 +126,9 @@ async def _rows(connection: AsyncConnection, kind: RecordKind, run_id: str) -> l
 
 
 def _jsonl(rows: list[dict[str, Any]]) -> bytes:
-    return b"".join(
-        json.dumps(exported(row), ensure_ascii=False, sort_keys=True).encode() + b"\n"
-        for row in rows
-    )
+    # Recorded values keep their keys' order: an LLM agent is handed a tool's result as
+    # JSON text, and a replayed model request must be the one it was, byte for byte.
+    return b"".join(json.dumps(exported(row), ensure_ascii=False).encode() + b"\n" for row in rows)
 
 
 async def tagged_run_ids(connection: AsyncConnection, tenant: str, tag: str) -> list[str]:

@@ -187,7 +187,7 @@ def test_an_eval_replays_the_tools_and_asks_the_model_live_for_the_paired_verdic
     assert trial["modelCalls"][0]["request"]["messages"][0]["content"] == ESCALATING
 
 
-def _repeatable(detail: dict[str, Any]) -> Any:
+def repeatable(detail: dict[str, Any]) -> Any:
     """A task detail without its wall times: what must not change between replays."""
 
     def strip(node: Any) -> Any:
@@ -229,7 +229,7 @@ def test_model_replay_answers_with_no_upstream_request_and_misses_a_changed_prom
     (trial,) = details[0]["trialDetails"]
     assert [m["servedBy"] for m in trial["modelCalls"]] == ["replay"] * 3
     assert "costUsd" not in details[0] or details[0]["costUsd"] is None
-    assert _repeatable(details[0]) == _repeatable(details[1]) == _repeatable(details[2])
+    assert repeatable(details[0]) == repeatable(details[1]) == repeatable(details[2])
 
     try:
         llm_host.prompt("llm.pinned", ESCALATING)
