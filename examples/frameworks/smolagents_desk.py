@@ -22,7 +22,7 @@ PROMPT = (Path(__file__).parent / "prompt.md").read_text(encoding="utf-8")
 def main() -> None:
     order = json.dumps(json.loads(sys.stdin.read())["input"])
     server = {"url": os.environ["WOPEVAL_MCP_URL"], "transport": "streamable-http"}
-    with MCPClient(server, structured_output=False) as tools:
+    with MCPClient(server, structured_output=True) as tools:
         agent = ToolCallingAgent(
             tools=tools, model=OpenAIModel(model_id="gpt-4.1-mini"), instructions=PROMPT
         )
