@@ -29,14 +29,18 @@ class Result:
 
 
 def run_cli(
-    *args: str, cwd: Path | None = None, env: Mapping[str, str] | None = None, umask: int = -1
+    *args: str,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    umask: int = -1,
+    timeout: float = COMMAND_TIMEOUT_SECONDS,
 ) -> Result:
     """`wopeval ARGS` in a subprocess (`umask` -1: the parent's)."""
     done = subprocess.run(
         [WOPEVAL, *args],
         capture_output=True,
         text=True,
-        timeout=COMMAND_TIMEOUT_SECONDS,
+        timeout=timeout,
         cwd=cwd,
         env=child_env(env),
         check=False,

@@ -44,6 +44,8 @@ ORDERS = {
 TOOL_CALLS = 4
 """What production asks of the orders server per framework: three lookups and one refund."""
 REGRESSED = 2
+COMMAND_TIMEOUT_SECONDS = 600.0
+"""A command runs up to three framework processes at once, each importing its framework."""
 CHAT, RESPONSES, MESSAGES = "/v1/chat/completions", "/v1/responses", "/v1/messages"
 """The model API paths the model server serves; each agent speaks one of them."""
 
@@ -93,8 +95,8 @@ def _env() -> dict[str, str]:
     return {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
 
 
-def _cli(*args: str, cwd: Path | None = None) -> Result:
-    return run_cli(*args, cwd=cwd, env=_env())
+def _cli(*args: str) -> Result:
+    return run_cli(*args, env=_env(), timeout=COMMAND_TIMEOUT_SECONDS)
 
 
 def record(tier: Tier, framework: str, *, api: str, streamed: bool) -> None:
