@@ -25,8 +25,6 @@ from typing import Any, Literal, Protocol
 
 from pydantic import JsonValue
 
-from wopeval import evals
-
 ApiName = Literal["chat", "responses", "messages"]
 """`chat`: OpenAI Chat Completions; `responses`: OpenAI Responses; `messages`: Anthropic
 Messages. Recorded with every exchange (`model_calls.api`)."""
@@ -116,9 +114,6 @@ class ModelApi(ABC):
     def canonical(self, body: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
         """The request as recorded and matched: the body without its transport keys."""
         return {key: value for key, value in body.items() if key not in self.transport_keys}
-
-    def request_hash(self, body: Mapping[str, JsonValue]) -> str:
-        return evals.model_request_hash(self.canonical(body))
 
     @abstractmethod
     def answer(self, body: Mapping[str, Any]) -> ModelAnswer:

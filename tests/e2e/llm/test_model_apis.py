@@ -48,7 +48,12 @@ DESK_TURNS: list[dict[str, Any]] = [
     {"tool_calls": [{"name": "shop_refund", "arguments": {"order": ORDER, "amount": 42.0}}]},
     {"json": DESK_DECISION},
 ]
-AGENTS = {"responses": "apis.responses", "anthropic": "apis.anthropic", "desk": "apis.claude-desk"}
+AGENTS = {
+    "responses": "apis.responses",
+    "anthropic": "apis.anthropic",
+    "desk": "apis.claude-desk",
+    "probe": "apis.probe",
+}
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,8 @@ class Recorded:
     """Per agent: task id → its source run."""
     inputs: dict[str, dict[str, dict[str, Any]]]
     env_file: Path
+    probed: Path
+    """What the proxy answered the probe agent's refused requests."""
 
 
 @pytest.fixture(scope="module")
@@ -123,6 +130,11 @@ lane = "command"
 command = [{python}, {json.dumps(str(HERE / "_anthropic_agent.py"))}]
 {upstream}
 [[agents]]
+id = "apis.probe"
+lane = "command"
+command = [{python}, {json.dumps(str(HERE / "_probe_agent.py"))}]
+{upstream}
+[[agents]]
 id = "apis.claude-desk"
 lane = "anthropic"
 model = "claude-test"
@@ -163,6 +175,7 @@ def recorded(
     directory = tmp_path_factory.mktemp(f"apis-project-{backend.name}")
     _project(directory, stand_in)
     env_file = tmp_path_factory.mktemp("apis-env") / "env.json"
+    probed = env_file.parent / "probed.json"
     inputs: dict[str, dict[str, dict[str, Any]]] = {
         "apis.responses": {
             "whole": {"question": unique("r-whole"), "stream": False, "envFile": str(env_file)},
@@ -175,6 +188,7 @@ def recorded(
             "raw": {"question": unique("a-raw"), "stream": False, "raw": True},
         },
         "apis.claude-desk": {"refund": DESK_INPUT},
+        "apis.probe": {"probe": {"answersFile": str(probed)}},
     }
     script = stand_in.script
     for agent in ("apis.responses", "apis.anthropic"):
@@ -199,6 +213,7 @@ def recorded(
         runs=runs,
         inputs=inputs,
         env_file=env_file,
+        probed=probed,
     )  # fmt: skip
 
 
@@ -235,9 +250,11 @@ def _replay(
 def _received(stand_in: ModelServer, recorded: Recorded, agent: str) -> list[Received]:
     """What reached the stand-in for the agent's conversations."""
     firsts = {
-        given["question"] if agent != AGENTS["desk"] else json.dumps(given, separators=(",", ":"))
+        given.get("question")
+        if agent != AGENTS["desk"]
+        else json.dumps(given, separators=(",", ":"))
         for given in recorded.inputs[agent].values()
-    }
+    } - {None}
     return [r for r in stand_in.script.received if r.first_user in firsts]
 
 
@@ -418,3 +435,31 @@ def test_the_agent_is_handed_both_proxies_and_only_its_token(
     # Anthropic's SDK adds `/v1/messages` itself.
     assert handed["ANTHROPIC_BASE_URL"].endswith(f"/host/wopeval/anthropic/{token}")
     assert token not in json.dumps(whole_store(recorded.database_url), default=str)
+
+
+def test_what_an_api_refuses_is_a_4xx_in_its_own_shape_and_reaches_no_model(
+    recorded: Recorded, stand_in: ModelServer
+) -> None:
+    answers = json.loads(recorded.probed.read_text())
+    # A body declared JSON that is not is refused by the host's request guard, before any
+    # route, in the host's envelope; one declared otherwise reaches the route.
+    assert answers["not-json"][0] == 400
+    assert answers["not-json"][1]["error"] == "validation_error"
+    assert answers["not-json-text"] == [
+        400,
+        {"error": {"message": "The request body is not JSON.", "type": "invalid_request_error",
+                   "code": "invalid_json"}},
+    ]  # fmt: skip
+    assert answers["responses-no-model"][0] == 400
+    assert answers["responses-no-model"][1]["error"]["message"] == "A response needs `model`."
+    assert answers["messages-no-max-tokens"] == [
+        400,
+        {"type": "error",
+         "error": {"type": "invalid_request_error", "message": "max_tokens: Field required"}},
+    ]  # fmt: skip
+    # A key that is neither the token nor one of its tenant's: the one refusal of every
+    # token endpoint, in the host's envelope.
+    assert answers["foreign-key"][0] == 404
+    assert answers["foreign-key"][1]["error"] == "not_found"
+    assert _rows(recorded, recorded.runs[AGENTS["probe"]]["probe"]) == []
+    assert _received(stand_in, recorded, AGENTS["probe"]) == []

@@ -221,7 +221,7 @@ async def test_under_model_replay_an_answer_serves_its_api_and_a_miss_names_the_
     recorded: dict[str, JsonValue] = {"model": "claude", "max_tokens": 8, "messages": []}
     message: dict[str, JsonValue] = {"type": "message", "content": [], "model": "claude-1"}
     fixture = evals.ModelFixture(
-        models.MESSAGES.request_hash(recorded), message, "messages", recorded, 0
+        evals.model_request_hash(recorded), message, "messages", recorded, 0
     )
     async with open_store(tmp_path) as store:
         log = await open_run(writer_for(store))

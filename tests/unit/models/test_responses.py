@@ -68,7 +68,7 @@ def test_a_request_needs_a_model_and_input_of_its_shape() -> None:
     assert request.stream
     # What the agent sent is its identity, the conversation's id included; not its transport.
     assert request.canonical() == {**REQUEST, "previous_response_id": "resp_1"}
-    assert RESPONSES.request_hash(chained) != RESPONSES.request_hash(REQUEST)
+    assert request.canonical() != RESPONSES.parse(REQUEST).canonical()
 
 
 def test_a_body_that_is_not_a_response_is_no_answer() -> None:
