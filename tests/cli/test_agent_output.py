@@ -39,7 +39,7 @@ AGENT = HERE / "agent.py"
 LAST_WORDS = "the agent gave up: these are its last words"
 QUESTION = "agent-output: may I look the key up?"
 KEY_ENV = "OUTPUT_MODEL_KEY"
-MODES = ("noisy", "chatty", "plain", "link", "idle", "tools", "model")
+MODES = ("noisy", "chatty", "plain", "link", "fifo", "idle", "tools", "model")
 _CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 
 
@@ -351,6 +351,9 @@ def test_the_decision_file_wins_over_what_a_framework_prints_after_it(
     assert linked.code == 1
     assert "WOPEVAL_DECISION_FILE cannot be read" in linked.stdout
     assert "tc-" not in linked.stdout  # the file the link named was never read
+    piped = _run(host, "out-fifo", {})
+    assert piped.code == 1
+    assert "WOPEVAL_DECISION_FILE is not a regular file" in piped.stdout
 
 
 def test_idle_runs_are_flagged_and_left_out_of_suites_unless_included(

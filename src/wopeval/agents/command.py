@@ -163,8 +163,9 @@ def _decision(stdout: bytes, decision_file: Path) -> JsonValue:
 def _read_decision_file(path: Path) -> bytes | None:
     """The decision file's bytes; None when the agent wrote none (or only whitespace)."""
     try:
-        # Not through a link the agent left in its place: only a file it wrote is read.
-        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        # Not through a link the agent left in its place, and not waiting on a pipe it left
+        # there (no one will write to it): only a regular file it wrote is read.
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
         return None
     except OSError as exc:

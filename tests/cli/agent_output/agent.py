@@ -15,6 +15,7 @@ prints a final answer of its own and a progress line to stdout; says on stderr
 where the file was and its directory's mode.
 `plain`: prints its decision as the last line of stdout, and writes no file.
 `link`: leaves a symbolic link to a JSON file where its decision file goes.
+`fifo`: leaves a named pipe there, which no one will ever write to.
 `idle`: decides at once: no tool call, no model call.
 `tools`: calls `out:lookup` through its MCP endpoint, then decides (no model call).
 `model`: asks the model through its proxy and calls `out:lookup`; with a file
@@ -102,6 +103,8 @@ def main() -> None:
         print(json.dumps({"answer": "plain"}))
     elif mode == "link":
         link()
+    elif mode == "fifo":
+        os.mkfifo(os.environ["WOPEVAL_DECISION_FILE"])
     elif mode == "idle":
         decide({"answer": "nothing to do"})
     else:
