@@ -22,9 +22,10 @@ import pytest
 from sqlalchemy import func, select
 
 from _backends import Backend
+from wopeval import evals
 from wopeval.store import Store, sqlite_url
 from wopeval.store import bundle as bundles
-from wopeval.store.tables import runs
+from wopeval.store.tables import run_tool_listings, runs, tool_listings
 
 FORMAT_1_BUNDLE = Path(__file__).parents[1] / "cli" / "data" / "recordings-format-1.zip"
 ORIGIN = "prod"
@@ -32,6 +33,11 @@ SOURCE = "dae736656df44beb983833e0d21a6ef8"
 REPLAY = "c4065447fc444e1d8885aab993207d48"
 BASELINE = "51d4548c90f84388b9083bac6b4e9791"
 FOREIGN = f"victim/{SOURCE}"
+LISTING: list[Any] = [
+    {"name": "lookup", "description": "Look an order up.", "inputSchema": {"type": "object"}},
+    {"name": "refund", "description": "Refund an order.", "inputSchema": {"type": "object"}},
+]
+DIGEST = evals.ServerListing.from_document("orders", LISTING).digest
 
 Members = dict[str, bytes]
 
@@ -84,7 +90,7 @@ def test_this_host_writes_format_2_with_every_record_kind(exported: Path) -> Non
     for run in manifest["runs"]:
         assert list(run["files"]) == [
             "runs", "run_plans", "events", "tool_calls", "invocations", "model_calls",
-            "task_trials", "derived_fixtures",
+            "task_trials", "derived_fixtures", "run_tool_listings", "tool_listings",
         ]  # fmt: skip
 
 
@@ -136,6 +142,25 @@ def _event_doc(change: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, 
 
 def _first_run_files(change: Callable[[dict[str, str]], object]) -> Callable[[Members], object]:
     return _manifest(lambda manifest: change(manifest["runs"][0]["files"]))
+
+
+def _offered(
+    hex_id: str, listing: list[Any] = LISTING, tenant: str = ORIGIN, *, named: bool = True
+) -> Callable[[Members], object]:
+    """The run was offered the MCP server `orders` listing `LISTING` (named by `DIGEST`)."""
+
+    def edit(members: Members) -> None:
+        if named:
+            row = {"run_id": f"{ORIGIN}/{hex_id}", "server": "orders", "digest": DIGEST}
+            _rows(members, hex_id, "run_tool_listings", lambda rows: rows.append(row))
+        kept = {"tenant": tenant, "digest": DIGEST, "listing": listing}
+        _rows(members, hex_id, "tool_listings", lambda rows: rows.append(kept))
+
+    return edit
+
+
+def _both(*changes: Callable[[Members], object]) -> Callable[[Members], object]:
+    return lambda members: [change(members) for change in changes]
 
 
 CASES: dict[str, tuple[Callable[[Members], object], str]] = {
@@ -252,6 +277,22 @@ CASES: dict[str, tuple[Callable[[Members], object], str]] = {
         lambda members: _rows(members, SOURCE, "runs", lambda rows: rows.clear()),
         f"runs/{SOURCE}/runs.jsonl holds 0 run rows, not one",
     ),
+    "a tool listing its run does not name": (
+        _offered(SOURCE, named=False),
+        "run dae736656df44beb983833e0d21a6ef8 names no such tool_listings row",
+    ),
+    "a tool listing that is not what its digest names": (
+        _offered(SOURCE, [{**LISTING[0], "description": "Refund it."}, LISTING[1]]),
+        "its digest is not that of its content",
+    ),
+    "a tool listing of another tenant": (
+        _offered(SOURCE, tenant="victim"),
+        "a row of tenant 'victim', not 'prod'",
+    ),
+    "one tool listing with two contents": (
+        _both(_offered(SOURCE), _offered(REPLAY, LISTING[::-1])),
+        "the bundle holds this tool_listings row twice",
+    ),
     "a run that has not ended": (
         _row(SOURCE, "runs", lambda row: row.update(status="running")),
         "has not ended (status 'running')",
@@ -277,6 +318,12 @@ def _rebuilt(
         for name, content in members.items():
             archive.writestr(name, content)
     return target
+
+
+def _runs_of(path: Path, directory: Path, *hex_ids: str) -> bundles.Bundle:
+    """The bundle at `path` with only these runs."""
+    keep = _manifest(lambda m: m.update(runs=[r for r in m["runs"] if r["id"] in hex_ids]))
+    return bundles.read_bundle(_rebuilt(path, directory / "-".join(hex_ids), keep, rehash=False))
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -312,10 +359,7 @@ def test_an_import_writes_every_run_or_none(
 ) -> None:
     """One of the bundle's runs is already here: the others are not written either."""
     url = backend.new_database() or sqlite_url(tmp_path)
-    only_replay = tmp_path / "replay.zip"
-    keep = _manifest(lambda m: m.update(runs=[r for r in m["runs"] if r["id"] == REPLAY]))
-    _rebuilt(exported, only_replay, keep, rehash=False)
-    asyncio.run(_import(url, bundles.read_bundle(only_replay), "ci"))
+    asyncio.run(_import(url, _runs_of(exported, tmp_path, REPLAY), "ci"))
     whole = bundles.read_bundle(exported)
     with pytest.raises(bundles.BundleError, match=f"run ci/{REPLAY} is already in this store"):
         asyncio.run(_import(url, whole, "ci"))
@@ -331,3 +375,29 @@ def test_an_import_under_a_name_that_is_no_tenant_is_refused(
     with pytest.raises(bundles.BundleError, match="is not a tenant id"):
         asyncio.run(_import(url, bundles.read_bundle(exported), "a/b"))
     assert asyncio.run(_run_count(url)) == 0
+
+
+async def _listings(url: str) -> tuple[list[Any], int]:
+    store = await Store.open(url)
+    try:
+        async with store.reading() as uow:
+            kept = await uow.connection.execute(select(tool_listings))
+            offered = await uow.connection.execute(
+                select(func.count()).select_from(run_tool_listings)
+            )
+            return [tuple(row) for row in kept], int(offered.scalar_one())
+    finally:
+        await store.close()
+
+
+def test_a_tool_listing_travels_with_each_run_naming_it_and_is_kept_once(
+    backend: Backend, tmp_path: Path, exported: Path
+) -> None:
+    url = backend.new_database() or sqlite_url(tmp_path)
+    every_run = _both(_offered(SOURCE), _offered(REPLAY), _offered(BASELINE))
+    offered = _rebuilt(exported, tmp_path / "offered.zip", every_run, rehash=True)
+    asyncio.run(_import(url, _runs_of(offered, tmp_path, SOURCE, REPLAY), "ci"))
+    assert asyncio.run(_listings(url)) == ([("ci", DIGEST, LISTING)], 2)
+    # The tenant holds it already: another bundle naming it imports, and it stays one.
+    asyncio.run(_import(url, _runs_of(offered, tmp_path, BASELINE), "ci"))
+    assert asyncio.run(_listings(url)) == ([("ci", DIGEST, LISTING)], 3)

@@ -44,8 +44,9 @@ class Retenant:
         for column in _RUN_COLUMNS:
             if column in row:
                 row[column] = self(row[column])
+        if "tenant" in row:
+            row["tenant"] = self._tenant(row["tenant"])
         if table == "runs":
-            row["tenant"] = self.tenant
             row["owner"] = self._owner(row["owner"])
             row["request"] = self._eval_refs(row["request"])
             if "tenantId" in row["request"]:
@@ -62,6 +63,11 @@ class Retenant:
         elif table == "events":
             row["doc"] = self._event(row["doc"])
         return row
+
+    def _tenant(self, value: Any) -> str:
+        if value != self.origin:
+            raise BundleError(f"a row of tenant {str(value)[:80]!r}, not {self.origin!r}")
+        return self.tenant
 
     def _event(self, stored: str) -> str:
         doc = json.loads(stored)

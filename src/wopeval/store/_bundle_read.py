@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from sqlalchemy import Column
 
 from wopeval.store._bundle_ids import Retenant
 from wopeval.store._bundle_records import RUN_RECORDS, BundleError, RecordKind, ended, restored
@@ -144,21 +145,23 @@ def _run_records(
 
 
 def _upgrade_format_1(records: dict[str, list[Any]]) -> dict[str, list[Any]]:
-    """Format 1 kept a run's plan in its run row and carried no model exchanges."""
+    """Format 1 kept a run's plan in its run row, and carried no model exchanges and
+    no tool listings."""
     runs = [dict(row) if isinstance(row, dict) else row for row in records["runs"]]
     plans = [
         {"run_id": row.get("run_id"), "plan": plan}
         for row in runs
         if isinstance(row, dict) and (plan := row.pop("plan", None)) is not None
     ]
-    return {**records, "runs": runs, "run_plans": plans, "model_calls": []}
+    later: dict[str, list[Any]] = {kind.name: [] for kind in RUN_RECORDS}
+    return {**later, **records, "runs": runs, "run_plans": plans}
 
 
 def _check_whole(manifest: Manifest, runs: tuple[BundledRun, ...]) -> None:
     """Every row: its table's shape, its run, the runs it names, no erased content, once."""
     origin = manifest.origin.tenant
     names_origin_runs = Retenant(origin, origin)
-    seen: dict[str, set[tuple[Any, ...]]] = {kind.name: set() for kind in RUN_RECORDS}
+    seen: dict[str, dict[tuple[Any, ...], dict[str, Any]]] = {k.name: {} for k in RUN_RECORDS}
     for run in runs:
         run_id = f"{origin}/{run.hex_id}"
         for kind in RUN_RECORDS:
@@ -166,11 +169,11 @@ def _check_whole(manifest: Manifest, runs: tuple[BundledRun, ...]) -> None:
             rows = run.records[kind.name]
             for index, row in enumerate(rows):
                 where = f"{member} line {index + 1}"
-                rows[index] = _checked_row(kind, row, where, run_id, names_origin_runs)
-                key = primary_key_of(kind, rows[index])
-                if key in seen[kind.name]:
+                rows[index] = checked = _checked_row(kind, row, where, run, names_origin_runs)
+                held = seen[kind.name].setdefault(primary_key_of(kind, checked), checked)
+                # A record the tenant keeps once travels, the same, with each run naming it.
+                if held is not checked and (kind.named_by is None or held != checked):
                     raise BundleError(f"{where}: the bundle holds this {kind.name} row twice")
-                seen[kind.name].add(key)
         if len(run.records["runs"]) != 1:
             count = len(run.records["runs"])
             raise BundleError(f"runs/{run.hex_id}/runs.jsonl holds {count} run rows, not one")
@@ -180,15 +183,18 @@ def _check_whole(manifest: Manifest, runs: tuple[BundledRun, ...]) -> None:
 
 
 def _checked_row(
-    kind: RecordKind, row: Any, where: str, run_id: str, names_origin_runs: Retenant
+    kind: RecordKind, row: Any, where: str, run: BundledRun, names_origin_runs: Retenant
 ) -> dict[str, Any]:
     values = restored(kind, row, where)
-    if values[kind.run_column] != run_id:
+    run_id = f"{names_origin_runs.origin}/{run.hex_id}"
+    if kind.named_by is None and values[kind.run_column] != run_id:
         raise BundleError(f"{where}: a row of run {values[kind.run_column]!r}, not of {run_id}")
     if values.get("erased_at") is not None:
         raise BundleError(f"{where}: erased tool content of run {run_id}")
     try:
         names_origin_runs.row(kind.name, values)
+        if (named_by := kind.named_by) is not None:
+            _check_named(kind, named_by, values, run)
     except BundleError as error:
         raise BundleError(f"{where}: {error}") from None
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -196,3 +202,16 @@ def _checked_row(
             f"{where}: this {kind.name} row is not one this host reads ({exc!r})"
         ) from None
     return values
+
+
+def _check_named(
+    kind: RecordKind, named_by: Column[Any], row: dict[str, Any], run: BundledRun
+) -> None:
+    """A record the tenant keeps once travels only with a run that names it, and one
+    named by its content's digest must have that content."""
+    key = named_by.name
+    # RUN_RECORDS lists the naming records first: their rows are checked already.
+    if row[key] not in {named[key] for named in run.records[named_by.table.name]}:
+        raise BundleError(f"run {run.hex_id} names no such {kind.name} row")
+    if kind.digest is not None and kind.digest(row) != row[key]:
+        raise BundleError(f"its {key} is not that of its content")

@@ -2,7 +2,9 @@
 
 Every table whose rows an eval reads back from a recorded run is one `RecordKind`
 here; the exporter, the checks and the importer go through this list only, so a
-new table of run records travels once it is added to `RUN_RECORDS`. A row is
+new table of run records travels once it is added to `RUN_RECORDS`. Most belong
+to one run; some a tenant keeps once for all its runs that name them (a tool
+listing, by its digest), and travel with each run that names them. A row is
 written with every column the table has, and read back against the importing
 store's table: a column it does not have, a required one missing, or a value of
 the wrong type refuses the bundle before anything is written.
@@ -10,6 +12,7 @@ the wrong type refuses the bundle before anything is written.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -26,6 +29,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.types import TypeEngine
 
+from wopeval import evals
 from wopeval.store._runs import utc
 from wopeval.store.tables import (
     derived_fixtures,
@@ -33,9 +37,11 @@ from wopeval.store.tables import (
     invocations,
     model_calls,
     run_plans,
+    run_tool_listings,
     runs,
     task_trials,
     tool_calls,
+    tool_listings,
 )
 from wopeval.wire.runs import RunStatus
 
@@ -51,11 +57,22 @@ class RecordKind:
     table: Table
     run_column: str = "run_id"
     """The column naming the run a row belongs to."""
+    named_by: Column[Any] | None = None
+    """For a record the tenant keeps once (its key: `tenant` and this column's name),
+    however many of its runs name it: the column of the run's records that names it.
+    A run carries those it names; an import adds those the tenant does not hold."""
+    digest: Callable[[dict[str, Any]], str] | None = None
+    """For a record named by its content's digest: that digest, of a row."""
 
     @property
     def name(self) -> str:
         """The member's name: `runs/<hex id>/<name>.jsonl`."""
         return self.table.name
+
+
+def _listing_digest(row: dict[str, Any]) -> str:
+    # The server's name is no part of a listing's digest.
+    return evals.ServerListing.from_document("", row["listing"]).digest
 
 
 RUN_RECORDS: tuple[RecordKind, ...] = (
@@ -68,10 +85,13 @@ RUN_RECORDS: tuple[RecordKind, ...] = (
     RecordKind(task_trials),
     # An eval run's copies of what it derived from its sources (tool and model fixtures).
     RecordKind(derived_fixtures, "eval_run_id"),
+    # The MCP listings the run was offered (its tool contract), and the listings themselves.
+    RecordKind(run_tool_listings),
+    RecordKind(tool_listings, named_by=run_tool_listings.c.digest, digest=_listing_digest),
 )
 """Everything an eval reads of a recorded run: the run as a source (its state, event
-log, tool and model exchanges, invocations), as a baseline (its row and summary), and
-an eval run's own trial details and derived copies."""
+log, tool and model exchanges, invocations, the tools it was offered), as a baseline
+(its row and summary), and an eval run's own trial details and derived copies."""
 
 
 def exported(row: dict[str, Any]) -> dict[str, Any]:

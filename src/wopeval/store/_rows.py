@@ -1,4 +1,4 @@
-"""Row dicts from the store's row dataclasses."""
+"""Row dicts from the store's row dataclasses, and rows kept once whoever writes them first."""
 
 from __future__ import annotations
 
@@ -7,6 +7,11 @@ import operator
 from collections.abc import Callable
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Table
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql.dml import Insert
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -28,3 +33,10 @@ def _reader(kind: type[DataclassInstance]) -> tuple[tuple[str, ...], Callable[[A
     # more than the rest of building the row.
     names = tuple(field.name for field in fields(kind))
     return names, operator.attrgetter(*names)
+
+
+def ignoring_duplicates(connection: AsyncConnection, table: Table) -> Insert:
+    """An INSERT that leaves a row whose key is already there as it is."""
+    if connection.dialect.name == "postgresql":
+        return postgresql.insert(table).on_conflict_do_nothing()
+    return sqlite.insert(table).on_conflict_do_nothing()

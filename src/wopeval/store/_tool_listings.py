@@ -8,10 +8,9 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import and_, delete, exists, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
-from sqlalchemy.sql.dml import Insert
 
+from wopeval.store._rows import ignoring_duplicates
 from wopeval.store.tables import run_tool_listings, runs, tool_listings
 
 
@@ -36,7 +35,7 @@ class ToolListingsRepo:
             return
         listings = {(_tenant_of(run_id), use.digest): use.listing for run_id, use in uses}
         await self._connection.execute(
-            self._ignoring_duplicates(tool_listings),
+            ignoring_duplicates(self._connection, tool_listings),
             [
                 {"tenant": tenant, "digest": digest, "listing": listing}
                 for (tenant, digest), listing in listings.items()
@@ -44,7 +43,7 @@ class ToolListingsRepo:
         )
         offered = {(run_id, use.server): use.digest for run_id, use in uses}
         await self._connection.execute(
-            self._ignoring_duplicates(run_tool_listings),
+            ignoring_duplicates(self._connection, run_tool_listings),
             [
                 {"run_id": run_id, "server": server, "digest": digest}
                 for (run_id, server), digest in offered.items()
@@ -134,12 +133,6 @@ class ToolListingsRepo:
             .group_by(run_tool_listings.c.run_id)
         )
         return list(result.scalars())
-
-    def _ignoring_duplicates(self, table: Any) -> Insert:
-        """INSERT that leaves a row whose key is already there as it is."""
-        if self._connection.dialect.name == "postgresql":
-            return postgresql.insert(table).on_conflict_do_nothing()
-        return sqlite.insert(table).on_conflict_do_nothing()
 
 
 def _tenant_of(run_id: str) -> str:

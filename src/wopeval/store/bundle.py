@@ -4,7 +4,8 @@ A bundle is one zip file: `manifest.json` (format, origin, export time, the runs
 and a SHA-256 of every other member) and, per run, one JSON-lines member per kind
 of record an eval reads back (store/_bundle_records.py `RUN_RECORDS`): the run row
 and its plan, its event log, its as-executed tool and model exchanges, its
-invocations, its trial details and, for eval runs, the derived copies it was served.
+invocations, the MCP tool listings it was offered, its trial details and, for eval
+runs, the derived copies it was served.
 
 Import writes the runs under the importing tenant, keeping their hex ids, so a
 `{taskId: runId}` fixture-runs map stays valid once its tenant part is swapped;
@@ -27,7 +28,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import and_, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from wopeval.store._bundle_ids import Retenant
@@ -41,7 +42,14 @@ from wopeval.store._bundle_read import (
     Origin,
     read_bundle,
 )
-from wopeval.store._bundle_records import RUN_RECORDS, BundleError, RecordKind, ended, exported
+from wopeval.store._bundle_records import (
+    RUN_RECORDS,
+    BundleError,
+    RecordKind,
+    ended,
+    exported,
+)
+from wopeval.store._rows import ignoring_duplicates
 from wopeval.store.tables import runs
 from wopeval.wire import ids
 
@@ -73,7 +81,9 @@ async def export_runs(
         tenant, _, hex_id = run_id.partition("/")
         if tenant != origin.tenant:
             raise BundleError(f"{run_id} is not a run of tenant {origin.tenant!r}")
-        records = {kind.name: await _rows(connection, kind, run_id) for kind in RUN_RECORDS}
+        records = {
+            kind.name: await _rows(connection, kind, origin.tenant, run_id) for kind in RUN_RECORDS
+        }
         if not records["runs"]:
             raise BundleError(f"no run {run_id} in this store")
         if not ended(records["runs"][0]["status"]):
@@ -109,19 +119,26 @@ async def import_bundle(connection: AsyncConnection, bundle: Bundle, tenant: str
     if (held := present.scalars().first()) is not None:
         raise BundleError(f"run {held} is already in this store; nothing was imported")
     for kind in RUN_RECORDS:
-        rows = [
-            retenant.row(kind.name, row) for run in bundle.runs for row in run.records[kind.name]
-        ]
+        rows = [row for run in bundle.runs for row in run.records[kind.name]]
+        insert = kind.table.insert()
+        if kind.named_by is not None:
+            # A record the tenant keeps once may travel with several runs, and be here already.
+            insert = ignoring_duplicates(connection, kind.table)
         if rows:
-            await connection.execute(kind.table.insert(), rows)
+            await connection.execute(insert, [retenant.row(kind.name, row) for row in rows])
     return Imported(run_ids, bundle.manifest.origin)
 
 
-async def _rows(connection: AsyncConnection, kind: RecordKind, run_id: str) -> list[dict[str, Any]]:
+async def _rows(
+    connection: AsyncConnection, kind: RecordKind, tenant: str, run_id: str
+) -> list[dict[str, Any]]:
     table = kind.table
-    result = await connection.execute(
-        select(table).where(table.c[kind.run_column] == run_id).order_by(*table.primary_key)
-    )
+    if kind.named_by is None:
+        which = table.c[kind.run_column] == run_id
+    else:
+        named = select(kind.named_by).where(kind.named_by.table.c.run_id == run_id)
+        which = and_(table.c.tenant == tenant, table.c[kind.named_by.name].in_(named))
+    result = await connection.execute(select(table).where(which).order_by(*table.primary_key))
     return [dict(row) for row in result.mappings()]
 
 

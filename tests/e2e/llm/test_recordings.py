@@ -24,6 +24,7 @@ from openwop_client.wire_id import project_id
 from _backends import Backend
 from _processes import WOPEVAL, free_port
 from cli._support import run_cli
+from wopeval.store._runs import utc
 
 from .._server import ServerHandle, host_settings, running_host
 from .._support import table_rows, unique
@@ -70,6 +71,12 @@ def _replayed(handle: ServerHandle, document: dict[str, Any], task: str, source:
     (trial,) = detail["trialDetails"]
     assert {exchange["servedBy"] for exchange in trial["modelCalls"]} == {"replay"}
     return repeatable(detail)
+
+
+def _in_utc(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows with their times in UTC: SQLite hands them back naive, PostgreSQL zoned."""
+    return [{name: utc(value) if isinstance(value, datetime) else value
+             for name, value in row.items()} for row in rows]  # fmt: skip
 
 
 def _project_without_a_provider(directory: Path) -> Path:
@@ -124,8 +131,16 @@ def test_model_exchanges_travel_and_replay_on_another_store_with_no_provider_rea
     ]
     imported = run_cli("recordings", "import", str(bundle), "--tenant", "tenant-a", *store)
     assert imported.code == 0, imported.stderr
-    travelled = table_rows(settings.resolved_database_url(), "model_calls", run_id=pinned_source)
-    assert [row["via"] for row in travelled] == ["lane"] * 3
+    # Every column of every record travelled (imported under the same tenant: the same ids).
+    for table in ("model_calls", "tool_calls", "invocations", "run_tool_listings"):
+        for source in replays:
+            at_origin = table_rows(llm_host.handle.database_url, table, run_id=source)
+            assert at_origin or source == proxy_source, (table, source)  # it calls no tool
+            travelled = table_rows(settings.resolved_database_url(), table, run_id=source)
+            assert _in_utc(travelled) == _in_utc(at_origin), table
+    listings = table_rows(settings.resolved_database_url(), "tool_listings")
+    assert listings == table_rows(llm_host.handle.database_url, "tool_listings",
+                                  digest=listings[0]["digest"])  # fmt: skip
 
     asked = len(script.received)
     with running_host(settings, elsewhere) as ci:
