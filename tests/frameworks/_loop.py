@@ -1,8 +1,9 @@
 """One framework's agent through the loop a team runs (docs/ci.md), command by command.
 
-Production records three runs of the agent on the shared `wopeval serve`, each
-a real model conversation (the strict model server) and real tool calls (the
-orders MCP server). Then, as the scheduled job and a pull request would:
+Production records three runs of the agent on the shared `wopeval serve`, started
+together as traffic starts them (`POST /runs` with a tag), each a real model
+conversation (the strict model server) and real tool calls (the orders MCP
+server). Then, as the scheduled job and a pull request would:
 `recordings export` next to the live host, `recordings import` into a fresh
 SQLite store, `suites from-runs`, the baseline `eval --offline --replay-model`
 tagged `main`, and the same eval of a checkout whose prompt changed, judged
@@ -16,12 +17,13 @@ import json
 import os
 import shutil
 import sys
-from concurrent.futures import ThreadPoolExecutor
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
+from openwop_client.wire_id import project_id
 
 from _model_server import ModelServer
 from _processes import ServeOptions, ServeProcess
@@ -102,24 +104,42 @@ def _cli(*args: str) -> Result:
 def record(tier: Tier, framework: str, *, api: str, streamed: bool) -> None:
     """Production: one run per order, tagged `prod-FRAMEWORK`, started together; every model
     request of the agent went to `api`, streamed or whole as said."""
-    remote = ["--url", tier.production.url, "--api-key", tier.production_key]
-
-    def run(order: str) -> Result:
-        return _cli("run", f"desk-{framework}", "--input", json.dumps({"order_id": order}),
-                    "--tag", f"prod-{framework}", "--json", *remote)  # fmt: skip
-
     before, asked = tier.tool_calls(), len(tier.model.script.received)
-    with ThreadPoolExecutor(len(ORDERS)) as pool:
-        done = dict(zip(ORDERS, pool.map(run, ORDERS), strict=True))
-    for order, result in done.items():
-        assert result.code == 0, (order, result.stdout, result.stderr)
-        snapshot: dict[str, Any] = json.loads(result.stdout)
-        assert snapshot["status"] == "completed", (order, snapshot, tier.production.output())
-        assert list(decisions(snapshot).values()) == [ORDERS[order]], (order, snapshot)
+    with tier.production.http(tier.production_key) as http:
+        started = {}
+        for order in ORDERS:
+            body = {"workflowId": f"desk-{framework}", "inputs": {"order_id": order},
+                    "tags": [f"prod-{framework}"]}  # fmt: skip
+            created = http.post("/runs", json=body)
+            assert created.status_code == 201, created.text
+            started[order] = created.json()["runId"]
+        for order, run_id in started.items():
+            snapshot = _ended(http, run_id)
+            assert snapshot["status"] == "completed", _said(tier, run_id)
+            assert list(decisions(snapshot).values()) == [ORDERS[order]], snapshot
     assert tier.tool_calls() - before == TOOL_CALLS
     requests = tier.model.script.received[asked:]
     assert {request.path for request in requests} == {api}
     assert {request.body.get("stream") is True for request in requests} == {streamed}
+
+
+def _ended(http: httpx.Client, run_id: str) -> dict[str, Any]:
+    deadline = time.monotonic() + COMMAND_TIMEOUT_SECONDS
+    while True:
+        response = http.get(f"/runs/{project_id(run_id)}")
+        assert response.status_code == 200, response.text
+        snapshot: dict[str, Any] = response.json()
+        if snapshot["status"] not in ("pending", "running"):
+            return snapshot
+        assert time.monotonic() < deadline, f"run {run_id} never ended: {snapshot}"
+        time.sleep(0.2)
+
+
+def _said(tier: Tier, run_id: str) -> str:
+    """The failed run as `wopeval runs show` tells it: what its agent said included."""
+    shown = _cli("runs", "show", run_id, "--url", tier.production.url,
+                 "--api-key", tier.production_key)  # fmt: skip
+    return shown.stdout + shown.stderr
 
 
 def replay(tier: Tier, framework: str, workdir: Path) -> None:

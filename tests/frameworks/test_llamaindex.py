@@ -14,4 +14,4 @@ pytestmark = pytest.mark.postgres
 
 
 def test_llamaindex_is_recorded_and_replayed_offline(tier: Tier, tmp_path: Path) -> None:
-    run_the_loop(tier, "llamaindex", tmp_path, api=CHAT, streamed=False)
+    run_the_loop(tier, "llamaindex", tmp_path, api=CHAT, streamed=True)
