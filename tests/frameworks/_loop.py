@@ -28,7 +28,6 @@ from openwop_client.wire_id import project_id
 from _model_server import ModelServer
 from _processes import ServeOptions, ServeProcess
 from cli._support import Result, run_cli
-from wopeval.cli.run import decisions
 
 from ._orders import CountingOrdersServer
 
@@ -116,7 +115,8 @@ def record(tier: Tier, framework: str, *, api: str, streamed: bool) -> None:
         for order, run_id in started.items():
             snapshot = _ended(http, run_id)
             assert snapshot["status"] == "completed", _said(tier, run_id)
-            assert list(decisions(snapshot).values()) == [ORDERS[order]], snapshot
+            outputs = snapshot["extensions"]["wopeval.run"]["outputs"]
+            assert outputs == {"decide": {"decision": ORDERS[order]}}, snapshot
     assert tier.tool_calls() - before == TOOL_CALLS
     requests = tier.model.script.received[asked:]
     assert {request.path for request in requests} == {api}
