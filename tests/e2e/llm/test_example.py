@@ -60,6 +60,8 @@ def project(tmp_path: Path, example_model: ModelServer) -> Iterator[Path]:
     manifest.write_text(text.replace("http://127.0.0.1:8792/v1", example_model.base_url))
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+        # The upstream key the proxy adds at egress: the stand-in, like OpenAI, wants one.
+        patch.setenv("OPENAI_API_KEY", "sk-example")
         yield copy / "llm-agent"
 
 
