@@ -185,12 +185,23 @@ def test_usage_errors_exit_4(args: list[str]) -> None:
         pytest.param(["report", "dev/0123456789abcdef0123"], id="report-no-output"),
         pytest.param(["suites"], id="suites-no-command"),
         pytest.param(["eval", BASIC, "--agent", "a", "--url", "http://x"], id="url-without-key"),
+        pytest.param(
+            ["eval", BASIC, "--agent", "a", "--tools-changed", "sometimes"], id="bad-tools-changed"
+        ),
     ],
 )
 def test_more_usage_errors_exit_4_in_process(args: list[str]) -> None:
     """The same app object in-process (CliRunner): cheaper than a subprocess per case."""
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 4, result.output
+
+
+def test_tools_changed_fail_is_refused_for_a_host_at_a_url() -> None:
+    """It configures the embedded host; a host at --url is told how to configure itself."""
+    args = ["eval", BASIC, "--agent", "a", "--url", "http://127.0.0.1:9", "--api-key", "k"]
+    result = CliRunner().invoke(app, [*args, "--tools-changed", "fail"])
+    assert result.exit_code == 4, result.output
+    assert "WOPEVAL_EVAL_TOOLS_CHANGED=fail" in " ".join(result.output.split())
 
 
 def test_help_documents_the_exit_codes() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
 from pydantic import JsonValue
 
@@ -28,6 +29,10 @@ class Offered:
 
     def names(self) -> frozenset[str]:
         return frozenset(name for name, _ in self.tools)
+
+    @cached_property
+    def by_name(self) -> dict[str, ToolListing]:
+        return dict(self.tools)
 
 
 def offer(

@@ -122,7 +122,7 @@ async def _call_tool(
     except RunClosed:
         # The run ended under the call (a cancel): the agent sees a plain tool error.
         return _error({"code": "invocation_ended", "message": "the invocation has ended"})
-    if dict(invocation.offered().tools)[name].server is not None:
+    if invocation.offered().by_name[name].server is not None:
         return _as_recorded(value)
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     return mcp_types.CallToolResult(
