@@ -11,6 +11,10 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from wopeval.wire import limits
 from wopeval.wire.runs import EvalMode
 
+ToolsChangedPolicy = Literal["report", "fail"]
+"""What an eval task whose MCP tools changed since its recording comes to: `report` it (the
+task's `toolsChanged`), or `fail` it closed, unrun (docs/agents.md, "Tool contracts")."""
+
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
@@ -31,9 +35,8 @@ class EvalFeatures(BaseSettings):
     """Host extension beyond RFC 0252 UQ 5: every agent replays its recorded model answers
     in an eval task that takes its fixtures from a source run (`wopeval eval --replay-model`;
     per agent: `model_replay = "recorded"`)."""
-    tools_changed: Literal["report", "fail"] = "report"
-    """An eval task whose MCP tools changed since its source run recorded them: `report`
-    it (the task detail's `toolsChanged`), or `fail` it closed, unrun (docs/agents.md)."""
+    tools_changed: ToolsChangedPolicy = "report"
+    """`WOPEVAL_EVAL_TOOLS_CHANGED`: see `ToolsChangedPolicy`."""
     concurrency: int = Field(default=32, ge=1, le=1024)
     alpha: float = Field(default=0.05, gt=0, lt=1)
 

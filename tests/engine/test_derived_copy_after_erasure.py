@@ -69,6 +69,7 @@ def test_a_copy_is_refused_when_its_source_was_erased_after_the_lookup(
                     features=host.settings.eval,
                     catalog=host.catalog,
                     uow=uow,
+                    live_tools=True,
                 )
             async with host.store.transaction() as uow:
                 await erase_tool_content(uow, TENANT, source)

@@ -33,7 +33,9 @@ def test_a_command_agent_on_a_worker_reaches_its_tools_and_model_through_the_wor
 ) -> None:
     api = fleet.serve()
     path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
-    fleet.worker(env=(("OPENAI_BASE_URL", model_server.base_url), ("PATH", path)))
+    # The worker's proxy adds OPENAI_API_KEY at egress: the stand-in, like OpenAI, wants one.
+    upstream = (("OPENAI_BASE_URL", model_server.base_url), ("OPENAI_API_KEY", "sk-worker"))
+    fleet.worker(env=(*upstream, ("PATH", path)))
     args = {"order": 7}
     document = {
         "suiteId": "scale-agents.evals.command",

@@ -13,20 +13,19 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from wopeval import client
 from wopeval.cli._exit import CliError
 from wopeval.cli._revision import project_revision
+from wopeval.settings import ToolsChangedPolicy
 from wopeval.wire import errors
 from wopeval.wire.suite import parse_suite
 
 if TYPE_CHECKING:
     from wopeval.engine.project import EvalEntry
-
-ToolsChanged = Literal["report", "fail"]
 
 
 @dataclass(frozen=True)
@@ -38,7 +37,7 @@ class EvalFlags:
     modes: tuple[str, ...] | None = None
     trials: int | None = None
     offline: bool | None = None
-    tools_changed: ToolsChanged | None = None
+    tools_changed: ToolsChangedPolicy | None = None
     fixture_runs_file: Path | None = None
     from_runs: dict[str, str] = field(default_factory=dict)
     tags: tuple[str, ...] = ()
@@ -59,7 +58,7 @@ class EvalChoice:
     offline: bool
     tags: tuple[str, ...]
     revision: str | None
-    tools_changed: ToolsChanged = "report"
+    tools_changed: ToolsChangedPolicy = "report"
     """A task whose MCP tools changed since its recording is reported, or fails closed."""
     entry: str | None = None
     """The `[[evals]]` entry it came from."""

@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal, NoReturn, TypeVar
+from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console, RenderableType
@@ -22,6 +22,7 @@ from rich.markup import escape
 
 from wopeval import client
 from wopeval.cli._exit import CliError, ExitCode
+from wopeval.settings import ToolsChangedPolicy
 
 UrlOption = Annotated[
     str | None,
@@ -87,7 +88,7 @@ class Target:
     """`--replay-model`: the embedded host replays recorded model answers (docs/llm.md)."""
     offline: bool = False
     """`--offline`: the embedded host runs no tool live (docs/ci.md)."""
-    tools_changed: Literal["report", "fail"] = "report"
+    tools_changed: ToolsChangedPolicy = "report"
     """`--tools-changed fail`: the embedded host fails a task whose MCP tools changed."""
 
 

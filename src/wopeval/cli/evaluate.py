@@ -17,7 +17,7 @@ import typer
 from rich.console import Console
 
 from wopeval import client, evals
-from wopeval.cli._eval_choice import EvalChoice, EvalFlags, ToolsChanged, choose_eval
+from wopeval.cli._eval_choice import EvalChoice, EvalFlags, choose_eval
 from wopeval.cli._exit import EXIT_CODES_HELP, CliError, Command, ExitCode, exit_code_for
 from wopeval.cli._options import (
     DEFAULT_DATA_DIR,
@@ -43,6 +43,7 @@ from wopeval.cli._outputs import (
 )
 from wopeval.cli._progress import EvalProgress
 from wopeval.cli._render import result_lines
+from wopeval.settings import ToolsChangedPolicy
 from wopeval.wire.suite import Suite
 
 SETTINGS: dict[str, Any] = {"cls": Command, "epilog": EXIT_CODES_HELP}
@@ -100,7 +101,7 @@ def evaluate(
         ),
     ] = None,
     tools_changed: Annotated[
-        ToolsChanged | None,
+        ToolsChangedPolicy | None,
         typer.Option(
             "--tools-changed",
             help="A task whose MCP tools changed since its recording: report it (the "

@@ -19,13 +19,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import uvicorn
 from pydantic import ValidationError
 
 from wopeval.client._wire import ClientError, WireClient
-from wopeval.settings import Settings
+from wopeval.settings import Settings, ToolsChangedPolicy
 
 if TYPE_CHECKING:
     from wopeval.api.ownership import DatabaseOwned, Lease
@@ -183,7 +183,7 @@ def embedded_settings(
     database_url: str | None,
     replay_model: bool = False,
     offline: bool = False,
-    tools_changed: Literal["report", "fail"] = "report",
+    tools_changed: ToolsChangedPolicy = "report",
 ) -> Settings:
     """The settings `wopeval serve` would build from the same options (G14: built here);
     `replay_model` makes every agent replay recorded model answers (`--replay-model`),

@@ -21,10 +21,9 @@ from wopeval.engine.tool_contracts import (
     NO_CONTRACT,
     RecordedTools,
     ToolContract,
-    ToolsChangedPolicy,
     load_tool_contracts,
 )
-from wopeval.settings import EvalFeatures
+from wopeval.settings import EvalFeatures, ToolsChangedPolicy
 from wopeval.store import UnitOfWork
 from wopeval.wire import errors
 from wopeval.wire.runs import CreateRunRequest, EvalMode, RunKind
@@ -186,7 +185,7 @@ async def resolve_eval(
     features: EvalFeatures,
     catalog: Catalog,
     uow: UnitOfWork,
-    live_tools: bool = True,
+    live_tools: bool,
 ) -> EvalPlan:
     """`live_tools` False: an offline host, which serves the sources' recorded MCP listings."""
     _gate(request, features)

@@ -91,6 +91,7 @@ from wopeval.engine.project_llm import (
     openai_lane,
     prices,
 )
+from wopeval.settings import ToolsChangedPolicy
 from wopeval.tools import (
     Credential,
     HttpTool,
@@ -202,9 +203,8 @@ class EvalEntry(_Closed):
     trials: int | None = Field(default=None, ge=1, le=100)
     offline: bool = False
     """Refuse to start when a task would reach a live tool, and run none live."""
-    tools_changed: Literal["report", "fail"] = "report"
-    """A task whose MCP tools changed since its source run recorded them: `report` it, or
-    `fail` it closed, unrun (docs/agents.md, "Tool contracts")."""
+    tools_changed: ToolsChangedPolicy = "report"
+    """What a task whose MCP tools changed since its recording comes to (`report`, `fail`)."""
     tags: list[str] = Field(default_factory=list)
     """Tags the eval run carries (a later `--baseline latest:TAG` finds it by them)."""
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import JsonValue
 
@@ -24,9 +24,6 @@ from wopeval.agents import AgentSpec
 from wopeval.store import ListingRow, UnitOfWork
 from wopeval.tools import Offered, ToolListing, ToolRegistry, offer
 from wopeval.wire.task_detail import ToolChange
-
-ToolsChangedPolicy = Literal["report", "fail"]
-"""`[[evals]] tools_changed`: a task whose tools changed is reported, or fails closed."""
 
 
 @dataclass(frozen=True)

@@ -70,9 +70,11 @@ def _copy_of_the_example(directory: Path, base_url: str) -> Path:
 
 @pytest.fixture(scope="module")
 def on_path() -> Iterator[None]:
-    """The agents' `python` is this interpreter."""
+    """The agents' `python` is this interpreter, and the host has an upstream key."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+        # The upstream key the proxy adds at egress: the stand-in, like OpenAI, wants one.
+        patch.setenv("OPENAI_API_KEY", "sk-example")
         yield
 
 

@@ -51,7 +51,7 @@ def test_a_command_agent_on_the_plain_openai_client_is_recorded_through_the_prox
         ("proxy", "live", "ok", stream)
     ] * 2
     assert rows[0]["response"]["toolCalls"] == [
-        {"id": "call_0", "name": "add", "arguments": json.dumps({"a": 2, "b": 3})}
+        {"id": "call_0_0", "name": "add", "arguments": json.dumps({"a": 2, "b": 3})}
     ]
     assert rows[0]["response"]["finishReason"] == "tool_calls"
     assert rows[1]["response"]["content"] == "The sum is 5."

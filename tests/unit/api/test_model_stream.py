@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from _model_server import _chunks, _completion
+from _model_server import reply
+from _model_server.chat import chunks, completion
 from wopeval.agents import normalised_answer
 from wopeval.api._model_stream import StreamedAnswer, replayed_stream
 
@@ -31,11 +32,11 @@ def _lines(chunks: Any) -> list[str]:
 @pytest.mark.parametrize("turn", TURNS, ids=["content", "tool-calls", "refusal"])
 def test_streamed_deltas_add_up_to_the_whole_answer(turn: dict[str, Any]) -> None:
     streamed = StreamedAnswer()
-    for line in _lines(_chunks(BODY, turn)):
+    for line in _lines(chunks(BODY, reply(turn, 0))):
         streamed.feed(line)
     assert streamed.done
     assert streamed.complete
-    whole = normalised_answer(_completion(BODY, turn)).document
+    whole = normalised_answer(completion(BODY, reply(turn, 0))).document
     # A stream opens with an empty content delta (as OpenAI's does): "" where the whole says null.
     expected = {**whole, "content": whole["content"] or ""}
     assert normalised_answer(streamed.completion()).document == expected
@@ -43,7 +44,7 @@ def test_streamed_deltas_add_up_to_the_whole_answer(turn: dict[str, Any]) -> Non
 
 @pytest.mark.parametrize("turn", TURNS, ids=["content", "tool-calls", "refusal"])
 def test_a_replayed_answer_streams_back_to_the_same_answer(turn: dict[str, Any]) -> None:
-    recorded = normalised_answer(_completion(BODY, turn))
+    recorded = normalised_answer(completion(BODY, reply(turn, 0)))
     streamed = StreamedAnswer()
     for event in replayed_stream(recorded, include_usage=True):
         for line in event.decode().splitlines():
@@ -54,6 +55,6 @@ def test_a_replayed_answer_streams_back_to_the_same_answer(turn: dict[str, Any])
 
 def test_a_stream_cut_short_is_not_complete() -> None:
     streamed = StreamedAnswer()
-    for line in _lines(_chunks(BODY, TURNS[0]))[:3]:
+    for line in _lines(chunks(BODY, reply(TURNS[0], 0)))[:3]:
         streamed.feed(line)
     assert not streamed.complete
