@@ -20,15 +20,21 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 from sqlalchemy import Column
 
 from wopeval.store._bundle_ids import Retenant
-from wopeval.store._bundle_records import RUN_RECORDS, BundleError, RecordKind, ended, restored
-from wopeval.store._bundle_records import primary_key as primary_key_of
+from wopeval.store._bundle_records import (
+    RUN_RECORDS,
+    BundleError,
+    RecordKind,
+    ended,
+    primary_key,
+    restored,
+)
 from wopeval.wire import ids
 
 FORMAT = "wopeval.recordings/2"
 """The bundle format this host writes."""
 FORMAT_1 = "wopeval.recordings/1"
-"""The first format, still read: it carried no model exchanges and kept a run's plan in
-its run row."""
+"""The first format, still read: it carried no model exchanges and no tool listings, and
+kept a run's plan in its run row."""
 MANIFEST = "manifest.json"
 
 _MEMBERS = {
@@ -170,7 +176,7 @@ def _check_whole(manifest: Manifest, runs: tuple[BundledRun, ...]) -> None:
             for index, row in enumerate(rows):
                 where = f"{member} line {index + 1}"
                 rows[index] = checked = _checked_row(kind, row, where, run, names_origin_runs)
-                held = seen[kind.name].setdefault(primary_key_of(kind, checked), checked)
+                held = seen[kind.name].setdefault(primary_key(kind, checked), checked)
                 # A record the tenant keeps once travels, the same, with each run naming it.
                 if held is not checked and (kind.named_by is None or held != checked):
                     raise BundleError(f"{where}: the bundle holds this {kind.name} row twice")

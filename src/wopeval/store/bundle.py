@@ -34,7 +34,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from wopeval.store._bundle_ids import Retenant
 from wopeval.store._bundle_read import (
     FORMAT,
-    FORMAT_1,
     MANIFEST,
     Bundle,
     Manifest,
@@ -164,7 +163,6 @@ async def tagged_run_ids(connection: AsyncConnection, tenant: str, tag: str) -> 
 
 __all__ = [
     "FORMAT",
-    "FORMAT_1",
     "Bundle",
     "BundleError",
     "Exported",

@@ -70,7 +70,7 @@ def _copy_of_the_example(directory: Path, base_url: str) -> Path:
 
 @pytest.fixture(scope="module")
 def on_path() -> Iterator[None]:
-    """The agents' `python` is this interpreter."""
+    """The agents' `python` is this interpreter, and the host has an upstream key."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
         # The upstream key the proxy adds at egress: the stand-in, like OpenAI, wants one.
