@@ -169,6 +169,7 @@ def replay(tier: Tier, framework: str, workdir: Path) -> None:
 
     baseline = _cli("eval", *pinned, "--tag", "main")
     assert baseline.code == 0, baseline.stdout + baseline.stderr
+    assert f"({len(ORDERS)}/{len(ORDERS)} tasks passed)" in baseline.stdout, baseline.stdout
     assert "Fixture misses   0" in baseline.stdout, baseline.stdout
     assert "Live tool calls  0" in baseline.stdout, baseline.stdout
 
