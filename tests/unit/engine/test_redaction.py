@@ -89,7 +89,7 @@ def test_the_projects_configured_secrets() -> None:
                 {"id": "a", "lane": "command", "command": ["x"],
                  "env": {"LOG_LEVEL": "info", "SERP_API_KEY": "serp-value"}},
                 {"id": "b", "lane": "http", "url": "http://x", "api_key_env": "B_KEY",
-                 "credential": {"env": "AGENT_TOKEN"}},
+                 "anthropic_api_key_env": "B_ANTHROPIC_KEY", "credential": {"env": "AGENT_TOKEN"}},
                 {"id": "c", "lane": "scripted"},
             ],
             "tools": [{"name": "t:x", "kind": "http", "url": "http://x",
@@ -103,8 +103,10 @@ def test_the_projects_configured_secrets() -> None:
         SecretSource(value="tool-literal"),
         SecretSource(env="MCP_TOKEN"),
         SecretSource(env="OPENAI_API_KEY"),
+        SecretSource(env="ANTHROPIC_API_KEY"),
         SecretSource(value="serp-value"),
         SecretSource(env="B_KEY"),
+        SecretSource(env="B_ANTHROPIC_KEY"),
         SecretSource(value="h-v"),
     }
     assert "tool-literal" not in repr(configured_secrets(project))
