@@ -44,8 +44,8 @@ ORDER = "C-1000"
 DESK_INPUT = {"question": f"Refund order {ORDER}"}
 DESK_DECISION = {"action": "refund", "order": ORDER}
 DESK_TURNS: list[dict[str, Any]] = [
-    {"tool_calls": [{"name": "shop_lookup", "arguments": {"order": ORDER}}]},
-    {"tool_calls": [{"name": "shop_refund", "arguments": {"order": ORDER, "amount": 42.0}}]},
+    {"tool_calls": [{"name": "shop__lookup", "arguments": {"order": ORDER}}]},
+    {"tool_calls": [{"name": "shop__refund", "arguments": {"order": ORDER, "amount": 42.0}}]},
     {"json": DESK_DECISION},
 ]
 AGENTS = {
@@ -363,7 +363,7 @@ def test_the_anthropic_lane_records_its_tool_loop_and_replays_it_with_no_request
     ] * 3
     first, second, third = (row["request"] for row in rows)
     assert first["system"] == "You are the order desk."
-    assert [tool["name"] for tool in first["tools"]] == ["shop_lookup", "shop_refund"]
+    assert [tool["name"] for tool in first["tools"]] == ["shop__lookup", "shop__refund"]
     use = rows[0]["response"]["content"][0]
     assert second["messages"][1] == {"role": "assistant", "content": [use]}
     (result,) = second["messages"][2]["content"]
@@ -417,7 +417,7 @@ def test_a_request_the_source_never_made_is_a_miss_naming_the_nearest_one_and_th
     (line,) = [task for task in report["tasks"] if task["taskId"] == "whole"]
     assert nearest in json.dumps(line)
     # The agent's SDK raised the proxy's 400, which shows the values.
-    tail = detail["error"]["stderrTail"]
+    tail = detail["stderr"]
     assert "openai.BadRequestError" in tail
     assert 'path differs: $.instructions: recorded (absent), sent "Be terse."' in tail
 
