@@ -44,6 +44,7 @@ ORDERS = {
 """The production inputs and the decisions the scripted model leads each agent to."""
 TOOL_CALLS = 4
 """What production asks of the orders server per framework: three lookups and one refund."""
+PRODUCTION_TENANT = "prod"
 REGRESSED = 2
 COMMAND_TIMEOUT_SECONDS = 600.0
 """A command runs up to three framework processes at once, each importing its framework."""
@@ -149,7 +150,8 @@ def replay(tier: Tier, framework: str, workdir: Path) -> None:
     store = ["--data-dir", str(workdir / "ci-store")]
     bundle = workdir / "prod.zip"
     production = ["--database-url", tier.options.resolved_database_url()]
-    exported = _cli("recordings", "export", "--tag", tag, "--tenant", "prod", *production,
+    exported = _cli("recordings", "export", "--tag", tag, "--tenant", PRODUCTION_TENANT,
+                    *production,
                     "-o", str(bundle))  # fmt: skip
     assert exported.code == 0, exported.stdout + exported.stderr
 

@@ -23,10 +23,8 @@ from _backends import PostgresDatabases
 from _model_server import ModelScript, ModelServer
 from _processes import ServeOptions, ServeProcess
 
-from ._loop import EXAMPLE, VENVS, Tier, checkout
+from ._loop import EXAMPLE, PRODUCTION_TENANT, VENVS, Tier, checkout
 from ._orders import CountingOrdersServer
-
-PRODUCTION_TENANT = "prod"
 
 
 @pytest.fixture(scope="session")
