@@ -151,8 +151,7 @@ def replay(tier: Tier, framework: str, workdir: Path) -> None:
     bundle = workdir / "prod.zip"
     production = ["--database-url", tier.options.resolved_database_url()]
     exported = _cli("recordings", "export", "--tag", tag, "--tenant", PRODUCTION_TENANT,
-                    *production,
-                    "-o", str(bundle))  # fmt: skip
+                    *production, "-o", str(bundle))  # fmt: skip
     assert exported.code == 0, exported.stdout + exported.stderr
 
     model_requests, mcp_requests = tier.model_requests(), tier.orders.requests
