@@ -17,8 +17,9 @@ where the file was and its directory's mode.
 `link`: leaves a symbolic link to a JSON file where its decision file goes.
 `fifo`: leaves a named pipe there, which no one will ever write to.
 `idle`: decides at once: no tool call, no model call.
-`tools`: calls `out:lookup` through its MCP endpoint, then decides (no model call).
-`model`: asks the model through its proxy and calls `out:lookup`; with a file
+`tools`: calls `out__lookup` (the offered name of `out:lookup`) through its MCP endpoint,
+then decides (no model call).
+`model`: asks the model through its proxy and calls `out__lookup`; with a file
 `skip-model` in its working directory it does not ask the model, and decides the same.
 """
 
@@ -87,7 +88,7 @@ async def tools(request: dict[str, Any], *, ask_model: bool) -> None:
             model=MODEL, messages=[{"role": "user", "content": QUESTION}]
         )
     async with Client(os.environ["WOPEVAL_MCP_URL"]) as client:
-        found = await client.call_tool("out:lookup", {"key": request["key"]})
+        found = await client.call_tool("out__lookup", {"key": request["key"]})
     decide({"looked": found.structured_content})
 
 
