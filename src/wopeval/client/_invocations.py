@@ -8,15 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
 
-from pydantic import ValidationError
-
-from wopeval.client._wire import ClientError, WireClient
+from wopeval.client._wire import WireClient, read_shape
 from wopeval.wire.invocations import InvocationLine, InvocationList, InvocationStderr
-from wopeval.wire.suite import error_pointer
-
-Shape = TypeVar("Shape", InvocationList, InvocationStderr)
 
 
 @dataclass(frozen=True)
@@ -34,21 +28,13 @@ def fetch_invocations(
     body = host.invocations(run_id)
     if body is None:
         return None
-    lines = _read(InvocationList, body).invocations
+    lines = read_shape(InvocationList, body, "invocations").invocations
     said: dict[str, str] = {}
     for line in lines:
         if line.stderr == "kept" and wanted(line):
-            text = _read(InvocationStderr, host.invocation_stderr(run_id, line.invocationId))
+            text = read_shape(
+                InvocationStderr, host.invocation_stderr(run_id, line.invocationId), "invocations"
+            )
             if text.stderr:
                 said[line.invocationId] = text.stderr
     return RunInvocations(lines, said)
-
-
-def _read(shape: type[Shape], body: dict[str, Any]) -> Shape:
-    try:
-        return shape.model_validate(body)
-    except ValidationError as exc:
-        problems = "; ".join(f"{error_pointer(e['loc'])}: {e['msg']}" for e in exc.errors())
-        raise ClientError(
-            f"the host's invocations are not a shape this client reads: {problems}"
-        ) from None

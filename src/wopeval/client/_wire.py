@@ -15,11 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from types import TracebackType
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import httpx
+from pydantic import BaseModel, ValidationError
 
 from wopeval.wire import ids
+from wopeval.wire.suite import error_pointer
 
 PROTOCOL_VERSION = "2.0"
 """Sent on every request: the major this client speaks (versioning.md §1.2)."""
@@ -232,3 +234,17 @@ def _host_error(response: httpx.Response) -> HostError:
             response.status_code, body["error"], message if isinstance(message, str) else ""
         )
     return HostError(response.status_code, "http_error", response.reason_phrase or "error")
+
+
+Shape = TypeVar("Shape", bound=BaseModel)
+
+
+def read_shape(shape: type[Shape], body: dict[str, Any], what: str) -> Shape:
+    """`body` read as `shape`, or a ClientError naming each problem (`what`: what the host sent)."""
+    try:
+        return shape.model_validate(body)
+    except ValidationError as exc:
+        problems = "; ".join(f"{error_pointer(e['loc'])}: {e['msg']}" for e in exc.errors())
+        raise ClientError(
+            f"the host's {what} are not a shape this client reads: {problems}"
+        ) from None
