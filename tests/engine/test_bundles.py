@@ -273,7 +273,7 @@ CASES: dict[str, tuple[Callable[[Members], object], str]] = {
     ),
     "an event naming another tenant's run": (
         _row(SOURCE, "events", _event_doc(lambda doc: doc.update(runId=FOREIGN))),
-        f"names '{FOREIGN}', not a run of the bundle's tenant",
+        f"the log of run {ORIGIN}/{SOURCE}: event 0 is not the one its row names",
     ),
     "an event this host cannot read": (
         _row(SOURCE, "events", _event_doc(lambda doc: doc.update(payload=[]))),
@@ -336,7 +336,13 @@ def _rebuilt(
 
 def _runs_of(path: Path, directory: Path, *hex_ids: str) -> bundles.Bundle:
     """The bundle at `path` with only these runs."""
-    keep = _manifest(lambda m: m.update(runs=[r for r in m["runs"] if r["id"] in hex_ids]))
+
+    def keep(members: Members) -> None:
+        _manifest(lambda m: m.update(runs=[r for r in m["runs"] if r["id"] in hex_ids]))(members)
+        for name in [name for name in members if name.startswith("runs/")]:
+            if name.split("/")[1] not in hex_ids:
+                del members[name]
+
     return bundles.read_bundle(_rebuilt(path, directory / "-".join(hex_ids), keep, rehash=False))
 
 

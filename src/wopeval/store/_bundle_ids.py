@@ -1,7 +1,10 @@
 """A bundle's runs moved to the importing tenant: every field that names a run, and only those.
 
 Import keeps each run's hex id and swaps its tenant part: `prod/4f3a…` becomes
-`dev/4f3a…`. Every run a bundle names must be of its origin tenant: a run is
+`dev/4f3a…`. A row's own run (its run column, an event's `runId`) and its tenant
+are written from the manifest's hex id and the importing tenant, never from the
+row: the reader has checked the row says the same, and the writer does not ask
+it again. Every other run a bundle names must be of its origin tenant: a run is
 created, replayed, sourced and paired only within one tenant, so a name outside
 it is not a recording but an attempt to reach another tenant's runs, and the
 bundle is refused. The same walk over the rows checks that (at read, before
@@ -13,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from wopeval.store._bundle_records import BundleError
+from wopeval.store._bundle_records import BundleError, RecordKind
 from wopeval.wire import ids
 
 _RUN_COLUMNS = ("run_id", "eval_run_id", "source_run_id", "parent_run_id")
@@ -37,13 +40,17 @@ class Retenant:
             )
         return f"{self.tenant}/{value[len(self._prefix) :]}"
 
-    def row(self, table: str, row: dict[str, Any]) -> dict[str, Any]:
-        """The row under `tenant`: recorded content (an agent's input, a tool's result) is
-        never rewritten, even where it holds a string that looks like a run id."""
+    def row(self, kind: RecordKind, row: dict[str, Any], hex_id: str) -> dict[str, Any]:
+        """A row of the run `hex_id`, under `tenant`: recorded content (an agent's input, a
+        tool's result) is never rewritten, even where it holds a string that looks like a
+        run id."""
         row = dict(row)
+        table = kind.name
+        own = f"{self.tenant}/{hex_id}"
         for column in _RUN_COLUMNS:
-            if column in row:
-                row[column] = self(row[column])
+            if column not in row:
+                continue
+            row[column] = own if column == kind.run_column else self(row[column])
         if "tenant" in row:
             row["tenant"] = self._tenant(row["tenant"])
         if table == "runs":
@@ -61,7 +68,7 @@ class Retenant:
         elif table == "run_plans":
             row["plan"] = self._eval_refs(row["plan"])
         elif table == "events":
-            row["doc"] = self._event(row["doc"])
+            row["doc"] = self._event(row["doc"], own)
         return row
 
     def _tenant(self, value: Any) -> str:
@@ -69,9 +76,9 @@ class Retenant:
             raise BundleError(f"a row of tenant {str(value)[:80]!r}, not {self.origin!r}")
         return self.tenant
 
-    def _event(self, stored: str) -> str:
+    def _event(self, stored: str, own: str) -> str:
         doc = json.loads(stored)
-        doc["runId"] = self(doc["runId"])
+        doc["runId"] = own
         payload = doc["payload"]
         if doc["type"] == "run.started":
             payload["owner"] = self._owner(payload["owner"])

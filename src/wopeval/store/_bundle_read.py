@@ -1,10 +1,14 @@
 """Reading a bundle: the whole file checked before the store is touched.
 
-A bundle is read into memory and checked whole — its format, its manifest, every
-member against its checksum, every row against the importing store's tables, the
-run each row belongs to and every run it names — so a bad bundle is refused, with
-what is wrong, before anything is written. Older formats are upgraded here, in one
-versioned reader, to the current shape; the rest of the importer sees only that.
+A bundle is checked whole — its members' sizes against `Limits` before a byte is
+inflated, its format, its manifest, every member against its checksum (hashed as
+it streams, never read whole), every row against the importing store's tables,
+the run each row belongs to, every run it names, and each run's event log — so a
+bad bundle is refused, with what is wrong, before anything is written. Its
+checksums are only a guard against damage: whoever edits a bundle can recompute
+them, so nothing here trusts a row for more than what the checks prove. Older
+formats are upgraded here, in one versioned reader, to the current shape; the
+rest of the importer sees only that.
 """
 
 from __future__ import annotations
@@ -12,9 +16,11 @@ from __future__ import annotations
 import hashlib
 import json
 import zipfile
+import zlib
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import IO, Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 from sqlalchemy import Column
@@ -29,6 +35,7 @@ from wopeval.store._bundle_records import (
     restored,
 )
 from wopeval.wire import ids
+from wopeval.wire.events import TERMINAL_TYPES, EventDoc
 
 FORMAT = "wopeval.recordings/2"
 """The bundle format this host writes."""
@@ -42,6 +49,28 @@ _MEMBERS = {
     FORMAT: tuple(kind.name for kind in RUN_RECORDS),
 }
 """The members each run has, by format."""
+
+_CHUNK = 1 << 20
+"""Bytes inflated at a time: what a member's hash and rows are built from."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How much of a bundle is read. Each member's declared size is checked against
+    these before anything is inflated, and what is inflated is counted as it streams."""
+
+    member_bytes: int = 256 * 2**20
+    """The most one member (the manifest included) may inflate to."""
+    bundle_bytes: int = 2**30
+    """The most all the members together may inflate to."""
+    ratio: int = 200
+    """The most a member of `ratio_floor` bytes or more may inflate, per byte stored."""
+    ratio_floor: int = 2**20
+    """Below this size a member's ratio is not held against it: a short run of one
+    character deflates far, and a member this small costs nothing to read."""
+
+
+LIMITS = Limits()
 
 Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 
@@ -87,35 +116,136 @@ class Bundle:
     runs: tuple[BundledRun, ...]
 
 
-def read_bundle(path: Path) -> Bundle:
+def read_bundle(path: Path, limits: Limits = LIMITS) -> Bundle:
     """The bundle at `path`, checked whole; `BundleError` says what is wrong with it."""
     try:
         archive = zipfile.ZipFile(path)
-    except (OSError, zipfile.BadZipFile) as exc:
-        raise BundleError(f"{path} is not a recordings bundle: {exc}") from exc
+    except (OSError, zipfile.BadZipFile, ValueError, EOFError) as exc:
+        raise BundleError(f"{path} is not a recordings bundle: {exc}") from None
     with archive:
-        manifest = _manifest(archive, path)
+        members = _Members(archive, limits)
+        manifest = _manifest(members, path)
+        listed = {MANIFEST} | {
+            _member(run.id, name) for run in manifest.runs for name in _MEMBERS[manifest.format]
+        }
+        if unlisted := sorted(members.names - listed):
+            # Zip-slip paths among them: nothing is extracted, and nothing unlisted is read.
+            raise BundleError(f"the bundle holds {unlisted[0][:120]!r}, which its manifest lacks")
         runs = tuple(
-            BundledRun(run.id, _run_records(archive, manifest, run)) for run in manifest.runs
+            BundledRun(run.id, _run_records(members, manifest, run)) for run in manifest.runs
         )
     _check_whole(manifest, runs)
     return Bundle(manifest, runs)
 
 
-def _manifest(archive: zipfile.ZipFile, path: Path) -> Manifest:
+def _member(hex_id: str, name: str) -> str:
+    return f"runs/{hex_id}/{name}.jsonl"
+
+
+class _Members:
+    """The bundle's members, each inflated within `Limits`: a zip bomb is refused by
+    what it declares before a byte is inflated."""
+
+    def __init__(self, archive: zipfile.ZipFile, limits: Limits) -> None:
+        self._archive = archive
+        self._limits = limits
+        self._left = limits.bundle_bytes
+        infos = archive.infolist()
+        self.names = frozenset(info.filename for info in infos)
+        if len(self.names) != len(infos):
+            raise BundleError("the bundle holds a member twice under one name")
+        for info in infos:
+            self._check_declared(info)
+        declared = sum(info.file_size for info in infos)
+        if declared > limits.bundle_bytes:
+            raise BundleError(
+                f"the bundle inflates to {declared} bytes; at most {limits.bundle_bytes} are read"
+            )
+
+    def _check_declared(self, info: zipfile.ZipInfo) -> None:
+        name, limits = info.filename[:120], self._limits
+        if info.flag_bits & 0x1:
+            raise BundleError(f"{name!r} is encrypted; a bundle never is")
+        if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+            raise BundleError(f"{name!r} is compressed in a way this host does not read")
+        if info.file_size > limits.member_bytes:
+            raise BundleError(
+                f"{name!r} inflates to {info.file_size} bytes; "
+                f"a member may hold at most {limits.member_bytes}"
+            )
+        ratio_held = info.file_size >= limits.ratio_floor
+        if ratio_held and info.file_size > limits.ratio * info.compress_size:
+            raise BundleError(
+                f"{name!r} inflates {info.file_size // max(info.compress_size, 1)}-fold; "
+                f"at most {limits.ratio}-fold is read"
+            )
+
+    def chunks(self, name: str) -> Iterator[bytes]:
+        """The member's bytes as they inflate, refused past the caps whatever it declared."""
+        try:
+            with self._archive.open(name) as stream:
+                cap = min(self._limits.member_bytes, self._left)
+                for chunk in inflated(stream, cap, name):
+                    self._left -= len(chunk)
+                    yield chunk
+        except KeyError:
+            raise BundleError(f"the bundle lacks {name}") from None
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
+            raise BundleError(f"{name} is damaged: {exc}") from None
+
+
+def inflated(stream: IO[bytes], cap: int, name: str) -> Iterator[bytes]:
+    """`stream` read in chunks, refused once it yields more than `cap` bytes."""
+    read = 0
+    while chunk := stream.read(_CHUNK):
+        read += len(chunk)
+        if read > cap:
+            raise BundleError(f"{name} inflates past {cap} bytes, more than a bundle may hold")
+        yield chunk
+
+
+def _lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """The lines of a stream of chunks, each joined once however many chunks it spans."""
+    pending: list[bytes] = []
+    for chunk in chunks:
+        *whole, rest = chunk.split(b"\n")
+        if whole:
+            yield b"".join([*pending, whole[0]])
+            yield from whole[1:]
+            pending = []
+        pending.append(rest)
+    yield b"".join(pending)
+
+
+def _json(text: bytes) -> Any:
+    """`text` as JSON; `ValueError` also for nesting too deep to read."""
     try:
-        document = json.loads(archive.read(MANIFEST))
-    except (KeyError, ValueError) as exc:
-        raise BundleError(f"{path} has no readable {MANIFEST}") from exc
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nested too deep") from None
+
+
+def _manifest(members: _Members, path: Path) -> Manifest:
+    if MANIFEST not in members.names:
+        raise BundleError(f"{path} has no readable {MANIFEST}")
+    try:
+        document = _json(b"".join(members.chunks(MANIFEST)))
+    except ValueError as exc:
+        raise BundleError(f"{path} has no readable {MANIFEST}: {exc}") from None
     found = document.get("format") if isinstance(document, dict) else None
-    if found not in _MEMBERS:
+    if not isinstance(found, str) or found not in _MEMBERS:
         raise BundleError(
-            f"{path} is in format {found!r}; this host reads {' and '.join(map(repr, _MEMBERS))}"
+            f"{path} is in format {str(found)[:80]!r}; "
+            f"this host reads {' and '.join(map(repr, _MEMBERS))}"
         )
     try:
         manifest = Manifest.model_validate(document)
     except ValidationError as exc:
-        raise BundleError(f"{MANIFEST} of {path} is not a manifest: {exc.errors()[0]}") from None
+        first = exc.errors()[0]
+        where = ".".join(map(str, first["loc"]))
+        raise BundleError(
+            f"{MANIFEST} of {path} is not a manifest: {where}: {first['msg']}"
+        ) from None
     if not ids.is_tenant_id(manifest.origin.tenant):
         raise BundleError(f"{MANIFEST} names no tenant: {manifest.origin.tenant!r}")
     hex_ids = [run.id for run in manifest.runs]
@@ -125,29 +255,45 @@ def _manifest(archive: zipfile.ZipFile, path: Path) -> Manifest:
 
 
 def _run_records(
-    archive: zipfile.ZipFile, manifest: Manifest, run: ManifestRun
+    members: _Members, manifest: Manifest, run: ManifestRun
 ) -> dict[str, list[dict[str, Any]]]:
     expected = _MEMBERS[manifest.format]
     if unknown := sorted(set(run.files) - set(expected)):
         raise BundleError(f"run {run.id} has members this format has not: {unknown}")
     records: dict[str, list[Any]] = {}
     for name in expected:
-        member = f"runs/{run.id}/{name}.jsonl"
+        member = _member(run.id, name)
         if name not in run.files:
             raise BundleError(f"{MANIFEST} lists no {member}")
-        try:
-            content = archive.read(member)
-        except KeyError:
-            raise BundleError(f"the bundle lacks {member}") from None
-        if hashlib.sha256(content).hexdigest() != run.files[name]:
-            raise BundleError(f"{member} does not match its checksum")
-        try:
-            records[name] = [json.loads(line) for line in content.splitlines() if line]
-        except ValueError as exc:
-            raise BundleError(f"{member} is not JSON lines: {exc}") from None
+        records[name] = _rows(members, member, run.files[name])
     if manifest.format == FORMAT_1:
         records = _upgrade_format_1(records)
     return records
+
+
+def _rows(members: _Members, member: str, checksum: str) -> list[Any]:
+    """The member's rows, hashed and parsed as it streams: a damaged member is told
+    apart from one that is not JSON lines by its checksum, checked first."""
+    digest = hashlib.sha256()
+    rows: list[Any] = []
+    unreadable: ValueError | None = None
+
+    def hashed() -> Iterator[bytes]:
+        for chunk in members.chunks(member):
+            digest.update(chunk)
+            yield chunk
+
+    for line in _lines(hashed()):
+        if unreadable is None and line.strip():
+            try:
+                rows.append(_json(line))
+            except ValueError as exc:
+                unreadable = exc
+    if digest.hexdigest() != checksum:
+        raise BundleError(f"{member} does not match its checksum")
+    if unreadable is not None:
+        raise BundleError(f"{member} is not JSON lines: {unreadable}")
+    return rows
 
 
 def _upgrade_format_1(records: dict[str, list[Any]]) -> dict[str, list[Any]]:
@@ -164,14 +310,15 @@ def _upgrade_format_1(records: dict[str, list[Any]]) -> dict[str, list[Any]]:
 
 
 def _check_whole(manifest: Manifest, runs: tuple[BundledRun, ...]) -> None:
-    """Every row: its table's shape, its run, the runs it names, no erased content, once."""
+    """Every row: its table's shape, its run, the runs it names, no erased content, once;
+    every run: its one row, of the kind the manifest lists, and a whole, ended log."""
     origin = manifest.origin.tenant
     names_origin_runs = Retenant(origin, origin)
     seen: dict[str, dict[tuple[Any, ...], dict[str, Any]]] = {k.name: {} for k in RUN_RECORDS}
-    for run in runs:
+    for listed, run in zip(manifest.runs, runs, strict=True):
         run_id = f"{origin}/{run.hex_id}"
         for kind in RUN_RECORDS:
-            member = f"runs/{run.hex_id}/{kind.name}.jsonl"
+            member = _member(run.hex_id, kind.name)
             rows = run.records[kind.name]
             for index, row in enumerate(rows):
                 where = f"{member} line {index + 1}"
@@ -183,9 +330,38 @@ def _check_whole(manifest: Manifest, runs: tuple[BundledRun, ...]) -> None:
         if len(run.records["runs"]) != 1:
             count = len(run.records["runs"])
             raise BundleError(f"runs/{run.hex_id}/runs.jsonl holds {count} run rows, not one")
-        status = run.records["runs"][0]["status"]
-        if not ended(status):
-            raise BundleError(f"run {run_id} has not ended (status {status!r})")
+        row = run.records["runs"][0]
+        if row["kind"] != listed.kind:
+            raise BundleError(
+                f"run {run_id} is a {row['kind']!r} run; {MANIFEST} lists a {listed.kind!r}"
+            )
+        if not ended(row["status"]):
+            raise BundleError(f"run {run_id} has not ended (status {row['status']!r})")
+        _check_log(run_id, row, run.records["events"])
+
+
+def _check_log(run_id: str, run: dict[str, Any], events: list[dict[str, Any]]) -> None:
+    """The run's log is whole: sequences 0 to its last with no gap, each event the one its
+    row says, and one terminal event, last, the one its status says it ended with."""
+    where = f"the log of run {run_id}"
+    if [event["sequence"] for event in events] != list(range(len(events))):
+        raise BundleError(f"{where} is not gapless from sequence 0")
+    if run["last_sequence"] != len(events) - 1:
+        raise BundleError(
+            f"{where} ends at {len(events) - 1}; its run row says {run['last_sequence']}"
+        )
+    for event in events:
+        try:
+            doc = EventDoc.model_validate_json(event["doc"])
+        except ValidationError:
+            raise BundleError(f"{where}: event {event['sequence']} is no event") from None
+        if (doc.runId, doc.sequence, doc.type) != (run_id, event["sequence"], event["type"]):
+            raise BundleError(f"{where}: event {event['sequence']} is not the one its row names")
+    terminal = [event["type"] for event in events if event["type"] in TERMINAL_TYPES]
+    if terminal != [f"run.{run['status']}"] or events[-1]["type"] != terminal[0]:
+        raise BundleError(
+            f"{where} must end with one run.{run['status']} event, its status; it has {terminal}"
+        )
 
 
 def _checked_row(
@@ -198,7 +374,7 @@ def _checked_row(
     if values.get("erased_at") is not None:
         raise BundleError(f"{where}: erased tool content of run {run_id}")
     try:
-        names_origin_runs.row(kind.name, values)
+        names_origin_runs.row(kind, values, run.hex_id)
         if (named_by := kind.named_by) is not None:
             _check_named(kind, named_by, values, run)
     except BundleError as error:

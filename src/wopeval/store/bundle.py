@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import and_, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from wopeval.store._bundle_ids import Retenant
@@ -118,13 +119,25 @@ async def import_bundle(connection: AsyncConnection, bundle: Bundle, tenant: str
     if (held := present.scalars().first()) is not None:
         raise BundleError(f"run {held} is already in this store; nothing was imported")
     for kind in RUN_RECORDS:
-        rows = [row for run in bundle.runs for row in run.records[kind.name]]
+        rows = [
+            retenant.row(kind, row, run.hex_id)
+            for run in bundle.runs
+            for row in run.records[kind.name]
+        ]
         insert = kind.table.insert()
         if kind.named_by is not None:
             # A record the tenant keeps once may travel with several runs, and be here already.
             insert = ignoring_duplicates(connection, kind.table)
         if rows:
-            await connection.execute(insert, [retenant.row(kind.name, row) for row in rows])
+            try:
+                await connection.execute(insert, rows)
+            except IntegrityError:
+                # A row left behind in this store under one of these runs' ids; the
+                # caller's transaction is rolled back, so nothing of the bundle stays.
+                raise BundleError(
+                    f"the {kind.name} of these runs clash with rows already in this store; "
+                    "nothing was imported"
+                ) from None
     return Imported(run_ids, bundle.manifest.origin)
 
 
