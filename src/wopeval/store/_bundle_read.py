@@ -149,7 +149,6 @@ class _Members:
     def __init__(self, archive: zipfile.ZipFile, limits: Limits) -> None:
         self._archive = archive
         self._limits = limits
-        self._left = limits.bundle_bytes
         infos = archive.infolist()
         self.names = frozenset(info.filename for info in infos)
         if len(self.names) != len(infos):
@@ -181,26 +180,26 @@ class _Members:
             )
 
     def chunks(self, name: str) -> Iterator[bytes]:
-        """The member's bytes as they inflate, refused past the caps whatever it declared."""
+        """The member's bytes as they inflate, never more than it declared."""
         try:
-            with self._archive.open(name) as stream:
-                cap = min(self._limits.member_bytes, self._left)
-                for chunk in inflated(stream, cap, name):
-                    self._left -= len(chunk)
-                    yield chunk
+            info = self._archive.getinfo(name)
+            with self._archive.open(info) as stream:
+                yield from inflated(stream, info.file_size, name)
         except KeyError:
             raise BundleError(f"the bundle lacks {name}") from None
         except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
             raise BundleError(f"{name} is damaged: {exc}") from None
 
 
-def inflated(stream: IO[bytes], cap: int, name: str) -> Iterator[bytes]:
-    """`stream` read in chunks, refused once it yields more than `cap` bytes."""
+def inflated(stream: IO[bytes], declared: int, name: str) -> Iterator[bytes]:
+    """`stream` read in chunks, refused once it yields more than the `declared` bytes
+    the caps were checked against (a zip reader that trusts its data over its
+    directory would otherwise inflate without bound)."""
     read = 0
     while chunk := stream.read(_CHUNK):
         read += len(chunk)
-        if read > cap:
-            raise BundleError(f"{name} inflates past {cap} bytes, more than a bundle may hold")
+        if read > declared:
+            raise BundleError(f"{name} inflates past the {declared} bytes it declares")
         yield chunk
 
 
