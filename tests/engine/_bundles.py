@@ -130,8 +130,8 @@ def rebuilt(
     return target
 
 
-def runs_of(path: Path, directory: Path, *hex_ids: str) -> bundles.Bundle:
-    """The bundle at `path` with only these runs."""
+def only_runs(*hex_ids: str) -> Callable[[Members], object]:
+    """The bundle with only these runs."""
 
     def keep(members: Members) -> None:
         manifest_edit(lambda m: m.update(runs=[r for r in m["runs"] if r["id"] in hex_ids]))(
@@ -141,7 +141,13 @@ def runs_of(path: Path, directory: Path, *hex_ids: str) -> bundles.Bundle:
             if name.split("/")[1] not in hex_ids:
                 del members[name]
 
-    return bundles.read_bundle(rebuilt(path, directory / "-".join(hex_ids), keep, rehash=False))
+    return keep
+
+
+def runs_of(path: Path, directory: Path, *hex_ids: str) -> bundles.Bundle:
+    """The bundle at `path` with only these runs, read."""
+    kept = rebuilt(path, directory / "-".join(hex_ids), only_runs(*hex_ids), rehash=False)
+    return bundles.read_bundle(kept)
 
 
 def export_format_2(directory: Path) -> Path:
