@@ -15,6 +15,7 @@ import json
 import secrets
 import time
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -297,3 +298,45 @@ def test_a_format_1_bundle_imports_and_each_tenant_erases_only_its_own_copy(
             assert _replay_passes(other, f"{OTHER}/{FORMAT_1_SOURCE}")
     finally:
         serve.stop()
+
+
+def _manifest_list_format(members: dict[str, bytes]) -> None:
+    members["manifest.json"] = json.dumps({"format": ["wopeval.recordings/2"]}).encode()
+
+
+def _zip_slip(members: dict[str, bytes]) -> None:
+    members["../../outside.jsonl"] = b"{}\n"
+
+
+def _not_json(members: dict[str, bytes]) -> None:
+    members["manifest.json"] = b"{'format':"
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (_manifest_list_format, "is in format \"['wopeval.recordings/2']\"; this host reads"),
+        (_zip_slip, "holds '../../outside.jsonl', which its manifest lacks"),
+        (_not_json, "has no readable manifest.json: Expecting property name"),
+    ],
+    ids=["a format that is a list", "a zip-slip member", "a manifest that is no JSON"],
+)
+def test_a_hostile_bundle_is_refused_with_a_message_and_exit_4(
+    tmp_path: Path, change: Callable[[dict[str, bytes]], None], message: str
+) -> None:
+    """What the reader refuses, the command says, in one line (never a traceback), before
+    the store is opened. Each refusal the reader makes: tests/engine/test_hostile_bundles.py."""
+    with zipfile.ZipFile(FORMAT_1_BUNDLE) as source:
+        members = {name: source.read(name) for name in source.namelist()}
+    change(members)
+    hostile = tmp_path / "hostile.zip"
+    with zipfile.ZipFile(hostile, "w") as target:
+        for name, content in members.items():
+            target.writestr(name, content)
+    refused = run_cli("recordings", "import", str(hostile), "--data-dir", str(tmp_path / "ci"))
+    assert (refused.code, refused.stdout) == (4, "")
+    assert refused.stderr.startswith("error: ")
+    assert message in refused.stderr
+    assert refused.stderr.count("\n") == 1
+    assert "Traceback" not in refused.stderr
+    assert not (tmp_path / "ci").exists()
