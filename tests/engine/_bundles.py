@@ -45,12 +45,14 @@ async def import_into(url: str, bundle: bundles.Bundle, tenant: str) -> bundles.
         await store.close()
 
 
-async def export_from(url: str, run_ids: list[str], path: Path) -> None:
+async def export_from(url: str, run_ids: list[str], path: Path) -> bundles.Exported:
     store = await Store.open(url)
     try:
         async with store.reading() as uow:
             origin = bundles.Origin(host="test", tenant=ORIGIN)
-            await bundles.export_runs(uow.connection, run_ids, origin, datetime.now(UTC), path)
+            return await bundles.export_runs(
+                uow.connection, run_ids, origin, datetime.now(UTC), path
+            )
     finally:
         await store.close()
 

@@ -13,16 +13,17 @@ import asyncio
 import json
 import zipfile
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import Table, func, select, update
 
 from _backends import Backend
 from wopeval.store import Store, sqlite_url
 from wopeval.store import bundle as bundles
-from wopeval.store.tables import run_tool_listings, runs, tool_listings
+from wopeval.store.tables import run_tool_listings, runs, tool_calls, tool_listings
 
 from ._bundles import (
     BASELINE,
@@ -37,6 +38,7 @@ from ._bundles import (
     both,
     event_doc,
     export_format_2,
+    export_from,
     first_row,
     first_run_files,
     import_into,
@@ -319,3 +321,94 @@ def test_a_tool_listing_travels_with_each_run_naming_it_and_is_kept_once(
     # The tenant holds it already: another bundle naming it imports, and it stays one.
     asyncio.run(import_into(url, runs_of(offering, tmp_path, BASELINE), "ci"))
     assert asyncio.run(_listings(url)) == ([("ci", DIGEST, LISTING)], 3)
+
+
+# ── the export, from a store ─────────────────────────────────────────────────
+
+
+async def _changed(url: str, table: Table, values: dict[str, Any]) -> None:
+    """Every row of `table` given these values: a state the format-1 runs were never in."""
+    store = await Store.open(url)
+    try:
+        async with store.transaction() as uow:
+            await uow.connection.execute(update(table).values(**values))
+    finally:
+        await store.close()
+
+
+@pytest.fixture
+def origin_store(tmp_path: Path) -> str:
+    """A store holding the format-1 runs under their own tenant, and SOURCE under another."""
+    url = sqlite_url(tmp_path)
+    asyncio.run(import_into(url, bundles.read_bundle(FORMAT_1_BUNDLE), ORIGIN))
+    asyncio.run(import_into(url, runs_of(FORMAT_1_BUNDLE, tmp_path, SOURCE), "other"))
+    return url
+
+
+async def _tagged(url: str, tenant: str, tag: str) -> list[str]:
+    store = await Store.open(url)
+    try:
+        async with store.reading() as uow:
+            return await bundles.tagged_run_ids(uow.connection, tenant, tag)
+    finally:
+        await store.close()
+
+
+def test_tagged_runs_are_the_tenants_ended_runs_with_the_tag_oldest_first(
+    origin_store: str,
+) -> None:
+    assert asyncio.run(_tagged(origin_store, ORIGIN, "prod")) == [
+        f"{ORIGIN}/{SOURCE}",
+        f"{ORIGIN}/{REPLAY}",
+    ]
+    assert asyncio.run(_tagged(origin_store, ORIGIN, "main")) == [f"{ORIGIN}/{BASELINE}"]
+    assert asyncio.run(_tagged(origin_store, "other", "prod")) == [f"other/{SOURCE}"]
+    asyncio.run(_changed(origin_store, runs, {"status": "running"}))
+    assert asyncio.run(_tagged(origin_store, ORIGIN, "prod")) == []
+
+
+def test_an_export_writes_each_run_once_and_a_whole_bundle(
+    origin_store: str, tmp_path: Path
+) -> None:
+    (directory := tmp_path / "out").mkdir()
+    path = directory / "out.zip"
+    wanted = [f"{ORIGIN}/{SOURCE}", f"{ORIGIN}/{REPLAY}", f"{ORIGIN}/{SOURCE}"]
+    done = asyncio.run(export_from(origin_store, wanted, path))
+    assert done == bundles.Exported(path, wanted[:2])
+    # Written aside and renamed: nothing but the bundle is left.
+    assert [p.name for p in directory.iterdir()] == ["out.zip"]
+    read = bundles.read_bundle(path)
+    assert [run.hex_id for run in read.runs] == [SOURCE, REPLAY]
+    assert read.manifest.origin == bundles.Origin(host="test", tenant=ORIGIN)
+    with zipfile.ZipFile(path) as archive:
+        assert {info.compress_type for info in archive.infolist()} == {zipfile.ZIP_DEFLATED}
+
+
+@pytest.mark.parametrize(
+    ("run_id", "changed", "message"),
+    [
+        (f"other/{SOURCE}", None, f"other/{SOURCE} is not a run of tenant 'prod'"),
+        (f"{ORIGIN}/{'0' * 32}", None, f"no run {ORIGIN}/{'0' * 32} in this store"),
+        (f"{ORIGIN}/{SOURCE}", (runs, {"status": "paused"}), "is still active; export it once"),
+        (
+            f"{ORIGIN}/{SOURCE}",
+            (tool_calls, {"erased_at": datetime(2026, 1, 1, tzinfo=UTC)}),
+            f"the tool content of {ORIGIN}/{SOURCE} was erased; an erased run is never exported",
+        ),
+    ],
+    ids=["another tenant's run", "no such run", "an active run", "an erased run"],
+)
+def test_an_export_refuses_what_may_not_travel(
+    origin_store: str,
+    tmp_path: Path,
+    run_id: str,
+    changed: tuple[Table, dict[str, Any]] | None,
+    message: str,
+) -> None:
+    if changed is not None:
+        asyncio.run(_changed(origin_store, *changed))
+    path = tmp_path / "out.zip"
+    with pytest.raises(bundles.BundleError) as refused:
+        asyncio.run(export_from(origin_store, [run_id], path))
+    assert message in str(refused.value)
+    assert not path.exists()
