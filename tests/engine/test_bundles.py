@@ -68,8 +68,10 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_this_host_writes_format_2_with_every_record_kind(exported: Path) -> None:
     with zipfile.ZipFile(exported) as archive:
-        manifest = json.loads(archive.read("manifest.json"))
-    assert manifest["format"] == "wopeval.recordings/2"
+        text = archive.read("manifest.json").decode()
+    manifest = json.loads(text)
+    # Written for a person to read, too: indented by two.
+    assert text.startswith('{\n  "format": "wopeval.recordings/2",\n')
     for run in manifest["runs"]:
         assert list(run["files"]) == [
             "runs", "run_plans", "events", "tool_calls", "invocations", "model_calls",
@@ -337,11 +339,15 @@ async def _changed(url: str, table: Table, values: dict[str, Any]) -> None:
 
 
 @pytest.fixture
-def origin_store(tmp_path: Path) -> str:
-    """A store holding the format-1 runs under their own tenant, and SOURCE under another."""
-    url = sqlite_url(tmp_path)
-    asyncio.run(import_into(url, bundles.read_bundle(FORMAT_1_BUNDLE), ORIGIN))
-    asyncio.run(import_into(url, runs_of(FORMAT_1_BUNDLE, tmp_path, SOURCE), "other"))
+def origin_store(backend: Backend, tmp_path: Path, exported: Path) -> str:
+    """A store holding the base bundle's runs under their own tenant, the newest written
+    first (so that no order but the runs' own gives the oldest first), SOURCE offered the
+    `orders` tool listing; and SOURCE under another tenant, offered it too."""
+    url = backend.new_database() or sqlite_url(tmp_path)
+    newest_first = both(manifest_edit(lambda m: m["runs"].reverse()), offered(SOURCE))
+    reordered = rebuilt(exported, tmp_path / "reordered.zip", newest_first, rehash=True)
+    asyncio.run(import_into(url, bundles.read_bundle(reordered), ORIGIN))
+    asyncio.run(import_into(url, runs_of(reordered, tmp_path, SOURCE), "other"))
     return url
 
 
@@ -363,7 +369,9 @@ def test_tagged_runs_are_the_tenants_ended_runs_with_the_tag_oldest_first(
     ]
     assert asyncio.run(_tagged(origin_store, ORIGIN, "main")) == [f"{ORIGIN}/{BASELINE}"]
     assert asyncio.run(_tagged(origin_store, "other", "prod")) == [f"other/{SOURCE}"]
-    asyncio.run(_changed(origin_store, runs, {"status": "running"}))
+    asyncio.run(_changed(origin_store, runs, {"request": {"mode": "eval"}}))
+    assert asyncio.run(_tagged(origin_store, ORIGIN, "prod")) == []
+    asyncio.run(_changed(origin_store, runs, {"status": "running", "request": {"tags": ["prod"]}}))
     assert asyncio.run(_tagged(origin_store, ORIGIN, "prod")) == []
 
 
@@ -373,6 +381,7 @@ def test_an_export_writes_each_run_once_and_a_whole_bundle(
     (directory := tmp_path / "out").mkdir()
     path = directory / "out.zip"
     wanted = [f"{ORIGIN}/{SOURCE}", f"{ORIGIN}/{REPLAY}", f"{ORIGIN}/{SOURCE}"]
+    asyncio.run(_changed(origin_store, tool_calls, {"result": {"reply": "déjà vu"}}))
     done = asyncio.run(export_from(origin_store, wanted, path))
     assert done == bundles.Exported(path, wanted[:2])
     # Written aside and renamed: nothing but the bundle is left.
@@ -382,6 +391,17 @@ def test_an_export_writes_each_run_once_and_a_whole_bundle(
     assert read.manifest.origin == bundles.Origin(host="test", tenant=ORIGIN)
     with zipfile.ZipFile(path) as archive:
         assert {info.compress_type for info in archive.infolist()} == {zipfile.ZIP_DEFLATED}
+        # Text as it was recorded, in UTF-8, not escaped.
+        assert '"déjà vu"'.encode() in archive.read(f"runs/{SOURCE}/tool_calls.jsonl")
+    # The tool listings travel with the run they were offered to, and only the tenant's own.
+    (source, replay) = read.runs
+    assert source.records["run_tool_listings"] == [
+        {"run_id": f"{ORIGIN}/{SOURCE}", "server": "orders", "digest": DIGEST}
+    ]
+    assert source.records["tool_listings"] == [
+        {"tenant": ORIGIN, "digest": DIGEST, "listing": LISTING}
+    ]
+    assert replay.records["run_tool_listings"] == replay.records["tool_listings"] == []
 
 
 @pytest.mark.parametrize(

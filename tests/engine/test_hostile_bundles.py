@@ -426,7 +426,8 @@ HOSTILE: dict[str, tuple[Build, str]] = {
     ),
     "a run whose rows clash with rows left in the store": (
         lambda base, target: rebuilt(base, target, only_runs(REPLAY), rehash=False),
-        "the derived_fixtures of these runs clash with rows already in this store",
+        "the derived_fixtures of these runs clash with rows already in this store; "
+        "nothing was imported",
     ),
 }
 
@@ -528,6 +529,7 @@ def test_an_import_writes_only_under_the_importing_tenant(seeded: Seeded, tmp_pa
     assert asyncio.run(_rows_of_tenant(seeded.url, VICTIM)) == victim_before
     stored = asyncio.run(_rows_of_tenant(seeded.url, tenant))
     assert imported.run_ids == [row["run_id"] for row in stored["runs"]]
+    assert imported.origin == bundles.Origin(host="test", tenant=ORIGIN)
     assert sorted(imported.run_ids) == sorted(f"{tenant}/{h}" for h in (SOURCE, REPLAY, BASELINE))
     assert {row["tenant"] for row in stored["runs"]} == {tenant}
     for event in stored["events"]:
