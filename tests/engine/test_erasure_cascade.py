@@ -147,16 +147,18 @@ def test_retention_erases_the_runs_that_ended_before_its_cut_off_with_their_copi
     async def scenario() -> None:
         async with running_host(backend, tmp_path) as host:
             expired, also_expired, recent = [await _workflow_run(host) for _ in range(3)]
-            # A replay of an expired run ended recently: erased with its parent all the same.
+            # A replay of an expired run, and an eval run served from it, ended recently:
+            # erased with it all the same.
             fork = await _fork(host, expired)
+            evaluated = await _eval_run(host, expired)
             async with host.store.transaction() as uow:
                 await uow.connection.execute(
                     update(runs)
                     .where(runs.c.run_id.in_([expired, also_expired]))
                     .values(completed_at=now() - timedelta(days=8))
                 )
-            assert await purge_expired(host.store, 7) == Erasure(runs=3, calls=6, copies=0)
-            for run_id in (expired, also_expired, fork):
+            assert await purge_expired(host.store, 7) == Erasure(runs=4, calls=8, copies=1)
+            for run_id in (expired, also_expired, fork, evaluated):
                 assert await _held_content(host, run_id) == [], run_id
             assert await _held_content(host, recent) == ["tool_calls", "events"]
             assert await purge_expired(host.store, 7) == Erasure(runs=0, calls=0, copies=0)

@@ -100,8 +100,8 @@ def erased_call(call: dict[str, Any]) -> dict[str, Any]:
     tool, status, duration and `argsHash` stay (the hash keeps a scrubbed call comparable
     without keeping what it said); args, result and the error's words go."""
     kept = {key: value for key, value in call.items() if key not in _CALL_CONTENT}
-    if "inputs" in call and "argsHash" not in call:
-        kept["argsHash"] = evals.args_hash(call["inputs"])
+    if "inputs" in call:
+        kept.setdefault("argsHash", evals.args_hash(call["inputs"]))
     error = erased_error(call.get("error"))
     if error is not None:
         kept["error"] = error
@@ -122,8 +122,8 @@ def erased_exchange(exchange: dict[str, Any]) -> dict[str, Any]:
     kept = {key: value for key, value in exchange.items() if key not in _EXCHANGE_CONTENT}
     error = exchange.get("error")
     if isinstance(error, dict):
-        kept["error"] = {key: value for key, value in error.items() if key != "diff"}
-        if isinstance(error.get("diff"), list):
+        kept["error"] = dict(error)
+        if "diff" in error:
             kept["error"]["diff"] = [
                 {"path": change["path"], "kind": change["kind"]} for change in error["diff"]
             ]
