@@ -4,7 +4,8 @@ The host's store is watched for reads while a gated run is read over the wire: w
 waits, repeated reads (its snapshot, a poll of its events) answer the same bytes without
 reading the store; once it is let go and ends, the next reads show it ended (the change
 dropped what was kept) and their repeats again read nothing. An erasure rewrites the
-stored events without a step: the next poll shows them scrubbed.
+stored events without a step: the next poll shows them scrubbed, whether the erasure was
+asked for or the host's retention purge made it.
 """
 
 from __future__ import annotations
@@ -12,15 +13,25 @@ from __future__ import annotations
 import re
 import time
 from contextlib import AbstractContextManager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
 
+from _backends import Backend
 from _statements import statements_matching
 
 from ._gate import start_gated_run
-from ._server import TENANT_B, ServerHandle
-from ._support import NOOP_WORKFLOW, RUN_DEADLINE_SECONDS
+from ._server import TENANT_B, ServerHandle, host_settings, running_host
+from ._support import (
+    COUNTER_WORKFLOW,
+    NOOP_WORKFLOW,
+    RUN_DEADLINE_SECONDS,
+    counter_inputs,
+    table_rows,
+    unique,
+)
+from .evals._evals import set_completed_at
 
 _RUNS_READ = re.compile(r"\s*SELECT\b.*\bFROM (runs|events)\b", re.DOTALL | re.IGNORECASE)
 
@@ -37,6 +48,7 @@ def _read(http: httpx.Client, segment: str, view: str = "") -> httpx.Response:
 
 
 POLL = "/events/poll?afterSequence=-1&timeout=1"
+SCRUBBED_DEADLINE_SECONDS = 5.0
 REPEATS = 6
 
 
@@ -141,6 +153,39 @@ def test_an_erasure_drops_the_kept_polls_of_the_runs_it_scrubbed(
     assert all(
         event["payload"]["inputs"] == {"customer": inputs["customer"]} for event in was_called
     )
+
+
+def test_the_retention_purge_drops_the_kept_polls_of_the_runs_it_scrubbed(
+    backend: Backend, tmp_path: Path
+) -> None:
+    key = unique("retained")
+    settings = host_settings(backend, tmp_path, retention_days=7, purge_interval_seconds=0.1)
+    with running_host(settings, backend) as server, server.http() as http:
+        created = http.post("/runs", json={"workflowId": COUNTER_WORKFLOW,
+                                           "inputs": counter_inputs(key)})  # fmt: skip
+        assert created.status_code == 201, created.text
+        run_id = created.json()["runId"]
+        segment = run_id.replace("/", "~2F")
+        before = _until_ended(http, segment, POLL)
+        kept, costs = _repeated(server, http, f"/runs/{segment}{POLL}")
+        assert costs[2:] == [0] * (REPEATS - 2)
+        assert kept[-1].content == before.content
+        assert key in before.text
+
+        # Written behind the host's back, as time passing would: nothing tells the cache.
+        set_completed_at(server.database_url, run_id, datetime.now(UTC) - timedelta(days=8))
+        deadline = time.monotonic() + RUN_DEADLINE_SECONDS
+        while table_rows(server.database_url, "tool_calls", run_id=run_id)[0]["inputs"]:
+            assert time.monotonic() < deadline, "the scheduled purge never erased the run"
+            time.sleep(0.05)
+        # The purge drops what was kept once its transaction has committed: a read that
+        # lands between the two may still be the kept one, never one after a short while.
+        deadline = time.monotonic() + SCRUBBED_DEADLINE_SECONDS
+        while key in (after := _read(http, segment, POLL)).text:
+            assert time.monotonic() < deadline, "the kept poll still shows the erased args"
+            time.sleep(0.05)
+    called = [event for event in after.json()["events"] if event["type"] == "agent.tool-called"]
+    assert [event["payload"]["argsHash"][:7] for event in called] == ["sha256:"]
 
 
 def test_a_repeated_list_is_answered_from_what_was_kept_until_a_run_of_the_tenant_changes(

@@ -1,14 +1,20 @@
 """Erasure and retention of recorded tool content (RFC 0252 Security; docs/design.md §3).
 
 Erasing a run's tool content reaches every copy of it: the derived fixtures
-taken from the run, the eval runs that were served them (their own record of
-those calls), and replays of any of these. What is left is the shape of each
-call — tool, status, duration, `argsHash` — never its content. The model
-exchanges go with it (their messages carry the tools' results): tokens,
-latency, cost and `requestHash` stay; requests and answers do not. So does what
-the run's agents said (their stderr), which may quote any of it, and so do the
-MCP tool listings the runs were offered: a listing no run of the tenant holds
-any more is deleted.
+taken from the run (and those it was served), the eval runs that were served
+them (their own record of those calls), and replays of any of these. Every
+erasure — the erase route, the retention purge, `wopeval purge` — comes here,
+and one rule says what of each copy survives (the functions below, applied to
+each table by the store):
+
+- a tool call, in the record, an event or a trial's trace: its tool, status,
+  duration and `argsHash`, and of an error its code; never its args, result or
+  the error's words, which are the tool's own (an MCP tool's error text);
+- a model exchange (their messages carry the tools' results): tokens, latency,
+  cost and `requestHash`; never the request or the answer;
+- what the run's agents said (their stderr), which may quote any of it: nothing;
+- the MCP tool listings the runs were offered: a listing no run of the tenant
+  holds any more is deleted.
 """
 
 from __future__ import annotations
@@ -24,6 +30,10 @@ from wopeval.store import Store, UnitOfWork
 from wopeval.wire import events
 
 _TOOL_EVENTS = (events.ToolCalled.TYPE, events.ToolReturned.TYPE)
+_CALL_CONTENT = ("inputs", "outcome", "error")
+_EXCHANGE_CONTENT = ("request", "response", "error")
+_MISS_SHAPE = ("callIndex", "tool", "closestIndex", "consumedForTool")
+ERASED_MESSAGE = "The tool's error text was erased."
 
 
 @dataclass(frozen=True)
@@ -42,60 +52,93 @@ async def erase_tool_content(uow: UnitOfWork, tenant: str, run_id: str) -> Erasu
         if current in seen:
             continue
         seen.add(current)
-        calls += await uow.tool_calls.erase(current, at)
+        calls += await uow.tool_calls.erase(current, at, erased_error)
         await uow.model_calls.erase(current, at)
         await uow.invocations.erase_said(current)
         await uow.tool_listings.erase(tenant, current)
         await _scrub_events(uow, current)
         await _scrub_trials(uow, current, at)
         pending.extend(await uow.derived_fixtures.takers(current))
-        copies += await uow.derived_fixtures.erase_from_source(current, at)
+        copies += await uow.derived_fixtures.erase_copies(current, at)
         pending.extend(await uow.runs.children(tenant, current))
     return Erasure(runs=len(seen), calls=calls, copies=copies)
 
 
 async def _scrub_events(uow: UnitOfWork, run_id: str) -> None:
     docs = await uow.events.docs_of_types(run_id, _TOOL_EVENTS)
-    rewritten = {}
-    for sequence, doc in docs.items():
-        event = json.loads(doc)
-        payload = event["payload"]
-        if "inputs" in payload:
-            # The hash keeps a scrubbed call comparable without keeping what it said.
-            payload["argsHash"] = evals.args_hash(payload.pop("inputs"))
-        payload.pop("outcome", None)
-        if isinstance(payload.get("error"), dict):
-            payload["error"].pop("details", None)
-        rewritten[sequence] = json.dumps(event, separators=(",", ":"), ensure_ascii=False)
-    await uow.events.rewrite(run_id, rewritten)
+    await uow.events.rewrite(
+        run_id, {sequence: erased_event(doc) for sequence, doc in docs.items()}
+    )
 
 
 async def _scrub_trials(uow: UnitOfWork, run_id: str, at: datetime) -> None:
-    """Trial details keep each call's tool, status and `argsHash`, never what it said."""
-    scrubbed = {}
-    for stored in await uow.trials.of_run(run_id):
-        if stored.erased:
-            continue
-        detail = dict(stored.detail)
-        detail.pop("stderr", None)
-        detail["calls"] = [_scrub_call(call) for call in detail["calls"]]
-        detail["modelCalls"] = [
-            {key: value for key, value in exchange.items() if key not in ("request", "response")}
-            for exchange in detail.get("modelCalls", [])
-        ]
-        detail["misses"] = [
-            {key: miss[key] for key in ("callIndex", "tool", "closestIndex", "consumedForTool")}
-            for miss in detail["misses"]
-        ]
-        scrubbed[(stored.task_id, stored.trial)] = detail
+    scrubbed = {
+        (stored.task_id, stored.trial): erased_trial(stored.detail)
+        for stored in await uow.trials.of_run(run_id)
+        if not stored.erased
+    }
     await uow.trials.rewrite(run_id, scrubbed, at)
 
 
-def _scrub_call(call: dict[str, Any]) -> dict[str, Any]:
-    kept = {key: value for key, value in call.items() if key not in ("inputs", "outcome", "error")}
-    error = call.get("error")
+# ── the rule: what of each copy survives erasure ─────────────────────
+
+
+def erased_error(error: object) -> dict[str, Any] | None:
+    """A tool error as erasure leaves it: its code and whether it may be retried. Its message
+    and details are the tool's own words (an MCP tool's error text, a python tool's
+    `ToolFailure`) and go; the message becomes `ERASED_MESSAGE`, as the wire needs one."""
+    if not isinstance(error, dict):
+        return None
+    kept: dict[str, Any] = {"code": error.get("code", "tool_error"), "message": ERASED_MESSAGE}
+    if error.get("retryable"):
+        kept["retryable"] = True
+    return kept
+
+
+def erased_call(call: dict[str, Any]) -> dict[str, Any]:
+    """A tool call as erasure leaves it, in an event's payload or a trial's trace alike:
+    tool, status, duration and `argsHash` stay (the hash keeps a scrubbed call comparable
+    without keeping what it said); args, result and the error's words go."""
+    kept = {key: value for key, value in call.items() if key not in _CALL_CONTENT}
+    if "inputs" in call:
+        kept.setdefault("argsHash", evals.args_hash(call["inputs"]))
+    error = erased_error(call.get("error"))
+    if error is not None:
+        kept["error"] = error
+    return kept
+
+
+def erased_event(doc: str) -> str:
+    """A stored `agent.tool-called` or `agent.tool-returned` event with its call erased."""
+    event = json.loads(doc)
+    event["payload"] = erased_call(event["payload"])
+    return json.dumps(event, separators=(",", ":"), ensure_ascii=False)
+
+
+def erased_exchange(exchange: dict[str, Any]) -> dict[str, Any]:
+    """A model exchange in a trial's detail as erasure leaves it: its shape (tokens, latency,
+    cost, `requestHash`), never the request or the answer. A replay miss's diff keeps its
+    paths, not the values on either side."""
+    kept = {key: value for key, value in exchange.items() if key not in _EXCHANGE_CONTENT}
+    error = exchange.get("error")
     if isinstance(error, dict):
-        kept["error"] = {key: error[key] for key in ("code", "message") if key in error}
+        kept["error"] = dict(error)
+        if "diff" in error:
+            kept["error"]["diff"] = [
+                {"path": change["path"], "kind": change["kind"]} for change in error["diff"]
+            ]
+    return kept
+
+
+def erased_trial(detail: dict[str, Any]) -> dict[str, Any]:
+    """A trial's detail as erasure leaves it: each call and model exchange erased, a fixture
+    miss's reason gone (it quotes the args), and what the agent said (stderr) gone."""
+    kept = {key: value for key, value in detail.items() if key != "stderr"}
+    kept["calls"] = [erased_call(call) for call in detail["calls"]]
+    kept["modelCalls"] = [erased_exchange(exchange) for exchange in detail.get("modelCalls", [])]
+    kept["misses"] = [
+        {key: miss[key] for key in _MISS_SHAPE if key in miss} for miss in detail["misses"]
+    ]
     return kept
 
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, delete, select, update
+from sqlalchemy import and_, delete, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -152,12 +152,17 @@ class DerivedFixturesRepo:
         )
         return sorted(set(result.scalars()))
 
-    async def erase_from_source(self, source_run_id: str, at: datetime) -> int:
+    async def erase_copies(self, run_id: str, at: datetime) -> int:
+        """Erase the copies taken from the run and those the run was served (an eval run's
+        own, and a replay's of its source's); returns how many were still held."""
         result = await self._connection.execute(
             update(derived_fixtures)
             .where(
                 and_(
-                    derived_fixtures.c.source_run_id == source_run_id,
+                    or_(
+                        derived_fixtures.c.source_run_id == run_id,
+                        derived_fixtures.c.eval_run_id == run_id,
+                    ),
                     derived_fixtures.c.erased_at.is_(None),
                 )
             )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, NamedTuple
@@ -220,12 +220,27 @@ class ToolCallsRepo:
         )
         return int(result.scalar_one()) == 0
 
-    async def erase(self, run_id: str, at: datetime) -> int:
+    async def erase(
+        self, run_id: str, at: datetime, erased_error: Callable[[Any], dict[str, Any] | None]
+    ) -> int:
+        """Erase the run's calls still held: args and result go, each error becomes what
+        `erased_error` (the erasure rule, engine/erasure.py) keeps of it. Returns how many."""
+        held = and_(tool_calls.c.run_id == run_id, tool_calls.c.erased_at.is_(None))
+        errors = await self._connection.execute(
+            select(tool_calls.c.sequence, tool_calls.c.error).where(held)
+        )
+        kept = {row.sequence: erased_error(row.error) for row in errors if row.error is not None}
         result = await self._connection.execute(
             update(tool_calls)
-            .where(and_(tool_calls.c.run_id == run_id, tool_calls.c.erased_at.is_(None)))
+            .where(held)
             .values(inputs=None, result=None, error=None, erased_at=at)
         )
+        for sequence, error in kept.items():
+            await self._connection.execute(
+                update(tool_calls)
+                .where(and_(tool_calls.c.run_id == run_id, tool_calls.c.sequence == sequence))
+                .values(error=error)
+            )
         return int(result.rowcount or 0)
 
     async def run_ids_older_than(self, cutoff: datetime) -> list[str]:
