@@ -66,6 +66,23 @@ class QueueSettings(BaseSettings):
     their chunks back to the queue."""
 
 
+class DashboardSettings(BaseSettings):
+    """The dashboard's sessions and sign-in throttle (docs/dashboard.md, "Signing in")."""
+
+    model_config = SettingsConfigDict(env_prefix="WOPEVAL_DASHBOARD_", extra="forbid")
+
+    session_seconds: float = Field(default=12 * 3600, gt=0)
+    """A session ends this long after sign-in, used or not."""
+    sessions_per_tenant: int = Field(default=1000, ge=1)
+    """Beyond this, the tenant's own oldest session ends: one tenant never ends another's."""
+    sign_in_window_seconds: float = Field(default=60.0, gt=0)
+    """The sliding window both sign-in limits count in."""
+    failed_sign_ins_per_address: int = Field(default=10, ge=1)
+    """Wrong keys one client address may present per window; then it is refused (429)."""
+    sign_ins_per_tenant: int = Field(default=60, ge=1)
+    """Sessions one tenant may open per window; then its sign-ins are refused (429)."""
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="WOPEVAL_", extra="forbid")
 
@@ -95,6 +112,7 @@ class Settings(BaseSettings):
     default `http://HOST:PORT`, with a wildcard HOST read as loopback."""
     eval: EvalFeatures = Field(default_factory=EvalFeatures)
     queue: QueueSettings = Field(default_factory=QueueSettings)
+    dashboard: DashboardSettings = Field(default_factory=DashboardSettings)
 
     @field_validator("api_keys", mode="before")
     @classmethod

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from _backends import Backend
@@ -37,6 +38,9 @@ ORDERS_TOKEN = "orders-token-of-production"
 BY_HAND = frozenset({"Install wopeval", "Fetch the latest recordings"})
 """Steps only GitHub can run; the test does what they do."""
 REGRESSED = 2
+# Every step of the documented job, each allowed STEP_TIMEOUT_SECONDS: more than the default
+# per-test time-out (pyproject.toml).
+WHOLE_TEST_TIMEOUT = pytest.mark.timeout(900)
 STEP_TIMEOUT_SECONDS = 300.0
 
 
@@ -111,6 +115,7 @@ def clone(origin: Path, where: Path) -> Path:
     return where
 
 
+@WHOLE_TEST_TIMEOUT
 def test_the_documented_ci_loop_catches_a_regression_offline(
     backend: Backend, tmp_path: Path
 ) -> None:

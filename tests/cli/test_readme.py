@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from _processes import child_env
 
@@ -30,6 +31,9 @@ MARKED = re.compile(
 DEFAULT_PORT = 8737
 TIMEOUT_SECONDS = 300.0
 REGRESSED = 2
+# Several README blocks in a row, each allowed TIMEOUT_SECONDS: more than the default per-test
+# time-out (pyproject.toml).
+WHOLE_TEST_TIMEOUT = pytest.mark.timeout(900)
 
 
 def blocks() -> dict[str, tuple[str, str]]:
@@ -69,6 +73,7 @@ def test_wopeval_version_names_the_installed_package() -> None:
     assert (done.returncode, done.stdout) == (0, f"wopeval {version('wopeval')}\n")
 
 
+@WHOLE_TEST_TIMEOUT
 def test_the_host_examples_run_against_a_default_serve(tmp_path: Path) -> None:
     examples = blocks()
     serve = subprocess.Popen(
@@ -99,6 +104,7 @@ def test_the_host_examples_run_against_a_default_serve(tmp_path: Path) -> None:
         serve.wait(timeout=30)
 
 
+@WHOLE_TEST_TIMEOUT
 def test_record_change_the_agent_and_judge_it(tmp_path: Path) -> None:
     examples = blocks()
     scratch = shutil.ignore_patterns("recorded", "orders-calls.log", "__pycache__")

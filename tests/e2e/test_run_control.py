@@ -85,6 +85,13 @@ def _until(client: OpenwopClient, run_id: str, type_: str, count: int = 1) -> li
     raise AssertionError(f"{type_} x{count} never appeared in {run_id}")
 
 
+def _assert_no_event_follows(client: OpenwopClient, run_id: str, sequence: int) -> None:
+    """Long-poll the log past `sequence`: an event a paused host should not write fails the
+    test the moment it lands, naming itself, instead of after a blind sleep."""
+    later = client.runs_poll_events(run_id, after_sequence=sequence, timeout_seconds=1).events
+    assert not later, [event.type for event in later]
+
+
 def test_a_follower_sees_each_live_call_while_the_invocation_runs(
     patient_server: ServerHandle, steps: Steps
 ) -> None:
@@ -154,7 +161,8 @@ def test_pause_lets_the_executing_node_finish_and_starts_no_other(
     assert_refused(lambda: client.runs_pause(run_id), 409, "run_state_conflict")
     steps.release(0)
     events = _until(client, run_id, "node.completed")
-    time.sleep(0.5)  # long enough for a host that ignored the pause to start the next node
+    # A host that ignored the pause would now start the next node (`node.started`).
+    _assert_no_event_follows(client, run_id, events[-1].sequence)
     assert not steps.entered(1)
     assert _log(client, run_id)[-1].type == "node.completed"
     assert client.runs_get(run_id).status == "paused"
@@ -182,7 +190,9 @@ def test_an_immediate_pause_cuts_the_attempt_which_starts_afresh_on_resume(
     run_id = _start(client, TWO_STEPS, steps, 1)
     steps.wait_entered(0)
     client.runs_pause(run_id, PauseRunRequest(drainPolicy="immediate"))
-    time.sleep(0.3)
+    events = _until(client, run_id, "run.paused")
+    # A host that let the attempt finish would now write `node.completed` (or `node.failed`).
+    _assert_no_event_follows(client, run_id, events[-1].sequence)
     events = _log(client, run_id)
     assert events[-1].type == "run.paused"
     assert "node.completed" not in types_of(events)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from openwop_client.wire_id import project_id
 
 from _model_server import ModelServer
@@ -48,6 +49,9 @@ PRODUCTION_TENANT = "prod"
 REGRESSED = 2
 COMMAND_TIMEOUT_SECONDS = 600.0
 """A command runs up to three framework processes at once, each importing its framework."""
+TIER_TIMEOUT = pytest.mark.timeout(1800)
+"""A framework's whole loop (pytest-timeout's per-test limit): its first test also starts the
+tier's production host, and each runs six commands that start framework processes."""
 CHAT, RESPONSES, MESSAGES = "/v1/chat/completions", "/v1/responses", "/v1/messages"
 """The model API paths the model server serves; each agent speaks one of them."""
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from ._loop import RESPONSES, Tier, run_the_loop
+from ._loop import RESPONSES, TIER_TIMEOUT, Tier, run_the_loop
 
-pytestmark = pytest.mark.postgres
+pytestmark = [pytest.mark.postgres, TIER_TIMEOUT]
 
 
 @pytest.mark.parametrize(

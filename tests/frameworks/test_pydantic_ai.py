@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from ._loop import RESPONSES, Tier, run_the_loop
+from ._loop import RESPONSES, TIER_TIMEOUT, Tier, run_the_loop
 
-pytestmark = pytest.mark.postgres
+pytestmark = [pytest.mark.postgres, TIER_TIMEOUT]
 
 
 def test_pydantic_ai_is_recorded_and_replayed_offline(tier: Tier, tmp_path: Path) -> None:

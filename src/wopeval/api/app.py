@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -31,6 +32,7 @@ from wopeval.api.routes import (
 )
 from wopeval.api.startup import ExpectedStartupFailures, StartupFailure
 from wopeval.api.ui import install as install_dashboard
+from wopeval.api.ui.sessions import Clock
 from wopeval.engine.run_queue import QueueFactory
 from wopeval.settings import Settings
 from wopeval.store import Lease
@@ -58,8 +60,10 @@ def create_app(
     role: Role = SERVING,
     lease: Lease | None = None,
     queue: QueueFactory | None = None,
+    dashboard_clock: Clock = time.monotonic,
 ) -> FastAPI:
-    """The app; its lifespan starts the host (see `Host.start` for `role`, `lease`, `queue`)."""
+    """The app; its lifespan starts the host (see `Host.start` for `role`, `lease`, `queue`).
+    `dashboard_clock` times the dashboard's sessions and sign-in throttle."""
     failure = StartupFailure()
 
     @asynccontextmanager
@@ -86,7 +90,7 @@ def create_app(
     )
     for router in ROUTERS:
         app.include_router(router, include_in_schema=_described(router, settings))
-    install_dashboard(app)
+    install_dashboard(app, settings.dashboard, dashboard_clock)
     error_handlers.install(app)
     openapi_errors.install(app)
     # Invocations' MCP and model-proxy tokens are capabilities: never in a log line.

@@ -23,7 +23,9 @@ from wopeval.api.ui import (
     suites_page,
 )
 from wopeval.api.ui._security import DashboardHeaders
-from wopeval.api.ui.sessions import Sessions
+from wopeval.api.ui.sessions import Clock, Sessions
+from wopeval.api.ui.throttle import SignInThrottle
+from wopeval.settings import DashboardSettings
 
 ROUTERS = (
     sign_in.router,
@@ -36,9 +38,11 @@ ROUTERS = (
 )
 
 
-def install(app: FastAPI) -> None:
-    """Mount the dashboard on `app`: its pages, its static files, its sessions and headers."""
-    app.state.ui_sessions = Sessions()
+def install(app: FastAPI, settings: DashboardSettings, clock: Clock) -> None:
+    """Mount the dashboard on `app`: its pages, its static files, its sessions, its sign-in
+    throttle and its headers; `clock` times sessions and the throttle."""
+    app.state.ui_sessions = Sessions(settings, clock)
+    app.state.ui_throttle = SignInThrottle(settings, clock)
     for router in ROUTERS:
         app.include_router(router)
     static = resources.files("wopeval.api.ui").joinpath("static")

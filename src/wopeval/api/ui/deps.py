@@ -1,4 +1,5 @@
-"""The dashboard's dependencies: its session store, and the signed-in session of a request."""
+"""The dashboard's dependencies: its session store and sign-in throttle, and the signed-in
+session of a request."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from wopeval.api.ui.sessions import COOKIE, Session, Sessions
+from wopeval.api.ui.throttle import SignInThrottle
 
 
 class SignInRequired(Exception):
@@ -16,6 +18,11 @@ class SignInRequired(Exception):
 def sessions(request: Request) -> Sessions:
     store: Sessions = request.app.state.ui_sessions
     return store
+
+
+def throttle(request: Request) -> SignInThrottle:
+    found: SignInThrottle = request.app.state.ui_throttle
+    return found
 
 
 def session_of(request: Request) -> Session | None:

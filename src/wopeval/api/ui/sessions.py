@@ -4,7 +4,9 @@ The key is checked by the host's `Authenticator` at sign-in and never kept:
 the browser holds only an opaque session token (an HttpOnly, SameSite=Strict
 cookie, Secure when the request came over TLS), and this process holds the
 token's hash with the principal it stands for and the session's CSRF token.
-Sessions live in memory: a restarted host signs everyone out.
+Sessions live in memory: a restarted host signs everyone out. Each tenant has
+its own cap, so however often one tenant signs in it ends only its own oldest
+sessions, never another tenant's.
 """
 
 from __future__ import annotations
@@ -12,18 +14,18 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from wopeval.settings import DashboardSettings
 from wopeval.wire.principal import Principal
 
 COOKIE = "wopeval_session"
 COOKIE_PATH = "/ui"
-LIFETIME_SECONDS = 12 * 3600
-"""A session ends this long after sign-in, used or not."""
-MAX_SESSIONS = 10_000
-"""Beyond this, the oldest sessions end first (memory stays bounded)."""
+
+Clock = Callable[[], float]
+"""Seconds on a clock that never goes back (`time.monotonic`); tests pass one they move."""
 
 
 @dataclass(frozen=True)
@@ -32,25 +34,36 @@ class Session:
     csrf: str
     """The token every state-changing form of this session carries."""
     expires_at: float
-    """On the monotonic clock."""
+    """On the sessions' clock."""
 
     def csrf_matches(self, presented: str | None) -> bool:
         return presented is not None and hmac.compare_digest(presented, self.csrf)
 
 
 class Sessions:
-    def __init__(self, *, lifetime: float = LIFETIME_SECONDS, limit: int = MAX_SESSIONS) -> None:
-        self._lifetime = lifetime
-        self._limit = limit
-        self._by_hash: OrderedDict[str, Session] = OrderedDict()
+    def __init__(self, settings: DashboardSettings, clock: Clock) -> None:
+        self.lifetime = settings.session_seconds
+        self._per_tenant = settings.sessions_per_tenant
+        self._clock = clock
+        self._by_hash: dict[str, Session] = {}
+        # Each tenant's token hashes, oldest first: sessions all live as long, so the
+        # oldest is also the first to expire.
+        self._tenants: dict[str, OrderedDict[str, None]] = {}
 
     def open(self, principal: Principal) -> tuple[str, Session]:
         """A new session for `principal`: the token for the cookie, and the session."""
+        now = self._clock()
         token = secrets.token_urlsafe(32)
-        session = Session(principal, secrets.token_urlsafe(32), time.monotonic() + self._lifetime)
-        self._by_hash[_digest(token)] = session
-        while len(self._by_hash) > self._limit:
-            self._by_hash.popitem(last=False)
+        session = Session(principal, secrets.token_urlsafe(32), now + self.lifetime)
+        owned = self._tenants.get(principal.tenant, OrderedDict())
+        while owned:
+            oldest = next(iter(owned))
+            if self._by_hash[oldest].expires_at > now and len(owned) < self._per_tenant:
+                break
+            self._forget(oldest)
+        key = _digest(token)
+        self._by_hash[key] = session
+        self._tenants.setdefault(principal.tenant, owned)[key] = None
         return token, session
 
     def get(self, token: str | None) -> Session | None:
@@ -58,14 +71,23 @@ class Sessions:
             return None
         key = _digest(token)
         session = self._by_hash.get(key)
-        if session is not None and session.expires_at <= time.monotonic():
-            del self._by_hash[key]
+        if session is not None and session.expires_at <= self._clock():
+            self._forget(key)
             return None
         return session
 
     def close(self, token: str | None) -> None:
         if token:
-            self._by_hash.pop(_digest(token), None)
+            self._forget(_digest(token))
+
+    def _forget(self, key: str) -> None:
+        session = self._by_hash.pop(key, None)
+        if session is None:
+            return
+        owned = self._tenants[session.principal.tenant]
+        del owned[key]
+        if not owned:
+            del self._tenants[session.principal.tenant]
 
 
 def _digest(token: str) -> str:

@@ -2,10 +2,14 @@
 
 The key is checked by the host's `Authenticator`, exactly as a bearer key on
 the wire, and is then forgotten: the browser gets only the session cookie.
+Sign-in is throttled: a client address that presented too many wrong keys is
+refused before its next key is even checked, and a tenant that opened too many
+sessions is refused its next one, each with `429` and `Retry-After`.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from fastapi import APIRouter, Request, Response
@@ -15,8 +19,8 @@ from wopeval.api.deps import HostDep
 from wopeval.api.ui._render import Chrome, render
 from wopeval.api.ui._route import SIGN_IN, UiRoute, safe_next
 from wopeval.api.ui._security import form_fields, require_csrf, require_same_origin
-from wopeval.api.ui.deps import SessionDep, session_of, sessions
-from wopeval.api.ui.sessions import COOKIE, COOKIE_PATH, LIFETIME_SECONDS
+from wopeval.api.ui.deps import SessionDep, session_of, sessions, throttle
+from wopeval.api.ui.sessions import COOKIE, COOKIE_PATH
 from wopeval.wire import errors
 
 router = APIRouter(prefix="/ui", route_class=UiRoute, include_in_schema=False)
@@ -42,10 +46,19 @@ async def sign_in(request: Request, host: HostDep) -> Response:
     fields = await form_fields(request)
     target = safe_next(fields.get("next"))
     key = fields.get("key", "").strip()
+    limits = throttle(request)
+    # Behind a proxy on loopback, uvicorn has already put X-Forwarded-For's address here.
+    address = request.client.host if request.client is not None else ""
+    if wait := limits.failures.wait(address):
+        return _too_many(target, wait)
     try:
         principal = host.auth.authenticate(f"Bearer {key}")
     except errors.Unauthenticated:
+        limits.failures.note(address)
         return _form(SignInView(target, "That API key is not valid on this host."), status=401)
+    if wait := limits.sign_ins.wait(principal.tenant):
+        return _too_many(target, wait)
+    limits.sign_ins.note(principal.tenant)
     store = sessions(request)
     store.close(request.cookies.get(COOKIE))  # a new sign-in never reuses an old session
     token, _ = store.open(principal)
@@ -53,7 +66,7 @@ async def sign_in(request: Request, host: HostDep) -> Response:
     response.set_cookie(
         COOKIE,
         token,
-        max_age=LIFETIME_SECONDS,
+        max_age=math.ceil(store.lifetime),
         path=COOKIE_PATH,
         httponly=True,
         samesite="strict",
@@ -74,6 +87,13 @@ async def sign_out(request: Request, session: SessionDep) -> Response:
         samesite="strict",
         secure=request.url.scheme == "https",
     )
+    return response
+
+
+def _too_many(target: str, wait: int) -> Response:
+    problem = f"Too many sign-in attempts. Try again in {wait} seconds."
+    response = _form(SignInView(target, problem), status=429)
+    response.headers["Retry-After"] = str(wait)
     return response
 
 
