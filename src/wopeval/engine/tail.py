@@ -6,9 +6,17 @@ per follower makes a commit cost as many reads as the run has followers, and
 tail: a reader task that reads the new events once per commit notification and
 keeps the newest of them in memory. Each follower reads that window through its
 own cursor. A follower whose cursor is older than the window (it resumed from
-an old `Last-Event-ID`, or it reads slower than the run writes) reads what it
-misses from the store itself, a page at a time: nothing is dropped, and a slow
+an old `Last-Event-ID`) reads what it misses from the store itself, a small page
+at a time, until it reaches the window: nothing is dropped, and a catching-up
 follower holds nobody else back.
+
+What a follower holds for its stream is bounded whatever its reader does: one
+delivery of at most `DELIVERY_BYTES` of documents at a time (the server's flow
+control pauses the stream while its connection has not taken the last one). A
+follower that was within the window and fell out of it (its reader takes events
+slower than the run writes them) is cut (`LeftBehind`): its stream ends and the
+client resumes from the last event it received (`Last-Event-ID`), reading from
+the store like any resumed stream (docs/decisions.md, "Slow followers").
 """
 
 from __future__ import annotations
@@ -26,6 +34,13 @@ from wopeval.wire import events
 
 WINDOW = 4 * EVENTS_PAGE_SIZE
 """Events a tail keeps in memory: room for followers that keep up, bounded per run."""
+DELIVERY_CHARS = 64 * 1024
+"""The most characters of event documents one delivery to a follower carries (one event
+longer than this goes alone): a stream frames and sends one delivery at a time, so this
+bounds what the host holds unsent for it, whatever its reader does."""
+HISTORY_PAGE = 64
+"""Events a follower behind the window reads from the store at once: a thousand followers
+catching up hold a thousand small pages, not a thousand of `EVENTS_PAGE_SIZE`."""
 RECHECK_SECONDS = 15.0
 """How long a reader trusts the notifier alone before it looks at the log anyway (a commit
 this process is never told about, such as one written by another process, still shows)."""
@@ -36,6 +51,21 @@ _sequence = attrgetter("sequence")
 
 class TailBroken(Exception):
     """The run's shared reader stopped (a store failure, the host stopping) before the end."""
+
+
+class LeftBehind(Exception):
+    """The follower kept up with the window once and has fallen out of it since: its stream
+    is cut, and the client resumes from the last event it received."""
+
+
+def _delivery(read: list[StoredEvent]) -> list[StoredEvent]:
+    """The longest start of `read` within `DELIVERY_CHARS` of documents, at least one event."""
+    size = 0
+    for count, event in enumerate(read):
+        size += len(event.doc)
+        if size > DELIVERY_CHARS and count:
+            return read[:count]
+    return read
 
 
 class _Tail:
@@ -63,14 +93,16 @@ class _Tail:
             self._reader = asyncio.create_task(self._read(), name=f"tail:{self.run_id}")
 
     def since(self, cursor: int) -> list[StoredEvent]:
-        """The window's events after `cursor` (at most a page); `cursor` >= `start`."""
+        """The window's events after `cursor`, one delivery; `cursor` >= `start`."""
         index = bisect.bisect_right(self.window, cursor, key=_sequence)
-        return self.window[index : index + EVENTS_PAGE_SIZE]
+        return _delivery(self.window[index : index + EVENTS_PAGE_SIZE])
 
     async def history(self, cursor: int) -> list[StoredEvent]:
-        """A page of the events after `cursor`, from the store: for a cursor the window has left."""
+        """The events after `cursor` from the store, one delivery: for a cursor older than the
+        window."""
         async with self._store.reading() as uow:
-            return await uow.events.read(self.run_id, after=cursor)
+            read = await uow.events.read(self.run_id, after=cursor, limit=HISTORY_PAGE)
+        return _delivery(read)
 
     async def _read(self) -> None:
         try:
@@ -119,6 +151,9 @@ class Follower:
         self._tail = tail
         self.cursor = after
         self._terminal_seen = False
+        self._kept_up = False
+        """Whether the cursor has been within the window (a follower that has not yet, a
+        resumed one, reads from the store until it is)."""
 
     @property
     def ended(self) -> bool:
@@ -129,16 +164,19 @@ class Follower:
     async def next(self, until: float) -> list[StoredEvent]:
         """The events after the cursor that are at hand, in order; [] when none came before
         `until` (the loop's clock) or the stream has ended. Raises `TailBroken` if the reader
-        stopped."""
+        stopped, `LeftBehind` if the follower fell out of the window."""
         loop = asyncio.get_running_loop()
         while not self.ended:
             tail = self._tail
             if tail.error is not None:
                 raise TailBroken(f"the log of run {tail.run_id} can no longer be followed")
-            if self.cursor < tail.start:
-                delivered = await tail.history(self.cursor)
-            else:
+            if self.cursor >= tail.start:
+                self._kept_up = True
                 delivered = tail.since(self.cursor)
+            elif self._kept_up:
+                raise LeftBehind(f"a follower of run {tail.run_id} fell out of its window")
+            else:
+                delivered = await tail.history(self.cursor)
             if delivered:
                 self.cursor = delivered[-1].sequence
                 self._terminal_seen = delivered[-1].type in events.TERMINAL_TYPES
