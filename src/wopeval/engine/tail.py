@@ -58,12 +58,12 @@ class LeftBehind(Exception):
     is cut, and the client resumes from the last event it received."""
 
 
-def _delivery(read: list[StoredEvent]) -> list[StoredEvent]:
-    """The longest start of `read` within `DELIVERY_CHARS` of documents, at least one event."""
+def _delivery(read: list[StoredEvent], chars: int) -> list[StoredEvent]:
+    """The longest start of `read` within `chars` of documents, at least one event."""
     size = 0
     for count, event in enumerate(read):
         size += len(event.doc)
-        if size > DELIVERY_CHARS and count:
+        if size > chars and count:
             return read[:count]
     return read
 
@@ -75,10 +75,13 @@ class _Tail:
     sequence read; `finished` says the terminal event is at `last`.
     """
 
-    def __init__(self, store: Store, notifier: Notifier, record: RunRecord, size: int) -> None:
+    def __init__(
+        self, store: Store, notifier: Notifier, record: RunRecord, size: int, delivery_chars: int
+    ) -> None:
         self._store = store
         self._notifier = notifier
         self._size = size
+        self._delivery_chars = delivery_chars
         self.run_id = record.run_id
         self.window: list[StoredEvent] = []
         # The run row's last_sequence and status commit with the events, so a run
@@ -95,14 +98,14 @@ class _Tail:
     def since(self, cursor: int) -> list[StoredEvent]:
         """The window's events after `cursor`, one delivery; `cursor` >= `start`."""
         index = bisect.bisect_right(self.window, cursor, key=_sequence)
-        return _delivery(self.window[index : index + EVENTS_PAGE_SIZE])
+        return _delivery(self.window[index : index + EVENTS_PAGE_SIZE], self._delivery_chars)
 
     async def history(self, cursor: int) -> list[StoredEvent]:
         """The events after `cursor` from the store, one delivery: for a cursor older than the
         window."""
         async with self._store.reading() as uow:
             read = await uow.events.read(self.run_id, after=cursor, limit=HISTORY_PAGE)
-        return _delivery(read)
+        return _delivery(read, self._delivery_chars)
 
     async def _read(self) -> None:
         try:
@@ -189,10 +192,18 @@ class Follower:
 class Tails:
     """The shared tails of the runs being followed, at most one per run, in this process."""
 
-    def __init__(self, store: Store, notifier: Notifier, *, window: int = WINDOW) -> None:
+    def __init__(
+        self,
+        store: Store,
+        notifier: Notifier,
+        *,
+        window: int = WINDOW,
+        delivery_chars: int = DELIVERY_CHARS,
+    ) -> None:
         self._store = store
         self._notifier = notifier
         self._window = window
+        self._delivery_chars = delivery_chars
         self._tails: dict[str, _Tail] = {}
 
     def __len__(self) -> int:
@@ -209,7 +220,7 @@ class Tails:
         tail = self._tails.get(record.run_id)
         if tail is None or tail.error is not None:
             tail = self._tails[record.run_id] = _Tail(
-                self._store, self._notifier, record, self._window
+                self._store, self._notifier, record, self._window, self._delivery_chars
             )
         tail.followers += 1
         try:

@@ -141,8 +141,5 @@ async def _stream(
     with host.tails.follow(record, after) as follower:
         async for chunk in _sse.follow(follower, modes, buffer_ms):
             yield chunk
-        ended = follower.ended
-    # A stream cut for falling behind ends on its last event's id, for the client to resume
-    # from: a snapshot's id (the run's last sequence now) would skip what it has not had.
-    if "values" in modes and ended:
+    if "values" in modes:
         yield _sse.snapshot_frame(await host.engine.get_run(principal, record.run_id))
