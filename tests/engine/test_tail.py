@@ -16,6 +16,7 @@ from sqlalchemy import event
 
 from _backends import Backend
 from wopeval.api.host import Host
+from wopeval.api.ui import live
 from wopeval.engine.tail import Follower, LeftBehind, TailBroken, Tails
 from wopeval.store import RunRecord
 from wopeval.wire.principal import Principal
@@ -178,5 +179,24 @@ def test_a_follower_that_fell_out_of_the_window_is_cut_and_resumes_from_its_curs
             with tails.follow(record, slow.cursor) as resumed:
                 received += await read_to_end(resumed)
             assert received == list(range(after + 1, EVENTS))
+
+    asyncio.run(scenario())
+
+
+def test_a_live_page_that_fell_out_of_the_window_ends_its_stream_for_the_browser_to_reconnect(
+    backend: Backend, tmp_path: Path
+) -> None:
+    async def scenario() -> None:
+        async with chain_host(backend, tmp_path) as host:
+            host.tails = Tails(host.store, host.engine.notifier, window=4)
+            record = await start_chain(host)
+            changes = live.changes(host, [(record, record.last_sequence)])
+            # The page is told of a change (or is cut already, if the run outran it at once),
+            # then reads no more until the run has ended.
+            sent = [await anext(changes, "")]
+            with host.tails.follow(record, record.last_sequence) as watcher:
+                await read_to_end(watcher)
+            sent += [chunk async for chunk in changes]
+            assert live.ENDED not in sent  # cut: not told that every run it follows has ended
 
     asyncio.run(scenario())

@@ -64,13 +64,13 @@ async def live(
         record = await host.engine.get_run(session.principal, run_id)
         followed.append((record, limits.parse_sequence(after, "run")))
     return StreamingResponse(
-        _changes(host, followed),
+        changes(host, followed),
         media_type="text/event-stream",
         headers={"X-Accel-Buffering": "no"},
     )
 
 
-async def _changes(host: Host, followed: list[tuple[RunRecord, int]]) -> AsyncIterator[str]:
+async def changes(host: Host, followed: list[tuple[RunRecord, int]]) -> AsyncIterator[str]:
     loop = asyncio.get_running_loop()
     with ExitStack() as stack:
         followers = {
