@@ -1,4 +1,4 @@
-"""SSE fan-out: N followers of one run as it is written, the host's CPU per follower per event.
+"""SSE fan-out: N followers of one run, the host's CPU per follower per event and its memory.
 
 A real `wopeval serve` (SQLite in its data dir by default; `--database-url` a
 PostgreSQL server, on which a fresh database is made and dropped) loads
@@ -10,9 +10,11 @@ start by a gate (an agent waiting for a file the bench writes):
   (events - 12) / 2 live tool calls, two events each; every event its own commit.
 
 Each measurement creates one run and attaches its followers while the run is
-held: `GET /runs/{runId}/events?streamMode=debug` (`&bufferMs=` with
-`--buffer-ms`), `Accept: text/event-stream`. The followers live in
-`--client-processes` separate processes (spawned, fd limit raised), each an
+held (`--attach held`), or once it has ended (`--attach finished`: every follower
+reads the whole log from the store): `GET /runs/{runId}/events?streamMode=debug`
+(`&bufferMs=` with `--buffer-ms`), `Accept: text/event-stream`. A stream the host
+cuts for falling behind is resumed with `Last-Event-ID`, as the OpenWOP client does.
+The followers live in `--client-processes` separate processes (spawned, fd limit raised), each an
 asyncio loop of raw sockets speaking HTTP/1.0 (the body is the SSE stream until
 the host closes it, no chunk framing to undo), so the load generator costs the
 host's cores as little as it can. When every follower has its first frame the
@@ -32,7 +34,11 @@ Figures, each beside its anchor measured on the same host in the same run:
   also the marginal CPU of each follower beyond the first, per event;
 - wall time from the gate opening to the last follower's terminal event,
   beside one follower's;
-- delivered events/s (followers x events / wall).
+- delivered events/s (followers x events / wall);
+- the host's RSS before the run (the baseline), its peak (VmHWM, reset at the
+  baseline through /proc/PID/clear_refs: Linux) and its RSS once every follower has
+  gone (the lowest of samples over 2 s), both above the baseline, beside one
+  follower's; and how many streams were cut and resumed.
 Nothing here is a test assertion. `--followers 5 --events 200` (each --run) is the CI smoke.
 """
 

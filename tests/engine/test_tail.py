@@ -17,7 +17,7 @@ from sqlalchemy import event
 from _backends import Backend
 from wopeval.api.host import Host
 from wopeval.api.ui import live
-from wopeval.engine.tail import Follower, LeftBehind, TailBroken, Tails
+from wopeval.engine.tail import CROWD, Follower, LeftBehind, TailBroken, Tails
 from wopeval.store import RunRecord
 from wopeval.wire.principal import Principal
 from wopeval.wire.runs import CreateRunRequest
@@ -198,5 +198,24 @@ def test_a_live_page_that_fell_out_of_the_window_ends_its_stream_for_the_browser
                 await read_to_end(watcher)
             sent += [chunk async for chunk in changes]
             assert live.ENDED not in sent  # cut: not told that every run it follows has ended
+
+    asyncio.run(scenario())
+
+
+def test_a_crowd_leaving_a_run_hands_freed_memory_back_and_a_lone_follower_does_not(
+    backend: Backend, tmp_path: Path
+) -> None:
+    async def scenario() -> None:
+        async with chain_host(backend, tmp_path) as host:
+            tails = Tails(host.store, host.engine.notifier)
+            record = await start_chain(host)
+            with tails.follow(record, -1) as alone:
+                assert await read_to_end(alone) == list(range(EVENTS))
+            assert tails.memory_returns == 0
+            with ExitStack() as stack:
+                crowd = [stack.enter_context(tails.follow(record, -1)) for _ in range(CROWD)]
+                logs = await asyncio.gather(*(read_to_end(one) for one in crowd))
+            assert logs == [list(range(EVENTS))] * CROWD
+            assert tails.memory_returns == 1  # glibc: this machine's and CI's C library
 
     asyncio.run(scenario())

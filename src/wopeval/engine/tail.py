@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from operator import attrgetter
 
+from wopeval.engine.free_memory import return_free_memory
 from wopeval.engine.notifier import Notifier, wait_for_signal
 from wopeval.store import EVENTS_PAGE_SIZE, RunRecord, Store, StoredEvent
 from wopeval.wire import events
@@ -38,6 +39,9 @@ DELIVERY_CHARS = 64 * 1024
 """The most characters of event documents one delivery to a follower carries (one event
 longer than this goes alone): a stream frames and sends one delivery at a time, so this
 bounds what the host holds unsent for it, whatever its reader does."""
+CROWD = 100
+"""Followers of one run at once after whose leaving the host hands freed memory back to
+the system (engine/free_memory.py): what a crowd of streams frees is worth a heap trim."""
 HISTORY_PAGE = 64
 """Events a follower behind the window reads from the store at once: a thousand followers
 catching up hold a thousand small pages, not a thousand of `EVENTS_PAGE_SIZE`."""
@@ -90,6 +94,7 @@ class _Tail:
         self.finished = record.status.is_terminal
         self.error: BaseException | None = None
         self.followers = 0
+        self.most_followers = 0
         self.changed = asyncio.Event()
         self._reader: asyncio.Task[None] | None = None
         if not self.finished:
@@ -205,6 +210,8 @@ class Tails:
         self._window = window
         self._delivery_chars = delivery_chars
         self._tails: dict[str, _Tail] = {}
+        self.memory_returns = 0
+        """Times a crowd's leaving handed freed memory back to the system."""
 
     def __len__(self) -> int:
         """Runs that have a tail now."""
@@ -223,6 +230,7 @@ class Tails:
                 self._store, self._notifier, record, self._window, self._delivery_chars
             )
         tail.followers += 1
+        tail.most_followers = max(tail.most_followers, tail.followers)
         try:
             yield Follower(tail, after)
         finally:
@@ -231,6 +239,8 @@ class Tails:
                 tail.stop()
                 if self._tails.get(record.run_id) is tail:
                     del self._tails[record.run_id]
+                if tail.most_followers >= CROWD and return_free_memory():
+                    self.memory_returns += 1
 
     async def close(self) -> None:
         """Stop every reader; streams still following end (their clients may resume)."""
