@@ -11,12 +11,13 @@ at a time, until it reaches the window: nothing is dropped, and a catching-up
 follower holds nobody else back.
 
 What a follower holds for its stream is bounded whatever its reader does: one
-delivery of at most `DELIVERY_BYTES` of documents at a time (the server's flow
+delivery of at most `DELIVERY_CHARS` of documents at a time (the server's flow
 control pauses the stream while its connection has not taken the last one). A
 follower that was within the window and fell out of it (its reader takes events
 slower than the run writes them) is cut (`LeftBehind`): its stream ends and the
 client resumes from the last event it received (`Last-Event-ID`), reading from
-the store like any resumed stream (docs/decisions.md, "Slow followers").
+the store like any resumed stream (docs/decisions.md, "Slow followers"). When a
+crowd of a run's followers has left, the memory it freed goes back to the system.
 """
 
 from __future__ import annotations
