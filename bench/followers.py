@@ -1,4 +1,4 @@
-"""SSE fan-out: N followers of one run as it is written, the host's CPU per follower per event.
+"""SSE fan-out: N followers of one run, the host's CPU per follower per event and its memory.
 
 A real `wopeval serve` (SQLite in its data dir by default; `--database-url` a
 PostgreSQL server, on which a fresh database is made and dropped) loads
@@ -10,9 +10,11 @@ start by a gate (an agent waiting for a file the bench writes):
   (events - 12) / 2 live tool calls, two events each; every event its own commit.
 
 Each measurement creates one run and attaches its followers while the run is
-held: `GET /runs/{runId}/events?streamMode=debug` (`&bufferMs=` with
-`--buffer-ms`), `Accept: text/event-stream`. The followers live in
-`--client-processes` separate processes (spawned, fd limit raised), each an
+held (`--attach held`), or once it has ended (`--attach finished`: every follower
+reads the whole log from the store): `GET /runs/{runId}/events?streamMode=debug`
+(`&bufferMs=` with `--buffer-ms`), `Accept: text/event-stream`. A stream the host
+cuts for falling behind is resumed with `Last-Event-ID`, as the OpenWOP client does.
+The followers live in `--client-processes` separate processes (spawned, fd limit raised), each an
 asyncio loop of raw sockets speaking HTTP/1.0 (the body is the SSE stream until
 the host closes it, no chunk framing to undo), so the load generator costs the
 host's cores as little as it can. When every follower has its first frame the
@@ -32,7 +34,11 @@ Figures, each beside its anchor measured on the same host in the same run:
   also the marginal CPU of each follower beyond the first, per event;
 - wall time from the gate opening to the last follower's terminal event,
   beside one follower's;
-- delivered events/s (followers x events / wall).
+- delivered events/s (followers x events / wall);
+- the host's RSS before the run (the baseline), its peak (VmHWM, reset at the
+  baseline through /proc/PID/clear_refs: Linux) and its RSS once every follower has
+  gone (the lowest of samples over 2 s), both above the baseline, beside one
+  follower's; and how many streams were cut and resumed.
 Nothing here is a test assertion. `--followers 5 --events 200` (each --run) is the CI smoke.
 """
 
@@ -83,6 +89,8 @@ of 10,000 events take over 10 minutes on 2 shared cores)."""
 CONNECTS_AT_ONCE = 100
 """Followers connecting at a time: a burst of 1,000 SYNs is more than the listen backlog
 needs to absorb, and a refused follower would end the measurement."""
+SETTLE_SECONDS = 2.0
+"""How long the host is watched after the last follower has gone, for its after-RSS."""
 _FRAME_ID = re.compile(rb"^id: (\d+)$", re.MULTILINE)
 _BATCHED_SEQUENCE = re.compile(rb'"sequence":(\d+)')
 _TERMINAL_FRAME = b"run.completed"
@@ -97,26 +105,37 @@ class Received:
     fault: str | None
     terminal_at: float
     """time.monotonic() when the frame with the terminal event arrived (system-wide clock)."""
+    resumes: int
+    """Times the host cut the stream for falling behind and the follower resumed it."""
 
 
 class _Follower(asyncio.Protocol):
-    """One SSE stream on a raw socket, its sequences checked as the frames arrive."""
+    """One SSE stream on a raw socket, its sequences checked as the frames arrive; a stream
+    the host cuts after some frames is resumed from the last one (`Last-Event-ID`), as the
+    OpenWOP client does."""
 
     def __init__(self, request: bytes, batched: bool) -> None:
         self._request = request
         self._sequences = _BATCHED_SEQUENCE if batched else _FRAME_ID
-        self._head: bytes | None = b""
-        self._pending = b""
-        self._last_chunk = b""
         self.next_sequence = 0
         self.fault: str | None = None
         self.terminal_at = 0.0
+        self.resumes = 0
         self.first_frame = asyncio.get_running_loop().create_future()
-        self.closed = asyncio.get_running_loop().create_future()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
-        transport.write(self._request)
+        self._head: bytes | None = b""
+        self._pending = b""
+        self._last_chunk = b""
+        self._connected_at = self.next_sequence
+        self.cut = False
+        self.closed = asyncio.get_running_loop().create_future()
+        request = self._request
+        if self.next_sequence:
+            resume = f"Last-Event-ID: {self.next_sequence - 1}\r\n\r\n"
+            request = request.removesuffix(b"\r\n") + resume.encode()
+        transport.write(request)
 
     def data_received(self, data: bytes) -> None:
         if self._head is not None:
@@ -143,14 +162,17 @@ class _Follower(asyncio.Protocol):
         if exc is not None or self._pending.strip(b"\n"):
             self.fault = self.fault or f"ended mid-frame ({exc!r})"
         elif _TERMINAL_FRAME not in self._last_chunk:
-            self.fault = self.fault or "closed without the terminal event"
+            # Cut for falling behind: resumable once it brought something new.
+            self.cut = self.fault is None and self.next_sequence > self._connected_at
+            if not self.cut:
+                self.fault = self.fault or "closed without the terminal event"
         if not self.first_frame.done():
             self.first_frame.set_result(None)
         self.closed.set_result(None)
 
     def received(self) -> Received:
         last = self.next_sequence - 1
-        return Received(self.next_sequence, last, self.fault, self.terminal_at)
+        return Received(self.next_sequence, last, self.fault, self.terminal_at, self.resumes)
 
 
 def raise_fd_limit() -> None:
@@ -167,18 +189,21 @@ async def _follow_all(
     followers = [_Follower(request, batched) for _ in range(count)]
     connects = asyncio.Semaphore(CONNECTS_AT_ONCE)
 
-    async def connect(follower: _Follower) -> None:
-        async with connects:
-            await loop.create_connection(lambda: follower, "127.0.0.1", port)
+    async def follow(follower: _Follower) -> None:
+        while True:
+            async with connects:
+                await loop.create_connection(lambda: follower, "127.0.0.1", port)
+            await follower.closed
+            if not follower.cut:
+                return
+            follower.resumes += 1
 
-    await asyncio.gather(*(connect(follower) for follower in followers))
+    streams = [asyncio.ensure_future(follow(follower)) for follower in followers]
     await asyncio.wait_for(
         asyncio.gather(*(follower.first_frame for follower in followers)), DEADLINE_SECONDS
     )
     pipe.send("attached")
-    await asyncio.wait_for(
-        asyncio.gather(*(follower.closed for follower in followers)), DEADLINE_SECONDS
-    )
+    await asyncio.wait_for(asyncio.gather(*streams), DEADLINE_SECONDS)
     pipe.send([follower.received() for follower in followers])
 
 
@@ -203,6 +228,14 @@ class Figure:
     """The load generator processes' CPU time, all of it (attach included)."""
     host_cpu_us_per_follower_event: float
     delivered_events_per_second: float
+    baseline_rss_mb: float
+    """The host's RSS before the run was created."""
+    peak_rss_above_baseline_mb: float
+    """The host's peak RSS (VmHWM, reset at the baseline) less the baseline."""
+    after_rss_above_baseline_mb: float
+    """The host's RSS once every follower has gone, less the baseline."""
+    resumed_streams: int
+    """Streams the host cut for falling behind, each resumed by its follower."""
 
 
 @dataclass
@@ -213,6 +246,7 @@ class Report:
     buffer_ms: int | None
     database: str
     client_processes: int
+    attach: str
     cpu_count: int | None
     load_average: list[float] = field(default_factory=list)
     figures: list[Figure] = field(default_factory=list)
@@ -291,12 +325,20 @@ def measure(
     events: int,
     buffer_ms: int | None,
     client_processes: int,
+    attach: str,
     scratch: Path,
 ) -> Figure:
-    """One gated run followed by `followers` streams, spread over the load generators."""
+    """One gated run followed by `followers` streams, spread over the load generators: attached
+    while the run is held (`attach` "held"), or once it has ended ("finished")."""
     gate = scratch / f"gate-{secrets.token_hex(4)}"
+    serving = psutil.Process(host.pid)
+    baseline = start_peak(serving)
     run_id = create_run(http, run, events, gate)
     request = stream_request(run_id, buffer_ms)
+    if attach == "finished":
+        gate.touch()
+        wait_until_ended(http, run_id)
+        cpu_before, released = cpu_seconds(serving), time.monotonic()
     spawn = multiprocessing.get_context("spawn")
     shares = [
         followers // client_processes + (i < followers % client_processes)
@@ -315,10 +357,9 @@ def measure(
         for pipe in pipes:
             if not pipe.poll(DEADLINE_SECONDS) or pipe.recv() != "attached":
                 raise SystemExit("the followers did not attach")
-        serving = psutil.Process(host.pid)
-        cpu_before = cpu_seconds(serving)
-        released = time.monotonic()
-        gate.touch()
+        if attach == "held":
+            cpu_before, released = cpu_seconds(serving), time.monotonic()
+            gate.touch()
         received: list[Received] = []
         for pipe in pipes:
             if not pipe.poll(DEADLINE_SECONDS):
@@ -337,6 +378,8 @@ def measure(
         if summary["passedCount"] != summary["taskCount"]:
             raise SystemExit(f"the eval did not pass: {summary}")
     wall = max(one.terminal_at for one in received) - released
+    peak = peak_rss(serving)
+    after = settled_rss(serving)
     return Figure(
         followers=followers,
         events=events,
@@ -345,7 +388,52 @@ def measure(
         client_cpu_seconds=round(client_cpu, 3),
         host_cpu_us_per_follower_event=round(host_cpu / (followers * events) * 1e6, 3),
         delivered_events_per_second=round(followers * events / wall),
+        baseline_rss_mb=megabytes(baseline),
+        peak_rss_above_baseline_mb=megabytes(peak - baseline),
+        after_rss_above_baseline_mb=megabytes(after - baseline),
+        resumed_streams=sum(one.resumes for one in received),
     )
+
+
+def start_peak(process: psutil.Process) -> int:
+    """The process's RSS now, from which its peak (VmHWM) counts again (Linux: clear_refs 5)."""
+    Path(f"/proc/{process.pid}/clear_refs").write_text("5")
+    return int(process.memory_info().rss)
+
+
+def peak_rss(process: psutil.Process) -> int:
+    """The process's highest RSS since `start_peak` (VmHWM in /proc/PID/status)."""
+    status = Path(f"/proc/{process.pid}/status").read_text()
+    kilobytes = re.search(r"^VmHWM:\s+(\d+) kB$", status, re.MULTILINE)
+    if kilobytes is None:
+        raise SystemExit("the host's peak RSS is not readable (VmHWM)")
+    return int(kilobytes.group(1)) * 1024
+
+
+def settled_rss(process: psutil.Process) -> int:
+    """The process's RSS once the followers' streams have ended on its side: the lowest of
+    a few samples over `SETTLE_SECONDS` (a stream's last frames leave after the client has
+    them; the host's tail stops with its last follower)."""
+    samples = []
+    deadline = time.monotonic() + SETTLE_SECONDS
+    while time.monotonic() < deadline:
+        samples.append(int(process.memory_info().rss))
+        time.sleep(0.1)
+    return min(samples)
+
+
+def megabytes(size: int) -> float:
+    return round(size / 2**20, 1)
+
+
+def wait_until_ended(http: httpx.Client, run_id: str) -> None:
+    """Long-polls the run's status until it is terminal."""
+    path = f"/runs/{run_id.replace('/', '~2F')}"
+    deadline = time.monotonic() + DEADLINE_SECONDS
+    while http.get(path).json()["status"] not in ("completed", "failed", "cancelled"):
+        if time.monotonic() > deadline:
+            raise SystemExit("the run did not end")
+        time.sleep(0.2)
 
 
 def check(http: httpx.Client, run_id: str, events: int, received: list[Received]) -> None:
@@ -393,6 +481,13 @@ def main() -> None:
     )
     parser.add_argument("--buffer-ms", type=int, help="bufferMs of every stream (default: none)")
     parser.add_argument("--client-processes", type=int, default=2)
+    parser.add_argument(
+        "--attach",
+        choices=("held", "finished"),
+        default="held",
+        help="held: followers attach while the run is held at its start and follow it as it is"
+        " written; finished: they attach once it has ended and read its log from the store",
+    )
     parser.add_argument("--database-url", default="sqlite")
     parser.add_argument("--profile", type=Path, help="py-spy raw profile of the host, N followers")
     parser.add_argument("--json", type=Path)
@@ -407,6 +502,7 @@ def main() -> None:
         options.buffer_ms,
         "sqlite" if options.database_url == "sqlite" else "postgresql",
         options.client_processes,
+        options.attach,
         os.cpu_count(),
         [os.getloadavg()[0]],
     )
@@ -431,6 +527,7 @@ def main() -> None:
                     "events": options.events,
                     "buffer_ms": options.buffer_ms,
                     "client_processes": options.client_processes,
+                    "attach": options.attach,
                     "scratch": directory,
                 }
                 one = measure(host, http, followers=1, **common)
@@ -469,7 +566,7 @@ def print_report(report: Report, one: Figure, many: Figure) -> None:
     mode = "" if report.buffer_ms is None else f", bufferMs={report.buffer_ms}"
     print(
         f"{report.database}, {report.run} run of {many.events} events{mode}, followers in"
-        f" {report.client_processes} client process(es)"
+        f" {report.client_processes} client process(es), attached to the run {report.attach}"
     )
     each, alone = many.host_cpu_us_per_follower_event, one.host_cpu_us_per_follower_event
     print(
@@ -486,6 +583,19 @@ def print_report(report: Report, one: Figure, many: Figure) -> None:
     print(
         f"delivered events/s: {many.followers} followers {many.delivered_events_per_second};"
         f" 1 follower {one.delivered_events_per_second}"
+    )
+    print(
+        f"host RSS peak above baseline: {many.followers} followers"
+        f" {many.peak_rss_above_baseline_mb} MB; 1 follower {one.peak_rss_above_baseline_mb} MB"
+        f" (baselines {many.baseline_rss_mb} / {one.baseline_rss_mb} MB)"
+    )
+    print(
+        f"host RSS after the followers left, above baseline: {many.followers} followers"
+        f" {many.after_rss_above_baseline_mb} MB; 1 follower {one.after_rss_above_baseline_mb} MB"
+    )
+    print(
+        f"streams cut for falling behind and resumed: {many.followers} followers"
+        f" {many.resumed_streams}; 1 follower {one.resumed_streams}"
     )
     print(
         f"host CPU s: {many.host_cpu_seconds} / {one.host_cpu_seconds};"

@@ -14,3 +14,6 @@ def test_the_followers_bench_runs_at_a_tiny_size(run: str) -> None:
     assert "host CPU per follower per event: 5 followers" in printed
     assert "wall to the last terminal event: 5 followers" in printed
     assert "delivered events/s: 5 followers" in printed
+    assert "host RSS peak above baseline: 5 followers" in printed
+    assert "host RSS after the followers left, above baseline: 5 followers" in printed
+    assert "streams cut for falling behind and resumed: 5 followers" in printed

@@ -1,5 +1,6 @@
-"""Shared tails: one read of the log per commit for all of a run's followers, and a follower
-that falls behind still gets every event, from the store."""
+"""Shared tails: one read of the log per commit for all of a run's followers, a follower
+that starts behind still gets every event, from the store, what a follower is handed at once
+is bounded, and a follower that falls out of the window is cut, for its client to resume."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from sqlalchemy import event
 
 from _backends import Backend
 from wopeval.api.host import Host
-from wopeval.engine.tail import Follower, TailBroken, Tails
+from wopeval.api.ui import live
+from wopeval.engine.tail import CROWD, Follower, LeftBehind, TailBroken, Tails
 from wopeval.store import RunRecord
 from wopeval.wire.principal import Principal
 from wopeval.wire.runs import CreateRunRequest
@@ -120,5 +122,100 @@ def test_closing_the_tails_ends_every_follower_with_an_error(
                 await tails.close()
                 with pytest.raises(TailBroken):
                     await read_to_end(follower)
+
+    asyncio.run(scenario())
+
+
+def test_a_delivery_holds_at_most_its_bound_of_documents_unless_one_event_is_larger(
+    backend: Backend, tmp_path: Path
+) -> None:
+    bound = 300  # characters: a few of the chain's documents, fewer than one page
+
+    async def scenario() -> None:
+        async with chain_host(backend, tmp_path) as host:
+            tails = Tails(host.store, host.engine.notifier, delivery_chars=bound)
+            record = await start_chain(host)
+            loop = asyncio.get_running_loop()
+            # A follower from the start reads the store, one from where the run is the window.
+            with tails.follow(record, -1) as behind, tails.follow(record, 0) as live:
+                for follower in (live, behind):
+                    received: list[int] = []
+                    while not follower.ended:
+                        delivery = await follower.next(until=loop.time() + 30)
+                        size = sum(len(e.doc) for e in delivery)
+                        assert size <= bound or len(delivery) == 1
+                        received += [e.sequence for e in delivery]
+                    assert received == list(range(received[0], EVENTS))
+                    assert received[0] in (0, 1)
+
+    asyncio.run(scenario())
+
+
+async def read_then_stall(slow: Follower, watcher: Follower, received: list[int]) -> None:
+    """`slow` reads once (within the window: it follows from where the run is), then nothing
+    until `watcher` has read the whole run, then asks again."""
+    loop = asyncio.get_running_loop()
+    received += [e.sequence for e in await slow.next(until=loop.time() + 30)]
+    await read_to_end(watcher)
+    received += [e.sequence for e in await slow.next(until=loop.time() + 30)]
+
+
+def test_a_follower_that_fell_out_of_the_window_is_cut_and_resumes_from_its_cursor(
+    backend: Backend, tmp_path: Path
+) -> None:
+    async def scenario() -> None:
+        async with chain_host(backend, tmp_path) as host:
+            tails = Tails(host.store, host.engine.notifier, window=4)
+            record = await start_chain(host)
+            after = record.last_sequence
+            received: list[int] = []
+            with tails.follow(record, after) as slow, tails.follow(record, after) as watcher:
+                with pytest.raises(LeftBehind):
+                    await read_then_stall(slow, watcher, received)
+                assert not slow.ended
+            # The client resumes from the last event it received: a new request, which reads
+            # the run afresh (the route's `get_run`), and the rest of the log from the store.
+            record = await host.engine.get_run(PRINCIPAL, record.run_id)
+            with tails.follow(record, slow.cursor) as resumed:
+                received += await read_to_end(resumed)
+            assert received == list(range(after + 1, EVENTS))
+
+    asyncio.run(scenario())
+
+
+def test_a_live_page_that_fell_out_of_the_window_ends_its_stream_for_the_browser_to_reconnect(
+    backend: Backend, tmp_path: Path
+) -> None:
+    async def scenario() -> None:
+        async with chain_host(backend, tmp_path) as host:
+            host.tails = Tails(host.store, host.engine.notifier, window=4)
+            record = await start_chain(host)
+            changes = live.changes(host, [(record, record.last_sequence)])
+            # The page is told of a change (or is cut already, if the run outran it at once),
+            # then reads no more until the run has ended.
+            sent = [await anext(changes, "")]
+            with host.tails.follow(record, record.last_sequence) as watcher:
+                await read_to_end(watcher)
+            sent += [chunk async for chunk in changes]
+            assert live.ENDED not in sent  # cut: not told that every run it follows has ended
+
+    asyncio.run(scenario())
+
+
+def test_a_crowd_leaving_a_run_hands_freed_memory_back_and_a_lone_follower_does_not(
+    backend: Backend, tmp_path: Path
+) -> None:
+    async def scenario() -> None:
+        async with chain_host(backend, tmp_path) as host:
+            tails = Tails(host.store, host.engine.notifier)
+            record = await start_chain(host)
+            with tails.follow(record, -1) as alone:
+                assert await read_to_end(alone) == list(range(EVENTS))
+            assert tails.memory_returns == 0
+            with ExitStack() as stack:
+                crowd = [stack.enter_context(tails.follow(record, -1)) for _ in range(CROWD)]
+                logs = await asyncio.gather(*(read_to_end(one) for one in crowd))
+            assert logs == [list(range(EVENTS))] * CROWD
+            assert tails.memory_returns == 1  # glibc: this machine's and CI's C library
 
     asyncio.run(scenario())

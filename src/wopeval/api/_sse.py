@@ -2,7 +2,10 @@
 
 Stored event documents go out byte for byte; only the frame around them is
 built here. The events a follower receives together leave in one chunk, so a
-busy stream costs one write per delivery rather than one per event.
+busy stream costs one write per delivery rather than one per event; a delivery is
+bounded (engine/tail.py), and so is a batch, so a chunk never holds a whole backlog.
+A follower cut for falling behind (`LeftBehind`) ends its stream after the frames it
+has, for the client to resume from the last one.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import re
 from collections.abc import AsyncIterator, Iterable
 
 from wopeval.api.snapshots import snapshot
-from wopeval.engine.tail import Follower
+from wopeval.engine.tail import DELIVERY_CHARS, Follower, LeftBehind
 from wopeval.store import RunRecord, StoredEvent
 from wopeval.wire import events
 
@@ -56,11 +59,14 @@ class _Frames:
 class _Batches:
     """`bufferMs`: events collect into one `event: batch` frame whose `id:` is the highest
     sequence in it, sent when the buffer time since its first event is up, after a terminal
-    event or `node.suspended`, and when the stream closes."""
+    event or `node.suspended`, when the stream closes, and when it holds `DELIVERY_CHARS`
+    of documents (a stream catching up reads faster than any buffer time: its batch would
+    otherwise hold its whole backlog)."""
 
     def __init__(self, buffer_ms: int) -> None:
         self._seconds = buffer_ms / 1000
         self._pending: list[StoredEvent] = []
+        self._pending_chars = 0
         self.due = math.inf
 
     def add(self, delivered: Iterable[StoredEvent], now: float) -> str:
@@ -69,7 +75,8 @@ class _Batches:
             if not self._pending:
                 self.due = now + self._seconds
             self._pending.append(event)
-            if event.type in _ENDS_A_BATCH:
+            self._pending_chars += len(event.doc)
+            if event.type in _ENDS_A_BATCH or self._pending_chars >= DELIVERY_CHARS:
                 frames.append(self.flush())
         if now >= self.due:
             frames.append(self.flush())
@@ -79,18 +86,25 @@ class _Batches:
         if not self._pending:
             return ""
         batch, self._pending, self.due = self._pending, [], math.inf
+        self._pending_chars = 0
         data = ",".join(event.doc for event in batch)
         return f"id: {batch[-1].sequence}\nevent: batch\ndata: [{data}]\n\n"
 
 
 async def follow(follower: Follower, modes: set[str], buffer_ms: int | None) -> AsyncIterator[str]:
     """The chunks of a stream up to and including its terminal event, with a keep-alive
-    comment whenever nothing was sent for `KEEPALIVE_SECONDS`."""
+    comment whenever nothing was sent for `KEEPALIVE_SECONDS`; or, for a follower cut for
+    falling behind, up to the last event it was given."""
     framer = _Frames() if buffer_ms is None else _Batches(buffer_ms)
     loop = asyncio.get_running_loop()
     quiet_until = loop.time() + KEEPALIVE_SECONDS
     while not follower.ended:
-        delivered = await follower.next(until=min(framer.due, quiet_until))
+        try:
+            delivered = await follower.next(until=min(framer.due, quiet_until))
+        except LeftBehind:
+            if rest := framer.flush():
+                yield rest
+            return
         now = loop.time()
         chunk = framer.add((e for e in delivered if wanted(e.type, modes)), now)
         if follower.ended:

@@ -39,9 +39,14 @@ class EventsRepo:
         await _driver.insert_many(self._connection, _APPEND, rows)
 
     async def read(
-        self, run_id: str, *, after: int, through: int | None = None
+        self,
+        run_id: str,
+        *,
+        after: int,
+        through: int | None = None,
+        limit: int = EVENTS_PAGE_SIZE,
     ) -> list[StoredEvent]:
-        """The events with `after` < sequence (<= `through`), in order, at most a page.
+        """The events with `after` < sequence (<= `through`), in order, at most `limit`.
 
         The caller has already checked the run belongs to its tenant: run ids
         are tenant-bound, so the run id alone scopes the read.
@@ -51,9 +56,7 @@ class EventsRepo:
         )
         if through is not None:
             query = query.where(events.c.sequence <= through)
-        result = await self._connection.execute(
-            query.order_by(events.c.sequence).limit(EVENTS_PAGE_SIZE)
-        )
+        result = await self._connection.execute(query.order_by(events.c.sequence).limit(limit))
         return [StoredEvent(row.sequence, row.type, row.doc) for row in result]
 
     async def all_docs(self, run_id: str) -> list[str]:

@@ -31,7 +31,7 @@ from wopeval.api.deps import HostDep
 from wopeval.api.host import Host
 from wopeval.api.ui._route import UiRoute
 from wopeval.api.ui.deps import SessionDep
-from wopeval.engine.tail import Follower, TailBroken
+from wopeval.engine.tail import Follower, LeftBehind, TailBroken
 from wopeval.store import RunRecord, StoredEvent
 from wopeval.wire import errors, ids, limits
 
@@ -64,13 +64,13 @@ async def live(
         record = await host.engine.get_run(session.principal, run_id)
         followed.append((record, limits.parse_sequence(after, "run")))
     return StreamingResponse(
-        _changes(host, followed),
+        changes(host, followed),
         media_type="text/event-stream",
         headers={"X-Accel-Buffering": "no"},
     )
 
 
-async def _changes(host: Host, followed: list[tuple[RunRecord, int]]) -> AsyncIterator[str]:
+async def changes(host: Host, followed: list[tuple[RunRecord, int]]) -> AsyncIterator[str]:
     loop = asyncio.get_running_loop()
     with ExitStack() as stack:
         followers = {
@@ -96,8 +96,10 @@ async def _changes(host: Host, followed: list[tuple[RunRecord, int]]) -> AsyncIt
                         frames.append(_changed(followers[follower], delivered[-1].sequence))
                 yield "".join(frames) or KEEPALIVE
             yield ENDED
-        except TailBroken:
-            return  # the host is stopping: the browser reconnects to whichever host is next
+        except (TailBroken, LeftBehind):
+            # The host is stopping, or the page reads slower than a run writes: the browser
+            # reconnects (to whichever host is next) and is told of what it missed.
+            return
         finally:
             for task in waiting:
                 task.cancel()
