@@ -8,6 +8,9 @@ answer 401, a `{runId}` route 403 and 404, a route with a body 413); the rest
 are listed per operation below. A method a path does not serve is answered
 `405` with `Allow`, which OpenAPI cannot attach to an operation, so it is
 stated in the document's description.
+
+Path and query parameters carry the grammar their routes enforce (`_PARAMETER_SCHEMAS`),
+so a value the document calls valid is never refused for its shape.
 """
 
 from __future__ import annotations
@@ -17,6 +20,10 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+
+from wopeval import evals
+from wopeval.api._sse import STREAM_MODES
+from wopeval.wire import ids
 
 _ENVELOPE = "ErrorEnvelope"
 _ENVELOPE_SCHEMA: dict[str, Any] = {
@@ -49,6 +56,14 @@ _ROUTE_REFUSALS: dict[str, frozenset[int]] = {
     "wopevalEraseToolContent": frozenset({409}),  # the run is still active
     "getEffectSeamManifest": frozenset({404}),  # replay switched off
     "wopevalHealth": frozenset({503}),  # wopeval.not_ready
+}
+# (location, name) → what the route holds the value to, beyond its declared type.
+_PARAMETER_SCHEMAS: dict[tuple[str, str], dict[str, Any]] = {
+    ("path", "runId"): {"pattern": ids.PROJECTED_RUN_ID_PATTERN},
+    ("query", "against"): {"pattern": ids.PROJECTED_RUN_ID_PATTERN},  # diffRun's second run
+    ("path", "ref"): {"pattern": evals.SUITE_REF_PATTERN},
+    # Any other mode is refused with its own code, `unsupported_stream_mode` (events.md).
+    ("query", "streamMode"): {"enum": list(STREAM_MODES)},
 }
 _BODY_METHODS = frozenset({"post", "put", "patch"})
 _METHOD_NOT_ALLOWED = (
@@ -90,6 +105,9 @@ def _document(app: FastAPI) -> dict[str, Any]:
     schemas[_ENVELOPE] = _ENVELOPE_SCHEMA
     for path, operations in document["paths"].items():
         for method, operation in operations.items():
+            for parameter in operation.get("parameters", ()):
+                rules = _PARAMETER_SCHEMAS.get((parameter["in"], parameter["name"]), {})
+                parameter["schema"].update(rules)
             responses = operation["responses"]
             responses.pop("422", None)
             for status in sorted(_refusals(path, method, operation)):
