@@ -23,7 +23,7 @@ from fastapi.openapi.utils import get_openapi
 
 from wopeval import evals
 from wopeval.api._sse import STREAM_MODES
-from wopeval.wire import ids
+from wopeval.wire import ids, limits
 
 _ENVELOPE = "ErrorEnvelope"
 _ENVELOPE_SCHEMA: dict[str, Any] = {
@@ -57,13 +57,22 @@ _ROUTE_REFUSALS: dict[str, frozenset[int]] = {
     "getEffectSeamManifest": frozenset({404}),  # replay switched off
     "wopevalHealth": frozenset({503}),  # wopeval.not_ready
 }
-# (location, name) → what the route holds the value to, beyond its declared type.
+# (location, name) → the schema of what the route accepts, in place of the declared type.
 _PARAMETER_SCHEMAS: dict[tuple[str, str], dict[str, Any]] = {
-    ("path", "runId"): {"pattern": ids.PROJECTED_RUN_ID_PATTERN},
-    ("query", "against"): {"pattern": ids.PROJECTED_RUN_ID_PATTERN},  # diffRun's second run
-    ("path", "ref"): {"pattern": evals.SUITE_REF_PATTERN},
+    ("path", "runId"): {"type": "string", "pattern": ids.PROJECTED_RUN_ID_PATTERN},
+    # diffRun's second run.
+    ("query", "against"): {"type": "string", "pattern": ids.PROJECTED_RUN_ID_PATTERN},
+    ("path", "ref"): {"type": "string", "pattern": evals.SUITE_REF_PATTERN},
+    # An id outside the grammar names nothing: 404, like an unknown one.
+    ("path", "workflowId"): {"type": "string", "pattern": ids.AUTHOR_ID_PATTERN},
+    ("path", "agentId"): {"type": "string", "pattern": ids.AUTHOR_ID_PATTERN},
     # Any other mode is refused with its own code, `unsupported_stream_mode` (events.md).
-    ("query", "streamMode"): {"enum": list(STREAM_MODES)},
+    ("query", "streamMode"): {"type": "string", "enum": list(STREAM_MODES)},
+    ("header", "Last-Event-ID"): {
+        "type": "integer",
+        "minimum": -1,
+        "maximum": limits.SEQUENCE_MAX,
+    },
 }
 _BODY_METHODS = frozenset({"post", "put", "patch"})
 _METHOD_NOT_ALLOWED = (
@@ -106,8 +115,12 @@ def _document(app: FastAPI) -> dict[str, Any]:
     for path, operations in document["paths"].items():
         for method, operation in operations.items():
             for parameter in operation.get("parameters", ()):
-                rules = _PARAMETER_SCHEMAS.get((parameter["in"], parameter["name"]), {})
-                parameter["schema"].update(rules)
+                accepted = _PARAMETER_SCHEMAS.get((parameter["in"], parameter["name"]))
+                if accepted is not None:
+                    default = parameter["schema"].get("default")
+                    parameter["schema"] = (
+                        accepted if default is None else accepted | {"default": default}
+                    )
             responses = operation["responses"]
             responses.pop("422", None)
             for status in sorted(_refusals(path, method, operation)):
