@@ -159,8 +159,9 @@ def test_no_request_gets_a_5xx_or_an_undocumented_answer(
     _fuzz(_cases(operation, mode, finished_run_ids), send)
 
 
-def test_the_coverage_phase_finds_nothing(fuzzed_host: ServerHandle) -> None:
-    """`st run --checks all --phases coverage`, as a user of the repository would run it."""
+def test_the_coverage_phase_finds_nothing(fuzzed_host: ServerHandle, tmp_path: Path) -> None:
+    """`st run --checks all --phases coverage`, as a user of the repository would run it
+    (from a scratch directory, where its cache goes)."""
     done = subprocess.run(
         [
             ST,
@@ -182,6 +183,7 @@ def test_the_coverage_phase_finds_nothing(fuzzed_host: ServerHandle) -> None:
             "--header",
             "OpenWOP-Version: 2",
         ],
+        cwd=tmp_path,
         capture_output=True,
         text=True,
         timeout=600,
