@@ -34,7 +34,19 @@ _METHODS = ("DELETE", "GET", "HEAD", "PATCH", "POST", "PUT")
 def route_match(router: Router, scope: Scope) -> Match:
     """FULL when a route serves the request's path and method, PARTIAL when one serves its path
     with another method (405), NONE when none serves its path (404)."""
-    probe = _probe(scope, scope["method"])
+    return _match(router, _probe(scope, scope["method"]))
+
+
+def allowed_methods(router: Router, scope: Scope) -> list[str]:
+    """Every method some route serves at the request's path (RFC 9110 §10.2.1 `Allow`).
+
+    The router's own 405 names only the first route it found for the path, while
+    one path (`/runs`) can be served by several routes, one per method.
+    """
+    return [method for method in _METHODS if _match(router, _probe(scope, method)) is Match.FULL]
+
+
+def _match(router: Router, probe: Scope) -> Match:
     best = Match.NONE
     for route in router.routes:
         match, _ = route.matches(probe)
@@ -45,20 +57,8 @@ def route_match(router: Router, scope: Scope) -> Match:
     return best
 
 
-def allowed_methods(router: Router, scope: Scope) -> list[str]:
-    """Every method some route serves at the request's path (RFC 9110 §10.2.1 `Allow`).
-
-    The router's own 405 names only the first route it found for the path, while
-    one path (`/runs`) can be served by several routes, one per method.
-    """
-    return [
-        method
-        for method in _METHODS
-        if route_match(router, {**scope, "method": method}) is Match.FULL
-    ]
-
-
 def _probe(scope: Scope, method: str) -> Scope:
+    """The request's target asked with `method`, in a scope of its own (matching writes to it)."""
     return {
         "type": scope["type"],
         "method": method,
