@@ -99,7 +99,7 @@ def create_app(
     # and a refused body is refused before any route, credential check or parser runs.
     app.add_middleware(HotReads)
     app.add_middleware(error_handlers.CrashGuard)
-    app.add_middleware(RequestGuard, max_body_bytes=settings.max_body_bytes)
+    app.add_middleware(RequestGuard, max_body_bytes=settings.max_body_bytes, router=app.router)
     app.add_middleware(LegacyPathIds)
     app.add_middleware(VersionNegotiation)
     app.add_middleware(ExpectedStartupFailures, failure=failure)

@@ -12,6 +12,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from wopeval.api.routing import allowed_methods
 from wopeval.wire import errors
 
 log = logging.getLogger("wopeval.api")
@@ -41,10 +42,11 @@ def validation_refusal(problems: list[Any]) -> errors.ValidationFailed:
     if not problems:
         return errors.ValidationFailed()
     problem = problems[0]
+    # `[key]` marks a refused object key: the field is the key's own path.
     location = [
         str(part)
         for part in problem.get("loc", ())
-        if part not in ("body", "query", "path", "header")
+        if part not in ("body", "query", "path", "header", "[key]")
     ]
     where = ".".join(location)
     details = {"field": where} if where else None
@@ -82,9 +84,11 @@ def install(app: FastAPI) -> None:
                 exc.detail,
             )
             return envelope_response(errors.InternalError())
-        # RFC 9110 §15.5.6: a 405 names the methods the path does allow.
-        allow = {"Allow": exc.headers["Allow"]} if exc.headers and "Allow" in exc.headers else None
-        return envelope_response(refusal(), allow)
+        if exc.status_code != 405:
+            return envelope_response(refusal())
+        # RFC 9110 §15.5.6: a 405 names every method the path does allow.
+        methods = allowed_methods(request.app.router, request.scope)
+        return envelope_response(refusal(), {"Allow": ", ".join(methods)})
 
     async def on_crash(_request: Request, exc: Exception) -> JSONResponse:
         # Only the outer middleware can fail here; a route's crash stops at CrashGuard.

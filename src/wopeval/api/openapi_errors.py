@@ -8,6 +8,9 @@ answer 401, a `{runId}` route 403 and 404, a route with a body 413); the rest
 are listed per operation below. A method a path does not serve is answered
 `405` with `Allow`, which OpenAPI cannot attach to an operation, so it is
 stated in the document's description.
+
+Path and query parameters carry the grammar their routes enforce (`_PARAMETER_SCHEMAS`),
+so a value the document calls valid is never refused for its shape.
 """
 
 from __future__ import annotations
@@ -17,6 +20,10 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+
+from wopeval import evals
+from wopeval.api._sse import STREAM_MODES
+from wopeval.wire import ids, limits
 
 _ENVELOPE = "ErrorEnvelope"
 _ENVELOPE_SCHEMA: dict[str, Any] = {
@@ -49,6 +56,23 @@ _ROUTE_REFUSALS: dict[str, frozenset[int]] = {
     "wopevalEraseToolContent": frozenset({409}),  # the run is still active
     "getEffectSeamManifest": frozenset({404}),  # replay switched off
     "wopevalHealth": frozenset({503}),  # wopeval.not_ready
+}
+# (location, name) → the schema of what the route accepts, in place of the declared type.
+_PARAMETER_SCHEMAS: dict[tuple[str, str], dict[str, Any]] = {
+    ("path", "runId"): {"type": "string", "pattern": ids.PROJECTED_RUN_ID_PATTERN},
+    # diffRun's second run.
+    ("query", "against"): {"type": "string", "pattern": ids.PROJECTED_RUN_ID_PATTERN},
+    ("path", "ref"): {"type": "string", "pattern": evals.SUITE_REF_PATTERN},
+    # An id outside the grammar names nothing: 404, like an unknown one.
+    ("path", "workflowId"): {"type": "string", "pattern": ids.AUTHOR_ID_PATTERN},
+    ("path", "agentId"): {"type": "string", "pattern": ids.AUTHOR_ID_PATTERN},
+    # Any other mode is refused with its own code, `unsupported_stream_mode` (events.md).
+    ("query", "streamMode"): {"type": "string", "enum": list(STREAM_MODES)},
+    ("header", "Last-Event-ID"): {
+        "type": "integer",
+        "minimum": -1,
+        "maximum": limits.SEQUENCE_MAX,
+    },
 }
 _BODY_METHODS = frozenset({"post", "put", "patch"})
 _METHOD_NOT_ALLOWED = (
@@ -90,6 +114,13 @@ def _document(app: FastAPI) -> dict[str, Any]:
     schemas[_ENVELOPE] = _ENVELOPE_SCHEMA
     for path, operations in document["paths"].items():
         for method, operation in operations.items():
+            for parameter in operation.get("parameters", ()):
+                accepted = _PARAMETER_SCHEMAS.get((parameter["in"], parameter["name"]))
+                if accepted is not None:
+                    default = parameter["schema"].get("default")
+                    parameter["schema"] = (
+                        accepted if default is None else accepted | {"default": default}
+                    )
             responses = operation["responses"]
             responses.pop("422", None)
             for status in sorted(_refusals(path, method, operation)):

@@ -2,6 +2,10 @@
 or parser sees it: NUL characters in the target, a body over `--max-body-bytes`, and a JSON
 body that is not strict JSON (`wire/strict_json.py`).
 
+A request no route serves (an unknown path, or a known one with another method) is
+left to the router's 404 or 405 without its body being read: what it sent is not
+the question.
+
 The body is counted as it arrives: a `Content-Length` over the limit is refused
 before a byte is read, a streamed body as soon as it passes the limit. A
 refused body is not drained, so those answers close the connection.
@@ -12,9 +16,11 @@ from __future__ import annotations
 from urllib.parse import parse_qsl
 
 from starlette.datastructures import Headers
+from starlette.routing import Match, Router
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from wopeval.api.errors import envelope_response
+from wopeval.api.routing import route_match
 from wopeval.wire import errors, strict_json
 
 # FastAPI parses a body as JSON when it has no Content-Type or a JSON one; only
@@ -24,9 +30,10 @@ _CLOSE = {"Connection": "close"}
 
 
 class RequestGuard:
-    def __init__(self, app: ASGIApp, *, max_body_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, *, max_body_bytes: int, router: Router) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
+        self.router = router
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -35,7 +42,7 @@ class RequestGuard:
         headers = Headers(scope=scope)
         try:
             _check_target(scope)
-            if _has_body(headers):
+            if _has_body(headers) and route_match(self.router, scope) is Match.FULL:
                 body = await self._read_body(headers, receive)
                 if body is None:
                     return  # the client went away mid-body; nothing is left to answer

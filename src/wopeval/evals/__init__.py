@@ -76,6 +76,7 @@ from wopeval.evals._policy import (
 )
 from wopeval.evals._run_diff import LoggedRun, diff_logs
 from wopeval.evals._suite_ref import (
+    SUITE_REF_PATTERN,
     FixtureSuiteRef,
     SuiteRef,
     VersionedSuiteRef,
@@ -112,6 +113,7 @@ __all__ = [
     "DEFAULT_PASS_SCORE",
     "DEFAULT_POLICY",
     "DEFAULT_TRIALS",
+    "SUITE_REF_PATTERN",
     "BaselineFacts",
     "CallStatus",
     "ExecutedCall",

@@ -25,6 +25,12 @@ _SUITE_ID = re.compile(SUITE_ID_PATTERN)
 _SEMVER = re.compile(SEMVER_PATTERN)
 _REFUSAL = "evalSuiteRef must be a fixture id, suite://<suiteId>@<version> or <suiteId>@<version>"
 
+SUITE_REF_PATTERN = (
+    rf"^(?:(?:{_SCHEME})?{SUITE_ID_PATTERN.strip('^$')}@{SEMVER_PATTERN.strip('^$')}"
+    rf"|{_FIXTURE_ID.pattern.strip('^$')})$"
+)
+"""Every ref `parse_suite_ref` accepts, as one pattern (for `/openapi.json`)."""
+
 
 @dataclass(frozen=True, slots=True)
 class FixtureSuiteRef:

@@ -13,7 +13,18 @@ _RUN_ID = re.compile(r"^(anon:)?[A-Za-z0-9._~-]{1,128}/[A-Za-z0-9._~-]{16,128}$"
 _PASSTHROUGH = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 # Hosts emit uppercase escapes; a client's lowercase one still names the same byte.
 _ESCAPE = re.compile(r"~([0-9A-Fa-f]{2})")
-_AUTHOR_ID = re.compile(r"^[A-Za-z0-9._~:-]{1,128}$")
+AUTHOR_ID_PATTERN = r"^[A-Za-z0-9._~:-]{1,128}$"
+"""agentId, workflowId and nodeId grammar (ids.schema.json)."""
+_AUTHOR_ID = re.compile(AUTHOR_ID_PATTERN)
+_PROJECTED_BYTE = r"(?:[A-Za-z0-9._-]|~[0-7][0-9A-Fa-f])"
+
+PROJECTED_RUN_ID_PATTERN = rf"^{_PROJECTED_BYTE}+~2[Ff]{_PROJECTED_BYTE}+$"
+"""A `{runId}` segment as `/openapi.json` describes it: the projection of `<tenant>/<id>`.
+
+Escapes are of ASCII bytes only (every byte of the id grammar is ASCII), so a
+segment of this shape always decodes to a tenant-bound id, whose answer is then
+the run, 403 or 404. The legacy `%2F` form is accepted too, though not described.
+"""
 
 
 def is_tenant_id(value: str) -> bool:

@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import enum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    StringConstraints,
+    field_validator,
+)
 
 EvalMode = Literal["golden", "rubric", "adversarial", "regression", "live-shadow"]
 
@@ -39,21 +46,89 @@ class _Closed(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class Configurable(_Closed):
-    """RFC 0171 run configuration; closed, `version: 1` required (configurable.schema.json)."""
+class _Section(BaseModel):
+    """A section of `configurable`: closed like the whole, each value taken as written ("5" is
+    not 5), since the run keeps and surfaces the object as it was sent."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class RunSection(_Section):
+    """`configurable.run` (runs.md §`run` section)."""
+
+    recursionLimit: int | None = Field(default=None, ge=1)
+    """Clamped to `limits.maxNodeExecutions`."""
+    runTimeoutMs: int | None = Field(default=None, ge=1)
+    """Resolves to `min(runTimeoutMs, limits.maxRunDurationMs)`; out of range is 400."""
+    maxLoopIterations: int | None = Field(default=None, ge=1)
+    """Resolves against `limits.maxLoopIterations`."""
+    escalationThreshold: int | None = Field(default=None, ge=0)
+    """The `low-confidence` threshold (interrupt.md)."""
+
+
+ReasoningVerbosity = Literal["none", "summary", "full"]
+
+
+class AiSection(_Section):
+    """`configurable.ai` (runs.md §`ai` section)."""
+
+    provider: str | None = None
+    """A provider of `aiProviders.providers`."""
+    model: str | None = None
+    """The model the provider is asked for."""
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    """Sampling temperature, 0..2."""
+    maxTokens: int | None = Field(default=None, ge=1)
+    """Ceiling on a completion's tokens."""
+    credentialRef: str | None = None
+    """A host-issued reference to a stored credential; never key material."""
+    promptOverrides: dict[str, str] | None = None
+    """Prompt name → replacement text."""
+    mockProvider: dict[str, JsonValue] | None = None
+    """A test-keys-only provider stand-in; open by the schema."""
+    reasoningVerbosity: ReasoningVerbosity | None = None
+    """How much reasoning the model is asked to show."""
+    maxRefusals: int | None = Field(default=None, ge=0)
+    """The refusal ceiling (events.md E5)."""
+
+
+class DistillationSection(_Section):
+    """`configurable.distillation` (runs.md §`distillation` section)."""
+
+    tokenBudget: int | None = Field(default=None, ge=1)
+    """Resolves to `min(tokenBudget, memory.distillation.maxTokenBudget)`."""
+
+
+ExtensionOrg = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")]
+"""A registered org name (configurable.schema.json `extensions` property names)."""
+
+
+class Configurable(_Section):
+    """RFC 0171 §D.1 run configuration: closed at every level, `version: 1` required
+    (configurable.schema.json; runs.md §Validation: an unknown root key, an unknown key
+    inside a section and a dotted key are 400)."""
 
     version: Literal[1]
     """Schema version of the configurable object."""
-    run: dict[str, JsonValue] | None = None
+    run: RunSection | None = None
     """Run-level settings section."""
-    ai: dict[str, JsonValue] | None = None
+    ai: AiSection | None = None
     """Model settings section."""
-    distillation: dict[str, JsonValue] | None = None
+    distillation: DistillationSection | None = None
     """Distillation section."""
     budget: dict[str, JsonValue] | None = None
-    """Budget section."""
-    extensions: dict[str, JsonValue] | None = None
-    """Vendor sections keyed `<org>.<name>`."""
+    """The run's budget policy (budget-policy.schema.json, whose keys this host does not
+    read), kept as sent; docs/decisions.md §Wire."""
+    extensions: dict[ExtensionOrg, dict[str, JsonValue]] | None = None
+    """Vendor settings, each object under its org's name and nowhere else."""
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _version_is_no_boolean(cls, value: object) -> object:
+        # The schema's `const: 1` is not met by `true`, which `Literal[1]` would take.
+        if isinstance(value, bool):
+            raise ValueError("Input should be 1")
+        return value
 
 
 class CreateRunRequest(_Closed):
@@ -116,8 +191,9 @@ MAX_BULK_CANCEL = 100
 class BulkCancelRequest(_Closed):
     """`POST /runs:bulk-cancel` body (runs.md §Bulk cancel)."""
 
-    runIds: list[str] = Field(min_length=1)
-    """The runs to cancel, each processed on its own; over the cap is refused whole."""
+    runIds: list[str] = Field(min_length=1, json_schema_extra={"maxItems": MAX_BULK_CANCEL})
+    """The runs to cancel, each processed on its own; over the cap is refused whole (the
+    engine's refusal names `details.maxRunIds`, so the cap is documented, not validated here)."""
     reason: str | None = Field(default=None, max_length=1024)
     """Why the caller cancelled, given to every run."""
 

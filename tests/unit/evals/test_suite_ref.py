@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from wopeval import evals
 from wopeval.wire import errors
@@ -65,3 +69,19 @@ def test_refs_are_frozen() -> None:
     assert isinstance(ref, evals.FixtureSuiteRef)
     with pytest.raises(AttributeError):
         ref.fixture_id = "other"  # type: ignore[misc]
+
+
+_REF_TEXT = st.text(alphabet="abcz019.-_@:/sueit", max_size=40)
+
+
+@given(ref=st.one_of(st.from_regex(evals.SUITE_REF_PATTERN, fullmatch=True), _REF_TEXT))
+def test_the_documented_pattern_is_exactly_what_parses(ref: str) -> None:
+    """`/openapi.json` gives `{ref}` this pattern: a ref it admits is never refused for its
+    shape, and one it does not admit is."""
+    try:
+        evals.parse_suite_ref(ref)
+    except errors.ValidationFailed:
+        parses = False
+    else:
+        parses = True
+    assert parses == bool(re.fullmatch(evals.SUITE_REF_PATTERN, ref))

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Body, Query, Request, Response
 from fastapi.responses import JSONResponse
 
 from wopeval import evals
-from wopeval.api import idempotency
+from wopeval.api import idempotency, routing
 from wopeval.api.deps import EngineDep, HostDep, PrincipalDep, path_run_id
 from wopeval.api.snapshots import created, run_links, snapshot
 from wopeval.engine import commands
@@ -18,7 +17,7 @@ from wopeval.engine.read_cache import tenant_scope
 from wopeval.engine.replay import fork_point
 from wopeval.engine.runlog import timestamp
 from wopeval.store import RunFilter, RunRecord, decode_cursor, encode_cursor
-from wopeval.wire import errors, limits
+from wopeval.wire import date_time, errors, limits
 from wopeval.wire.principal import Principal
 from wopeval.wire.runs import (
     BulkCancelRequest,
@@ -71,7 +70,7 @@ def _check_common(body: CreateRunRequest, tenant: str) -> None:
             raise errors.ValidationFailed("each tag must be at most 256 characters.")
 
 
-@router.get("/runs/{runId}", operation_id="getRun")
+@router.get(f"/runs/{{runId:{routing.RUN_SEGMENT}}}", operation_id="getRun")
 async def get_run(runId: str, principal: PrincipalDep, engine: EngineDep) -> Response:
     # A successful read is answered before the router (api/hot_reads.py); a refusal here.
     return await run_answer(engine, principal, runId)
@@ -116,7 +115,7 @@ async def list_runs(
     status: RunStatus | None = None,
     tag: Annotated[str | None, Query(max_length=256)] = None,
     agentId: str | None = None,
-    createdAfter: datetime | None = None,
+    createdAfter: date_time.DateTime | None = None,
 ) -> JSONResponse:
     """runs.md §List. `tag` is advertised in `runList.filters`; `agentId` (the eval run's
     agent, or an agent the run invoked) and `createdAfter` are this host's own filters."""
