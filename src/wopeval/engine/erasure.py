@@ -20,7 +20,7 @@ from typing import Any
 
 from wopeval import evals
 from wopeval.engine.runlog import now
-from wopeval.store import Store, UnitOfWork
+from wopeval.store import RunHandle, Store, UnitOfWork
 from wopeval.wire import events
 
 _TOOL_EVENTS = (events.ToolCalled.TYPE, events.ToolReturned.TYPE)
@@ -42,20 +42,25 @@ async def erase_tool_content(uow: UnitOfWork, tenant: str, run_id: str) -> Erasu
         if current in seen:
             continue
         seen.add(current)
+        # HOST SCOPE: the caller checked the first run is the tenant's (or it is retention);
+        # the cascade follows its content into every run that copied it.
+        run = await uow.runs.for_host(current)
+        if run is None:
+            continue
         calls += await uow.tool_calls.erase(current, at)
         await uow.model_calls.erase(current, at)
         await uow.invocations.erase_said(current)
         await uow.tool_listings.erase(tenant, current)
-        await _scrub_events(uow, current)
-        await _scrub_trials(uow, current, at)
+        await _scrub_events(uow, run.handle)
+        await _scrub_trials(uow, run.handle, at)
         pending.extend(await uow.derived_fixtures.takers(current))
         copies += await uow.derived_fixtures.erase_from_source(current, at)
         pending.extend(await uow.runs.children(tenant, current))
     return Erasure(runs=len(seen), calls=calls, copies=copies)
 
 
-async def _scrub_events(uow: UnitOfWork, run_id: str) -> None:
-    docs = await uow.events.docs_of_types(run_id, _TOOL_EVENTS)
+async def _scrub_events(uow: UnitOfWork, run: RunHandle) -> None:
+    docs = await uow.events.docs_of_types(run, _TOOL_EVENTS)
     rewritten = {}
     for sequence, doc in docs.items():
         event = json.loads(doc)
@@ -67,13 +72,13 @@ async def _scrub_events(uow: UnitOfWork, run_id: str) -> None:
         if isinstance(payload.get("error"), dict):
             payload["error"].pop("details", None)
         rewritten[sequence] = json.dumps(event, separators=(",", ":"), ensure_ascii=False)
-    await uow.events.rewrite(run_id, rewritten)
+    await uow.events.rewrite(run.run_id, rewritten)
 
 
-async def _scrub_trials(uow: UnitOfWork, run_id: str, at: datetime) -> None:
+async def _scrub_trials(uow: UnitOfWork, run: RunHandle, at: datetime) -> None:
     """Trial details keep each call's tool, status and `argsHash`, never what it said."""
     scrubbed = {}
-    for stored in await uow.trials.of_run(run_id):
+    for stored in await uow.trials.of_run(run):
         if stored.erased:
             continue
         detail = dict(stored.detail)
@@ -88,7 +93,7 @@ async def _scrub_trials(uow: UnitOfWork, run_id: str, at: datetime) -> None:
             for miss in detail["misses"]
         ]
         scrubbed[(stored.task_id, stored.trial)] = detail
-    await uow.trials.rewrite(run_id, scrubbed, at)
+    await uow.trials.rewrite(run.run_id, scrubbed, at)
 
 
 def _scrub_call(call: dict[str, Any]) -> dict[str, Any]:

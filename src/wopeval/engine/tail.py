@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from operator import attrgetter
 
 from wopeval.engine.notifier import Notifier, wait_for_signal
-from wopeval.store import EVENTS_PAGE_SIZE, RunRecord, Store, StoredEvent
+from wopeval.store import EVENTS_PAGE_SIZE, OwnedRun, Store, StoredEvent
 from wopeval.wire import events
 
 WINDOW = 4 * EVENTS_PAGE_SIZE
@@ -45,11 +45,12 @@ class _Tail:
     sequence read; `finished` says the terminal event is at `last`.
     """
 
-    def __init__(self, store: Store, notifier: Notifier, record: RunRecord, size: int) -> None:
+    def __init__(self, store: Store, notifier: Notifier, record: OwnedRun, size: int) -> None:
         self._store = store
         self._notifier = notifier
         self._size = size
         self.run_id = record.run_id
+        self._handle = record.handle
         self.window: list[StoredEvent] = []
         # The run row's last_sequence and status commit with the events, so a run
         # read as terminal has its terminal event at last_sequence.
@@ -70,7 +71,7 @@ class _Tail:
     async def history(self, cursor: int) -> list[StoredEvent]:
         """A page of the events after `cursor`, from the store: for a cursor the window has left."""
         async with self._store.reading() as uow:
-            return await uow.events.read(self.run_id, after=cursor)
+            return await uow.events.read(self._handle, after=cursor)
 
     async def _read(self) -> None:
         try:
@@ -78,7 +79,7 @@ class _Tail:
                 # Subscribed before the read, so a commit landing after the read still wakes us.
                 signal = self._notifier.subscribe(self.run_id)
                 async with self._store.reading() as uow:
-                    read = await uow.events.read(self.run_id, after=self.last)
+                    read = await uow.events.read(self._handle, after=self.last)
                 if read:
                     self._publish(read)
                 if len(read) < EVENTS_PAGE_SIZE and not self.finished:
@@ -162,7 +163,7 @@ class Tails:
         return len(self._tails)
 
     @contextmanager
-    def follow(self, record: RunRecord, after: int) -> Iterator[Follower]:
+    def follow(self, record: OwnedRun, after: int) -> Iterator[Follower]:
         """Follow `record`'s log from the event after `after`; the caller owns the run.
 
         A tail starts with its first follower and stops with its last one; a
