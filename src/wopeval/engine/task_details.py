@@ -77,7 +77,7 @@ async def _source_model_calls(uow: UnitOfWork, record: OwnedRun) -> dict[str, in
     }
     if not sources or not isinstance(agent_id, str):
         return {}
-    # The sources are the tenant's own (checked at create); read through its handles still.
+    # The plan's sources passed RFC 0252 §C at create; their handles come from the same check.
     owned = await uow.runs.states(record.tenant, set(sources.values()))
     counts = await uow.model_calls.own_counts([run.handle for run in owned.values()], agent_id)
     return {task_id: counts.get(source, 0) for task_id, source in sources.items()}

@@ -147,8 +147,8 @@ class RunRecord:
 class _Issuer:
     """The store's seal on a run handle. Its one instance, `_ISSUER`, is private to this
     module: code outside the store cannot pass one (mypy refuses the call), so a handle
-    exists only where the store has read the run with its tenant (tests/unit/test_layers.py
-    also refuses any import of these names outside the store)."""
+    exists only where the store has read the run with its tenant
+    (tests/unit/test_run_handles.py also refuses any mention of these names elsewhere)."""
 
 
 _ISSUER: Final = _Issuer()
@@ -161,7 +161,8 @@ class RunHandle:
 
     Every content read of the store takes one, never a bare run id, so a read that skipped
     the ownership check does not type-check. Only the store issues them: `RunsRepo.get`
-    (and `states`) for the caller's tenant, `RunsRepo.for_host` and `active` for the host.
+    and `states` for the caller's tenant, `lock` for the log writer's locked row, and
+    `for_host` and `active` for the host acting on its own account.
     """
 
     __slots__ = ("run_id", "tenant")
@@ -285,8 +286,9 @@ class RunsRepo:
 
     async def for_host(self, run_id: str) -> OwnedRun | None:
         """HOST SCOPE: the run, whichever tenant owns it. Only for the host acting on its own
-        account, never for a request: a queue worker's follow-up of a run it was handed,
-        retention, and erasure's cascade to the runs that copied an erased run's content."""
+        account, never for a request: erasure, whose cascade follows an erased run's content
+        into every run that copied it, and retention's purge, which erases runs of every
+        tenant."""
         result = await self._connection.execute(select(runs).where(runs.c.run_id == run_id))
         row = result.mappings().first()
         return OwnedRun(RunRecord.from_row(row), _ISSUER) if row else None
