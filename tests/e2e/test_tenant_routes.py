@@ -182,6 +182,9 @@ def world(server: ServerHandle) -> World:
         listed = http.get(f"/host/wopeval/runs/{project_id(a_run)}/invocations")
         assert listed.status_code == 200, listed.text
         invocation_id = listed.json()["invocations"][0]["invocationId"]
+        # A's own reads of its run, so B's ask the host while it keeps their answers.
+        for read in (f"/runs/{project_id(a_run)}", f"/runs/{project_id(a_run)}/events/poll"):
+            assert http.get(read, params={"timeoutSeconds": "1"}).status_code == 200
     a = Ids(
         {
             "runId": a_run,
