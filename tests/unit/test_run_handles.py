@@ -122,3 +122,19 @@ def test_only_the_store_names_the_seal_of_a_handle() -> None:
             if names & SEALS:
                 naming.append(f"{path.relative_to(REPOSITORY)}:{getattr(node, 'lineno', 0)}")
     assert naming == []
+
+
+HOST_SCOPE = {
+    "src/wopeval/engine/erasure.py": "erasure's cascade and retention erase runs they reach "
+    "by id: the caller checked the first run is the tenant's, or it is the host's purge",
+}
+"""Where the host reads a run's content on its own account, with its reason."""
+
+
+def test_the_host_scope_is_used_where_it_is_listed_only() -> None:
+    using = set()
+    for path in (REPOSITORY / "src").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr == "for_host":
+                using.add(str(path.relative_to(REPOSITORY)))
+    assert using == set(HOST_SCOPE)
