@@ -303,7 +303,7 @@ async def check_derived_eval(host: Host, principal: Principal, run_id: str, call
     summary = final.summary or {}
     live = await count_rows(host.store.engine, run_id, live_calls=True)
     async with host.store.reading() as uow:
-        copies = await uow.derived_fixtures.rows(run_id)
+        copies = await uow.derived_fixtures.rows(final.handle)
     entries = sum(len(copy["entries"] or []) for copy in copies)
     if (
         final.status is not RunStatus.COMPLETED

@@ -16,6 +16,7 @@ from pathlib import Path
 from sqlalchemy import select, update
 
 from _backends import Backend
+from _handles import handle_of
 from wopeval.api.host import Host
 from wopeval.engine.erasure import ERASED_MESSAGE, Erasure, erase_tool_content, purge_expired
 from wopeval.engine.runlog import now
@@ -78,7 +79,7 @@ async def _held_content(host: Host, run_id: str) -> list[str]:
         )).scalars().all()  # fmt: skip
         if any(inputs is not None for inputs in calls):
             held.append("tool_calls")
-        logged = await uow.events.read(run_id, after=-1)
+        logged = await uow.events.read(await handle_of(uow, run_id), after=-1)
         if any('"inputs"' in event.doc for event in logged):
             held.append("events")
         trials = (await connection.execute(
@@ -135,7 +136,7 @@ def test_erasing_an_eval_run_erases_the_copies_it_was_served(
             assert await _held_content(host, evaluated) == []
             assert await _held_content(host, source) == ["tool_calls", "events"]
             async with host.store.reading() as uow:
-                trials = await uow.trials.of_run(evaluated)
+                trials = await uow.trials.of_run(await handle_of(uow, evaluated))
             assert [trial.erased for trial in trials] == [True]
 
     asyncio.run(scenario())

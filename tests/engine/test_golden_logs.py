@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from _backends import Backend
+from _handles import handle_of
 from wopeval.api.host import Host
 from wopeval.wire.principal import Principal
 from wopeval.wire.runs import CreateRunRequest
@@ -76,7 +77,7 @@ class Normaliser:
 
 async def _log(host: Host, run_id: str, normalise: Normaliser) -> list[Any]:
     async with host.store.reading() as uow:
-        docs = await uow.events.all_docs(run_id)
+        docs = await uow.events.all_docs(await handle_of(uow, run_id))
     return [normalise(json.loads(doc)) for doc in docs]
 
 

@@ -4,11 +4,14 @@ said, its erasure, and the idle nodes a resumed queue job carries to the run's r
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from _backends import Backend
+from _handles import handle_of
+from unit.engine._store import new_record
 from wopeval.store import InvocationRow, Store, sqlite_url
 
 AT = datetime(2026, 12, 2, 1, 2, 3, tzinfo=UTC)
@@ -38,6 +41,7 @@ def test_invocations_read_as_listed_said_erased_and_resumed(
         store = await Store.open(backend.new_database() or sqlite_url(tmp_path))
         try:
             async with store.transaction() as uow:
+                await uow.runs.insert(replace(new_record("acme"), run_id=RUN))
                 await uow.invocations.append(
                     [
                         _row("i-1", "first", 0, stderr="said one", idle=["no_tool_calls"]),
@@ -47,11 +51,12 @@ def test_invocations_read_as_listed_said_erased_and_resumed(
                     ]
                 )
             async with store.reading() as uow:
-                listed = await uow.invocations.listing(RUN)
-                said = await uow.invocations.said(RUN, ["i-1", "i-2", "nope"])
+                run = await handle_of(uow, RUN)
+                listed = await uow.invocations.listing(run)
+                said = await uow.invocations.said(run, ["i-1", "i-2", "nope"])
                 # A resumed job: nodes `first` and `second` completed before; a delegate's
                 # idle invocation and a node not yet done are not the run's idle nodes.
-                resumed = await uow.invocations.idle_nodes(RUN, ["first", "second"])
+                resumed = await uow.invocations.idle_nodes(run, ["first", "second"])
             assert [(i.invocation_id, i.said_something, i.idle) for i in listed] == [
                 ("i-1", True, ["no_tool_calls"]),
                 ("i-2", False, None),
@@ -69,7 +74,8 @@ def test_invocations_read_as_listed_said_erased_and_resumed(
             async with store.transaction() as uow:
                 await uow.invocations.erase_said(RUN)
             async with store.reading() as uow:
-                assert (await uow.invocations.said(RUN, ["i-1"]))["i-1"].stderr is None
+                said_after = await uow.invocations.said(await handle_of(uow, RUN), ["i-1"])
+                assert said_after["i-1"].stderr is None
         finally:
             await store.close()
 

@@ -18,7 +18,7 @@ from _backends import Backend
 from wopeval.api.host import Host
 from wopeval.api.ui import live
 from wopeval.engine.tail import CROWD, Follower, LeftBehind, TailBroken, Tails
-from wopeval.store import RunRecord
+from wopeval.store import OwnedRun
 from wopeval.wire.principal import Principal
 from wopeval.wire.runs import CreateRunRequest
 
@@ -43,8 +43,10 @@ async def chain_host(backend: Backend, tmp_path: Path) -> AsyncIterator[Host]:
         yield host
 
 
-async def start_chain(host: Host) -> RunRecord:
-    return await host.engine.create_workflow_run(PRINCIPAL, CreateRunRequest(workflowId="chain"))
+async def start_chain(host: Host) -> OwnedRun:
+    """A new chain run, as a follower's request reads it (through its tenant)."""
+    created = await host.engine.create_workflow_run(PRINCIPAL, CreateRunRequest(workflowId="chain"))
+    return await host.engine.get_run(PRINCIPAL, created.run_id)
 
 
 async def read_to_end(follower: Follower) -> list[int]:

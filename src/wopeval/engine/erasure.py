@@ -26,7 +26,7 @@ from typing import Any
 
 from wopeval import evals
 from wopeval.engine.runlog import now
-from wopeval.store import Store, UnitOfWork
+from wopeval.store import RunHandle, Store, UnitOfWork
 from wopeval.wire import events
 
 _TOOL_EVENTS = (events.ToolCalled.TYPE, events.ToolReturned.TYPE)
@@ -52,32 +52,37 @@ async def erase_tool_content(uow: UnitOfWork, tenant: str, run_id: str) -> Erasu
         if current in seen:
             continue
         seen.add(current)
+        # HOST SCOPE: the caller checked the first run is the tenant's (or it is retention);
+        # the cascade follows its content into every run that copied it.
+        run = await uow.runs.for_host(current)
+        if run is None:
+            continue
         calls += await uow.tool_calls.erase(current, at, erased_error)
         await uow.model_calls.erase(current, at)
         await uow.invocations.erase_said(current)
         await uow.tool_listings.erase(tenant, current)
-        await _scrub_events(uow, current)
-        await _scrub_trials(uow, current, at)
+        await _scrub_events(uow, run.handle)
+        await _scrub_trials(uow, run.handle, at)
         pending.extend(await uow.derived_fixtures.takers(current))
         copies += await uow.derived_fixtures.erase_copies(current, at)
         pending.extend(await uow.runs.children(tenant, current))
     return Erasure(runs=len(seen), calls=calls, copies=copies)
 
 
-async def _scrub_events(uow: UnitOfWork, run_id: str) -> None:
-    docs = await uow.events.docs_of_types(run_id, _TOOL_EVENTS)
+async def _scrub_events(uow: UnitOfWork, run: RunHandle) -> None:
+    docs = await uow.events.docs_of_types(run, _TOOL_EVENTS)
     await uow.events.rewrite(
-        run_id, {sequence: erased_event(doc) for sequence, doc in docs.items()}
+        run.run_id, {sequence: erased_event(doc) for sequence, doc in docs.items()}
     )
 
 
-async def _scrub_trials(uow: UnitOfWork, run_id: str, at: datetime) -> None:
+async def _scrub_trials(uow: UnitOfWork, run: RunHandle, at: datetime) -> None:
     scrubbed = {
         (stored.task_id, stored.trial): erased_trial(stored.detail)
-        for stored in await uow.trials.of_run(run_id)
+        for stored in await uow.trials.of_run(run)
         if not stored.erased
     }
-    await uow.trials.rewrite(run_id, scrubbed, at)
+    await uow.trials.rewrite(run.run_id, scrubbed, at)
 
 
 # ── the rule: what of each copy survives erasure ─────────────────────

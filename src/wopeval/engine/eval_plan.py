@@ -24,7 +24,7 @@ from wopeval.engine.tool_contracts import (
     load_tool_contracts,
 )
 from wopeval.settings import EvalFeatures, ToolsChangedPolicy
-from wopeval.store import UnitOfWork
+from wopeval.store import RunHandle, UnitOfWork
 from wopeval.wire import errors
 from wopeval.wire.runs import CreateRunRequest, EvalMode, RunKind
 from wopeval.wire.suite import OnMiss, Suite, Task, ToolResponse, parse_suite
@@ -201,20 +201,21 @@ async def resolve_eval(
     if request.baselineRunId is not None:
         baseline = await load_baseline(uow, tenant, request.baselineRunId, suite.suiteId)
     fixture_runs = request.fixtureRuns or {}
-    documents = await load_sources(
+    sources = await load_sources(
         uow, tenant, list(fixture_runs.values()), agent.agent_id, features.fixture_errors
     )
     derived = {
-        task_id: DerivedSource(source, documents[source])
+        task_id: DerivedSource(source, sources[source].documents)
         for task_id, source in fixture_runs.items()
     }
+    source_runs = {task_id: sources[source].handle for task_id, source in fixture_runs.items()}
     model_replay = agent.model_replay == "recorded" or features.model_replay
     answers: dict[str, tuple[evals.ModelFixture, ...]] = {}
     if model_replay:
-        for task_id, source in fixture_runs.items():
-            answers[task_id] = await load_model_answers(uow, source, agent.agent_id)
+        for task_id, source_run in source_runs.items():
+            answers[task_id] = await load_model_answers(uow, source_run, agent.agent_id)
     contracts = await load_tool_contracts(
-        uow, tenant, fixture_runs, agent, catalog.tools, live_tools=live_tools
+        uow, tenant, source_runs, agent, catalog.tools, live_tools=live_tools
     )
     return EvalPlan(
         suite=suite,
@@ -444,44 +445,58 @@ async def load_baseline(uow: UnitOfWork, tenant: str, run_id: str, suite_id: str
     return EvalSummary.model_validate(record.summary)
 
 
+@dataclass(frozen=True)
+class UsableSource:
+    """A fixture source that passed RFC 0252 §C: the handle its content is read with, and
+    the documents derived from it (§D)."""
+
+    handle: RunHandle
+    documents: list[dict[str, JsonValue]]
+
+
 async def load_sources(
     uow: UnitOfWork, tenant: str, run_ids: list[str], agent_id: str, fixture_errors: bool
-) -> dict[str, list[dict[str, JsonValue]]]:
-    """RFC 0252 §C through one path, then §D: each usable source's derived documents, by id.
+) -> dict[str, UsableSource]:
+    """RFC 0252 §C through one path, then §D: each usable source, by id.
 
     One query per table for all the sources; the first unusable one, in the order
-    given, refuses the create.
+    given, refuses the create. Only the tenant's own runs are read past the lookup:
+    another tenant's run and one that does not exist cost the same.
     """
     if not run_ids:
         return {}
-    # These queries run whatever the run lookup found, so every refusal costs the same.
     states = await uow.runs.states(tenant, run_ids)
-    held = await uow.tool_calls.held_calls(run_ids, agent_id)
-    invoked = await uow.events.invoked_agents_of(run_ids)
-    derived: dict[str, list[dict[str, JsonValue]]] = {}
+    owned = [state.handle for state in states.values()]
+    held = await uow.tool_calls.held_calls(owned, agent_id)
+    invoked = await uow.events.invoked_agents_of(owned)
+    derived: dict[str, UsableSource] = {}
     for run_id in run_ids:
-        status = states.get(run_id)
-        calls, all_held = held[run_id]
+        state = states.get(run_id)
         facts = None
-        if status is not None:
+        calls: list[evals.RecordedCall] = []
+        if state is not None:
+            calls, all_held = held[run_id]
             facts = evals.SourceFacts(
                 tenant=tenant,
-                status=status,
+                status=state.status,
                 agent_id=agent_id,
                 invocation_count=invoked[run_id].count(agent_id),
                 all_calls_held=all_held,
                 has_failed_call=evals.has_failed_call(calls, agent_id),
             )
-        if not evals.is_usable_source(
+        usable = evals.is_usable_source(
             facts, tenant=tenant, agent_id=agent_id, fixture_errors_enabled=fixture_errors
-        ):
+        )
+        if state is None or not usable:
             raise errors.ValidationFailed(UNUSABLE_SOURCE)
-        derived[run_id] = evals.derive_fixture_documents(calls, agent_id)
+        derived[run_id] = UsableSource(
+            state.handle, evals.derive_fixture_documents(calls, agent_id)
+        )
     return derived
 
 
 async def load_model_answers(
-    uow: UnitOfWork, run_id: str, agent_id: str
+    uow: UnitOfWork, source: RunHandle, agent_id: str
 ) -> tuple[evals.ModelFixture, ...]:
     """Model replay (beyond RFC 0252 UQ 5): the source's recorded answers, derived at create.
 
@@ -490,7 +505,7 @@ async def load_model_answers(
     is refused with the same uniform answer: a replay derived short would turn
     recorded answers into misses.
     """
-    exchanges, all_held = await uow.model_calls.held_exchanges(run_id, agent_id)
+    exchanges, all_held = await uow.model_calls.held_exchanges(source, agent_id)
     if not all_held:
         raise errors.ValidationFailed(UNUSABLE_SOURCE)
     return tuple(evals.derive_model_fixtures(exchanges, agent_id))

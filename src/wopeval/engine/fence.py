@@ -61,7 +61,7 @@ class Locked:
         """The task's landed trials: stored ones and this transaction's."""
         if task_id not in self._read:
             unread = {*self.tasks, task_id} - self._read
-            for counted in await uow.trials.counts_of(self.run.run_id, unread):
+            for counted in await uow.trials.counts_of(self.run.handle, unread):
                 self._stored.setdefault(counted.task_id, []).append(counted)
             self._read |= unread
         pending = (counted for counted in self.trials if counted.task_id == task_id)
@@ -69,7 +69,7 @@ class Locked:
 
     async def all_trials(self, uow: UnitOfWork) -> list[TrialCounts]:
         """Every landed trial of the run: stored ones and this transaction's."""
-        return [*await uow.trials.counts(self.run.run_id), *self.trials]
+        return [*await uow.trials.counts(self.run.handle), *self.trials]
 
     def moved(self, *, events: int, status: RunStatus | None, trials: list[TrialCounts]) -> None:
         """A step landed: `events` more sequences, maybe a new status, its trials."""

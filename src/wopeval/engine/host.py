@@ -34,7 +34,7 @@ from wopeval.engine.run_queue import RunQueue, Work
 from wopeval.engine.runlog import STOPPED_HOST, RunLog, RunUpdate, Step, Transition, now
 from wopeval.engine.workflow_runner import WorkflowContext, run_workflow
 from wopeval.settings import Settings
-from wopeval.store import RunRecord, Store, UnitOfWork, next_created_seq
+from wopeval.store import OwnedRun, RunRecord, Store, UnitOfWork, next_created_seq
 from wopeval.tools import ToolContext
 from wopeval.wire import errors, events, ids
 from wopeval.wire.principal import Principal
@@ -93,7 +93,7 @@ class Engine:
         """
         async with self.store.reading() as uow:
             stale = [
-                (run, await uow.events.invoked_agents(run.run_id))
+                (run, await uow.events.invoked_agents(run.handle))
                 for run in await uow.runs.active()
             ]
         for run, invoked in stale:
@@ -433,7 +433,7 @@ class Engine:
 
     # ── reads ────────────────────────────────────────────────────────
 
-    async def get_run(self, principal: Principal, run_id: str) -> RunRecord:
+    async def get_run(self, principal: Principal, run_id: str) -> OwnedRun:
         async with self.store.reading() as uow:
             record = await uow.runs.get(principal.tenant, run_id)
         if record is None:

@@ -13,7 +13,7 @@ from typing import Any
 
 from wopeval.engine.log_writer import insert_run
 from wopeval.engine.runlog import now
-from wopeval.store import RunRecord, UnitOfWork, copy_derived, next_created_seq
+from wopeval.store import OwnedRun, RunRecord, UnitOfWork, copy_derived, next_created_seq
 from wopeval.wire import errors, ids
 from wopeval.wire.principal import Principal
 from wopeval.wire.runs import ForkRunRequest
@@ -38,33 +38,33 @@ def check_fork(request: ForkRunRequest, source: RunRecord) -> None:
         raise errors.ForkPointInvalid(details={"lastSequence": source.last_sequence})
 
 
-async def replay(uow: UnitOfWork, principal: Principal, source: RunRecord) -> RunRecord:
+async def replay(uow: UnitOfWork, principal: Principal, source: OwnedRun) -> RunRecord:
     """Write the replay run, its re-emitted log and its copies in the caller's transaction."""
-    copies = await uow.derived_fixtures.rows(source.run_id)
+    copies = await uow.derived_fixtures.rows(source.handle)
     # RFC 0252 Security: a replay whose derived copy is gone is refused, never re-derived.
     if any(copy["erased_at"] is not None for copy in copies):
         raise errors.RecordedFixturesGone()
     run_id = ids.mint_run_id(principal.tenant)
     at = now()
     record = replace(
-        source,
+        source.as_record(),
         run_id=run_id,
         parent_run_id=source.run_id,
         created_at=at,
         started_at=at,
         completed_at=at,
         created_seq=next_created_seq(),
-        plan=await uow.runs.plan(principal.tenant, source.run_id),
+        plan=await uow.runs.plan(source.handle),
     )
     await insert_run(
-        uow, record, [_reemit(doc, run_id) for doc in await uow.events.all_docs(source.run_id)]
+        uow, record, [_reemit(doc, run_id) for doc in await uow.events.all_docs(source.handle)]
     )
-    await uow.tool_calls.copy(source.run_id, run_id)
-    await uow.model_calls.copy(source.run_id, run_id)
-    await uow.invocations.copy(source.run_id, run_id)
-    await uow.trials.copy(source.run_id, run_id)
-    await uow.tool_listings.copy(source.run_id, run_id)
-    await copy_derived(uow.derived_fixtures, source.run_id, run_id)
+    await uow.tool_calls.copy(source.handle, run_id)
+    await uow.model_calls.copy(source.handle, run_id)
+    await uow.invocations.copy(source.handle, run_id)
+    await uow.trials.copy(source.handle, run_id)
+    await uow.tool_listings.copy(source.handle, run_id)
+    await copy_derived(uow.derived_fixtures, source.handle, run_id)
     return record
 
 

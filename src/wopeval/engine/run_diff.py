@@ -11,22 +11,22 @@ from __future__ import annotations
 import json
 
 from wopeval import evals
-from wopeval.store import RunRecord, UnitOfWork
+from wopeval.store import OwnedRun, UnitOfWork
 from wopeval.wire import limits
 from wopeval.wire.run_diff import RunDiff
 
 
-async def diff_runs(uow: UnitOfWork, a: RunRecord, b: RunRecord) -> RunDiff:
+async def diff_runs(uow: UnitOfWork, a: OwnedRun, b: OwnedRun) -> RunDiff:
     """The diff of `a`'s log against `b`'s; both already checked to be the caller's."""
     return evals.diff_logs(await _read(uow, a), await _read(uow, b))
 
 
-async def _read(uow: UnitOfWork, record: RunRecord) -> evals.LoggedRun:
+async def _read(uow: UnitOfWork, record: OwnedRun) -> evals.LoggedRun:
     through = min(record.last_sequence, limits.RUN_DIFF_MAX_EVENTS - 1)
     docs: list[str] = []
     after = -1
     while after < through:
-        page = await uow.events.read(record.run_id, after=after, through=through)
+        page = await uow.events.read(record.handle, after=after, through=through)
         if not page:
             break
         docs.extend(event.doc for event in page)

@@ -31,7 +31,7 @@ from operator import attrgetter
 
 from wopeval.engine.free_memory import return_free_memory
 from wopeval.engine.notifier import Notifier, wait_for_signal
-from wopeval.store import EVENTS_PAGE_SIZE, RunRecord, Store, StoredEvent
+from wopeval.store import EVENTS_PAGE_SIZE, OwnedRun, Store, StoredEvent
 from wopeval.wire import events
 
 WINDOW = 4 * EVENTS_PAGE_SIZE
@@ -81,13 +81,14 @@ class _Tail:
     """
 
     def __init__(
-        self, store: Store, notifier: Notifier, record: RunRecord, size: int, delivery_chars: int
+        self, store: Store, notifier: Notifier, record: OwnedRun, size: int, delivery_chars: int
     ) -> None:
         self._store = store
         self._notifier = notifier
         self._size = size
         self._delivery_chars = delivery_chars
         self.run_id = record.run_id
+        self._handle = record.handle
         self.window: list[StoredEvent] = []
         # The run row's last_sequence and status commit with the events, so a run
         # read as terminal has its terminal event at last_sequence.
@@ -110,7 +111,7 @@ class _Tail:
         """The events after `cursor` from the store, one delivery: for a cursor older than the
         window."""
         async with self._store.reading() as uow:
-            read = await uow.events.read(self.run_id, after=cursor, limit=HISTORY_PAGE)
+            read = await uow.events.read(self._handle, after=cursor, limit=HISTORY_PAGE)
         return _delivery(read, self._delivery_chars)
 
     async def _read(self) -> None:
@@ -119,7 +120,7 @@ class _Tail:
                 # Subscribed before the read, so a commit landing after the read still wakes us.
                 signal = self._notifier.subscribe(self.run_id)
                 async with self._store.reading() as uow:
-                    read = await uow.events.read(self.run_id, after=self.last)
+                    read = await uow.events.read(self._handle, after=self.last)
                 if read:
                     self._publish(read)
                 if len(read) < EVENTS_PAGE_SIZE and not self.finished:
@@ -219,7 +220,7 @@ class Tails:
         return len(self._tails)
 
     @contextmanager
-    def follow(self, record: RunRecord, after: int) -> Iterator[Follower]:
+    def follow(self, record: OwnedRun, after: int) -> Iterator[Follower]:
         """Follow `record`'s log from the event after `after`; the caller owns the run.
 
         A tail starts with its first follower and stops with its last one; a

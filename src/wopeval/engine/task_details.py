@@ -12,16 +12,16 @@ from collections import defaultdict
 from typing import Any
 
 from wopeval.engine import content
-from wopeval.store import RunRecord, StoredTrial, UnitOfWork
+from wopeval.store import OwnedRun, RunHandle, RunRecord, StoredTrial, UnitOfWork
 from wopeval.wire import errors, events
 from wopeval.wire.runs import RunKind
 from wopeval.wire.task_detail import TaskDetail, TaskLine, TaskList, ToolChange, TrialDetail
 
 
-async def task_list(uow: UnitOfWork, record: RunRecord) -> TaskList:
+async def task_list(uow: UnitOfWork, record: OwnedRun) -> TaskList:
     _require_eval(record)
-    trials = _by_task(await uow.trials.of_run(record.run_id))
-    scored = await _scored(uow, record.run_id)
+    trials = _by_task(await uow.trials.of_run(record.handle))
+    scored = await _scored(uow, record.handle)
     verdicts = _verdicts(record.summary)
     sources = await _source_model_calls(uow, record)
     changed = await _tools_changed(uow, record)
@@ -42,12 +42,12 @@ async def task_list(uow: UnitOfWork, record: RunRecord) -> TaskList:
     )
 
 
-async def task_detail(uow: UnitOfWork, record: RunRecord, task_id: str) -> TaskDetail:
+async def task_detail(uow: UnitOfWork, record: OwnedRun, task_id: str) -> TaskDetail:
     _require_eval(record)
-    trials = await uow.trials.of_run(record.run_id, task_id)
+    trials = await uow.trials.of_run(record.handle, task_id)
     if not trials:
         raise errors.NotFound("No such task in this run.")
-    scored = (await _scored(uow, record.run_id)).get(task_id)
+    scored = (await _scored(uow, record.handle)).get(task_id)
     source_model_calls = (await _source_model_calls(uow, record)).get(task_id)
     changed = await _tools_changed(uow, record)
     line = _line(task_id, scored, trials, _verdicts(record.summary), source_model_calls, changed)
@@ -55,9 +55,9 @@ async def task_detail(uow: UnitOfWork, record: RunRecord, task_id: str) -> TaskD
     return TaskDetail(**line.model_dump(), runId=record.run_id, trialDetails=views)
 
 
-async def _tools_changed(uow: UnitOfWork, record: RunRecord) -> dict[str, list[ToolChange]]:
+async def _tools_changed(uow: UnitOfWork, record: OwnedRun) -> dict[str, list[ToolChange]]:
     """Each task's MCP tool changes since its source, as compared at create (the plan's)."""
-    plan = await uow.runs.plan(record.tenant, record.run_id) or {}
+    plan = await uow.runs.plan(record.handle) or {}
     return {
         task_id: [ToolChange.model_validate(change) for change in contract["changed"]]
         for task_id, contract in (plan.get("toolContracts") or {}).items()
@@ -65,10 +65,10 @@ async def _tools_changed(uow: UnitOfWork, record: RunRecord) -> dict[str, list[T
     }
 
 
-async def _source_model_calls(uow: UnitOfWork, record: RunRecord) -> dict[str, int]:
+async def _source_model_calls(uow: UnitOfWork, record: OwnedRun) -> dict[str, int]:
     """Per task with a fixture source: the model exchanges its agent made there, to say so
     when a trial made none (evals/_idle.py)."""
-    plan = await uow.runs.plan(record.tenant, record.run_id) or {}
+    plan = await uow.runs.plan(record.handle) or {}
     agent_id = plan.get("agentId")
     sources = {
         task_id: source
@@ -77,8 +77,10 @@ async def _source_model_calls(uow: UnitOfWork, record: RunRecord) -> dict[str, i
     }
     if not sources or not isinstance(agent_id, str):
         return {}
-    counts = await uow.model_calls.own_counts(set(sources.values()), agent_id)
-    return {task_id: counts[source] for task_id, source in sources.items()}
+    # The plan's sources passed RFC 0252 §C at create; their handles come from the same check.
+    owned = await uow.runs.states(record.tenant, set(sources.values()))
+    counts = await uow.model_calls.own_counts([run.handle for run in owned.values()], agent_id)
+    return {task_id: counts.get(source, 0) for task_id, source in sources.items()}
 
 
 def _require_eval(record: RunRecord) -> None:
@@ -93,9 +95,9 @@ def _by_task(trials: list[StoredTrial]) -> dict[str, list[StoredTrial]]:
     return grouped
 
 
-async def _scored(uow: UnitOfWork, run_id: str) -> dict[str, dict[str, Any]]:
+async def _scored(uow: UnitOfWork, run: RunHandle) -> dict[str, dict[str, Any]]:
     """Each scored task's `eval.scored` payload, in the order the tasks were scored."""
-    docs = await uow.events.docs_of_types(run_id, [events.EvalScored.TYPE])
+    docs = await uow.events.docs_of_types(run, [events.EvalScored.TYPE])
     payloads = [json.loads(docs[sequence])["payload"] for sequence in sorted(docs)]
     return {payload["taskId"]: payload for payload in payloads}
 

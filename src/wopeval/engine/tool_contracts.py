@@ -21,7 +21,7 @@ from pydantic import JsonValue
 
 from wopeval import evals
 from wopeval.agents import AgentSpec
-from wopeval.store import ListingRow, UnitOfWork
+from wopeval.store import ListingRow, RunHandle, UnitOfWork
 from wopeval.tools import Offered, ToolListing, ToolRegistry, offer
 from wopeval.wire.task_detail import ToolChange
 
@@ -94,7 +94,7 @@ NO_CONTRACT = ToolContract()
 async def load_tool_contracts(
     uow: UnitOfWork,
     tenant: str,
-    fixture_runs: Mapping[str, str],
+    source_runs: Mapping[str, RunHandle],
     agent: AgentSpec,
     registry: ToolRegistry,
     *,
@@ -102,10 +102,10 @@ async def load_tool_contracts(
 ) -> dict[str, ToolContract]:
     """Each named task's contract, from its source's recorded listings: an offline host
     (`live_tools` False) serves them; any other compares the agent's tools with them."""
-    recorded = await uow.tool_listings.of_runs(tenant, set(fixture_runs.values()))
+    recorded = await uow.tool_listings.of_runs(tenant, source_runs.values())
     contracts: dict[str, ToolContract] = {}
-    for task_id, source in fixture_runs.items():
-        rows = recorded.get(source)
+    for task_id, source in source_runs.items():
+        rows = recorded.get(source.run_id)
         if not rows:
             continue
         listings = server_listings(rows)

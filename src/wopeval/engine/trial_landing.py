@@ -70,7 +70,7 @@ async def complete_if_done(uow: UnitOfWork, locked: Locked, plan: EvalPlan) -> L
 async def invoked_agent_ids(uow: UnitOfWork, locked: Locked, also: set[str]) -> list[str]:
     """The run row's `agent_ids` at its end: every agent its log shows invoked, with those
     of this transaction's steps."""
-    stored = await uow.events.invoked_agents(locked.run.run_id)
+    stored = await uow.events.invoked_agents(locked.run.handle)
     return sorted(set(stored) | locked.invoked | also)
 
 

@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from wopeval.store import _driver
 from wopeval.store._rows import shallow_fields
-from wopeval.store._runs import utc
+from wopeval.store._runs import RunHandle, utc
 from wopeval.store.tables import invocations, task_trials
 
 
@@ -124,30 +124,27 @@ class InvocationsRepo:
     async def append(self, rows: Sequence[dict[str, Any]]) -> None:
         await _driver.insert_many(self._connection, _APPEND_INVOCATIONS, rows)
 
-    async def copy(self, source_run_id: str, target_run_id: str) -> None:
+    async def copy(self, source: RunHandle, target_run_id: str) -> None:
         """Give a replay the invocations of the run it re-emits."""
         result = await self._connection.execute(
-            select(invocations).where(invocations.c.run_id == source_run_id)
+            select(invocations).where(invocations.c.run_id == source.run_id)
         )
         await self.append([{**row, "run_id": target_run_id} for row in result.mappings()])
 
-    async def of_run(self, run_id: str) -> list[dict[str, Any]]:
+    async def of_run(self, run: RunHandle) -> list[dict[str, Any]]:
         result = await self._connection.execute(
             select(invocations)
-            .where(invocations.c.run_id == run_id)
+            .where(invocations.c.run_id == run.run_id)
             .order_by(invocations.c.started_at)
         )
         return [dict(row) for row in result.mappings()]
 
-    async def listing(self, run_id: str) -> list[StoredInvocation]:
-        """The run's invocations in the order they started, without what their agents said.
-
-        The caller has checked the run is the caller's own: run ids are tenant-bound.
-        """
+    async def listing(self, run: RunHandle) -> list[StoredInvocation]:
+        """The run's invocations in the order they started, without what their agents said."""
         columns = [c for c in invocations.c if c.name not in ("stderr", "tools_digest")]
         result = await self._connection.execute(
             select(*columns, invocations.c.stderr.is_not(None).label("said_something"))
-            .where(invocations.c.run_id == run_id)
+            .where(invocations.c.run_id == run.run_id)
             .order_by(invocations.c.started_at, invocations.c.invocation_id)
         )
         return [
@@ -168,11 +165,13 @@ class InvocationsRepo:
             for row in result
         ]
 
-    async def said(self, run_id: str, invocation_ids: Collection[str]) -> dict[str, InvocationSaid]:
+    async def said(
+        self, run: RunHandle, invocation_ids: Collection[str]
+    ) -> dict[str, InvocationSaid]:
         """What these invocations of the run said, by id; an id the run lacks is absent."""
         result = await self._connection.execute(
             select(invocations.c.invocation_id, invocations.c.agent_id, invocations.c.stderr).where(
-                invocations.c.run_id == run_id,
+                invocations.c.run_id == run.run_id,
                 invocations.c.invocation_id.in_(list(invocation_ids)),
             )
         )
@@ -184,12 +183,12 @@ class InvocationsRepo:
             update(invocations).where(invocations.c.run_id == run_id).values(stderr=None)
         )
 
-    async def idle_nodes(self, run_id: str, node_ids: Collection[str]) -> list[dict[str, Any]]:
+    async def idle_nodes(self, run: RunHandle, node_ids: Collection[str]) -> list[dict[str, Any]]:
         """The idle agents of these nodes of a workflow run, as the run row keeps them."""
         result = await self._connection.execute(
             select(invocations.c.agent_id, invocations.c.node_id, invocations.c.idle)
             .where(
-                invocations.c.run_id == run_id,
+                invocations.c.run_id == run.run_id,
                 invocations.c.is_delegate.is_(False),
                 invocations.c.node_id.in_(list(node_ids)),
             )
@@ -210,19 +209,16 @@ class TrialsRepo:
     async def append(self, rows: Sequence[dict[str, Any]]) -> None:
         await _driver.insert_many(self._connection, _APPEND_TRIALS, rows)
 
-    async def copy(self, source_run_id: str, target_run_id: str) -> None:
+    async def copy(self, source: RunHandle, target_run_id: str) -> None:
         """Give a replay the trial details of the run it re-emits (same erasure)."""
         result = await self._connection.execute(
-            select(task_trials).where(task_trials.c.run_id == source_run_id)
+            select(task_trials).where(task_trials.c.run_id == source.run_id)
         )
         await self.append([{**row, "run_id": target_run_id} for row in result.mappings()])
 
-    async def of_run(self, run_id: str, task_id: str | None = None) -> list[StoredTrial]:
-        """The run's trials (of one task, when named), by task and trial number.
-
-        The caller has checked the run is the caller's own: run ids are tenant-bound.
-        """
-        query = select(task_trials).where(task_trials.c.run_id == run_id)
+    async def of_run(self, run: RunHandle, task_id: str | None = None) -> list[StoredTrial]:
+        """The run's trials (of one task, when named), by task and trial number."""
+        query = select(task_trials).where(task_trials.c.run_id == run.run_id)
         if task_id is not None:
             query = query.where(task_trials.c.task_id == task_id)
         result = await self._connection.execute(
@@ -240,22 +236,22 @@ class TrialsRepo:
             for row in result
         ]
 
-    async def counts(self, run_id: str, task_id: str | None = None) -> list[TrialCounts]:
+    async def counts(self, run: RunHandle, task_id: str | None = None) -> list[TrialCounts]:
         """The landed trials' outcomes (of one task, when named), by task and trial."""
-        return await self._counts(run_id, None if task_id is None else [task_id])
+        return await self._counts(run, None if task_id is None else [task_id])
 
-    async def counts_of(self, run_id: str, task_ids: Collection[str]) -> list[TrialCounts]:
+    async def counts_of(self, run: RunHandle, task_ids: Collection[str]) -> list[TrialCounts]:
         """The landed trials' outcomes of these tasks, by task and trial."""
-        return await self._counts(run_id, list(task_ids))
+        return await self._counts(run, list(task_ids))
 
-    async def _counts(self, run_id: str, task_ids: list[str] | None) -> list[TrialCounts]:
+    async def _counts(self, run: RunHandle, task_ids: list[str] | None) -> list[TrialCounts]:
         query = select(
             task_trials.c.task_id,
             task_trials.c.trial,
             task_trials.c.passed,
             task_trials.c.latency_ms,
             task_trials.c.fixture_misses,
-        ).where(task_trials.c.run_id == run_id)
+        ).where(task_trials.c.run_id == run.run_id)
         if task_ids is not None:
             query = query.where(task_trials.c.task_id.in_(task_ids))
         result = await self._connection.execute(
@@ -268,11 +264,11 @@ class TrialsRepo:
             for row in result
         ]
 
-    async def landed(self, run_id: str, task_ids: Collection[str]) -> set[tuple[str, int]]:
+    async def landed(self, run: RunHandle, task_ids: Collection[str]) -> set[tuple[str, int]]:
         """Which `(task_id, trial)` of these tasks have landed in the run."""
         result = await self._connection.execute(
             select(task_trials.c.task_id, task_trials.c.trial).where(
-                and_(task_trials.c.run_id == run_id, task_trials.c.task_id.in_(list(task_ids)))
+                and_(task_trials.c.run_id == run.run_id, task_trials.c.task_id.in_(list(task_ids)))
             )
         )
         return {(row.task_id, row.trial) for row in result}

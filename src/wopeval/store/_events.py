@@ -11,6 +11,7 @@ from sqlalchemy import and_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from wopeval.store import _driver
+from wopeval.store._runs import RunHandle
 from wopeval.store.tables import events
 
 EVENTS_PAGE_SIZE = 1000
@@ -40,28 +41,24 @@ class EventsRepo:
 
     async def read(
         self,
-        run_id: str,
+        run: RunHandle,
         *,
         after: int,
         through: int | None = None,
         limit: int = EVENTS_PAGE_SIZE,
     ) -> list[StoredEvent]:
-        """The events with `after` < sequence (<= `through`), in order, at most `limit`.
-
-        The caller has already checked the run belongs to its tenant: run ids
-        are tenant-bound, so the run id alone scopes the read.
-        """
+        """The events with `after` < sequence (<= `through`), in order, at most `limit`."""
         query = select(events.c.sequence, events.c.type, events.c.doc).where(
-            and_(events.c.run_id == run_id, events.c.sequence > after)
+            and_(events.c.run_id == run.run_id, events.c.sequence > after)
         )
         if through is not None:
             query = query.where(events.c.sequence <= through)
         result = await self._connection.execute(query.order_by(events.c.sequence).limit(limit))
         return [StoredEvent(row.sequence, row.type, row.doc) for row in result]
 
-    async def all_docs(self, run_id: str) -> list[str]:
+    async def all_docs(self, run: RunHandle) -> list[str]:
         result = await self._connection.execute(
-            select(events.c.doc).where(events.c.run_id == run_id).order_by(events.c.sequence)
+            select(events.c.doc).where(events.c.run_id == run.run_id).order_by(events.c.sequence)
         )
         return list(result.scalars())
 
@@ -74,17 +71,17 @@ class EventsRepo:
                 .values(doc=doc)
             )
 
-    async def invoked_agents(self, run_id: str) -> list[str]:
+    async def invoked_agents(self, run: RunHandle) -> list[str]:
         """The agent of each `agent.invocation-started` in the run, in log order (repeats kept).
 
         Read from the log, not the run row, so a run that ended mid-invocation (its host
         killed) still shows the invocations it started.
         """
-        return (await self.invoked_agents_of([run_id]))[run_id]
+        return (await self.invoked_agents_of([run]))[run.run_id]
 
-    async def invoked_agents_of(self, run_ids: Collection[str]) -> dict[str, list[str]]:
-        """`invoked_agents` of each run, in one query."""
-        found: dict[str, list[str]] = {run_id: [] for run_id in run_ids}
+    async def invoked_agents_of(self, runs: Collection[RunHandle]) -> dict[str, list[str]]:
+        """`invoked_agents` of each run, by run id, in one query."""
+        found: dict[str, list[str]] = {run.run_id: [] for run in runs}
         if not found:
             return found
         result = await self._connection.execute(
@@ -101,21 +98,21 @@ class EventsRepo:
             found[row.run_id].append(json.loads(row.doc)["payload"]["agentId"])
         return found
 
-    async def docs_at(self, run_id: str, sequences: Sequence[int]) -> dict[int, str]:
+    async def docs_at(self, run: RunHandle, sequences: Sequence[int]) -> dict[int, str]:
         """The docs at these sequences (those the log has), by sequence."""
         if not sequences:
             return {}
         result = await self._connection.execute(
             select(events.c.sequence, events.c.doc).where(
-                and_(events.c.run_id == run_id, events.c.sequence.in_(list(sequences)))
+                and_(events.c.run_id == run.run_id, events.c.sequence.in_(list(sequences)))
             )
         )
         return {row.sequence: row.doc for row in result}
 
-    async def docs_of_types(self, run_id: str, types: Sequence[str]) -> dict[int, str]:
+    async def docs_of_types(self, run: RunHandle, types: Sequence[str]) -> dict[int, str]:
         result = await self._connection.execute(
             select(events.c.sequence, events.c.doc).where(
-                and_(events.c.run_id == run_id, events.c.type.in_(list(types)))
+                and_(events.c.run_id == run.run_id, events.c.type.in_(list(types)))
             )
         )
         return {row.sequence: row.doc for row in result}

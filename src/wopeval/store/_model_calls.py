@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from wopeval.evals import ModelServedBy, RecordedExchange
 from wopeval.store import _driver
 from wopeval.store._rows import shallow_fields
+from wopeval.store._runs import RunHandle
 from wopeval.store.tables import model_calls, runs
 
 ModelVia = Literal["lane", "proxy"]
@@ -76,23 +77,23 @@ class ModelCallsRepo:
     async def append(self, rows: Sequence[dict[str, Any]]) -> None:
         await _driver.insert_many(self._connection, _APPEND, rows)
 
-    async def of_run(self, run_id: str) -> list[dict[str, Any]]:
+    async def of_run(self, run: RunHandle) -> list[dict[str, Any]]:
         result = await self._connection.execute(
             select(model_calls)
-            .where(model_calls.c.run_id == run_id)
+            .where(model_calls.c.run_id == run.run_id)
             .order_by(model_calls.c.at, model_calls.c.invocation_id, model_calls.c.ordinal)
         )
         return [dict(row) for row in result.mappings()]
 
     async def held_exchanges(
-        self, run_id: str, agent_id: str
+        self, run: RunHandle, agent_id: str
     ) -> tuple[list[RecordedExchange], bool]:
         """The agent's live exchanges in the run, in order, and whether all still hold content."""
         result = await self._connection.execute(
             select(model_calls)
             .where(
                 and_(
-                    model_calls.c.run_id == run_id,
+                    model_calls.c.run_id == run.run_id,
                     model_calls.c.agent_id == agent_id,
                     model_calls.c.served_by != "miss",
                 )
@@ -153,22 +154,24 @@ class ModelCallsRepo:
         )
         return list(result.scalars())
 
-    async def count_live(self, run_id: str) -> int:
+    async def count_live(self, run: RunHandle) -> int:
         """Exchanges of the run that reached an upstream model."""
         result = await self._connection.execute(
             select(func.count())
             .select_from(model_calls)
-            .where(and_(model_calls.c.run_id == run_id, model_calls.c.served_by == "live"))
+            .where(and_(model_calls.c.run_id == run.run_id, model_calls.c.served_by == "live"))
         )
         return int(result.scalar_one())
 
-    async def own_counts(self, run_ids: Collection[str], agent_id: str) -> dict[str, int]:
-        """How many exchanges `agent_id` itself (not a delegate) made in each of these runs."""
+    async def own_counts(self, sources: Collection[RunHandle], agent_id: str) -> dict[str, int]:
+        """How many exchanges `agent_id` itself (not a delegate) made in each of these runs,
+        by run id."""
+        run_ids = [source.run_id for source in sources]
         result = await self._connection.execute(
             select(model_calls.c.run_id, func.count())
             .where(
                 and_(
-                    model_calls.c.run_id.in_(list(run_ids)),
+                    model_calls.c.run_id.in_(run_ids),
                     model_calls.c.agent_id == agent_id,
                     model_calls.c.is_delegate.is_(False),
                 )
@@ -178,9 +181,9 @@ class ModelCallsRepo:
         counted = {row[0]: int(row[1]) for row in result}
         return {run_id: counted.get(run_id, 0) for run_id in run_ids}
 
-    async def copy(self, source_run_id: str, target_run_id: str) -> None:
+    async def copy(self, source: RunHandle, target_run_id: str) -> None:
         """Give a replay fork the model record of the run it re-emits."""
         result = await self._connection.execute(
-            select(model_calls).where(model_calls.c.run_id == source_run_id)
+            select(model_calls).where(model_calls.c.run_id == source.run_id)
         )
         await self.append([{**row, "run_id": target_run_id} for row in result.mappings()])

@@ -9,7 +9,7 @@ import time
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Final, final
 
 from sqlalchemy import (
     ColumnElement,
@@ -144,6 +144,67 @@ class RunRecord:
         }
 
 
+class _Issuer:
+    """The store's seal on a run handle. Its one instance, `_ISSUER`, is private to this
+    module: code outside the store cannot pass one (mypy refuses the call), so a handle
+    exists only where the store has read the run with its tenant
+    (tests/unit/test_run_handles.py also refuses any mention of these names elsewhere)."""
+
+
+_ISSUER: Final = _Issuer()
+
+
+@final
+class RunHandle:
+    """Leave to read one run's content (its events, tool calls, model exchanges,
+    invocations, trial details, listings, plan and derived copies).
+
+    Every content read of the store takes one, never a bare run id, so a read that skipped
+    the ownership check does not type-check. Only the store issues them: `RunsRepo.get`
+    and `states` for the caller's tenant, `lock` for the log writer's locked row, and
+    `for_host` and `active` for the host acting on its own account.
+    """
+
+    __slots__ = ("run_id", "tenant")
+
+    def __init__(self, tenant: str, run_id: str, issuer: _Issuer) -> None:
+        if issuer is not _ISSUER:
+            raise TypeError("run handles are issued by the store's ownership check only")
+        self.tenant: Final = tenant
+        self.run_id: Final = run_id
+
+    def __repr__(self) -> str:
+        return f"RunHandle({self.run_id!r})"
+
+
+@final
+class OwnedRun(RunRecord):
+    """A run's record as the store read it for its tenant, with the handle to its content.
+
+    Not a dataclass of its own: `dataclasses.replace` refuses one (its constructor wants
+    the store's seal), so no copy of it can name another run; `as_record` is the plain copy
+    a new run is made from."""
+
+    __slots__ = ("handle",)
+    handle: RunHandle
+
+    def __init__(self, record: RunRecord, issuer: _Issuer) -> None:
+        # The fields as they are, without running the record's __init__ again (a hot read).
+        self.__dict__.update(vars(record))
+        object.__setattr__(self, "handle", RunHandle(record.tenant, record.run_id, issuer))
+
+    def as_record(self) -> RunRecord:
+        return RunRecord(**vars(self))
+
+
+@dataclass(frozen=True, slots=True)
+class OwnedStatus:
+    """One of a tenant's runs as `RunsRepo.states` finds it: its handle and its status."""
+
+    handle: RunHandle
+    status: RunStatus
+
+
 @dataclass(frozen=True, slots=True)
 class LockedRun:
     """A run row as read under its lock, for a step that decides what lands (a fence)."""
@@ -153,6 +214,8 @@ class LockedRun:
     status: RunStatus
     last_sequence: int
     landed_trials: int
+    handle: RunHandle
+    """The run's content, as the writer that locked it reads it (its trials, its log)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,12 +278,22 @@ class RunsRepo:
                 run_plans.insert().values(run_id=record.run_id, plan=record.plan)
             )
 
-    async def get(self, tenant: str, run_id: str) -> RunRecord | None:
+    async def get(self, tenant: str, run_id: str) -> OwnedRun | None:
+        """The tenant's run: the ownership check every read of its content starts from."""
         result = await self._connection.execute(_GET, {"tenant": tenant, "run_id": run_id})
         row = result.mappings().first()
-        return RunRecord.from_row(row) if row else None
+        return OwnedRun(RunRecord.from_row(row), _ISSUER) if row else None
 
-    async def states(self, tenant: str, run_ids: Collection[str]) -> dict[str, RunStatus]:
+    async def for_host(self, run_id: str) -> OwnedRun | None:
+        """HOST SCOPE: the run, whichever tenant owns it. Only for the host acting on its own
+        account, never for a request: erasure, whose cascade follows an erased run's content
+        into every run that copied it, and retention's purge, which erases runs of every
+        tenant."""
+        result = await self._connection.execute(select(runs).where(runs.c.run_id == run_id))
+        row = result.mappings().first()
+        return OwnedRun(RunRecord.from_row(row), _ISSUER) if row else None
+
+    async def states(self, tenant: str, run_ids: Collection[str]) -> dict[str, OwnedStatus]:
         """The status of each of the tenant's runs among `run_ids` (those it has), in one
         query: only the status, for a source's request may hold a whole task's input."""
         if not run_ids:
@@ -230,13 +303,14 @@ class RunsRepo:
                 and_(runs.c.tenant == tenant, runs.c.run_id.in_(list(run_ids)))
             )
         )
-        return {run_id: RunStatus(status) for run_id, status in result}
+        return {
+            run_id: OwnedStatus(RunHandle(tenant, run_id, _ISSUER), RunStatus(status))
+            for run_id, status in result
+        }
 
-    async def plan(self, tenant: str, run_id: str) -> dict[str, Any] | None:
+    async def plan(self, run: RunHandle) -> dict[str, Any] | None:
         result = await self._connection.execute(
-            select(run_plans.c.plan)
-            .join(runs, runs.c.run_id == run_plans.c.run_id)
-            .where(and_(runs.c.tenant == tenant, runs.c.run_id == run_id))
+            select(run_plans.c.plan).where(run_plans.c.run_id == run.run_id)
         )
         plan: dict[str, Any] | None = result.scalar_one_or_none()
         return plan
@@ -374,7 +448,12 @@ class RunsRepo:
         if row is None:
             return None
         return LockedRun(
-            run_id, tenant, RunStatus(row.status), row.last_sequence, row.landed_trials
+            run_id,
+            tenant,
+            RunStatus(row.status),
+            row.last_sequence,
+            row.landed_trials,
+            RunHandle(tenant, run_id, _ISSUER),
         )
 
     async def notify(self, run_ids: Collection[str]) -> None:
@@ -393,10 +472,11 @@ class RunsRepo:
         )
         return {row.run_id: RunStatus(row.status) for row in result}
 
-    async def active(self) -> list[RunRecord]:
-        """Runs left active by a host that stopped; only start-up recovery reads across tenants."""
+    async def active(self) -> list[OwnedRun]:
+        """HOST SCOPE: runs left active by a host that stopped; only start-up recovery reads
+        across tenants (it ends each run with what its log says it invoked)."""
         result = await self._connection.execute(select(runs).where(runs.c.status.in_(_ACTIVE)))
-        return [RunRecord.from_row(row) for row in result.mappings()]
+        return [OwnedRun(RunRecord.from_row(row), _ISSUER) for row in result.mappings()]
 
     async def children(self, tenant: str, run_id: str) -> list[str]:
         """Runs replayed from `run_id`."""

@@ -10,6 +10,7 @@ from sqlalchemy import and_, delete, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from wopeval.store._runs import RunHandle
 from wopeval.store.tables import api_keys, counters, derived_fixtures, suites
 
 
@@ -131,7 +132,7 @@ class DerivedFixturesRepo:
                 [{"eval_run_id": eval_run_id, **copy} for copy in copies],
             )
 
-    async def rows(self, eval_run_id: str) -> list[dict[str, Any]]:
+    async def rows(self, eval_run: RunHandle) -> list[dict[str, Any]]:
         result = await self._connection.execute(
             select(
                 derived_fixtures.c.task_id,
@@ -139,7 +140,7 @@ class DerivedFixturesRepo:
                 derived_fixtures.c.entries,
                 derived_fixtures.c.model_entries,
                 derived_fixtures.c.erased_at,
-            ).where(derived_fixtures.c.eval_run_id == eval_run_id)
+            ).where(derived_fixtures.c.eval_run_id == eval_run.run_id)
         )
         return [dict(row) for row in result.mappings()]
 
@@ -181,7 +182,7 @@ async def replace_keys(repo: KeysRepo, entries: list[tuple[str, str, str]], at: 
         await repo.ensure(key_hash, kid, tenant, at)
 
 
-async def copy_derived(repo: DerivedFixturesRepo, source_run_id: str, target_run_id: str) -> None:
+async def copy_derived(repo: DerivedFixturesRepo, source: RunHandle, target_run_id: str) -> None:
     """A replay keeps its own copy of the derived fixtures, erased with their source's."""
-    copies = await repo.rows(source_run_id)
+    copies = await repo.rows(source)
     await repo.store(target_run_id, copies)

@@ -24,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from wopeval.evals import RecordedCall, RecordedStatus, ServedBy
 from wopeval.store import _driver
+from wopeval.store._runs import RunHandle
 from wopeval.store.tables import runs, tool_calls
 from wopeval.wire import json_text
 
@@ -164,12 +165,12 @@ class ToolCallsRepo:
         )
 
     async def held_calls(
-        self, run_ids: Collection[str], agent_id: str
+        self, sources: Collection[RunHandle], agent_id: str
     ) -> dict[str, tuple[list[RecordedCall], bool]]:
-        """Per run, the agent's calls in sequence order and whether every one is still held
+        """Per run id, the agent's calls in sequence order and whether every one is still held
         with content; one query for all the runs (an eval names up to a source per task)."""
         found: dict[str, tuple[list[RecordedCall], bool]] = {
-            run_id: ([], True) for run_id in run_ids
+            source.run_id: ([], True) for source in sources
         }
         if not found:
             return found
@@ -185,11 +186,11 @@ class ToolCallsRepo:
                 found[run_id] = (calls, False)
         return found
 
-    async def page(self, run_id: str, *, after: int, limit: int) -> list[RecordedCall]:
+    async def page(self, run: RunHandle, *, after: int, limit: int) -> list[RecordedCall]:
         """Every agent's calls in the run after sequence `after`, in order, at most `limit`."""
         result = await self._connection.execute(
             select(*_LISTED, _CONTENTS)
-            .where(and_(tool_calls.c.run_id == run_id, tool_calls.c.sequence > after))
+            .where(and_(tool_calls.c.run_id == run.run_id, tool_calls.c.sequence > after))
             .order_by(tool_calls.c.sequence)
             .limit(limit)
         )
@@ -253,18 +254,18 @@ class ToolCallsRepo:
         )
         return list(result.scalars())
 
-    async def count_live(self, run_id: str) -> int:
+    async def count_live(self, run: RunHandle) -> int:
         result = await self._connection.execute(
             select(func.count())
             .select_from(tool_calls)
-            .where(and_(tool_calls.c.run_id == run_id, tool_calls.c.served_by == "live"))
+            .where(and_(tool_calls.c.run_id == run.run_id, tool_calls.c.served_by == "live"))
         )
         return int(result.scalar_one())
 
-    async def copy(self, source_run_id: str, target_run_id: str) -> None:
+    async def copy(self, source: RunHandle, target_run_id: str) -> None:
         """Give a replay the record of the run it re-emits (same content, same erasure)."""
         result = await self._connection.execute(
-            select(tool_calls).where(tool_calls.c.run_id == source_run_id)
+            select(tool_calls).where(tool_calls.c.run_id == source.run_id)
         )
         rows = [{**row, "run_id": target_run_id} for row in result.mappings()]
         await self.append(rows)

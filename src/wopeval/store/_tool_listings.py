@@ -11,6 +11,7 @@ from sqlalchemy import and_, delete, exists, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from wopeval.store._rows import ignoring_duplicates
+from wopeval.store._runs import RunHandle
 from wopeval.store.tables import run_tool_listings, runs, tool_listings
 
 
@@ -50,8 +51,12 @@ class ToolListingsRepo:
             ],
         )
 
-    async def of_runs(self, tenant: str, run_ids: Collection[str]) -> dict[str, list[ListingRow]]:
-        """The listings each of the tenant's runs was offered, by server (runs with none absent)."""
+    async def of_runs(
+        self, tenant: str, offered_to: Collection[RunHandle]
+    ) -> dict[str, list[ListingRow]]:
+        """The listings each of the tenant's runs was offered, by run id and server (runs with
+        none absent)."""
+        run_ids = [run.run_id for run in offered_to]
         result = await self._connection.execute(
             select(
                 run_tool_listings.c.run_id,
@@ -67,7 +72,7 @@ class ToolListingsRepo:
                     tool_listings.c.tenant == tenant,
                 ),
             )
-            .where(run_tool_listings.c.run_id.in_(list(run_ids)))
+            .where(run_tool_listings.c.run_id.in_(run_ids))
             .order_by(run_tool_listings.c.run_id, run_tool_listings.c.server)
         )
         found: dict[str, list[ListingRow]] = {}
@@ -86,11 +91,11 @@ class ToolListingsRepo:
         )
         return {row.digest: row.listing for row in result}
 
-    async def copy(self, source_run_id: str, target_run_id: str) -> None:
+    async def copy(self, source: RunHandle, target_run_id: str) -> None:
         """Give a replay the listings of the run it re-emits."""
         result = await self._connection.execute(
             select(run_tool_listings.c.server, run_tool_listings.c.digest).where(
-                run_tool_listings.c.run_id == source_run_id
+                run_tool_listings.c.run_id == source.run_id
             )
         )
         rows = [{"run_id": target_run_id, **row} for row in result.mappings()]

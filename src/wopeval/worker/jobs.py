@@ -72,10 +72,10 @@ class Runtime:
             if record is None or record.status.is_terminal or args.pairs is None:
                 return
             try:
-                plan = await self.plans.get(uow, args.tenant, args.run_id)
+                plan = await self.plans.get(uow, record.handle)
             except PlanUnavailable as exc:
                 plan, unavailable = None, str(exc)
-            landed = await uow.trials.landed(args.run_id, {task for task, _ in args.pairs})
+            landed = await uow.trials.landed(record.handle, {task for task, _ in args.pairs})
         run_log = RunLog(self.engine.writer, args.run_id, args.tenant, JobFence(*_ids(job), plan))
         if plan is None:
             await self._fail(run_log, "plan_unavailable", unavailable, set())
@@ -84,7 +84,7 @@ class Runtime:
         for task_id, trial in args.pairs:
             if (task_id, trial) not in landed:
                 todo[task_id].append(trial)
-        with self.watch.follow(args.run_id, record.status) as control:
+        with self.watch.follow(record.handle, record.status) as control:
             context = EvalContext(
                 log=run_log,
                 control=control,
@@ -141,15 +141,16 @@ class Runtime:
             record = await uow.runs.get(args.tenant, args.run_id)
             if record is None or record.status.is_terminal:
                 return
-            done = _completed_nodes(await uow.events.docs_of_types(args.run_id, ["node.completed"]))
-            invoked = set(await uow.events.invoked_agents(args.run_id))
-            idle = await uow.invocations.idle_nodes(args.run_id, list(done))
+            stored = await uow.events.docs_of_types(record.handle, ["node.completed"])
+            done = _completed_nodes(stored)
+            invoked = set(await uow.events.invoked_agents(record.handle))
+            idle = await uow.invocations.idle_nodes(record.handle, list(done))
         run_log = RunLog(engine.writer, args.run_id, args.tenant, JobFence(*_ids(job)))
         workflow = engine.catalog.workflows.get(record.workflow_id)
         if workflow is None:
             await self._fail(run_log, "workflow_not_found", "No such workflow here.", invoked)
             return
-        with self.watch.follow(args.run_id, record.status) as control:
+        with self.watch.follow(record.handle, record.status) as control:
             context = WorkflowContext(
                 log=run_log,
                 control=control,

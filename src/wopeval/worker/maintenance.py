@@ -94,12 +94,12 @@ class _Orphaned:
         run = locked.run
         if await sql.live_jobs_of(uow, run.run_id):
             return None
-        plan = await load_plan(uow, run.tenant, run.run_id, self.catalog)
+        plan = await load_plan(uow, run.handle, self.catalog)
         if plan is None:
             await sql.defer(uow, self.queue, [JobArgs(run.run_id, run.tenant)])
             log.warning("workflow run %s had no job; enqueued it again", run.run_id)
             return NOTHING
-        landed = await uow.trials.landed(run.run_id, {plan.task.taskId for plan in plan.tasks})
+        landed = await uow.trials.landed(run.handle, {plan.task.taskId for plan in plan.tasks})
         missing = [pair for pair in plan.pairs() if pair not in landed]
         if not missing:
             return await complete_if_done(uow, locked, plan)

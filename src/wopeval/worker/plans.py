@@ -7,16 +7,16 @@ from collections import OrderedDict
 from wopeval.engine.catalog import Catalog
 from wopeval.engine.eval_plan import EvalPlan, rebuild_plan
 from wopeval.engine.tool_contracts import served_digests
-from wopeval.store import UnitOfWork
+from wopeval.store import RunHandle, UnitOfWork
 
 
-async def load_plan(uow: UnitOfWork, tenant: str, run_id: str, catalog: Catalog) -> EvalPlan | None:
+async def load_plan(uow: UnitOfWork, run: RunHandle, catalog: Catalog) -> EvalPlan | None:
     """The plan of an eval run (None for a workflow run), from its row and derived copies."""
-    stored = await uow.runs.plan(tenant, run_id)
+    stored = await uow.runs.plan(run)
     if stored is None:
         return None
-    listings = await uow.tool_listings.by_digests(tenant, served_digests(stored))
-    return rebuild_plan(stored, await uow.derived_fixtures.rows(run_id), catalog, listings)
+    listings = await uow.tool_listings.by_digests(run.tenant, served_digests(stored))
+    return rebuild_plan(stored, await uow.derived_fixtures.rows(run), catalog, listings)
 
 
 class Plans:
@@ -27,12 +27,13 @@ class Plans:
         self._limit = limit
         self._plans: OrderedDict[str, EvalPlan] = OrderedDict()
 
-    async def get(self, uow: UnitOfWork, tenant: str, run_id: str) -> EvalPlan | None:
+    async def get(self, uow: UnitOfWork, run: RunHandle) -> EvalPlan | None:
+        run_id = run.run_id
         plan = self._plans.get(run_id)
         if plan is not None:
             self._plans.move_to_end(run_id)
             return plan
-        plan = await load_plan(uow, tenant, run_id, self._catalog)
+        plan = await load_plan(uow, run, self._catalog)
         if plan is not None:
             self._plans[run_id] = plan
             if len(self._plans) > self._limit:

@@ -37,7 +37,7 @@ class _Resuming:
 
     async def admit(self, uow: UnitOfWork, locked: Locked, step: Step) -> Landing:
         run = locked.run
-        plan = await load_plan(uow, run.tenant, run.run_id, self.catalog)
+        plan = await load_plan(uow, run.handle, self.catalog)
         return Landing() if plan is None else await complete_if_done(uow, locked, plan)
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wopeval.engine.control import RunControl
-from wopeval.store import Store
+from wopeval.store import RunHandle, Store
 from wopeval.wire.runs import RunStatus
 
 log = logging.getLogger("wopeval.worker")
@@ -28,6 +28,7 @@ log = logging.getLogger("wopeval.worker")
 
 @dataclass
 class _Followed:
+    run: RunHandle
     control: RunControl = field(default_factory=RunControl)
     jobs: set[asyncio.Task[Any]] = field(default_factory=set)
 
@@ -39,12 +40,13 @@ class RunWatch:
         self._followed: dict[str, _Followed] = {}
 
     @contextmanager
-    def follow(self, run_id: str, status: RunStatus) -> Iterator[RunControl]:
+    def follow(self, run: RunHandle, status: RunStatus) -> Iterator[RunControl]:
         """The control the current job's units run under, while the job runs; `status` is the
         run's as the job read it, so a job that starts paused waits from its first unit."""
+        run_id = run.run_id
         followed = self._followed.get(run_id)
         if followed is None:
-            followed = self._followed[run_id] = _Followed()
+            followed = self._followed[run_id] = _Followed(run)
             if status is RunStatus.PAUSED:
                 followed.control.pause(immediate=False)
         task = asyncio.current_task()
@@ -69,12 +71,15 @@ class RunWatch:
     async def check(self) -> None:
         if not self._followed:
             return
+        followed_now = dict(self._followed)
         async with self._store.reading() as uow:
-            statuses = await uow.runs.statuses(list(self._followed))
+            statuses = await uow.runs.statuses(list(followed_now))
             policies = {
-                run_id: _drain_policy(await uow.events.docs_of_types(run_id, ["run.paused"]))
+                run_id: _drain_policy(
+                    await uow.events.docs_of_types(followed_now[run_id].run, ["run.paused"])
+                )
                 for run_id, status in statuses.items()
-                if status is RunStatus.PAUSED and not self._followed[run_id].control.paused
+                if status is RunStatus.PAUSED and not followed_now[run_id].control.paused
             }
         for run_id, status in statuses.items():
             followed = self._followed.get(run_id)

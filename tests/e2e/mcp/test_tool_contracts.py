@@ -280,9 +280,12 @@ def test_each_tenant_keeps_its_own_listings(mcp_host: ServerHandle) -> None:
         store = await Store.open(mcp_host.database_url)
         try:
             async with store.reading() as uow:
+                # Each tenant reads through the handles the store issues it: its own runs only.
+                b_owns = await uow.runs.states(TENANT_B, [a_run, b_run])
+                a_owns = await uow.runs.states(TENANT_A, [b_run])
                 return (
-                    await uow.tool_listings.of_runs(TENANT_B, [a_run, b_run]),
-                    await uow.tool_listings.of_runs(TENANT_A, [b_run]),
+                    await uow.tool_listings.of_runs(TENANT_B, [s.handle for s in b_owns.values()]),
+                    await uow.tool_listings.of_runs(TENANT_A, [s.handle for s in a_owns.values()]),
                 )
         finally:
             await store.close()

@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
 
+from _handles import handle_of
 from wopeval.engine.log_writer import LogWriter
 from wopeval.engine.notifier import Notifier
 from wopeval.engine.runlog import RunLog, Step, now
@@ -65,6 +66,6 @@ def writer_for(store: Store, notifier: Notifier | None = None) -> LogWriter:
 async def sequences(store: Store, run_id: str) -> list[tuple[int, str]]:
     """`(sequence, type)` of every stored event of the run, in order."""
     async with store.reading() as uow:
-        docs = await uow.events.all_docs(run_id)
+        docs = await uow.events.all_docs(await handle_of(uow, run_id))
     parsed = [json.loads(doc) for doc in docs]
     return [(doc["sequence"], doc["type"]) for doc in parsed]

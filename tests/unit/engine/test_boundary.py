@@ -12,6 +12,7 @@ import pytest
 from pydantic import JsonValue
 from sqlalchemy import select
 
+from _handles import handle_of
 from wopeval import evals
 from wopeval.agents import AgentRegistry, AgentSpec, PythonAgent, ToolCallError
 from wopeval.engine.boundary import Boundary, FixtureServer, LiveTransport, ToolCall
@@ -184,7 +185,7 @@ async def test_with_record_off_the_call_is_listed_without_content(tmp_path: Path
 
 async def _stored_payloads(store: Store, run_id: str) -> list[dict[str, JsonValue]]:
     async with store.reading() as uow:
-        docs = await uow.events.all_docs(run_id)
+        docs = await uow.events.all_docs(await handle_of(uow, run_id))
     return [json.loads(doc)["payload"] for doc in docs[1:]]
 
 

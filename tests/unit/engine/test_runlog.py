@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
+from _handles import handle_of
 from wopeval.engine.log_writer import LogWriter
 from wopeval.engine.notifier import Notifier
 from wopeval.engine.runlog import (
@@ -163,7 +164,7 @@ async def test_plain_steps_in_one_transaction_move_their_rows_in_one_update(
             stored = await sequences(store, log.run_id)
             assert [seq for seq, _ in stored] == list(range(7))
         async with store.reading() as uow:
-            docs = await uow.events.all_docs(first.run_id)
+            docs = await uow.events.all_docs(await handle_of(uow, first.run_id))
         assert [json.loads(doc).get("nodeId") for doc in docs[1:]] == [
             "n0",
             "n0",
@@ -216,7 +217,7 @@ async def test_every_step_of_a_group_keeps_its_tool_records_keyed_to_its_own_cal
             assert stored[sequence] == "agent.tool-called"
             assert (status, result) == ("ok", {"answer": call_id})
         async with store.reading() as uow:
-            docs = await uow.events.all_docs(log.run_id)
+            docs = await uow.events.all_docs(await handle_of(uow, log.run_id))
         for sequence, (call_id, _, _) in calls.items():
             assert f'"callId":"{call_id}"' in docs[sequence]
 
@@ -325,7 +326,7 @@ async def test_a_cancel_accepted_first_turns_the_ending_into_cancelled(tmp_path:
             "run.cancelled",
         ]
         async with store.reading() as uow:
-            docs = await uow.events.all_docs(log.run_id)
+            docs = await uow.events.all_docs(await handle_of(uow, log.run_id))
         assert '"reason":"why"' in docs[1]
         assert (await _status(store, log.run_id))[0] == "cancelled"
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Table, func, select
 
+from _handles import handle_of
 from wopeval.engine.runlog import (
     STOPPED_HOST,
     Journal,
@@ -32,7 +33,7 @@ _WIRE_TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
 async def _docs(store: Store, run_id: str) -> list[dict[str, object]]:
     async with store.reading() as uow:
-        return [json.loads(doc) for doc in await uow.events.all_docs(run_id)]
+        return [json.loads(doc) for doc in await uow.events.all_docs(await handle_of(uow, run_id))]
 
 
 async def _count(store: Store, table: Table, run_id: str) -> int:

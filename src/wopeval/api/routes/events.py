@@ -14,7 +14,7 @@ from wopeval.api import _sse
 from wopeval.api.deps import HostDep, PrincipalDep, path_run_id
 from wopeval.api.host import Host
 from wopeval.engine.notifier import wait_for_signal
-from wopeval.store import RunRecord, StoredEvent
+from wopeval.store import OwnedRun, StoredEvent
 from wopeval.wire import errors, limits
 from wopeval.wire.principal import Principal
 from wopeval.wire.runs import RunStatus
@@ -41,7 +41,7 @@ async def _poll_page(host: Host, principal: Principal, run_id: str, after: int) 
     # its events, so whatever lands in between is left for the next poll, never skipped.
     record = await host.engine.get_run(principal, run_id)
     async with host.store.reading() as uow:
-        page = await uow.events.read(run_id, after=after, through=record.last_sequence)
+        page = await uow.events.read(record.handle, after=after, through=record.last_sequence)
     last = page[-1].sequence if page else record.last_sequence
     if last == record.last_sequence or not record.status.is_terminal:
         return _PollPage(page, last, record.status)
@@ -129,7 +129,7 @@ async def stream_events(
 async def _stream(
     host: Host,
     principal: Principal,
-    record: RunRecord,
+    record: OwnedRun,
     after: int,
     modes: set[str],
     buffer_ms: int | None,

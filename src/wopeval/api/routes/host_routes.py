@@ -67,8 +67,8 @@ async def count_live_calls(runId: str, principal: PrincipalDep, host: HostDep) -
     many model exchanges reached an upstream model (0 under model replay)."""
     record = await host.engine.get_run(principal, path_run_id(runId, principal))
     async with host.store.reading() as uow:
-        live = await uow.tool_calls.count_live(record.run_id)
-        models = await uow.model_calls.count_live(record.run_id)
+        live = await uow.tool_calls.count_live(record.handle)
+        models = await uow.model_calls.count_live(record.handle)
     return JSONResponse({"runId": record.run_id, "liveCalls": live, "liveModelCalls": models})
 
 

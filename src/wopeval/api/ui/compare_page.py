@@ -22,7 +22,7 @@ from wopeval.api.ui.deps import SessionDep
 from wopeval.api.ui.eval_page import load_eval
 from wopeval.engine.task_details import task_detail
 from wopeval.reports._svg import Bar, Chart, delta_shapes
-from wopeval.store import RunFilter, RunRecord
+from wopeval.store import OwnedRun, RunFilter, RunRecord
 from wopeval.wire import errors
 from wopeval.wire.runs import RunKind, RunStatus
 from wopeval.wire.summary import EvalSummary, TaskRegression, Verdict
@@ -104,7 +104,7 @@ async def compare_page(
     return render("compare.html", Chrome(session, "compare", "Compare eval runs"), view)
 
 
-async def _finished(host: Host, session: SessionDep, segment: str) -> RunRecord:
+async def _finished(host: Host, session: SessionDep, segment: str) -> OwnedRun:
     """An eval run with a summary, refused as `GET /runs/{runId}/eval-summary` refuses."""
     record = await load_eval(host, session, segment)
     if not record.status.is_terminal:
@@ -116,7 +116,7 @@ async def _finished(host: Host, session: SessionDep, segment: str) -> RunRecord:
     return record
 
 
-async def _compare(host: Host, baseline: RunRecord, candidate: RunRecord) -> Comparison:
+async def _compare(host: Host, baseline: OwnedRun, candidate: OwnedRun) -> Comparison:
     before = EvalSummary.model_validate(baseline.summary)
     after = EvalSummary.model_validate(candidate.summary)
     if before.suiteId != after.suiteId:

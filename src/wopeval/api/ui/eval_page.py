@@ -21,7 +21,7 @@ from wopeval.api.ui.deps import SessionDep
 from wopeval.api.ui.live import stream_url
 from wopeval.api.ui.run_page import RunFacts, load_run, run_facts
 from wopeval.engine.task_details import task_detail, task_list
-from wopeval.store import RunRecord
+from wopeval.store import OwnedRun, RunRecord
 from wopeval.wire import errors
 from wopeval.wire.runs import RunKind
 from wopeval.wire.summary import EvalSummary
@@ -105,7 +105,7 @@ class TaskView:
     """The trial shown open first: the first failing one, else the first."""
 
 
-async def load_eval(host: HostDep, session: SessionDep, segment: str) -> RunRecord:
+async def load_eval(host: HostDep, session: SessionDep, segment: str) -> OwnedRun:
     record = await load_run(host, session, segment)
     if record.kind is not RunKind.EVAL:
         raise errors.NotFound("This run is not an eval run.")
@@ -124,9 +124,9 @@ async def eval_page(
         raise errors.ValidationFailed("dir must be asc or desc.")
     record = await load_eval(host, session, runId)
     async with host.store.reading() as uow:
-        plan = await uow.runs.plan(record.tenant, record.run_id) or {}
+        plan = await uow.runs.plan(record.handle) or {}
         listed = await task_list(uow, record)
-        live_calls = await uow.tool_calls.count_live(record.run_id)
+        live_calls = await uow.tool_calls.count_live(record.handle)
     facts = eval_facts(record, plan)
     tasks = [task for task in listed.tasks if _KEEPS[show](task)]
     if sort:
@@ -151,7 +151,7 @@ async def eval_page(
 async def task_page(runId: str, taskId: str, session: SessionDep, host: HostDep) -> Response:
     record = await load_eval(host, session, runId)
     async with host.store.reading() as uow:
-        plan = await uow.runs.plan(record.tenant, record.run_id) or {}
+        plan = await uow.runs.plan(record.handle) or {}
         detail = await task_detail(uow, record, taskId)
     facts = eval_facts(record, plan)
     failing = [trial.trial for trial in detail.trialDetails if not trial.passed]

@@ -32,7 +32,7 @@ from wopeval.api.host import Host
 from wopeval.api.ui._route import UiRoute
 from wopeval.api.ui.deps import SessionDep
 from wopeval.engine.tail import Follower, LeftBehind, TailBroken
-from wopeval.store import RunRecord, StoredEvent
+from wopeval.store import OwnedRun, RunRecord, StoredEvent
 from wopeval.wire import errors, ids, limits
 
 router = APIRouter(prefix="/ui", route_class=UiRoute, include_in_schema=False)
@@ -57,7 +57,7 @@ async def live(
     named = run or []
     if not named or len(named) > MAX_FOLLOWED:
         raise errors.ValidationFailed(f"Follow 1 to {MAX_FOLLOWED} runs.")
-    followed: list[tuple[RunRecord, int]] = []
+    followed: list[tuple[OwnedRun, int]] = []
     for token in named:
         segment, _, after = token.rpartition(":")
         run_id = ids.run_id_from_path(segment, session.principal.tenant)
@@ -70,7 +70,7 @@ async def live(
     )
 
 
-async def changes(host: Host, followed: list[tuple[RunRecord, int]]) -> AsyncIterator[str]:
+async def changes(host: Host, followed: list[tuple[OwnedRun, int]]) -> AsyncIterator[str]:
     loop = asyncio.get_running_loop()
     with ExitStack() as stack:
         followers = {

@@ -31,7 +31,7 @@ from wopeval.api.ui.deps import SessionDep
 from wopeval.api.ui.live import stream_url
 from wopeval.engine import commands, content
 from wopeval.engine.invocation_views import invocations_said
-from wopeval.store import RunRecord
+from wopeval.store import OwnedRun, RunRecord
 from wopeval.wire import events, ids, limits
 from wopeval.wire.invocations import InvocationLine
 from wopeval.wire.runs import RunKind
@@ -122,7 +122,7 @@ def run_facts(record: RunRecord) -> RunFacts:
     )
 
 
-async def load_run(host: Host, session: SessionDep, segment: str) -> RunRecord:
+async def load_run(host: Host, session: SessionDep, segment: str) -> OwnedRun:
     """The run a `{runId}` segment names, refused exactly as `GET /runs/{runId}` refuses."""
     run_id = ids.run_id_from_path(segment, session.principal.tenant)
     return await host.engine.get_run(session.principal, run_id)
@@ -141,11 +141,11 @@ async def run_page(
     after = newest if events_after is None else limits.parse_sequence(events_after, "events_after")
     call_cursor = -1 if calls_after is None else limits.parse_sequence(calls_after, "calls_after")
     async with host.store.reading() as uow:
-        stored = (await uow.events.read(record.run_id, after=after))[:EVENTS_SHOWN]
+        stored = (await uow.events.read(record.handle, after=after))[:EVENTS_SHOWN]
         recorded = await uow.tool_calls.page(
-            record.run_id, after=call_cursor, limit=CALLS_SHOWN + 1
+            record.handle, after=call_cursor, limit=CALLS_SHOWN + 1
         )
-        called = await uow.events.docs_at(record.run_id, [c.sequence for c in recorded])
+        called = await uow.events.docs_at(record.handle, [c.sequence for c in recorded])
         invocations = await invocations_said(uow, record, host.catalog.agents, INVOCATIONS_SHOWN)
     timeline = [_timeline_event(json.loads(event.doc)) for event in stored]
     calls = [
