@@ -33,7 +33,7 @@ from _processes import ServeOptions, ServeProcess
 from wopeval.wire import ids
 
 HERE = Path(__file__).parent
-LEAKY_SERVER = HERE.parent / "e2e" / "_leaky_mcp_server.py"
+LEAKY_SERVER = HERE.parent / "e2e" / "mcp" / "_leaky_server.py"
 MODULE = "secrets_project"
 DEADLINE_SECONDS = 60.0
 _CSRF = re.compile(r'name="csrf" value="([^"]+)"')
@@ -43,6 +43,7 @@ PROJECT_CODE = '''\
 
 import asyncio
 import json
+import os
 from pathlib import Path
 
 from wopeval.agents import ToolCallError
@@ -301,8 +302,10 @@ def test_an_invocation_token_reaches_no_log_line_even_in_a_malformed_url(
         run_id = created.json()["runId"]
         deadline = time.monotonic() + DEADLINE_SECONDS
         while not urls.exists():
+            snapshot = http.get(f"/runs/{ids.project(run_id)}").json()
+            assert snapshot["status"] in ("pending", "running"), snapshot.get("error")
             assert time.monotonic() < deadline, "the holding agent never started"
-            time.sleep(0.02)
+            time.sleep(0.05)
         held = json.loads(urls.read_text())
         token = held["mcp"].rsplit("/", 1)[-1]
         base = leaky_host.serve.url
@@ -332,7 +335,8 @@ def test_an_invocation_token_reaches_no_log_line_even_in_a_malformed_url(
         _wait_terminal(http, run_id)
         answers = _answers(http, run_id)
     assert statuses <= {404, 405}
-    # The MCP server's error named the token it was sent: the agent gets it back cut out.
+    # The agent passed its own token as an argument: the server, the record and the
+    # answer all have it cut out.
     assert token not in answered.text
     assert "[redacted]" in answered.text
     output = leaky_host.serve.output()

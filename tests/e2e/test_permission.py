@@ -35,7 +35,7 @@ from .mcp._agent_service import AgentService
 from .mcp.conftest import AGENTS
 
 HERE = Path(__file__).parent
-LEAKY_SERVER = HERE / "_leaky_mcp_server.py"
+LEAKY_SERVER = HERE / "mcp" / "_leaky_server.py"
 MODULE = "permission_project"
 KEY_ENV = "PERMISSION_MODEL_KEY"
 MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
@@ -343,25 +343,26 @@ def test_the_mcp_endpoint_and_the_model_proxy_check_a_presented_key_one_way(
         {"Authorization": "Basic abc"},
     ]
     proxy = held.urls["openai"] + "/chat/completions"
+    asked = len(permission_host.model.script.received)
     with httpx.Client(trust_env=False, timeout=30.0) as http:
 
         def ask_proxy(headers: dict[str, str]) -> httpx.Response:
-            # Not JSON: a request that passes the token check is answered 400, and no
-            # request reaches the model.
-            return http.post(proxy, content=b"{", headers=headers)
+            # Not a chat request: one that passes the token check is answered 400 in the
+            # API's shape, and no request reaches the model.
+            return http.post(proxy, json={"not": "a chat request"}, headers=headers)
 
         for headers in passing:
             assert _mcp(held.urls["mcp"], "tools/list", {}, **headers).status_code == 200, headers
             answered = ask_proxy(headers)
             assert answered.status_code == 400, headers
-            assert answered.json()["error"]["code"] == "invalid_json"
+            assert answered.json()["error"]["code"] == "invalid_request", answered.text
         mcp_refusals = [_mcp(held.urls["mcp"], "tools/list", {}, **h) for h in refusing]
         proxy_refusals = [ask_proxy(h) for h in refusing]
     assert [r.status_code for r in mcp_refusals + proxy_refusals] == [404] * (2 * len(refusing))
     assert {r.json()["message"] for r in mcp_refusals} == {"No such MCP endpoint."}
     assert {r.json()["message"] for r in proxy_refusals} == {"No such model endpoint."}
     assert {r.json()["error"] for r in mcp_refusals + proxy_refusals} == {"not_found"}
-    assert permission_host.model.script.received == []
+    assert len(permission_host.model.script.received) == asked, "a request reached the model"
 
 
 def test_an_offline_host_with_mcp_servers_starts_none_and_fails_their_calls_closed(

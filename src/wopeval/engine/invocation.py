@@ -227,7 +227,8 @@ class Invocation:
         `unknown`) lands before the tool runs, and its outcome before the agent
         sees it: a host that dies in between leaves every executed call recorded.
         A fixture's answer has no effect and lands with the rest of the unit.
-        What a live tool answers is redacted (`_redacted`) before anything sees it.
+        The args lose any known secret before anything sees them, and what a live tool
+        answers is redacted (`_redacted`) before anything sees it.
         """
         tool = name if named_by == "canonical" else self._every_tool().canonical(name)
         if tool is None or not permits(self.spec.tools, tool):
@@ -237,7 +238,9 @@ class Invocation:
         self._tool_calls += 1
         # The call as the agent made it, the host's alone from here: an agent that reuses
         # its args dict, or a tool that consumes its args, cannot change what was recorded.
-        args = json_text.copy(args)
+        # Less any secret it carries (its own token, a configured credential): the tool and
+        # the record get the same args, and a replay's differing token matches as the same.
+        args = self.boundary.live.redactor.redact_known(json_text.copy(args), self._known_token())
         call = ToolCall(name, args, ids.mint_local_id())
         mode = self.spec.wire_content
         called = self.journal.emit(

@@ -166,17 +166,24 @@ async def test_what_a_live_tool_answers_loses_the_secrets_before_anyone_sees_it(
         assert SECRET not in str(await sequences(store, log.run_id))
 
 
-async def test_the_invocations_token_is_cut_from_what_a_tool_answers(tmp_path: Path) -> None:
+async def test_the_invocations_token_is_cut_from_what_a_tool_is_sent_and_answers(tmp_path: Path) -> None:
     async with open_store(tmp_path) as store:
         log = await open_run(writer_for(store))
         token_seen: list[str] = []
 
         async def echo_token(args: JsonValue) -> JsonValue:
+            token_seen.append(str(args))
             return {"token": token_seen[0]}
 
         invocation = _invocation(log, [], None, PythonTool("leaky:token", echo_token))
-        token_seen.append(invocation.openai_api_key)
-        assert await invocation.call_tool("leaky:token", {}) == {"token": REDACTED}
+        token = invocation.openai_api_key
+        token_seen.append(token)
+        assert await invocation.call_tool("leaky:token", {"mine": [token, SECRET]}) == {
+            "token": REDACTED
+        }
+        # The agent's args lose it too, before the tool or the record sees them.
+        assert token_seen[1] == str({"mine": [REDACTED, REDACTED]})
+        assert invocation.shared.executed[0].args == {"mine": [REDACTED, REDACTED]}
 
 
 def test_redacting_an_answer_with_no_secret_known_gives_it_back_as_it_is() -> None:

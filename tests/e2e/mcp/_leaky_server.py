@@ -5,7 +5,7 @@ answers with it (the success path), `leak` fails with it in its error text and
 `dump` fails with its whole environment, as a careless server's error page would.
 Each start appends its pid to the file `STARTS_LOG` names, when it names one.
 
-    python _leaky_mcp_server.py
+    python _leaky_server.py
 """
 
 from __future__ import annotations
