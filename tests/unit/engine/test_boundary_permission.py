@@ -166,7 +166,9 @@ async def test_what_a_live_tool_answers_loses_the_secrets_before_anyone_sees_it(
         assert SECRET not in str(await sequences(store, log.run_id))
 
 
-async def test_the_invocations_token_is_cut_from_what_a_tool_is_sent_and_answers(tmp_path: Path) -> None:
+async def test_the_invocations_token_is_cut_from_what_a_tool_is_sent_and_answers(
+    tmp_path: Path,
+) -> None:
     async with open_store(tmp_path) as store:
         log = await open_run(writer_for(store))
         token_seen: list[str] = []
