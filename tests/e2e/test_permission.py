@@ -98,7 +98,8 @@ def write_project(directory: Path, model_url: str, service: AgentService, starts
         "perm.python": f'lane = "python"\ncallable = "{MODULE}:calling_agent"\n'
         'tools = ["perm:granted", "leaky:*"]',
         "perm.holder": f'lane = "python"\ncallable = "{MODULE}:holding_agent"\n'
-        f'tools = {granted}\nbase_url = "{model_url}"\napi_key_env = "{KEY_ENV}"',
+        'tools = ["perm:granted", "leaky:whoami", "leaky:leak"]\n'
+        f'base_url = "{model_url}"\napi_key_env = "{KEY_ENV}"',
         "perm.command": f'lane = "command"\ncommand = [{python}, "{AGENTS}", "probe"]\n'
         f"tools = {granted}",
         "perm.http": f'lane = "http"\nurl = "{service.url}/agent"\ntools = {granted}',
@@ -306,14 +307,30 @@ def test_the_mcp_endpoint_asked_directly_refuses_an_un_granted_tool(
     ran = tmp_path / "ran"
     url = held.urls["mcp"]
     listed = _mcp(url, "tools/list", {})
-    assert [tool["name"] for tool in listed.json()["result"]["tools"]] == ["perm__granted"]
-    for name in ("perm__guarded", "perm:guarded", "perm:granted", "nothing__at_all"):
+    assert [tool["name"] for tool in listed.json()["result"]["tools"]] == [
+        "leaky__leak",
+        "leaky__whoami",
+        "perm__granted",
+    ]
+    for name in ("perm__guarded", "perm:guarded", "perm:granted", "leaky__dump", "nothing"):
         answer = _mcp(url, "tools/call", {"name": name, "arguments": {"ran": str(ran)}})
         result = answer.json()["result"]
         assert result["isError"] is True, name
         assert json.loads(result["content"][0]["text"])["code"] == "tool_not_offered"
     granted = _mcp(url, "tools/call", {"name": "perm__granted", "arguments": {"n": 3}})
-    assert granted.json()["result"]["structuredContent"] == {"granted": {"n": 3}}
+    assert granted.json()["result"] == {
+        "content": [{"type": "text", "text": '{"granted": {"n": 3}}'}],
+        "structuredContent": {"granted": {"n": 3}},
+        "isError": False,
+    }
+    # An MCP server's tool answers as its server gave it, its error as the server's content.
+    whoami = _mcp(url, "tools/call", {"name": "leaky__whoami", "arguments": {}})
+    assert whoami.json()["result"]["content"] == [{"type": "text", "text": "I am [redacted]"}]
+    assert whoami.json()["result"]["isError"] is False
+    leak = _mcp(url, "tools/call", {"name": "leaky__leak", "arguments": {"reason": "no"}})
+    assert leak.json()["result"]["isError"] is True
+    (text,) = [block["text"] for block in leak.json()["result"]["content"]]
+    assert text.endswith("no: refused with key [redacted]")
     assert not ran.exists()
     held.release()
     events = wait_terminal(permission_host.handle.client(), held.run_id)

@@ -4,15 +4,16 @@ reaches no one with a secret or the invocation's token in it."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
 from pydantic import JsonValue
 
-from wopeval.agents import AgentRegistry, AgentSpec, PythonAgent, ToolCallError
+from wopeval.agents import AgentContext, AgentRegistry, AgentSpec, PythonAgent, ToolCallError
 from wopeval.engine.boundary import Boundary, LiveTransport
 from wopeval.engine.grants import InvocationGrants
-from wopeval.engine.invocation import Invocation, Where
+from wopeval.engine.invocation import Invocation, Where, run_invocation
 from wopeval.engine.redaction import REDACTED, Redactor, SecretSource
 from wopeval.engine.runlog import Journal, RunLog
 from wopeval.store import Store
@@ -192,3 +193,26 @@ def test_redacting_an_answer_with_no_secret_known_gives_it_back_as_it_is() -> No
     answer: JsonValue = {"a": ["Bearer x", 1, None, True]}
     assert Redactor().redact_known(answer) is answer
     assert Redactor((SecretSource(value="abc"),)).redact_known(answer) == answer
+
+
+async def test_an_agent_that_raises_with_a_secret_is_kept_and_logged_without_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def raising(context: AgentContext) -> JsonValue:
+        raise RuntimeError(f"the API refused key {SECRET} for {context.openai_api_key}")
+
+    async with open_store(tmp_path) as store:
+        log = await open_run(writer_for(store))
+        invocation = _invocation(log, [], None)
+        invocation.spec = AgentSpec("agent", PythonAgent(raising), "python")
+        with caplog.at_level(logging.ERROR, logger="wopeval.agents"):
+            outcome = await run_invocation(invocation, source="run-api")
+        assert outcome.failed
+        assert outcome.error is not None
+        assert outcome.error["message"] == f"the API refused key {REDACTED} for {REDACTED}"
+        assert SECRET not in outcome.error["traceback"]
+        assert f"RuntimeError: the API refused key {REDACTED}" in outcome.error["traceback"]
+        (logged,) = [r for r in caplog.records if r.name == "wopeval.agents"]
+        assert logged.exc_info is None
+        assert SECRET not in logged.getMessage()
+        assert f"the API refused key {REDACTED}" in logged.getMessage()
