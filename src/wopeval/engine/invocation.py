@@ -230,7 +230,7 @@ class Invocation:
         The args lose any known secret before anything sees them, and what a live tool
         answers is redacted (`_redacted`) before anything sees it.
         """
-        tool = name if named_by == "canonical" else self._every_tool().canonical(name)
+        tool = self._every_tool().canonical(name) if named_by == "offered" else name
         if tool is None or not permits(self.spec.tools, tool):
             message = f"{name} is not offered to agent {self.agent_id}"
             raise ToolCallError(NOT_OFFERED, message, {"code": NOT_OFFERED, "message": message})

@@ -43,6 +43,7 @@ from wopeval.models import Endpoint, ModelUpstream
 from wopeval.store import Store
 from wopeval.store.tables import model_calls, tool_calls
 from wopeval.tools import PythonTool, ToolContext, ToolFailure, ToolListing, ToolRegistry
+from wopeval.wire.runs import RunStatus
 
 from ..engine._store import TENANT, open_run, open_store, writer_for
 
@@ -70,7 +71,7 @@ async def _listed(args: JsonValue) -> JsonValue:
 
 
 async def _fails(args: JsonValue) -> JsonValue:
-    raise ToolFailure("quota", "no more today", details={"left": 0})
+    raise ToolFailure("quota", "no more today (für heute)", details={"left": 0})
 
 
 async def _server_answer(args: JsonValue) -> JsonValue:
@@ -149,9 +150,10 @@ async def endpoints(
     tmp_path: Path,
     upstream: ModelUpstream | None = None,
     replay: ModelServer | None = None,
+    status: RunStatus = RunStatus.RUNNING,
 ) -> AsyncIterator[Endpoints]:
     async with open_store(tmp_path) as store, httpx.AsyncClient(trust_env=False) as egress:
-        log = await open_run(writer_for(store))
+        log = await open_run(writer_for(store), status)
         grants = InvocationGrants("http://host")
         live = LiveTransport(_registry(), ToolContext(TENANT, log.run_id), 5.0, grants)
         spec = AgentSpec(
@@ -206,15 +208,15 @@ async def test_a_call_answers_with_the_value_as_text_and_structured_when_an_obje
     tmp_path: Path,
 ) -> None:
     async with endpoints(tmp_path) as at:
-        granted = await at.call("t__granted", {"n": 1})
+        granted = await at.call("t__granted", {"n": "ü"})
         words = await at.call("t__words")
         listed = await at.call("t__list")
         server = await at.call("srv__answer")
         bare = await at.call("srv__text")
         calls = await at.recorded(tool_calls, "tool", "status")
     assert granted == {
-        "content": [{"type": "text", "text": '{"granted": {"n": 1}}'}],
-        "structuredContent": {"granted": {"n": 1}},
+        "content": [{"type": "text", "text": '{"granted": {"n": "ü"}}'}],
+        "structuredContent": {"granted": {"n": "ü"}},
         "isError": False,
     }
     assert words == {"content": [{"type": "text", "text": "just words"}], "isError": False}
@@ -241,7 +243,12 @@ async def test_a_failed_call_is_an_is_error_result_and_an_un_granted_one_runs_no
         calls = await at.recorded(tool_calls, "tool", "status")
     (text,) = [block["text"] for block in failed["content"]]
     assert failed["isError"] is True
-    assert text == '{"code": "quota", "message": "no more today", "details": {"left": 0}}'
+    assert json.loads(text) == {
+        "code": "quota",
+        "message": "no more today (für heute)",
+        "details": {"left": 0},
+    }
+    assert "für" in text, "as written, not escaped"
     assert refused_by_server == {
         "content": [{"type": "text", "text": "the server says no"}],
         "isError": True,
@@ -253,6 +260,14 @@ async def test_a_failed_call_is_an_is_error_result_and_an_un_granted_one_runs_no
         "message": "t__secret is not offered to agent agent",
     }
     assert calls == [("t:fails", "error"), ("srv:refuses", "error")]
+
+
+async def test_a_call_the_run_ended_under_is_a_plain_tool_error(tmp_path: Path) -> None:
+    async with endpoints(tmp_path, status=RunStatus.CANCELLED) as at:
+        ended = await at.call("t__granted", {"n": 1})
+    (text,) = [block["text"] for block in ended["content"]]
+    assert ended["isError"] is True
+    assert text == json.dumps({"code": "invocation_ended", "message": "the invocation has ended"})
 
 
 async def test_the_mcp_endpoint_refuses_every_other_caller_with_one_404(tmp_path: Path) -> None:
@@ -391,20 +406,22 @@ async def test_each_wire_api_has_its_route(tmp_path: Path, stand_in: ModelStandI
 async def test_an_upstream_error_is_relayed_as_it_came_and_recorded_failed(
     tmp_path: Path, stand_in: ModelStandIn
 ) -> None:
-    failing = _script(stand_in, "fail please", [{"fail_always": {"status": 500}}])
+    # 400, the least status the proxy relays as the upstream's error.
+    failing = _script(stand_in, "fail please", [{"fail_always": {"status": 400}}])
     async with endpoints(tmp_path, _stand_in_upstream(stand_in)) as at:
         whole = await at.client.post(at.proxy("/chat/completions"), json=failing)
         stream = await at.client.post(
             at.proxy("/chat/completions"), json={**failing, "stream": True}
         )
         rows = await at.recorded(model_calls, "status", "error")
-    assert (whole.status_code, stream.status_code) == (500, 500)
+    assert (whole.status_code, stream.status_code) == (400, 400)
     assert whole.headers["content-type"] == "application/json"
     assert whole.content == stream.content
-    assert "error" in whole.json()
+    upstream_error = whole.json()["error"]
     assert [status for status, _ in rows] == ["error", "error"]
-    assert {error["status"] for _, error in rows} == {500}
-    assert all(error["reason"] == "the model API answered HTTP 500" for _, error in rows)
+    for _, error in rows:
+        assert (error["status"], error["type"]) == (400, upstream_error["type"])
+        assert error["reason"] == "the model API answered HTTP 400"
 
 
 async def test_what_no_provider_answers_is_a_502_and_recorded(tmp_path: Path, odd: Odd) -> None:
@@ -447,7 +464,10 @@ async def test_an_upstream_that_cannot_be_reached_or_is_too_slow_is_a_502_or_504
     (tmp_path / "slow").mkdir()
     async with endpoints(tmp_path / "slow", slow) as at:
         late = await at.client.post(at.proxy("/chat/completions"), json=CHAT_BODY)
-    assert late.status_code == 504
+        late_stream = await at.client.post(
+            at.proxy("/chat/completions"), json={**CHAT_BODY, "stream": True}
+        )
+    assert (late.status_code, late_stream.status_code) == (504, 504)
     assert late.json()["error"]["code"] == "timeout"
     assert late.json()["error"]["message"] == "the model API did not answer in time"
 
@@ -466,6 +486,9 @@ async def test_a_request_the_proxy_cannot_forward_is_refused_in_the_apis_shape(
     assert (not_json.status_code, not_json.json()["error"]["code"]) == (400, "invalid_json")
     assert not_json.json()["error"]["message"] == "The request body is not JSON."
     assert (invalid.status_code, invalid.json()["error"]["code"]) == (400, "invalid_request")
+    with pytest.raises(models.InvalidModelRequest) as why:
+        models.CHAT.parse({"model": "m"})
+    assert invalid.json()["error"]["message"] == str(why.value)
     no_upstream_error = {"code": "no_upstream", "reason": "this agent has no model upstream"}
     assert rows == [("error", no_upstream_error)]
 
@@ -487,7 +510,7 @@ async def test_under_model_replay_the_recording_answers_whole_or_streamed(
         missed = await at.client.post(
             at.proxy("/chat/completions"), json={**CHAT_BODY, "model": "other"}
         )
-        rows = await at.recorded(model_calls, "served_by")
+        rows = await at.recorded(model_calls, "served_by", "via")
     assert whole.status_code == 200
     assert whole.json()["choices"][0]["message"]["content"] == "recorded"
     assert stream.headers["content-type"].startswith("text/event-stream")
@@ -497,7 +520,7 @@ async def test_under_model_replay_the_recording_answers_whole_or_streamed(
     assert missed.json()["error"]["message"].startswith(
         "model replay: the source run made no request like this one"
     )
-    assert rows == [("replay",), ("replay",), ("miss",)]
+    assert rows == [("replay", "proxy"), ("replay", "proxy"), ("miss", "proxy")]
 
 
 async def test_the_proxy_refuses_every_other_caller_with_one_404(tmp_path: Path) -> None:

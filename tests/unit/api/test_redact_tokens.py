@@ -57,6 +57,12 @@ def test_a_token_in_a_malformed_request_target_is_cut_too(path: str) -> None:
     assert "…" in record.getMessage()
 
 
+def test_a_bare_token_is_replaced_by_an_ellipsis() -> None:
+    record = _access_line(f"/{TOKEN}/v1/responses?x=1")
+    REDACT_TOKENS.filter(record)
+    assert record.getMessage() == '127.0.0.1:5000 - "POST /…/v1/responses?x=1 HTTP/1.1" 200'
+
+
 def test_other_paths_are_logged_untouched() -> None:
     record = _access_line("/runs/acme~2Fr1")
     args = record.args
