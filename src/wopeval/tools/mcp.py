@@ -240,7 +240,7 @@ def _stderr_to_log(stack: AsyncExitStack, spec: McpServerSpec) -> TextIO:
     def relay() -> None:
         with os.fdopen(read_end, encoding="utf-8", errors="replace") as reader:
             for line in reader:
-                log.info("MCP server %s: %s", spec.name, spec.redact(line.rstrip("\n")))
+                log.warning("MCP server %s: %s", spec.name, spec.redact(line.rstrip("\n")))
 
     threading.Thread(target=relay, name=f"mcp-stderr:{spec.name}", daemon=True).start()
     return writer
