@@ -29,7 +29,9 @@ counts). A turn is one of
 and may carry `"fail_first": [{"status": 429, "retry_after": "0"}, ...]` (those
 answers come first, once each, then the turn) or `"fail_always": {"status": 500}`.
 A turn that calls a tool the request does not offer is not played (400
-`unoffered_tool`): a real model calls only what it is offered.
+`unoffered_tool`): a real model calls only what it is offered. A turn with
+`"unoffered": true` plays it anyway: a model the host must not trust, for the
+tests of the host's own refusal.
 
 A script file is `{"conversations": [{"user", "turns", "system_contains"?}, ...]}`.
 Run it by hand for the examples (any non-empty key is accepted):

@@ -15,7 +15,16 @@ from typing import Any
 Turn = dict[str, Any]
 """One scripted answer, as the script file spells it (see the package docstring)."""
 TURN_KEYS = frozenset(
-    {"content", "json", "tool_calls", "refusal", "finish_reason", "fail_first", "fail_always"}
+    {
+        "content",
+        "json",
+        "tool_calls",
+        "refusal",
+        "finish_reason",
+        "fail_first",
+        "fail_always",
+        "unoffered",
+    }
 )
 
 
@@ -151,7 +160,7 @@ class ModelScript:
         # A model calls only the tools it is offered: a script that names another is out of
         # step with the agent (a renamed tool, a missing mapping), never a turn to play.
         unoffered = sorted({c.name for c in played.calls} - transcript.offered)
-        if unoffered:
+        if unoffered and not turn.get("unoffered"):
             offered = ", ".join(sorted(transcript.offered)) or "none"
             return Unplayable(
                 "unoffered_tool",

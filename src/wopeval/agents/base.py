@@ -15,6 +15,9 @@ Lane = Literal["scripted", "python", "command", "http", "openai", "anthropic"]
 LLM_LANES: tuple[Lane, ...] = ("openai", "anthropic")
 """The lanes whose tool loop the host runs against a model (agents/llm.py)."""
 ModelReplay = Literal["off", "recorded"]
+NamedBy = Literal["canonical", "offered"]
+"""How a call names its tool: the host's canonical `server:tool` (an in-process agent), or
+the provider-safe name it was offered (the MCP endpoint, the LLM lanes; engine/tool_names.py)."""
 
 
 @dataclass(frozen=True)
@@ -98,8 +101,11 @@ class AgentContext(Protocol):
         """The tools the agent is offered (its `tools`), with their input schemas."""
         ...
 
-    async def call_tool(self, name: str, args: JsonValue) -> JsonValue:
-        """Call a tool through the boundary; raises ToolCallError when it fails."""
+    async def call_tool(
+        self, name: str, args: JsonValue, *, named_by: NamedBy = "canonical"
+    ) -> JsonValue:
+        """Call a tool through the boundary; raises ToolCallError when it fails, and with
+        `tool_not_offered` when the agent is not granted it (nothing runs)."""
         ...
 
     async def call_model(self, request: ModelRequest, live: LiveModelCall) -> ModelAnswer:

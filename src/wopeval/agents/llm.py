@@ -69,7 +69,7 @@ class LlmAgent:
                 turn = dialect.turn(answer)
                 if not turn.calls:
                     return _decision(turn.text or "", lane.response_format)
-                results = [await _reply(context, functions, call) for call in turn.calls]
+                results = [await _reply(context, call) for call in turn.calls]
                 messages.extend(dialect.replies(answer, results))
         raise AgentFailed(f"the model gave no final answer within max_turns ({lane.max_turns})")
 
@@ -91,15 +91,13 @@ def _decision(text: str, response_format: ResponseFormat) -> JsonValue:
     return decision
 
 
-async def _reply(context: AgentContext, functions: dict[str, str], call: FunctionCall) -> ToolReply:
-    """Run one call through the tool boundary: its result as JSON text, or `{"error": …}`."""
-    tool = functions.get(call.function)
-    if tool is None:
-        raise AgentFailed(f"the model called {call.function!r}, which it was not offered")
+async def _reply(context: AgentContext, call: FunctionCall) -> ToolReply:
+    """Run one call through the tool boundary: its result as JSON text, or `{"error": …}`
+    (a function the model was not offered among them: the boundary refuses it)."""
     if not isinstance(call.args, dict):
         raise AgentFailed(f"the model's arguments for {call.function!r} are not a JSON object")
     try:
-        result = await context.call_tool(tool, call.args)
+        result = await context.call_tool(call.function, call.args, named_by="offered")
     except ToolCallError as failure:
         error = json.dumps({"error": failure.error}, ensure_ascii=False)
         return ToolReply(call.call_id, error, failed=True)

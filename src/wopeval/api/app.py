@@ -15,6 +15,7 @@ from wopeval.api import openapi_errors
 from wopeval.api.deps import InvocationAccess
 from wopeval.api.host import SERVING, Host, Role
 from wopeval.api.hot_reads import HotReads
+from wopeval.api.invocation_token import REDACT_TOKENS
 from wopeval.api.middleware import LegacyPathIds, VersionNegotiation
 from wopeval.api.request_guard import RequestGuard
 from wopeval.api.routes import (
@@ -94,7 +95,7 @@ def create_app(
     error_handlers.install(app)
     openapi_errors.install(app)
     # Invocations' MCP and model-proxy tokens are capabilities: never in a log line.
-    logging.getLogger("uvicorn.access").addFilter(mcp.REDACT_TOKENS)
+    logging.getLogger("uvicorn.access").addFilter(REDACT_TOKENS)
     # Each one added wraps the ones before it: the version header goes on every answer,
     # and a refused body is refused before any route, credential check or parser runs.
     app.add_middleware(HotReads)

@@ -15,6 +15,7 @@ from wopeval.agents import (
     AgentOutput,
     AgentRegistry,
     AgentSpec,
+    NamedBy,
     ToolCallError,
     ToolSpec,
 )
@@ -26,10 +27,11 @@ from wopeval.engine.runlog import Journal, RunClosed, now
 from wopeval.engine.tool_names import ToolNames, names_of
 from wopeval.models import LiveModelCall, ModelAnswer, ModelRequest
 from wopeval.store import InvocationRow, ToolCallOutcome, ToolCallRow
-from wopeval.tools import Offered
+from wopeval.tools import Offered, permits
 from wopeval.wire import events, ids, json_text
 
 Source = Literal["workflow-node", "run-api", "chat-mention"]
+NOT_OFFERED = "tool_not_offered"
 log = logging.getLogger("wopeval.agents")
 
 
@@ -118,9 +120,8 @@ class Invocation:
 
     def keep_output(self, output: AgentOutput) -> None:
         """Redact what the agent said (while its token is still known) and keep its tail."""
-        token = () if self._token is None else (self._token,)
         self._said = self.boundary.live.redactor.kept_output(
-            output.tail, output.total_bytes, also=token
+            output.tail, output.total_bytes, also=self._known_token()
         )
 
     @property
@@ -155,6 +156,32 @@ class Invocation:
         """The provider-safe names the agent is offered its tools by (engine/tool_names.py)."""
         return names_of(self.offered().names())
 
+    def _every_tool(self) -> ToolNames:
+        """Offered name → canonical name over every tool of the boundary, granted or not: the
+        permission is `call_tool`'s alone, never a side effect of the name lookup."""
+        return names_of(self.boundary.offered(None).names())
+
+    def is_mcp_tool(self, name: str) -> bool:
+        """Whether the tool offered as `name` is an MCP server's (its result is kept as the
+        server gave it)."""
+        canonical = self._every_tool().canonical(name)
+        listing = None if canonical is None else self.boundary.offered(None).by_name[canonical]
+        return listing is not None and listing.server is not None
+
+    def _redacted(self, result: ToolResult) -> ToolResult:
+        """A live tool's answer with the project's secrets and this invocation's token cut
+        out (an error also loses anything credential-shaped): a tool that echoes what it
+        was sent — a server's headers, its environment — leaks no credential into the
+        record, an event, the agent or a page (engine/redaction.py)."""
+        redactor, also = self.boundary.live.redactor, self._known_token()
+        return result._replace(
+            result=redactor.redact_known(result.result, also),
+            error=None if result.error is None else redactor.redact_error(result.error, also),
+        )
+
+    def _known_token(self) -> tuple[str, ...]:
+        return () if self._token is None else (self._token,)
+
     def tool_specs(self) -> list[ToolSpec]:
         names = self.tool_names()
         return [
@@ -187,18 +214,33 @@ class Invocation:
             grants.revoke(self._token)
             self._token = None
 
-    async def call_tool(self, name: str, args: JsonValue) -> JsonValue:
+    async def call_tool(
+        self, name: str, args: JsonValue, *, named_by: NamedBy = "canonical"
+    ) -> JsonValue:
         """The one door of the tool boundary: served from fixtures, or run live and durable.
+
+        Every lane's calls pass here, so this is where the agent's `tools` allowlist is
+        enforced: a tool it is not granted (or a name that is no tool's) is refused with
+        `tool_not_offered` before anything runs or is recorded.
 
         A live call has effects, so its `agent.tool-called` (and its record, status
         `unknown`) lands before the tool runs, and its outcome before the agent
         sees it: a host that dies in between leaves every executed call recorded.
         A fixture's answer has no effect and lands with the rest of the unit.
+        The args lose any known secret before anything sees them, and what a live tool
+        answers is redacted (`_redacted`) before anything sees it.
         """
+        tool = self._every_tool().canonical(name) if named_by == "offered" else name
+        if tool is None or not permits(self.spec.tools, tool):
+            message = f"{name} is not offered to agent {self.agent_id}"
+            raise ToolCallError(NOT_OFFERED, message, {"code": NOT_OFFERED, "message": message})
+        name = tool
         self._tool_calls += 1
         # The call as the agent made it, the host's alone from here: an agent that reuses
         # its args dict, or a tool that consumes its args, cannot change what was recorded.
-        args = json_text.copy(args)
+        # Less any secret it carries (its own token, a configured credential): the tool and
+        # the record get the same args, and a replay's differing token matches as the same.
+        args = self.boundary.live.redactor.redact_known(json_text.copy(args), self._known_token())
         call = ToolCall(name, args, ids.mint_local_id())
         mode = self.spec.wire_content
         called = self.journal.emit(
@@ -212,7 +254,9 @@ class Invocation:
         else:
             self.journal.record_call(called, self._record_row(call, None))
             await self.journal.flush()
-            result = await self.boundary.live.handle(call._replace(args=json_text.copy(args)))
+            result = self._redacted(
+                await self.boundary.live.handle(call._replace(args=json_text.copy(args)))
+            )
             self.journal.emit(self._returned(call, result), node_id=self.node_id)
             self.journal.complete_call(called, self._outcome(result))
             await self.journal.flush()
@@ -352,21 +396,23 @@ async def run_invocation(invocation: Invocation, *, source: Source) -> Invocatio
 
 
 def _raised(invocation: Invocation, exc: Exception) -> dict[str, Any]:
+    """The agent's exception as kept and logged: redacted like a tool's error, so a secret
+    in its message (a failing client's request it repeats) reaches no record and no log."""
+    redact = invocation.boundary.live.redactor.redact
+    also = invocation._known_token()
+    message = redact(str(exc), also)
+    trace = redact("".join(traceback.format_exception(exc)), also)
     where = invocation.where
     log.error(
-        "agent %s raised %s in run %s%s%s",
+        "agent %s raised %s in run %s%s%s\n%s",
         invocation.agent_id,
         type(exc).__name__,
         where.run_id,
         "" if where.task_id is None else f", task {where.task_id}",
         "" if where.trial is None else f", trial {where.trial}",
-        exc_info=exc,
+        trace,
     )
-    return {
-        "type": type(exc).__name__,
-        "message": str(exc),
-        "traceback": "".join(traceback.format_exception(exc)),
-    }
+    return {"type": type(exc).__name__, "message": message, "traceback": trace}
 
 
 def _close(

@@ -260,9 +260,12 @@ def load_project(
         for grader in project.graders:
             function = load_callable(grader.callable)
             catalog.add_grader(CustomGrader(grader.id, function, grader.timeout_seconds))
-        servers = [_mcp_server(entry, directory, tool_timeout) for entry in project.mcp_servers]
-        catalog.prices.update(prices(project.models))
         catalog.redactor = Redactor(configured_secrets(project))
+        servers = [
+            _mcp_server(entry, directory, tool_timeout, catalog.redactor)
+            for entry in project.mcp_servers
+        ]
+        catalog.prices.update(prices(project.models))
     except (ValueError, ImportError) as exc:
         raise ProjectError(f"{manifest}: {exc}") from exc
     for path in _expand(directory, project.workflows):
@@ -386,7 +389,9 @@ def _tool(entry: ToolEntry, http: httpx.AsyncClient) -> tuple[PythonTool | HttpT
     return tool, ToolListing(entry.description, entry.input_schema or {"type": "object"})
 
 
-def _mcp_server(entry: McpServerEntry, directory: Path, tool_timeout: float) -> McpServerSpec:
+def _mcp_server(
+    entry: McpServerEntry, directory: Path, tool_timeout: float, redactor: Redactor
+) -> McpServerSpec:
     where = f"mcp server {entry.name!r}"
     if (entry.command is None) == (entry.url is None):
         raise ValueError(f"{where}: give exactly one of `command` (stdio) or `url` (HTTP)")
@@ -413,6 +418,7 @@ def _mcp_server(entry: McpServerEntry, directory: Path, tool_timeout: float) -> 
         entry.name,
         transport,
         entry.timeout_seconds or tool_timeout,
+        redactor.redact,
         credential,
         tuple(entry.tools) if entry.tools is not None else None,
     )

@@ -20,8 +20,11 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
+
+from pydantic import JsonValue
 
 REDACTED = "[redacted]"
 KEPT_BYTES = 16 * 1024
@@ -68,14 +71,31 @@ class Redactor:
     def redact(self, text: str, also: Iterable[str] = ()) -> str:
         """`text` with every known secret, every `also` value (the invocation's token) and
         every credential-shaped string replaced by `[redacted]`."""
+        return _shaped(text, self._known(also))
+
+    def redact_error(self, error: dict[str, Any], also: Iterable[str] = ()) -> dict[str, Any]:
+        """A live tool's error (its message, its details) under `redact`, every string of it."""
+        known = self._known(also)
+        redacted: dict[str, Any] = _each_string(error, lambda text: _shaped(text, known))
+        return redacted
+
+    def redact_known(self, value: JsonValue, also: Iterable[str] = ()) -> JsonValue:
+        """A live tool's answer with the known secrets and `also` cut out of every string.
+
+        Only known values: an answer is data the agent works with, and a string that merely
+        looks like a credential (`Bearer …` in a how-to) is left as it is."""
+        known = self._known(also)
+        if not known:
+            return value
+        redacted: JsonValue = _each_string(value, lambda text: _cut(text, known))
+        return redacted
+
+    def _known(self, also: Iterable[str]) -> list[str]:
+        """The configured secrets' values and `also`, long enough to search for, longest first
+        (a secret that contains another is cut whole)."""
         values = {value for value in (s.current() for s in self.secrets) if value}
         values.update(also)
-        # Longest first: a secret that contains another is cut whole.
-        for value in sorted(values, key=len, reverse=True):
-            if len(value) >= SHORTEST_SECRET:
-                text = text.replace(value, REDACTED)
-        text = _BEARER.sub(lambda found: f"{found.group(1)} {REDACTED}", text)
-        return _PROVIDER_KEY.sub(REDACTED, text)
+        return sorted((v for v in values if len(v) >= SHORTEST_SECRET), key=len, reverse=True)
 
     def kept_output(self, tail: bytes, total_bytes: int, also: Iterable[str] = ()) -> str | None:
         """What is kept of an agent's output: `tail` (its last bytes, of `total_bytes` it
@@ -90,3 +110,27 @@ class Redactor:
         if total_bytes > len(tail) or len(redacted) > len(kept):
             return f"{CUT_NOTE}\n{text}"
         return text
+
+
+def _shaped(text: str, known: list[str]) -> str:
+    """`text` with the `known` values and anything credential-shaped cut out."""
+    text = _cut(text, known)
+    text = _BEARER.sub(lambda found: f"{found.group(1)} {REDACTED}", text)
+    return _PROVIDER_KEY.sub(REDACTED, text)
+
+
+def _cut(text: str, known: list[str]) -> str:
+    for value in known:
+        text = text.replace(value, REDACTED)
+    return text
+
+
+def _each_string(value: Any, change: Callable[[str], str]) -> Any:
+    """`value` (JSON) with `change` applied to every string in it, keys included."""
+    if isinstance(value, str):
+        return change(value)
+    if isinstance(value, list):
+        return [_each_string(item, change) for item in value]
+    if isinstance(value, dict):
+        return {change(key): _each_string(item, change) for key, item in value.items()}
+    return value

@@ -12,7 +12,6 @@ create, and the plan carries the changes.
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,7 +21,7 @@ from pydantic import JsonValue
 from wopeval import evals
 from wopeval.agents import AgentSpec
 from wopeval.store import ListingRow, RunHandle, UnitOfWork
-from wopeval.tools import Offered, ToolListing, ToolRegistry, offer
+from wopeval.tools import Offered, ToolListing, ToolRegistry, offer, permits
 from wopeval.wire.task_detail import ToolChange
 
 
@@ -141,7 +140,7 @@ def changes_since(
         name: tool
         for listing in recorded
         for name, tool in listing.canonical().items()
-        if _allowed(name, allowlist)
+        if permits(allowlist, name)
     }
     now = {
         name: evals.ListedTool(name, listing.description, listing.input_schema)
@@ -149,7 +148,3 @@ def changes_since(
         if listing.server is not None
     }
     return evals.tools_changed(before, now)
-
-
-def _allowed(name: str, allowlist: tuple[str, ...] | None) -> bool:
-    return allowlist is None or any(fnmatch.fnmatchcase(name, p) for p in allowlist)

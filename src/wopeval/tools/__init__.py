@@ -35,6 +35,12 @@ class Offered:
         return dict(self.tools)
 
 
+def permits(allowlist: tuple[str, ...] | None, name: str) -> bool:
+    """Whether an agent with `allowlist` (None: every tool) may call the tool `name`: an
+    entry names it exactly or as a glob (`orders:*`)."""
+    return allowlist is None or any(fnmatch.fnmatchcase(name, pattern) for pattern in allowlist)
+
+
 def offer(
     tools: Mapping[str, ToolListing],
     servers: Mapping[str, evals.ServerListing],
@@ -42,12 +48,7 @@ def offer(
 ) -> Offered:
     """What an agent with `allowlist` (None: every tool) is offered of `tools` (by name),
     with the listings (`servers`, by server) of the MCP servers it is offered tools of."""
-    if allowlist is None:
-        names = sorted(tools)
-    else:
-        names = sorted(
-            {name for name in tools for pattern in allowlist if fnmatch.fnmatchcase(name, pattern)}
-        )
+    names = sorted(name for name in tools if permits(allowlist, name))
     offered = tuple((name, tools[name]) for name in names)
     document: JsonValue = [
         {"name": name, "description": listing.description, "inputSchema": listing.input_schema}
@@ -151,5 +152,6 @@ __all__ = [
     "derived_input_schema",
     "load_callable",
     "offer",
+    "permits",
     "server_listings",
 ]

@@ -2,7 +2,10 @@
 
 The credential never passes through the tool boundary's record or events: the
 boundary hands this tool the args the agent passed, and only the outgoing
-request carries the secret (RFC 0252 §D, SR-1).
+request carries the secret (RFC 0252 §D, SR-1). An error answer's body (its
+first `ERROR_BODY_CHARS`) is the tool error's `details.body`, so the agent and
+the record say why; a server that echoes the request's headers there has its
+echo of the credential cut by the boundary (engine/redaction.py).
 """
 
 from __future__ import annotations
@@ -14,6 +17,9 @@ import httpx
 from pydantic import JsonValue
 
 from wopeval.tools.base import Secret, ToolContext, ToolFailure
+
+ERROR_BODY_CHARS = 2000
+"""Characters of an error answer's body kept in the tool error (`details.body`)."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +72,7 @@ class HttpTool:
             raise ToolFailure(
                 f"http_{response.status_code}",
                 f"{self.name} answered HTTP {response.status_code}",
+                details={"body": response.text[:ERROR_BODY_CHARS]} if response.text else None,
                 retryable=response.status_code == 429 or response.status_code >= 500,
             )
         try:

@@ -17,23 +17,30 @@ had effects.
 
 A server's credential is added at egress only: an environment variable of
 the stdio process or a header of the HTTP requests. It never passes through
-the tool boundary, so it never reaches an event, a record or a log.
+the tool boundary on its way out; what comes back (a result, an error text
+that repeats it) is redacted by the boundary. A stdio server's stderr is not
+the host's: it is read line by line into the host's log (`wopeval.tools.mcp`),
+each line redacted by the spec's `redact`, so a server that prints its
+environment or its failures prints no credential in the host's output.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+import os
+import threading
+from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import httpx2
 import mcp_types
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client import Transport
+from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from pydantic import JsonValue
 
@@ -83,6 +90,8 @@ class McpServerSpec:
     name: str
     transport: StdioLaunch | HttpEndpoint
     timeout_seconds: float
+    redact: Callable[[str], str]
+    """What a line the server writes on its stderr becomes before the host logs it."""
     credential: McpCredential | None = None
     tools: tuple[str, ...] | None = None
     """The server's tool names to register (None: all it lists)."""
@@ -206,18 +215,35 @@ class McpConnection:
             env = dict(transport.env)
             if credential is not None and credential.env is not None:
                 env[credential.env] = credential.render()
-            return StdioServerParameters(
+            parameters = StdioServerParameters(
                 command=transport.command[0],
                 args=list(transport.command[1:]),
                 env=env,
                 cwd=transport.cwd,
             )
+            return stdio_client(parameters, errlog=_stderr_to_log(stack, self._spec))
         headers = dict(transport.headers)
         if credential is not None and credential.header is not None:
             headers[credential.header] = credential.render()
         timeout = httpx2.Timeout(CONNECT_TIMEOUT_SECONDS, read=self._spec.timeout_seconds + 5)
         http = await stack.enter_async_context(httpx2.AsyncClient(headers=headers, timeout=timeout))
         return streamable_http_client(transport.url, http_client=http)
+
+
+def _stderr_to_log(stack: AsyncExitStack, spec: McpServerSpec) -> TextIO:
+    """A pipe for a stdio server's stderr, whose lines a thread logs redacted until the
+    server and the connection (`stack`) have both closed their end."""
+    read_end, write_end = os.pipe()
+    writer = os.fdopen(write_end, "w")
+    stack.callback(writer.close)
+
+    def relay() -> None:
+        with os.fdopen(read_end, encoding="utf-8", errors="replace") as reader:
+            for line in reader:
+                log.warning("MCP server %s: %s", spec.name, spec.redact(line.rstrip("\n")))
+
+    threading.Thread(target=relay, name=f"mcp-stderr:{spec.name}", daemon=True).start()
+    return writer
 
 
 class McpTool:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import logging
+import secrets
 
-from wopeval.api.routes.mcp import REDACT_TOKENS
+import pytest
+
+from wopeval.api.invocation_token import REDACT_TOKENS
 
 
 def _access_line(path: str) -> logging.LogRecord:
@@ -28,6 +31,36 @@ def test_the_mcp_and_model_proxy_tokens_are_cut_from_the_path() -> None:
         assert REDACT_TOKENS.filter(record)
         assert "SECRET" not in record.getMessage()
         assert logged in record.getMessage()
+
+
+TOKEN = secrets.token_urlsafe(32)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        f"/host/wopeval/openai//{TOKEN}/v1/chat/completions",
+        f"/host//wopeval/mcp/{TOKEN}",
+        f"/HOST/WopEval/MCP/{TOKEN}",
+        f"/host/wopeval/mcp/%22{TOKEN}",
+        f"/host/wopeval/anthropic/{TOKEN}x/v1/messages",
+        f"/v1/chat/completions?key={TOKEN}",
+        f"/{TOKEN}/v1/responses",
+        f"/host/wopeval/openai/{TOKEN[:20]}",
+    ],
+    ids=["double-slash", "slashes-before", "case", "quoted", "glued", "query", "bare", "cut"],
+)
+def test_a_token_in_a_malformed_request_target_is_cut_too(path: str) -> None:
+    record = _access_line(path)
+    assert REDACT_TOKENS.filter(record)
+    assert TOKEN[:20] not in record.getMessage()
+    assert "…" in record.getMessage()
+
+
+def test_a_bare_token_is_replaced_by_an_ellipsis() -> None:
+    record = _access_line(f"/{TOKEN}/v1/responses?x=1")
+    REDACT_TOKENS.filter(record)
+    assert record.getMessage() == '127.0.0.1:5000 - "POST /…/v1/responses?x=1 HTTP/1.1" 200'
 
 
 def test_other_paths_are_logged_untouched() -> None:

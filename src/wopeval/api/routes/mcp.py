@@ -12,15 +12,16 @@ closed exactly like a call the agent makes in-process.
 The server is the official `mcp` SDK's Streamable-HTTP server, stateless and
 answering in JSON: every request names its invocation by the token in its
 path, so there is no session to keep. The token is the capability
-(engine/grants.py); a request that also carries an API key must be of the
-token's tenant. Every refusal is the same 404, whatever the reason.
+(engine/grants.py), checked as the model proxy checks it
+(api/invocation_token.py): a request that also carries an API key must be of
+the token's tenant; every refusal is the same 404, whatever the reason. Which
+tools the agent may call is the boundary's to say (`Invocation.call_tool`),
+not this endpoint's.
 """
 
 from __future__ import annotations
 
 import json
-import logging
-import re
 from typing import Any
 
 import mcp_types
@@ -33,10 +34,10 @@ from starlette.types import Receive, Scope, Send
 
 from wopeval.agents import ToolCallError
 from wopeval.api.deps import InvocationAccessDep
-from wopeval.engine.grants import CAPABILITY_PATHS, MCP_PATH
+from wopeval.api.invocation_token import invocation_for
+from wopeval.engine.grants import MCP_PATH
 from wopeval.engine.invocation import Invocation
 from wopeval.engine.runlog import RunClosed
-from wopeval.wire import errors
 
 router = APIRouter(tags=["host"])
 
@@ -48,16 +49,7 @@ REFUSED = "No such MCP endpoint."
 @router.api_route(MCP_PATH + "{token}", methods=["GET", "POST", "DELETE"], include_in_schema=False)
 async def mcp_endpoint(token: str, request: Request, access: InvocationAccessDep) -> Response:
     """The MCP endpoint of one running invocation, for as long as it runs."""
-    tenant: str | None = None
-    authorization = request.headers.get("authorization")
-    if authorization is not None:
-        try:
-            tenant = access.auth.authenticate(authorization).tenant
-        except errors.Unauthenticated:
-            raise errors.NotFound(REFUSED) from None
-    invocation = access.grants.resolve(token, tenant)
-    if invocation is None:
-        raise errors.NotFound(REFUSED)
+    invocation = invocation_for(token, request, access, REFUSED)
     sessions: StreamableHTTPSessionManager = request.app.state.mcp_sessions
     return _Exchange(sessions, invocation)
 
@@ -109,20 +101,15 @@ async def _call_tool(
     context: ServerRequestContext[Any], params: mcp_types.CallToolRequestParams
 ) -> mcp_types.CallToolResult:
     invocation = _invocation(context)
-    name = invocation.tool_names().canonical(params.name)
-    if name is None:
-        # Not the agent's tool: nothing runs and nothing is recorded, like an unknown method.
-        return _error(
-            {"code": "tool_not_offered", "message": f"{params.name} is not offered to this agent"}
-        )
     try:
-        value = await invocation.call_tool(name, params.arguments or {})
+        # The boundary refuses a tool the agent is not granted (`tool_not_offered`).
+        value = await invocation.call_tool(params.name, params.arguments or {}, named_by="offered")
     except ToolCallError as failure:
         return _error(failure.error)
     except RunClosed:
         # The run ended under the call (a cancel): the agent sees a plain tool error.
         return _error({"code": "invocation_ended", "message": "the invocation has ended"})
-    if invocation.offered().by_name[name].server is not None:
+    if invocation.is_mcp_tool(params.name):
         return _as_recorded(value)
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     return mcp_types.CallToolResult(
@@ -148,24 +135,3 @@ def _error(error: dict[str, Any]) -> mcp_types.CallToolResult:
     return mcp_types.CallToolResult(
         content=[mcp_types.TextContent(type="text", text=text)], is_error=True
     )
-
-
-class RedactTokens(logging.Filter):
-    """Keeps capability tokens (MCP endpoint, model proxy) out of the access log: the path
-    is logged without them."""
-
-    _token = re.compile("(" + "|".join(map(re.escape, CAPABILITY_PATHS)) + r")[^/?\s\"]+")
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        # Every request's access line passes here: the rewrite only for the token paths.
-        args = record.args
-        if isinstance(args, tuple) and any(isinstance(arg, str) and _PATHS in arg for arg in args):
-            record.args = tuple(
-                self._token.sub(r"\1…", arg) if isinstance(arg, str) else arg for arg in args
-            )
-        return True
-
-
-_PATHS = "/host/wopeval/"
-"""What every token path starts with."""
-REDACT_TOKENS = RedactTokens()

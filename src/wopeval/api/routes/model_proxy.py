@@ -17,10 +17,11 @@ is forwarded to the agent's upstream for that API with the real key added at
 egress, relayed whole or event by event as it arrives, and recorded as
 executed (a streamed answer reassembled into the whole one).
 
-The token follows the MCP endpoint's rules (engine/grants.py): one
-invocation, one tenant, valid while it runs, never logged; every refusal is
-the same 404 envelope. It is presented as `Authorization: Bearer` or
-`x-api-key` (Anthropic's clients). Past that the routes speak their API's
+The token is checked as the MCP endpoint checks it (api/invocation_token.py):
+one invocation, one tenant, valid while it runs, never logged; a key presented
+with it (`Authorization: Bearer` or `x-api-key`, Anthropic's clients) is the
+token itself or an API key of its tenant; every refusal is the same 404
+envelope. Past that the routes speak their API's
 protocol, errors included, so the agent's client reads them; they are kept
 out of `/openapi.json`, whose bodies are OpenWOP's.
 """
@@ -38,10 +39,9 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from wopeval import models
 from wopeval.api.deps import InvocationAccess, InvocationAccessDep
+from wopeval.api.invocation_token import invocation_for
 from wopeval.engine.grants import ANTHROPIC_PATH, OPENAI_PATH
-from wopeval.engine.invocation import Invocation
 from wopeval.engine.models import ModelRecorder
-from wopeval.wire import errors
 
 router = APIRouter(tags=["host"])
 REFUSED = "No such model endpoint."
@@ -68,7 +68,7 @@ async def messages(token: str, request: Request, access: InvocationAccessDep) ->
 async def _exchange(
     api: models.ModelApi, token: str, request: Request, access: InvocationAccess
 ) -> Response:
-    invocation = _invocation(token, request, access)
+    invocation = invocation_for(token, request, access, REFUSED)
     try:
         model_request = api.parse(json.loads(await request.body()))
     except models.InvalidModelRequest as exc:
@@ -95,28 +95,6 @@ async def _exchange(
     target = upstream.request(model_request, request.headers)
     forward = _Forward(access.http, target, upstream.timeout_seconds, model_request, recorder)
     return await (forward.streamed() if model_request.stream else forward.whole())
-
-
-def _invocation(token: str, request: Request, access: InvocationAccess) -> Invocation:
-    """The running invocation the token names; the one 404 for every other case."""
-    tenant: str | None = None
-    key = request.headers.get("x-api-key")
-    offered = [
-        credential
-        for credential in (request.headers.get("authorization"), key and f"Bearer {key}")
-        if credential
-    ]
-    # Clients present the token itself as their key; any other key must be the token's
-    # tenant's (like the MCP endpoint).
-    if offered and f"Bearer {token}" not in offered:
-        try:
-            tenant = access.auth.authenticate(offered[0]).tenant
-        except errors.Unauthenticated:
-            raise errors.NotFound(REFUSED) from None
-    invocation = access.grants.resolve(token, tenant)
-    if invocation is None:
-        raise errors.NotFound(REFUSED)
-    return invocation
 
 
 def _error(api: models.ModelApi, status: int, message: str, code: str) -> JSONResponse:

@@ -1,0 +1,545 @@
+"""An invocation's two endpoints, in process: its MCP endpoint and its recording model proxy.
+
+The routers are mounted on an app of their own (as the queue worker mounts
+them) and asked through ASGI, for one real invocation on a SQLite store; the
+model upstream is the loopback stand-in of the providers (`_model_server`),
+or a loopback server that answers what no provider would. Both endpoints
+resolve the token one way; past it, the MCP endpoint hands each call to the
+invocation's boundary and the proxy forwards, replays or refuses each request
+in its API's shape, recording what it did.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+from pydantic import JsonValue
+from sqlalchemy import select
+
+from _model_server import ModelServer as ModelStandIn
+from wopeval import evals, models
+from wopeval.agents import AgentRegistry, AgentSpec, PythonAgent
+from wopeval.api import errors as error_handlers
+from wopeval.api.auth import Authenticator, hash_key
+from wopeval.api.deps import InvocationAccess
+from wopeval.api.routes import mcp, model_proxy
+from wopeval.engine.boundary import Boundary, LiveTransport
+from wopeval.engine.grants import InvocationGrants
+from wopeval.engine.invocation import Invocation, Where
+from wopeval.engine.models import ModelServer
+from wopeval.engine.runlog import Journal
+from wopeval.models import Endpoint, ModelUpstream
+from wopeval.store import Store
+from wopeval.store.tables import model_calls, tool_calls
+from wopeval.tools import PythonTool, ToolContext, ToolFailure, ToolListing, ToolRegistry
+from wopeval.wire.runs import RunStatus
+
+from ..engine._store import TENANT, open_run, open_store, writer_for
+
+KEY = "key-of-the-tenant"
+OTHER_KEY = "key-of-another-tenant"
+UPSTREAM_KEY = "sk-upstream-" + "u" * 20
+MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
+CHAT_BODY: dict[str, JsonValue] = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+
+
+async def _decide(context: object) -> JsonValue:
+    return None
+
+
+async def _granted(args: JsonValue) -> JsonValue:
+    return {"granted": args}
+
+
+async def _words(args: JsonValue) -> JsonValue:
+    return "just words"
+
+
+async def _listed(args: JsonValue) -> JsonValue:
+    return [1, 2]
+
+
+async def _fails(args: JsonValue) -> JsonValue:
+    raise ToolFailure("quota", "no more today (für heute)", details={"left": 0})
+
+
+async def _server_answer(args: JsonValue) -> JsonValue:
+    return {"content": [{"type": "text", "text": "from the server"}], "structuredContent": {"a": 1}}
+
+
+async def _server_text(args: JsonValue) -> JsonValue:
+    return "bare"
+
+
+async def _server_refuses(args: JsonValue) -> JsonValue:
+    content = {"content": [{"type": "text", "text": "the server says no"}]}
+    raise ToolFailure("mcp_tool_error", "the server says no", details=content)
+
+
+def _registry() -> ToolRegistry:
+    registry = ToolRegistry()
+    registry.add(PythonTool("t:granted", _granted), ToolListing("Grants.", {"type": "object"}))
+    registry.add(PythonTool("t:words", _words))
+    registry.add(PythonTool("t:list", _listed))
+    registry.add(PythonTool("t:fails", _fails))
+    registry.add(PythonTool("t:secret", _granted))
+    # Tools an MCP server lists: their answers are kept as the server gave them.
+    for name, function in (
+        ("srv:answer", _server_answer),
+        ("srv:text", _server_text),
+        ("srv:refuses", _server_refuses),
+    ):
+        registry.add(PythonTool(name, function), ToolListing(server="srv"))
+    return registry
+
+
+@dataclass
+class Endpoints:
+    client: httpx.AsyncClient
+    invocation: Invocation
+    token: str
+    store: Store
+    run_id: str
+
+    @property
+    def mcp(self) -> str:
+        return f"/host/wopeval/mcp/{self.token}"
+
+    def proxy(self, path: str) -> str:
+        return f"/host/wopeval/openai/{self.token}/v1{path}"
+
+    @property
+    def messages(self) -> str:
+        return f"/host/wopeval/anthropic/{self.token}/v1/messages"
+
+    async def call(self, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+        params: dict[str, Any] = {"name": name, "arguments": arguments or {}}
+        answer = await self.rpc("tools/call", params)
+        result: dict[str, Any] = answer.json()["result"]
+        return result
+
+    async def rpc(
+        self, method: str, params: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> httpx.Response:
+        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+        sent = {**MCP_HEADERS, **(headers or {})}
+        return await self.client.post(self.mcp, json=body, headers=sent)
+
+    async def recorded(self, table: Any, *columns: str) -> list[tuple[Any, ...]]:
+        await self.invocation.journal.flush()
+        async with self.store.reading() as uow:
+            rows = await uow.connection.execute(
+                select(*(table.c[name] for name in columns)).where(table.c.run_id == self.run_id)
+            )
+            return [tuple(row) for row in rows]
+
+
+@asynccontextmanager
+async def endpoints(
+    tmp_path: Path,
+    upstream: ModelUpstream | None = None,
+    replay: ModelServer | None = None,
+    status: RunStatus = RunStatus.RUNNING,
+) -> AsyncIterator[Endpoints]:
+    async with open_store(tmp_path) as store, httpx.AsyncClient(trust_env=False) as egress:
+        log = await open_run(writer_for(store), status)
+        grants = InvocationGrants("http://host")
+        live = LiveTransport(_registry(), ToolContext(TENANT, log.run_id), 5.0, grants)
+        spec = AgentSpec(
+            "agent",
+            PythonAgent(_decide),
+            "python",
+            tools=("t:granted", "t:words", "t:list", "t:fails", "srv:*"),
+            model_upstream=upstream,
+        )
+        invocation = Invocation(
+            spec=spec,
+            input=None,
+            journal=Journal(log),
+            boundary=Boundary(live, models=replay),
+            agents=AgentRegistry(),
+            where=Where(log.run_id),
+        )
+        app = FastAPI()
+        app.include_router(mcp.router)
+        app.include_router(model_proxy.router)
+        error_handlers.install(app)
+        sessions = mcp.session_manager()
+        keys = [(hash_key(KEY), "k1", TENANT), (hash_key(OTHER_KEY), "k2", "other-tenant")]
+        app.state.invocation_access = InvocationAccess(grants, Authenticator(keys), egress)
+        app.state.mcp_sessions = sessions
+        async with (
+            sessions.run(),
+            httpx.AsyncClient(
+                transport=httpx.ASGITransport(app=app), base_url="http://host"
+            ) as client,
+        ):
+            yield Endpoints(client, invocation, invocation.openai_api_key, store, log.run_id)
+
+
+# ── the MCP endpoint ─────────────────────────────────────────────────
+
+
+async def test_the_mcp_endpoint_lists_the_granted_tools_by_their_offered_names(
+    tmp_path: Path,
+) -> None:
+    async with endpoints(tmp_path) as at:
+        listed = (await at.rpc("tools/list", {})).json()["result"]["tools"]
+    assert [tool["name"] for tool in listed] == [
+        "srv__answer", "srv__refuses", "srv__text", "t__fails", "t__granted", "t__list", "t__words"
+    ]  # fmt: skip
+    granted = next(tool for tool in listed if tool["name"] == "t__granted")
+    assert (granted["description"], granted["inputSchema"]) == ("Grants.", {"type": "object"})
+    assert "description" not in next(tool for tool in listed if tool["name"] == "t__words")
+
+
+async def test_a_call_answers_with_the_value_as_text_and_structured_when_an_object(
+    tmp_path: Path,
+) -> None:
+    async with endpoints(tmp_path) as at:
+        granted = await at.call("t__granted", {"n": "ü"})
+        words = await at.call("t__words")
+        listed = await at.call("t__list")
+        server = await at.call("srv__answer")
+        bare = await at.call("srv__text")
+        calls = await at.recorded(tool_calls, "tool", "status")
+    assert granted == {
+        "content": [{"type": "text", "text": '{"granted": {"n": "ü"}}'}],
+        "structuredContent": {"granted": {"n": "ü"}},
+        "isError": False,
+    }
+    assert words == {"content": [{"type": "text", "text": "just words"}], "isError": False}
+    assert listed == {"content": [{"type": "text", "text": "[1, 2]"}], "isError": False}
+    assert server == {
+        "content": [{"type": "text", "text": "from the server"}],
+        "structuredContent": {"a": 1},
+        "isError": False,
+    }
+    assert bare == {"content": [{"type": "text", "text": "bare"}], "isError": False}
+    assert calls == [
+        ("t:granted", "ok"), ("t:words", "ok"), ("t:list", "ok"), ("srv:answer", "ok"),
+        ("srv:text", "ok"),
+    ]  # fmt: skip
+
+
+async def test_a_failed_call_is_an_is_error_result_and_an_un_granted_one_runs_nothing(
+    tmp_path: Path,
+) -> None:
+    async with endpoints(tmp_path) as at:
+        failed = await at.call("t__fails", {"ñ": "ü"})
+        refused_by_server = await at.call("srv__refuses")
+        not_granted = await at.call("t__secret")
+        calls = await at.recorded(tool_calls, "tool", "status")
+    (text,) = [block["text"] for block in failed["content"]]
+    assert failed["isError"] is True
+    assert json.loads(text) == {
+        "code": "quota",
+        "message": "no more today (für heute)",
+        "details": {"left": 0},
+    }
+    assert "für" in text, "as written, not escaped"
+    assert refused_by_server == {
+        "content": [{"type": "text", "text": "the server says no"}],
+        "isError": True,
+    }
+    (refusal,) = [block["text"] for block in not_granted["content"]]
+    assert not_granted["isError"] is True
+    assert json.loads(refusal) == {
+        "code": "tool_not_offered",
+        "message": "t__secret is not offered to agent agent",
+    }
+    assert calls == [("t:fails", "error"), ("srv:refuses", "error")]
+
+
+async def test_a_call_the_run_ended_under_is_a_plain_tool_error(tmp_path: Path) -> None:
+    async with endpoints(tmp_path, status=RunStatus.CANCELLED) as at:
+        ended = await at.call("t__granted", {"n": 1})
+    (text,) = [block["text"] for block in ended["content"]]
+    assert ended["isError"] is True
+    assert text == json.dumps({"code": "invocation_ended", "message": "the invocation has ended"})
+
+
+async def test_the_mcp_endpoint_refuses_every_other_caller_with_one_404(tmp_path: Path) -> None:
+    async with endpoints(tmp_path) as at:
+        passing = [{}, {"Authorization": f"Bearer {at.token}"}, {"Authorization": f"Bearer {KEY}"}]
+        statuses = [(await at.rpc("tools/list", {}, h)).status_code for h in passing]
+        refusing = [
+            {"Authorization": f"Bearer {OTHER_KEY}"},
+            {"x-api-key": OTHER_KEY},
+            {"Authorization": "Bearer no-such-key"},
+        ]
+        refused = [await at.rpc("tools/list", {}, h) for h in refusing]
+        unknown = await at.client.post(
+            "/host/wopeval/mcp/" + "x" * len(at.token), json={}, headers=MCP_HEADERS
+        )
+    assert statuses == [200, 200, 200]
+    for answer in [*refused, unknown]:
+        assert answer.status_code == 404
+        assert answer.json() == {"error": "not_found", "message": "No such MCP endpoint."}
+
+
+# ── the model proxy ─────────────────────────────────────────────────
+
+
+@pytest.fixture(scope="module")
+def stand_in() -> Iterator[ModelStandIn]:
+    with ModelStandIn() as server:
+        yield server
+
+
+def _upstream(openai: str, anthropic: str, timeout: float = 10.0) -> ModelUpstream:
+    return ModelUpstream(
+        {
+            "openai": Endpoint(openai, lambda: UPSTREAM_KEY),
+            "anthropic": Endpoint(anthropic, lambda: UPSTREAM_KEY),
+        },
+        timeout,
+    )
+
+
+def _stand_in_upstream(server: ModelStandIn) -> ModelUpstream:
+    return _upstream(server.base_url, server.root_url)
+
+
+class Odd:
+    """An upstream that answers 200 with what no provider sends (`{}`, or plain text when
+    streamed), or, at `/slow`, answers after two seconds."""
+
+    def __init__(self) -> None:
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if self.path.startswith("/slow"):
+                    time.sleep(2)
+                data = b"not an event stream\n" if body.get("stream") else b"{}"
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+
+@pytest.fixture(scope="module")
+def odd() -> Iterator[Odd]:
+    server = Odd()
+    yield server
+    server.server.shutdown()
+    server.server.server_close()
+
+
+def _script(server: ModelStandIn, user: str, turns: list[dict[str, Any]]) -> dict[str, JsonValue]:
+    server.script.add(user, turns)
+    return {"model": "m", "messages": [{"role": "user", "content": user}]}
+
+
+async def test_a_request_is_forwarded_with_the_real_key_relayed_and_recorded(
+    tmp_path: Path, stand_in: ModelStandIn
+) -> None:
+    whole = _script(stand_in, "whole please", [{"content": "whole answer"}])
+    streamed = _script(stand_in, "stream please", [{"content": "streamed answer"}])
+    async with endpoints(tmp_path, _stand_in_upstream(stand_in)) as at:
+        answer = await at.client.post(at.proxy("/chat/completions"), json=whole)
+        stream = await at.client.post(
+            at.proxy("/chat/completions"), json={**streamed, "stream": True}
+        )
+        rows = await at.recorded(model_calls, "api", "via", "served_by", "status", "stream")
+    assert answer.status_code == 200
+    assert answer.headers["content-type"] == "application/json"
+    assert answer.json()["choices"][0]["message"]["content"] == "whole answer"
+    assert stream.status_code == 200
+    assert stream.headers["content-type"].startswith("text/event-stream")
+    chunks = [json.loads(line[6:]) for line in stream.text.splitlines() if line[:7] == "data: {"]
+    pieces = [chunk["choices"][0]["delta"].get("content") or "" for chunk in chunks]
+    assert "".join(pieces) == "streamed answer"
+    assert stream.text.endswith("data: [DONE]\n\n")
+    assert rows == [("chat", "proxy", "live", "ok", False), ("chat", "proxy", "live", "ok", True)]
+    (sent,) = stand_in.script.requests_with("whole please")
+    assert sent.authorization == f"Bearer {UPSTREAM_KEY}"
+    assert sent.body == whole
+
+
+async def test_each_wire_api_has_its_route(tmp_path: Path, stand_in: ModelStandIn) -> None:
+    stand_in.script.add("responses please", [{"content": "a response"}])
+    stand_in.script.add("messages please", [{"content": "a message"}])
+    async with endpoints(tmp_path, _stand_in_upstream(stand_in)) as at:
+        response = await at.client.post(
+            at.proxy("/responses"), json={"model": "m", "input": "responses please"}
+        )
+        message = await at.client.post(
+            at.messages,
+            json={
+                "model": "claude",
+                "max_tokens": 16,
+                "messages": [{"role": "user", "content": "messages please"}],
+            },
+            headers={"anthropic-version": "2023-06-01", "x-api-key": at.token},
+        )
+        rows = await at.recorded(model_calls, "api", "status")
+    assert response.status_code == 200, response.text
+    assert response.json()["output"][0]["content"][0]["text"] == "a response"
+    assert message.status_code == 200, message.text
+    assert message.json()["content"][0]["text"] == "a message"
+    assert rows == [("responses", "ok"), ("messages", "ok")]
+
+
+async def test_an_upstream_error_is_relayed_as_it_came_and_recorded_failed(
+    tmp_path: Path, stand_in: ModelStandIn
+) -> None:
+    # 400, the least status the proxy relays as the upstream's error.
+    failing = _script(stand_in, "fail please", [{"fail_always": {"status": 400}}])
+    async with endpoints(tmp_path, _stand_in_upstream(stand_in)) as at:
+        whole = await at.client.post(at.proxy("/chat/completions"), json=failing)
+        stream = await at.client.post(
+            at.proxy("/chat/completions"), json={**failing, "stream": True}
+        )
+        rows = await at.recorded(model_calls, "status", "error")
+    assert (whole.status_code, stream.status_code) == (400, 400)
+    assert whole.headers["content-type"] == "application/json"
+    assert whole.content == stream.content
+    upstream_error = whole.json()["error"]
+    assert [status for status, _ in rows] == ["error", "error"]
+    for _, error in rows:
+        assert (error["status"], error["type"]) == (400, upstream_error["type"])
+        assert error["reason"] == "the model API answered HTTP 400"
+
+
+async def test_what_no_provider_answers_is_a_502_and_recorded(tmp_path: Path, odd: Odd) -> None:
+    async with endpoints(tmp_path, _upstream(odd.url, odd.url)) as at:
+        whole = await at.client.post(at.proxy("/chat/completions"), json=CHAT_BODY)
+        stream = await at.client.post(
+            at.proxy("/chat/completions"), json={**CHAT_BODY, "stream": True}
+        )
+        rows = await at.recorded(model_calls, "status", "error")
+    assert whole.status_code == 502
+    assert whole.json()["error"]["code"] == "malformed"
+    assert whole.json()["error"]["message"] == "the upstream's answer is not a chat answer"
+    assert stream.status_code == 200
+    assert stream.text == "not an event stream\n"
+    assert [(status, error["code"]) for status, error in rows] == [
+        ("error", "malformed"),
+        ("error", "incomplete"),
+    ]
+    assert rows[1][1]["reason"] == "the stream ended before the answer was complete"
+
+
+async def test_an_upstream_that_cannot_be_reached_or_is_too_slow_is_a_502_or_504(
+    tmp_path: Path, odd: Odd
+) -> None:
+    unreachable = _upstream("http://127.0.0.1:9", "http://127.0.0.1:9")
+    async with endpoints(tmp_path, unreachable) as at:
+        whole = await at.client.post(at.proxy("/chat/completions"), json=CHAT_BODY)
+        stream = await at.client.post(
+            at.proxy("/chat/completions"), json={**CHAT_BODY, "stream": True}
+        )
+        rows = await at.recorded(model_calls, "error")
+    assert (whole.status_code, stream.status_code) == (502, 502)
+    assert whole.json()["error"] == {
+        "message": "the model API could not be reached",
+        "type": "api_error",
+        "code": "unreachable",
+    }
+    assert [error["code"] for (error,) in rows] == ["unreachable", "unreachable"]
+    slow = _upstream(odd.url + "/slow", odd.url, timeout=0.2)
+    (tmp_path / "slow").mkdir()
+    async with endpoints(tmp_path / "slow", slow) as at:
+        late = await at.client.post(at.proxy("/chat/completions"), json=CHAT_BODY)
+        late_stream = await at.client.post(
+            at.proxy("/chat/completions"), json={**CHAT_BODY, "stream": True}
+        )
+    assert (late.status_code, late_stream.status_code) == (504, 504)
+    assert late.json()["error"]["code"] == "timeout"
+    assert late.json()["error"]["message"] == "the model API did not answer in time"
+
+
+async def test_a_request_the_proxy_cannot_forward_is_refused_in_the_apis_shape(
+    tmp_path: Path,
+) -> None:
+    async with endpoints(tmp_path) as at:
+        no_upstream = await at.client.post(at.proxy("/chat/completions"), json=CHAT_BODY)
+        not_json = await at.client.post(at.proxy("/chat/completions"), content=b"{")
+        invalid = await at.client.post(at.proxy("/chat/completions"), json={"model": "m"})
+        rows = await at.recorded(model_calls, "status", "error")
+    assert no_upstream.status_code == 502
+    assert no_upstream.json()["error"]["code"] == "no_upstream"
+    assert no_upstream.json()["error"]["message"] == "this agent has no model upstream"
+    assert (not_json.status_code, not_json.json()["error"]["code"]) == (400, "invalid_json")
+    assert not_json.json()["error"]["message"] == "The request body is not JSON."
+    assert (invalid.status_code, invalid.json()["error"]["code"]) == (400, "invalid_request")
+    with pytest.raises(models.InvalidModelRequest) as why:
+        models.CHAT.parse({"model": "m"})
+    assert invalid.json()["error"]["message"] == str(why.value)
+    no_upstream_error = {"code": "no_upstream", "reason": "this agent has no model upstream"}
+    assert rows == [("error", no_upstream_error)]
+
+
+async def test_under_model_replay_the_recording_answers_whole_or_streamed(
+    tmp_path: Path,
+) -> None:
+    request = models.CHAT.parse(CHAT_BODY)
+    answer: dict[str, JsonValue] = {"model": "m-1", "content": "recorded", "finishReason": "stop"}
+    fixture = evals.ModelFixture(
+        evals.model_request_hash(request.canonical()), answer, "chat", request.canonical(), 0
+    )
+    replay = ModelServer(evals.ModelReplayCursor([fixture, fixture]))
+    async with endpoints(tmp_path, replay=replay) as at:
+        whole = await at.client.post(at.proxy("/chat/completions"), json=CHAT_BODY)
+        stream = await at.client.post(
+            at.proxy("/chat/completions"), json={**CHAT_BODY, "stream": True}
+        )
+        missed = await at.client.post(
+            at.proxy("/chat/completions"), json={**CHAT_BODY, "model": "other"}
+        )
+        rows = await at.recorded(model_calls, "served_by", "via")
+    assert whole.status_code == 200
+    assert whole.json()["choices"][0]["message"]["content"] == "recorded"
+    assert stream.headers["content-type"].startswith("text/event-stream")
+    assert "recorded" in stream.text
+    assert missed.status_code == 400
+    assert missed.json()["error"]["code"] == "model_replay_miss"
+    assert missed.json()["error"]["message"].startswith(
+        "model replay: the source run made no request like this one"
+    )
+    assert rows == [("replay", "proxy"), ("replay", "proxy"), ("miss", "proxy")]
+
+
+async def test_the_proxy_refuses_every_other_caller_with_one_404(tmp_path: Path) -> None:
+    async with endpoints(tmp_path) as at:
+        refusing = [
+            {"Authorization": f"Bearer {OTHER_KEY}"},
+            {"x-api-key": OTHER_KEY},
+            {"x-api-key": "no-such-key"},
+        ]
+        paths = [at.proxy("/chat/completions"), at.proxy("/responses"), at.messages]
+        refused = [
+            await at.client.post(path, json=CHAT_BODY, headers=headers)
+            for path in paths
+            for headers in refusing
+        ]
+        own = await at.client.post(
+            at.proxy("/chat/completions"), json=CHAT_BODY, headers={"x-api-key": KEY}
+        )
+    for answer in refused:
+        assert answer.status_code == 404
+        assert answer.json() == {"error": "not_found", "message": "No such model endpoint."}
+    assert own.status_code == 502, "past the token check: this agent has no upstream"
