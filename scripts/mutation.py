@@ -76,10 +76,11 @@ GROUPS = (
         ("tests/e2e/mcp/test_agent_lanes.py",),
         _SQLITE_ONLY,
     ),
+    # The wire APIs it drives (models/) are left out: 1,747 mutants, hours on two cores.
     Group(
         "model-proxy",
-        ("src/wopeval/api/routes/model_proxy.py", "src/wopeval/models"),
-        ("tests/unit/models", "tests/e2e/llm/test_model_proxy.py"),
+        ("src/wopeval/api/routes/model_proxy.py",),
+        ("tests/e2e/llm/test_model_proxy.py",),
         _SQLITE_ONLY,
     ),
     Group(
