@@ -73,7 +73,7 @@ GROUPS = (
     Group(
         "mcp",
         ("src/wopeval/api/routes/mcp.py",),
-        ("tests/e2e/mcp/test_agent_lanes.py",),
+        ("tests/unit/api/test_redact_tokens.py", "tests/e2e/mcp/test_agent_lanes.py"),
         _SQLITE_ONLY,
     ),
     # The wire APIs it drives (models/) are left out: 1,747 mutants, hours on two cores.
