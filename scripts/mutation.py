@@ -1,10 +1,13 @@
 """`make mutation`: mutmut over chosen source paths with their fast tests, then the scores.
 
     .venv/bin/python scripts/mutation.py            # every group of GROUPS, one after another
+    .venv/bin/python scripts/mutation.py --group bundle --group erasure   # some of them
     .venv/bin/python scripts/mutation.py --mutate src/wopeval/evals --tests tests/unit/evals
 
 With no `--mutate`, each group of `GROUPS` (source paths and the fast tests that
-exercise them) is one mutmut run; the table at the end scores them all.
+exercise them) is one mutmut run; the table at the end scores them all. The groups
+whose tests start a host keep to its SQLite store (`-m "not postgres"`): the code
+under mutation is the same on both stores, and each mutant starts the host afresh.
 
 mutmut reads its settings only from a `[tool.mutmut]` table in the working
 directory's pyproject.toml, so each run works in a fresh directory under
@@ -54,7 +57,11 @@ class Group:
     name: str
     mutate: tuple[str, ...]
     tests: tuple[str, ...]
+    markers: str | None = None
+    """A pytest `-m` expression the tests are narrowed by (None: all of them)."""
 
+
+_SQLITE_ONLY = "not postgres"
 
 GROUPS = (
     Group("evals", ("src/wopeval/evals",), ("tests/unit/evals",)),
@@ -62,6 +69,32 @@ GROUPS = (
         "engine",
         ("src/wopeval/engine/runlog.py", "src/wopeval/engine/boundary.py"),
         ("tests/unit/engine",),
+    ),
+    Group(
+        "mcp",
+        ("src/wopeval/api/routes/mcp.py",),
+        ("tests/unit/api/test_redact_tokens.py", "tests/e2e/mcp/test_agent_lanes.py"),
+        _SQLITE_ONLY,
+    ),
+    # The wire APIs it drives (models/) are left out: 1,747 mutants, hours on two cores.
+    Group(
+        "model-proxy",
+        ("src/wopeval/api/routes/model_proxy.py",),
+        ("tests/e2e/llm/test_model_proxy.py",),
+        _SQLITE_ONLY,
+    ),
+    Group(
+        "bundle", ("src/wopeval/store/bundle.py",), ("tests/engine/test_bundles.py",), _SQLITE_ONLY
+    ),
+    Group(
+        "erasure",
+        ("src/wopeval/engine/erasure.py",),
+        (
+            "tests/engine/test_derived_copy_after_erasure.py",
+            "tests/engine/test_retention_schedule.py",
+            "tests/e2e/evals/test_erasure_and_fork.py",
+        ),
+        _SQLITE_ONLY,
     ),
 )
 """What `make mutation` mutates by default; each target is scored on its own."""
@@ -99,6 +132,12 @@ class Score:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--group",
+        action="append",
+        choices=[g.name for g in GROUPS],
+        help="run only this group of GROUPS (repeatable; default: every group)",
+    )
     parser.add_argument("--mutate", nargs="+", help="files or directories (default: GROUPS)")
     parser.add_argument("--tests", nargs="+", help="pytest selections (with --mutate)")
     parser.add_argument("--workdir", type=Path, default=ROOT / ".mutation")
@@ -106,7 +145,9 @@ def main() -> int:
     args = parser.parse_args()
     if (args.mutate is None) != (args.tests is None):
         parser.error("--mutate and --tests go together")
-    groups: tuple[Group, ...] = GROUPS
+    if args.mutate is not None and args.group:
+        parser.error("--group chooses among GROUPS; --mutate replaces them")
+    groups = tuple(g for g in GROUPS if not args.group or g.name in args.group)
     if args.mutate is not None:
         groups = (Group("selected", tuple(args.mutate), tuple(args.tests)),)
     if args.workdir.exists():
@@ -117,7 +158,8 @@ def main() -> int:
     for group in groups:
         workdir = args.workdir / group.name
         targets = [_relative(p) for p in group.mutate]
-        _prepare(workdir, targets, [_relative(t) for t in group.tests])
+        tests = [_relative(t) for t in group.tests]
+        _prepare(workdir, targets, tests + (["-m", group.markers] if group.markers else []))
         log = workdir / "mutmut.log"
         print(f"mutation: mutmut over {', '.join(targets)} (log: {log})", flush=True)
         command = [str(MUTMUT), "run"] + ([f"--max-children={args.jobs}"] if args.jobs else [])
@@ -140,8 +182,9 @@ def _relative(path: str) -> str:
     return resolved.relative_to(ROOT).as_posix()
 
 
-def _prepare(workdir: Path, targets: list[str], tests: list[str]) -> None:
-    """A fresh copy of the sources and tests, with the `[tool.mutmut]` table for this run."""
+def _prepare(workdir: Path, targets: list[str], selection: list[str]) -> None:
+    """A fresh copy of the sources and tests, with the `[tool.mutmut]` table for this run;
+    `selection`: pytest's arguments choosing the tests."""
     workdir.mkdir(parents=True)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     for name in ("src", "tests", "docs"):
@@ -159,7 +202,7 @@ def _prepare(workdir: Path, targets: list[str], tests: list[str]) -> None:
         "also_copy": ["docs"],
         "only_mutate": only,
         "do_not_mutate": fronts,
-        "pytest_add_cli_args_test_selection": tests,
+        "pytest_add_cli_args_test_selection": selection,
         # The Hypothesis profile of tests/conftest.py: the same examples on every run.
         "pytest_add_cli_args": ["-p", "no:cacheprovider", "--hypothesis-profile=mutation"],
         "use_git_change_detection": False,

@@ -34,6 +34,22 @@ settings.register_profile(
     deadline=None,
     suppress_health_check=[HealthCheck.differing_executors],
 )
+
+
+def _stdio_servers_get_a_real_stderr() -> None:
+    """The MCP SDK's stdio client takes sys.stderr as it is when first imported for the
+    stderr of every server it starts. Imported while pytest captures it, that is a capture
+    file closed at the session's end; mutmut runs many sessions in one process, and in the
+    later ones no stdio server would start. The process's own stderr stays open (pytest's
+    descriptor capture still catches what a server writes to it)."""
+    caught, sys.stderr = sys.stderr, sys.__stderr__
+    try:
+        import mcp.client.stdio  # noqa: F401
+    finally:
+        sys.stderr = caught
+
+
+_stdio_servers_get_a_real_stderr()
 # Everywhere else: a busy machine (two test workers on two cores) must not fail a property
 # by its clock. The examples drawn are the same; only the timing checks are off.
 settings.register_profile("wopeval", deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -7,6 +7,7 @@ seconds, so a killed or stopped worker's work comes back within the test.
 
 from __future__ import annotations
 
+import random
 import secrets
 import time
 from collections.abc import Callable, Iterator
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 import psycopg
 import pytest
 from openwop_client import OpenwopClient
@@ -190,6 +192,31 @@ def snapshot(http: httpx.Client, run_id: str) -> dict[str, Any]:
     assert response.status_code == 200, response.text
     document: dict[str, Any] = response.json()
     return document
+
+
+def stop_outside_transactions(fleet: Fleet, worker: WorkerProcess) -> None:
+    """SIGSTOP the worker at a moment none of its database sessions is in a transaction or
+    a statement: stopped holding a lock (a heartbeat, a job row its fence share-locks), it
+    would hold back the worker that is to take its work over, and the test with it."""
+    url = make_url(fleet.database_url).set(drivername="postgresql")
+    with psycopg.connect(url.render_as_string(hide_password=False), autocommit=True) as admin:
+        for _ in range(200):
+            worker.pause()
+            ports = [
+                connection.laddr.port
+                for connection in psutil.Process(worker.pid).net_connections(kind="tcp")
+                if connection.raddr and connection.raddr.port == (url.port or 5432)
+            ]
+            busy = admin.execute(
+                "SELECT count(*) FROM pg_stat_activity"
+                " WHERE client_port = ANY(%s) AND state <> 'idle'",
+                (ports,),
+            ).fetchone()
+            if busy is not None and busy[0] == 0:
+                return
+            worker.resume()
+            time.sleep(random.uniform(0, 0.01))
+    raise AssertionError("the worker was never caught outside a transaction")
 
 
 def wait_until(condition: Callable[[], bool], what: str) -> None:

@@ -7,15 +7,9 @@ exactly 0…last, no event id twice, one terminal event, last.
 from __future__ import annotations
 
 import json
-import random
 import time
 
-import psutil
-import psycopg
 from openwop_client.wire_id import project_id
-from sqlalchemy.engine import make_url
-
-from _processes import WorkerProcess
 
 from .conftest import (
     Fleet,
@@ -24,6 +18,7 @@ from .conftest import (
     landed_trials,
     snapshot,
     start_eval,
+    stop_outside_transactions,
     suite,
     wait_terminal,
     wait_until,
@@ -65,31 +60,6 @@ def test_a_killed_worker_loses_nothing_and_repeats_nothing(fleet: Fleet) -> None
     assert without_latency(summaries[0]) == without_latency(summaries[1])
 
 
-def _pause_outside_transactions(fleet: Fleet, worker: WorkerProcess) -> None:
-    """SIGSTOP the worker at a moment none of its database sessions is in a transaction or
-    a statement: stopped holding a lock (a heartbeat, a job row its fence share-locks), it
-    would hold back the worker that is to take its work over, and the test with it."""
-    url = make_url(fleet.database_url).set(drivername="postgresql")
-    with psycopg.connect(url.render_as_string(hide_password=False), autocommit=True) as admin:
-        for _ in range(200):
-            worker.pause()
-            ports = [
-                connection.laddr.port
-                for connection in psutil.Process(worker.pid).net_connections(kind="tcp")
-                if connection.raddr and connection.raddr.port == (url.port or 5432)
-            ]
-            busy = admin.execute(
-                "SELECT count(*) FROM pg_stat_activity"
-                " WHERE client_port = ANY(%s) AND state <> 'idle'",
-                (ports,),
-            ).fetchone()
-            if busy is not None and busy[0] == 0:
-                return
-            worker.resume()
-            time.sleep(random.uniform(0, 0.01))
-    raise AssertionError("the worker was never caught outside a transaction")
-
-
 def test_a_stopped_worker_that_comes_back_has_its_late_commits_refused(fleet: Fleet) -> None:
     api = fleet.serve()
     zombie = fleet.worker()
@@ -97,7 +67,7 @@ def test_a_stopped_worker_that_comes_back_has_its_late_commits_refused(fleet: Fl
         run_id = start_eval(http, suite(8, 1, sleep=1.5))
         wait_until(lambda: bool(_doing(fleet, run_id)), "the zombie to take the job")
         time.sleep(0.3)  # its trials are now sleeping in the agent, uncommitted
-        _pause_outside_transactions(fleet, zombie)
+        stop_outside_transactions(fleet, zombie)
         taken = _doing(fleet, run_id)[0]["id"]
         fleet.worker()
         wait_until(

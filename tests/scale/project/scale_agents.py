@@ -1,8 +1,11 @@
-"""The scale tier's agent: `{"sleep": s, "calls": [...], "answer": x, "kill": bool}`.
+"""The scale tier's agents.
 
-It waits `sleep` seconds, makes its calls (fixture-served in these suites), and
-decides `answer`. With `kill` it ends its own process with SIGKILL: a trial
-that takes its worker down every time (a poison trial).
+`decide`, input `{"sleep": s, "calls": [...], "answer": x, "kill": bool}`: it waits
+`sleep` seconds, makes its calls (fixture-served in these suites), and decides
+`answer`. With `kill` it ends its own process with SIGKILL: a trial that takes its
+worker down every time (a poison trial).
+
+`gated`, input `{"dir": d}`: the test steps each attempt by files in `d`.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+from pathlib import Path
 from typing import Any
 
 
@@ -26,3 +30,18 @@ async def decide(context: Any) -> Any:
 async def lookup(args: Any) -> Any:
     """`scale:lookup` run live: the suites serve it from fixtures, so a live call is a miss."""
     raise RuntimeError(f"scale:lookup has no live answer ({args})")
+
+
+async def gated(context: Any) -> Any:
+    """Attempt `i` (counted by the files, whichever worker runs it) touches `entered-i` and
+    waits for `gate-i`; cut while it waits (an immediate pause), it touches `cut-i`."""
+    base = Path(context.input["dir"])
+    index = len(await asyncio.to_thread(lambda: list(base.glob("entered-*"))))
+    await asyncio.to_thread((base / f"entered-{index}").touch)
+    try:
+        while not await asyncio.to_thread((base / f"gate-{index}").exists):  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+    except asyncio.CancelledError:
+        (base / f"cut-{index}").touch()
+        raise
+    return "released"

@@ -1,0 +1,93 @@
+"""Workflow runs executed by queue workers: a worker that lost its job writes nothing to the
+run, and a pause reaches the worker that executes the run.
+
+The run is the gated workflow (project/workflows/scale-gated.json): one node whose
+agent waits, attempt by attempt, until the test opens that attempt's gate.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+from openwop_client.wire_id import project_id
+
+from .conftest import (
+    Fleet,
+    assert_log_whole,
+    events_of,
+    stop_outside_transactions,
+    wait_terminal,
+    wait_until,
+)
+
+REFUSED = "is no longer this worker's"
+
+
+def _start(http: httpx.Client, gates: Path) -> str:
+    created = http.post("/runs", json={"workflowId": "scale-gated", "inputs": {"dir": str(gates)}})
+    assert created.status_code == 201, created.text
+    run_id: str = created.json()["runId"]
+    return run_id
+
+
+def _types(fleet: Fleet, run_id: str) -> list[str]:
+    return [event["type"] for event in events_of(fleet, run_id)]
+
+
+def test_a_stopped_worker_that_comes_back_has_its_workflow_commits_refused(
+    fleet: Fleet, tmp_path: Path
+) -> None:
+    api = fleet.serve()
+    zombie = fleet.worker()
+    with fleet.http(api) as http:
+        run_id = _start(http, tmp_path)
+        wait_until((tmp_path / "entered-0").exists, "the zombie's attempt to wait")
+        stop_outside_transactions(fleet, zombie)
+        fleet.worker()
+        wait_until((tmp_path / "entered-1").exists, "another worker to run the node again")
+        zombie.resume()
+        (tmp_path / "gate-0").touch()  # the zombie's attempt ends: it tries to commit now
+        wait_until(
+            lambda: REFUSED in zombie.output() or "node.completed" in _types(fleet, run_id),
+            "the zombie's commit",
+        )
+        assert REFUSED in zombie.output()
+        assert "node.completed" not in _types(fleet, run_id)
+        (tmp_path / "gate-1").touch()
+        final = wait_terminal(http, run_id)
+    assert final["status"] == "completed", final
+    events = events_of(fleet, run_id)
+    assert_log_whole(events)
+    assert [event["type"] for event in events].count("node.completed") == 1
+
+
+def test_an_immediate_pause_cuts_the_workers_node_which_starts_afresh_on_resume(
+    fleet: Fleet, tmp_path: Path
+) -> None:
+    api = fleet.serve()
+    fleet.worker()
+    with fleet.http(api) as http:
+        run_id = _start(http, tmp_path)
+        wire_id = project_id(run_id)
+        wait_until((tmp_path / "entered-0").exists, "the node's attempt to wait")
+        paused = http.post(f"/runs/{wire_id}:pause", json={"drainPolicy": "immediate"})
+        assert paused.status_code == 202, paused.text
+        assert paused.json()["status"] == "paused"
+        wait_until((tmp_path / "cut-0").exists, "the worker to cut the attempt")
+        kinds = _types(fleet, run_id)
+        assert kinds[-1] == "run.paused"
+        assert "node.completed" not in kinds
+        assert "node.failed" not in kinds
+        resumed = http.post(f"/runs/{wire_id}:resume", json={})
+        assert resumed.status_code == 202, resumed.text
+        wait_until((tmp_path / "entered-1").exists, "the node's fresh attempt")
+        (tmp_path / "gate-1").touch()
+        final = wait_terminal(http, run_id)
+    assert final["status"] == "completed", final
+    events = events_of(fleet, run_id)
+    assert_log_whole(events)
+    kinds = [event["type"] for event in events]
+    # The worker writes a node's steps when the node ends: the cut attempt left none.
+    assert (kinds.count("node.started"), kinds.count("node.completed")) == (1, 1)
+    assert kinds.index("run.paused") < kinds.index("run.resumed") < kinds.index("node.completed")
