@@ -70,30 +70,31 @@ GROUPS = (
         ("src/wopeval/engine/runlog.py", "src/wopeval/engine/boundary.py"),
         ("tests/unit/engine",),
     ),
+    # The MCP endpoint and the model proxy share the invocation token check; their fast tests
+    # drive both endpoints in process (tests/unit/api/test_invocation_endpoints.py).
     Group(
         "mcp",
-        ("src/wopeval/api/routes/mcp.py",),
-        ("tests/unit/api/test_redact_tokens.py", "tests/e2e/mcp/test_agent_lanes.py"),
+        ("src/wopeval/api/routes/mcp.py", "src/wopeval/api/invocation_token.py"),
+        ("tests/unit/api",),
         _SQLITE_ONLY,
     ),
     # The wire APIs it drives (models/) are left out: 1,747 mutants, hours on two cores.
     Group(
         "model-proxy",
         ("src/wopeval/api/routes/model_proxy.py",),
-        ("tests/e2e/llm/test_model_proxy.py",),
+        ("tests/unit/api",),
         _SQLITE_ONLY,
     ),
     Group(
-        "bundle", ("src/wopeval/store/bundle.py",), ("tests/engine/test_bundles.py",), _SQLITE_ONLY
+        "bundle",
+        ("src/wopeval/store/bundle.py",),
+        ("tests/engine/test_bundles.py", "tests/engine/test_hostile_bundles.py"),
+        _SQLITE_ONLY,
     ),
     Group(
         "erasure",
         ("src/wopeval/engine/erasure.py",),
-        (
-            "tests/engine/test_derived_copy_after_erasure.py",
-            "tests/engine/test_retention_schedule.py",
-            "tests/e2e/evals/test_erasure_and_fork.py",
-        ),
+        ("tests/unit/engine/test_erasure_rule.py", "tests/engine/test_erasure_cascade.py"),
         _SQLITE_ONLY,
     ),
 )

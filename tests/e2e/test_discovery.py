@@ -147,7 +147,8 @@ def test_openapi_needs_no_credential_and_describes_every_route(server: ServerHan
     anonymous = OpenwopClient(server.base_url, "not-a-key")
     document = anonymous.discovery_openapi()
     served = {
-        (route.path, method.lower())
+        # path_format: the template without converters ({runId:run} is {runId} on the wire)
+        (route.path_format, method.lower())
         for router in ROUTERS
         for route in router.routes
         # The MCP endpoint and the model proxy speak MCP's and OpenAI's protocols, not

@@ -17,6 +17,7 @@ import httpx
 import pytest
 from fastapi.routing import iter_route_contexts
 from openwop_client.wire_id import project_id
+from starlette.routing import compile_path
 
 from wopeval.api.app import create_app
 from wopeval.settings import Settings
@@ -108,7 +109,9 @@ def route_table() -> list[Route]:
     for context in iter_route_contexts(app.routes):
         assert context.path is not None, context
         # A mount (the static files) has no methods of its own: it answers GET.
-        routes += [(method, context.path) for method in context.methods or {"GET"}]
+        # The template as the wire names it: `{runId:run}` (a converter) is `{runId}`.
+        template = compile_path(context.path)[1]
+        routes += [(method, template) for method in context.methods or {"GET"}]
     return sorted(route for route in routes if route[0] != "HEAD")
 
 
