@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 
 from openwop_client.wire_id import project_id
 
@@ -114,7 +115,8 @@ def test_a_cancel_on_another_api_ends_the_run_once_and_idles_its_workers(fleet: 
         answer = http.post(f"/runs/{project_id(run_id)}/cancel", json={"reason": "enough"})
         assert answer.status_code == 200, answer.text
         assert answer.json()["status"] == "cancelled"
-        time.sleep(2.0)  # longer than a trial: whatever was in flight has tried to commit
+        # Once no worker runs a trial, whatever was in flight has tried to commit.
+        wait_until(_workers_idle(fleet), "the workers to finish the trials in flight")
         assert snapshot(http, run_id)["status"] == "cancelled"
     events = events_of(fleet, run_id)
     assert_log_whole(events)
@@ -122,8 +124,19 @@ def test_a_cancel_on_another_api_ends_the_run_once_and_idles_its_workers(fleet: 
     assert events[-1]["payload"]["reason"] == "enough"
     live = [job for job in fleet.jobs(run_id) if job["status"] in ("todo", "doing")]
     assert live == []
-    for worker in fleet.workers:
-        queue = worker.health()["queue"]
-        assert isinstance(queue, dict)
-        assert (queue["running"], queue["waiting"]) == (0, 0)
+    assert _workers_idle(fleet)()
     assert json.dumps(events).count("run.cancelled") == 1
+
+
+def _workers_idle(fleet: Fleet) -> Callable[[], bool]:
+    """Whether every worker says it runs and waits on nothing."""
+
+    def idle() -> bool:
+        for worker in fleet.workers:
+            queue = worker.health()["queue"]
+            assert isinstance(queue, dict)
+            if (queue["running"], queue["waiting"]) != (0, 0):
+                return False
+        return True
+
+    return idle
