@@ -29,6 +29,7 @@ from sqlalchemy import MetaData, create_engine, select
 from _backends import Backend
 from _model_server import ModelServer
 from _processes import ServeOptions, ServeProcess
+from _projects import write_agent_workflow
 from wopeval.engine.redaction import CUT_NOTE, KEPT_BYTES
 from wopeval.wire import ids
 
@@ -95,11 +96,7 @@ api_key_env = "{KEY_ENV}"
 timeout_seconds = 60
 """
     for agent_id in agents:
-        workflow = {
-            "id": "out-" + agent_id.removeprefix("output."),
-            "nodes": [{"id": "agent", "type": "core.agent", "agentId": agent_id}],
-        }
-        (directory / "workflows" / f"{workflow['id']}.json").write_text(json.dumps(workflow))
+        write_agent_workflow(directory, agent_id, "out-" + agent_id.removeprefix("output."))
     (directory / "wopeval.toml").write_text(toml)
 
 

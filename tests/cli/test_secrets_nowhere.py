@@ -30,6 +30,7 @@ from sqlalchemy import MetaData, create_engine, select
 
 from _backends import Backend
 from _processes import ServeOptions, ServeProcess
+from _projects import write_agent_workflow
 from wopeval.wire import ids
 
 HERE = Path(__file__).parent
@@ -146,11 +147,7 @@ callable = "{MODULE}:holding_agent"
 tools = ["leaky:*"]
 """
     for agent_id in ("leak.python", "leak.holder"):
-        workflow = {
-            "id": agent_id.replace(".", "-"),
-            "nodes": [{"id": "agent", "type": "core.agent", "agentId": agent_id}],
-        }
-        (directory / "workflows" / f"{workflow['id']}.json").write_text(json.dumps(workflow))
+        write_agent_workflow(directory, agent_id)
     (directory / "wopeval.toml").write_text(toml)
 
 

@@ -28,6 +28,7 @@ from openwop_client.types import CreateRunRequest
 
 from _backends import Backend
 from _model_server import ModelServer
+from _projects import write_agent_workflow
 
 from ._server import ServerHandle, host_settings, running_host
 from ._support import table_rows, unique, wait_terminal
@@ -126,11 +127,7 @@ credential = {{ value = "leaky-secret-unused", server_env = "LEAKY_TOKEN" }}
 """
     for agent_id, lines in agents.items():
         toml += f'\n[[agents]]\nid = "{agent_id}"\n{lines}\n'
-        workflow = {
-            "id": agent_id.replace(".", "-"),
-            "nodes": [{"id": "agent", "type": "core.agent", "agentId": agent_id}],
-        }
-        (directory / "workflows" / f"{workflow['id']}.json").write_text(json.dumps(workflow))
+        write_agent_workflow(directory, agent_id)
     (directory / "wopeval.toml").write_text(toml)
 
 

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from _backends import Backend
+from _projects import write_agent_workflow
 
 from .._server import ServerHandle, free_port, host_settings, running_host
 from ._agent_service import AgentService
@@ -171,11 +172,7 @@ timeout_seconds = {MCP_TIMEOUT_SECONDS}
         )
     for agent_id, (lane, lines) in agents.items():
         toml += f'\n[[agents]]\nid = "{agent_id}"\nlane = "{lane}"\n{lines}\n'
-        workflow = {
-            "id": agent_id.replace(".", "-"),
-            "nodes": [{"id": "agent", "type": "core.agent", "agentId": agent_id}],
-        }
-        (directory / "workflows" / f"{workflow['id']}.json").write_text(json.dumps(workflow))
+        write_agent_workflow(directory, agent_id)
     (directory / "wopeval.toml").write_text(toml)
 
 
