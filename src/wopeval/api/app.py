@@ -40,7 +40,6 @@ from wopeval.store import Lease
 
 ROUTERS = (
     discovery.router,
-    # Before `runs`, whose `GET /runs/{runId}` would take `<id>:diff` for a run id.
     run_diff.router,
     runs.router,
     events.router,
