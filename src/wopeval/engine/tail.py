@@ -43,6 +43,11 @@ bounds what the host holds unsent for it, whatever its reader does."""
 CROWD = 100
 """Followers of one run at once after whose leaving the host hands freed memory back to
 the system (engine/free_memory.py): what a crowd of streams frees is worth a heap trim."""
+TRIM_DELAY_SECONDS = 0.5
+"""How long after a crowd's last follower leaves the heap is trimmed. Leaving is not done
+when its stream's last line runs: the tail's reader ends, and the server drops each
+connection's response and write buffers, on the event loop's next turns; trimmed at once,
+the heap kept what they free (on PostgreSQL, 5 MB more after 1,000 followers left)."""
 HISTORY_PAGE = 64
 """Events a follower behind the window reads from the store at once: a thousand followers
 catching up hold a thousand small pages, not a thousand of `EVENTS_PAGE_SIZE`."""
@@ -206,11 +211,13 @@ class Tails:
         *,
         window: int = WINDOW,
         delivery_chars: int = DELIVERY_CHARS,
+        trim_delay: float = TRIM_DELAY_SECONDS,
     ) -> None:
         self._store = store
         self._notifier = notifier
         self._window = window
         self._delivery_chars = delivery_chars
+        self._trim_delay = trim_delay
         self._tails: dict[str, _Tail] = {}
         self.memory_returns = 0
         """Times a crowd's leaving handed freed memory back to the system."""
@@ -241,8 +248,12 @@ class Tails:
                 tail.stop()
                 if self._tails.get(record.run_id) is tail:
                     del self._tails[record.run_id]
-                if tail.most_followers >= CROWD and return_free_memory():
-                    self.memory_returns += 1
+                if tail.most_followers >= CROWD:
+                    asyncio.get_running_loop().call_later(self._trim_delay, self._trim)
+
+    def _trim(self) -> None:
+        if return_free_memory():
+            self.memory_returns += 1
 
     async def close(self) -> None:
         """Stop every reader; streams still following end (their clients may resume)."""
