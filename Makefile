@@ -75,7 +75,7 @@ lint: $(EXAMPLES)
 ## then `wopeval conformance` against a fresh `wopeval serve` on both databases
 # Two pytest workers, each taking whole test files (their module fixtures stay shared).
 test: lint frameworks
-	$(BIN)/pytest -n 2 --dist loadfile
+	$(BIN)/pytest -n 2 --dist loadfile --no-loadscope-reorder
 	$(BIN)/python scripts/conformance_self_check.py
 
 ## mutation: mutation testing (mutmut) of src/wopeval/evals/, engine/runlog.py,

@@ -112,3 +112,31 @@ def backend(request: pytest.FixtureRequest) -> Backend:
         return Backend(name)
     databases: PostgresDatabases = request.getfixturevalue("postgres_databases")
     return Backend(name, databases)
+
+
+LONG_FILES = (
+    "tests/fuzz/",
+    "tests/frameworks/",
+    "tests/cli/test_readme.py",
+    "tests/cli/test_ci_recipe.py",
+    "tests/e2e/llm/test_erasure_scan.py",
+    "tests/browser/",
+)
+"""Test files that take minutes each. `make test` hands whole files to its workers in the
+order collected (`--dist loadfile --no-loadscope-reorder`); xdist's own order, most tests
+first, put these one-test files last, where one of them kept a worker busy for minutes
+after the other had run out of files."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Long files first, in the order listed; the rest in their collected order."""
+    root = config.rootpath
+
+    def rank(item: pytest.Item) -> int:
+        path = item.path.relative_to(root).as_posix()
+        return next(
+            (index for index, prefix in enumerate(LONG_FILES) if path.startswith(prefix)),
+            len(LONG_FILES),
+        )
+
+    items.sort(key=rank)
