@@ -66,11 +66,13 @@ serve: install
 	@echo "wopeval: data and the 'dev' tenant's API key live in $(DATA_DIR)/ (key file: $(DATA_DIR)/dev-api-key)"
 	$(BIN)/wopeval serve --data-dir $(DATA_DIR)
 
-## lint: ruff (lint + format check) over the repository, mypy --strict over src and tests
+## lint: ruff (lint + format check) over the repository, mypy --strict over src and tests,
+## vulture for names nothing uses (allowlist: vulture_allowlist.py)
 lint: $(EXAMPLES)
 	$(BIN)/ruff check
 	$(BIN)/ruff format --check
 	$(BIN)/mypy
+	$(BIN)/vulture
 
 ## test: lint, the whole test suite (unit, migration, end-to-end on SQLite and PostgreSQL),
 ## then `wopeval conformance` against a fresh `wopeval serve` on both databases
