@@ -8,9 +8,10 @@ MUTATION_INSTALLED := $(VENV)/.installed-mutation
 DATA_DIR ?= .wopeval
 # What `make mutation` mutates, and the fast tests it runs against each mutant. Empty: the
 # default groups of scripts/mutation.py (evals/; engine/runlog.py and engine/boundary.py; the
-# MCP endpoint api/routes/mcp.py; the model proxy api/routes/model_proxy.py;
-# store/bundle.py; engine/erasure.py), each with its own tests. MUTATION_GROUPS: only these
-# groups, by name (e.g. "bundle erasure"). MUTATION_JOBS: mutmut's workers (default: CPUs).
+# MCP endpoint api/routes/mcp.py; the model proxy api/routes/model_proxy.py; the bundles,
+# recordings/_bundles.py and store/bundle.py; engine/erasure.py), each with its own tests.
+# MUTATION_GROUPS: only these groups, by name (e.g. "bundle erasure"). MUTATION_JOBS:
+# mutmut's workers (default: CPUs).
 MUTATE ?=
 MUTATION_TESTS ?=
 MUTATION_GROUPS ?=
@@ -65,11 +66,13 @@ serve: install
 	@echo "wopeval: data and the 'dev' tenant's API key live in $(DATA_DIR)/ (key file: $(DATA_DIR)/dev-api-key)"
 	$(BIN)/wopeval serve --data-dir $(DATA_DIR)
 
-## lint: ruff (lint + format check) over the repository, mypy --strict over src and tests
+## lint: ruff (lint + format check) over the repository, mypy --strict over src and tests,
+## vulture for names nothing uses (allowlist: vulture_allowlist.py)
 lint: $(EXAMPLES)
 	$(BIN)/ruff check
 	$(BIN)/ruff format --check
 	$(BIN)/mypy
+	$(BIN)/vulture
 
 ## test: lint, the whole test suite (unit, migration, end-to-end on SQLite and PostgreSQL),
 ## then `wopeval conformance` against a fresh `wopeval serve` on both databases
@@ -79,7 +82,7 @@ test: lint frameworks
 	$(BIN)/python scripts/conformance_self_check.py
 
 ## mutation: mutation testing (mutmut) of src/wopeval/evals/, engine/runlog.py,
-## engine/boundary.py, engine/erasure.py, store/bundle.py, the MCP endpoint and the model proxy,
+## engine/boundary.py, engine/erasure.py, the bundles, the MCP endpoint and the model proxy,
 ## each against its fast tests, then the score of each path; slow, so not part
 ## of `make test`. Some groups: make mutation MUTATION_GROUPS="bundle erasure". Other paths:
 ##   make mutation MUTATE="src/wopeval/engine/fence.py" MUTATION_TESTS="tests/unit/engine"

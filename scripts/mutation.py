@@ -87,7 +87,7 @@ GROUPS = (
     ),
     Group(
         "bundle",
-        ("src/wopeval/store/bundle.py",),
+        ("src/wopeval/recordings/_bundles.py", "src/wopeval/store/bundle.py"),
         ("tests/engine/test_bundles.py", "tests/engine/test_hostile_bundles.py"),
         _SQLITE_ONLY,
     ),

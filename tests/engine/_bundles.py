@@ -17,9 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from wopeval import evals
+from wopeval import evals, recordings
 from wopeval.store import Store, sqlite_url
-from wopeval.store import bundle as bundles
 
 FORMAT_1_BUNDLE = Path(__file__).parents[1] / "cli" / "data" / "recordings-format-1.zip"
 ORIGIN = "prod"
@@ -36,21 +35,21 @@ DIGEST = evals.ServerListing.from_document("orders", LISTING).digest
 Members = dict[str, bytes]
 
 
-async def import_into(url: str, bundle: bundles.Bundle, tenant: str) -> bundles.Imported:
+async def import_into(url: str, bundle: recordings.Bundle, tenant: str) -> recordings.Imported:
     store = await Store.open(url)
     try:
         async with store.transaction() as uow:
-            return await bundles.import_bundle(uow.connection, bundle, tenant)
+            return await recordings.import_bundle(uow.connection, bundle, tenant)
     finally:
         await store.close()
 
 
-async def export_from(url: str, run_ids: list[str], path: Path) -> bundles.Exported:
+async def export_from(url: str, run_ids: list[str], path: Path) -> recordings.Exported:
     store = await Store.open(url)
     try:
         async with store.reading() as uow:
-            origin = bundles.Origin(host="test", tenant=ORIGIN)
-            return await bundles.export_runs(
+            origin = recordings.Origin(host="test", tenant=ORIGIN)
+            return await recordings.export_runs(
                 uow.connection, run_ids, origin, datetime.now(UTC), path
             )
     finally:
@@ -146,16 +145,16 @@ def only_runs(*hex_ids: str) -> Callable[[Members], object]:
     return keep
 
 
-def runs_of(path: Path, directory: Path, *hex_ids: str) -> bundles.Bundle:
+def runs_of(path: Path, directory: Path, *hex_ids: str) -> recordings.Bundle:
     """The bundle at `path` with only these runs, read."""
     kept = rebuilt(path, directory / "-".join(hex_ids), only_runs(*hex_ids), rehash=False)
-    return bundles.read_bundle(kept)
+    return recordings.read_bundle(kept)
 
 
 def export_format_2(directory: Path) -> Path:
     """The format-1 data imported under its own tenant and exported again, in format 2."""
     url = sqlite_url(directory)
-    asyncio.run(import_into(url, bundles.read_bundle(FORMAT_1_BUNDLE), ORIGIN))
+    asyncio.run(import_into(url, recordings.read_bundle(FORMAT_1_BUNDLE), ORIGIN))
     path = directory / "format-2.zip"
     asyncio.run(
         export_from(url, [f"{ORIGIN}/{hex_id}" for hex_id in (SOURCE, REPLAY, BASELINE)], path)

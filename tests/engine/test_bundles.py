@@ -21,8 +21,8 @@ import pytest
 from sqlalchemy import Table, func, select, update
 
 from _backends import Backend
+from wopeval import recordings
 from wopeval.store import Store, sqlite_url
-from wopeval.store import bundle as bundles
 from wopeval.store.tables import run_tool_listings, runs, tool_calls, tool_listings
 
 from ._bundles import (
@@ -80,7 +80,7 @@ def test_this_host_writes_format_2_with_every_record_kind(exported: Path) -> Non
 
 
 def test_a_format_1_bundle_reads_as_the_same_records_format_2_carries(exported: Path) -> None:
-    older, newer = bundles.read_bundle(FORMAT_1_BUNDLE), bundles.read_bundle(exported)
+    older, newer = recordings.read_bundle(FORMAT_1_BUNDLE), recordings.read_bundle(exported)
     assert older.manifest.format == "wopeval.recordings/1"
     assert [run.hex_id for run in older.runs] == [run.hex_id for run in newer.runs]
     for old, new in zip(older.runs, newer.runs, strict=True):
@@ -254,23 +254,23 @@ def test_a_forged_or_damaged_bundle_is_refused_saying_why(
 ) -> None:
     change, message = CASES[case]
     forged = rebuilt(exported, tmp_path / "forged.zip", change, rehash=True)
-    with pytest.raises(bundles.BundleError) as refused:
-        bundles.read_bundle(forged)
+    with pytest.raises(recordings.BundleError) as refused:
+        recordings.read_bundle(forged)
     assert message in str(refused.value)
 
 
 def test_a_member_changed_after_export_fails_its_checksum(exported: Path, tmp_path: Path) -> None:
     change = first_row(SOURCE, "events", event_doc(lambda doc: doc.update(type="run.renamed")))
     tampered = rebuilt(exported, tmp_path / "tampered.zip", change, rehash=False)
-    with pytest.raises(bundles.BundleError, match=f"runs/{SOURCE}/events.jsonl does not match"):
-        bundles.read_bundle(tampered)
+    with pytest.raises(recordings.BundleError, match=f"runs/{SOURCE}/events.jsonl does not match"):
+        recordings.read_bundle(tampered)
 
 
 def test_a_file_that_is_no_zip_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "recordings.zip"
     path.write_bytes(b"not a zip")
-    with pytest.raises(bundles.BundleError, match="is not a recordings bundle"):
-        bundles.read_bundle(path)
+    with pytest.raises(recordings.BundleError, match="is not a recordings bundle"):
+        recordings.read_bundle(path)
 
 
 # ── the import, in a store ───────────────────────────────────────────────────
@@ -282,8 +282,8 @@ def test_an_import_writes_every_run_or_none(
     """One of the bundle's runs is already here: the others are not written either."""
     url = backend.new_database() or sqlite_url(tmp_path)
     asyncio.run(import_into(url, runs_of(exported, tmp_path, REPLAY), "ci"))
-    whole = bundles.read_bundle(exported)
-    with pytest.raises(bundles.BundleError, match=f"run ci/{REPLAY} is already in this store"):
+    whole = recordings.read_bundle(exported)
+    with pytest.raises(recordings.BundleError, match=f"run ci/{REPLAY} is already in this store"):
         asyncio.run(import_into(url, whole, "ci"))
     assert asyncio.run(_run_count(url)) == 1
     # Under another tenant the same hex ids are other runs.
@@ -294,8 +294,8 @@ def test_an_import_under_a_name_that_is_no_tenant_is_refused(
     tmp_path: Path, exported: Path
 ) -> None:
     url = sqlite_url(tmp_path)
-    with pytest.raises(bundles.BundleError, match="is not a tenant id"):
-        asyncio.run(import_into(url, bundles.read_bundle(exported), "a/b"))
+    with pytest.raises(recordings.BundleError, match="is not a tenant id"):
+        asyncio.run(import_into(url, recordings.read_bundle(exported), "a/b"))
     assert asyncio.run(_run_count(url)) == 0
 
 
@@ -346,7 +346,7 @@ def origin_store(backend: Backend, tmp_path: Path, exported: Path) -> str:
     url = backend.new_database() or sqlite_url(tmp_path)
     newest_first = both(manifest_edit(lambda m: m["runs"].reverse()), offered(SOURCE))
     reordered = rebuilt(exported, tmp_path / "reordered.zip", newest_first, rehash=True)
-    asyncio.run(import_into(url, bundles.read_bundle(reordered), ORIGIN))
+    asyncio.run(import_into(url, recordings.read_bundle(reordered), ORIGIN))
     asyncio.run(import_into(url, runs_of(reordered, tmp_path, SOURCE), "other"))
     return url
 
@@ -355,7 +355,7 @@ async def _tagged(url: str, tenant: str, tag: str) -> list[str]:
     store = await Store.open(url)
     try:
         async with store.reading() as uow:
-            return await bundles.tagged_run_ids(uow.connection, tenant, tag)
+            return await recordings.tagged_run_ids(uow.connection, tenant, tag)
     finally:
         await store.close()
 
@@ -383,12 +383,12 @@ def test_an_export_writes_each_run_once_and_a_whole_bundle(
     wanted = [f"{ORIGIN}/{SOURCE}", f"{ORIGIN}/{REPLAY}", f"{ORIGIN}/{SOURCE}"]
     asyncio.run(_changed(origin_store, tool_calls, {"result": {"reply": "déjà vu"}}))
     done = asyncio.run(export_from(origin_store, wanted, path))
-    assert done == bundles.Exported(path, wanted[:2])
+    assert done == recordings.Exported(path, wanted[:2])
     # Written aside and renamed: nothing but the bundle is left.
     assert [p.name for p in directory.iterdir()] == ["out.zip"]
-    read = bundles.read_bundle(path)
+    read = recordings.read_bundle(path)
     assert [run.hex_id for run in read.runs] == [SOURCE, REPLAY]
-    assert read.manifest.origin == bundles.Origin(host="test", tenant=ORIGIN)
+    assert read.manifest.origin == recordings.Origin(host="test", tenant=ORIGIN)
     with zipfile.ZipFile(path) as archive:
         assert {info.compress_type for info in archive.infolist()} == {zipfile.ZIP_DEFLATED}
         # Text as it was recorded, in UTF-8, not escaped.
@@ -428,7 +428,7 @@ def test_an_export_refuses_what_may_not_travel(
     if changed is not None:
         asyncio.run(_changed(origin_store, *changed))
     path = tmp_path / "out.zip"
-    with pytest.raises(bundles.BundleError) as refused:
+    with pytest.raises(recordings.BundleError) as refused:
         asyncio.run(export_from(origin_store, [run_id], path))
     assert message in str(refused.value)
     assert not path.exists()

@@ -26,10 +26,10 @@ import pytest
 from sqlalchemy import select
 
 from _backends import Backend
+from wopeval import recordings
 from wopeval.store import Store, sqlite_url
-from wopeval.store import bundle as bundles
-from wopeval.store._bundle_read import Limits, inflated
-from wopeval.store._bundle_records import RUN_RECORDS
+from wopeval.store._bundle_read import inflated
+from wopeval.store.bundle import RUN_RECORDS, Limits
 from wopeval.store.tables import derived_fixtures
 
 from ._bundles import (
@@ -455,9 +455,11 @@ async def _import_refused(url: str, forged: Path) -> tuple[str, Snapshot, Snapsh
     store = await Store.open(url)
     try:
         before = await _snapshot(store)
-        with pytest.raises(bundles.BundleError) as refused:
+        with pytest.raises(recordings.BundleError) as refused:
             async with store.transaction() as uow:
-                await bundles.import_bundle(uow.connection, bundles.read_bundle(forged), IMPORTER)
+                await recordings.import_bundle(
+                    uow.connection, recordings.read_bundle(forged), IMPORTER
+                )
         return str(refused.value), before, await _snapshot(store)
     finally:
         await store.close()
@@ -484,7 +486,7 @@ def seeded(backend: Backend, tmp_path_factory: pytest.TempPathFactory) -> Seeded
     (directory / "base").mkdir()
     base = export_format_2(directory / "base")
     url = backend.new_database() or sqlite_url(directory)
-    asyncio.run(import_into(url, bundles.read_bundle(base), VICTIM))
+    asyncio.run(import_into(url, recordings.read_bundle(base), VICTIM))
     asyncio.run(import_into(url, runs_of(base, directory, SOURCE), IMPORTER))
     asyncio.run(_leave_a_stray_row(url))
     return Seeded(url, base)
@@ -525,11 +527,11 @@ def test_an_import_writes_only_under_the_importing_tenant(seeded: Seeded, tmp_pa
     id it stores, and prints, is the importing tenant's."""
     tenant = "ci2"
     victim_before = asyncio.run(_rows_of_tenant(seeded.url, VICTIM))
-    imported = asyncio.run(import_into(seeded.url, bundles.read_bundle(seeded.base), tenant))
+    imported = asyncio.run(import_into(seeded.url, recordings.read_bundle(seeded.base), tenant))
     assert asyncio.run(_rows_of_tenant(seeded.url, VICTIM)) == victim_before
     stored = asyncio.run(_rows_of_tenant(seeded.url, tenant))
     assert imported.run_ids == [row["run_id"] for row in stored["runs"]]
-    assert imported.origin == bundles.Origin(host="test", tenant=ORIGIN)
+    assert imported.origin == recordings.Origin(host="test", tenant=ORIGIN)
     assert sorted(imported.run_ids) == sorted(f"{tenant}/{h}" for h in (SOURCE, REPLAY, BASELINE))
     assert {row["tenant"] for row in stored["runs"]} == {tenant}
     for event in stored["events"]:
@@ -548,7 +550,9 @@ def test_a_stream_is_refused_once_it_inflates_past_what_it_declared() -> None:
     holds to as well, whatever reads the zip."""
     content = b"x" * (3 << 20)
     assert b"".join(inflated(io.BytesIO(content), len(content), "m")) == content
-    with pytest.raises(bundles.BundleError, match="m inflates past the 3145727 bytes it declares"):
+    with pytest.raises(
+        recordings.BundleError, match="m inflates past the 3145727 bytes it declares"
+    ):
         list(inflated(io.BytesIO(content), len(content) - 1, "m"))
 
 
@@ -559,17 +563,17 @@ def test_the_caps_are_the_documented_ones_and_each_refuses(tmp_path: Path) -> No
     base = export_format_2(tmp_path)
     size = max(info.file_size for info in zipfile.ZipFile(base).infolist())
     total = sum(info.file_size for info in zipfile.ZipFile(base).infolist())
-    assert bundles.read_bundle(base, Limits(member_bytes=size, bundle_bytes=total))
-    with pytest.raises(bundles.BundleError, match=f"a member may hold at most {size - 1}"):
-        bundles.read_bundle(base, Limits(member_bytes=size - 1))
+    assert recordings.read_bundle(base, Limits(member_bytes=size, bundle_bytes=total))
+    with pytest.raises(recordings.BundleError, match=f"a member may hold at most {size - 1}"):
+        recordings.read_bundle(base, Limits(member_bytes=size - 1))
     with pytest.raises(
-        bundles.BundleError, match=f"inflates to {total} bytes; at most {total - 1}"
+        recordings.BundleError, match=f"inflates to {total} bytes; at most {total - 1}"
     ):
-        bundles.read_bundle(base, Limits(bundle_bytes=total - 1))
+        recordings.read_bundle(base, Limits(bundle_bytes=total - 1))
     # At the floor, a member is held to the ratio.
-    with pytest.raises(bundles.BundleError, match="-fold; at most 1-fold is read"):
-        bundles.read_bundle(base, Limits(ratio=1, ratio_floor=size))
-    assert bundles.read_bundle(base, Limits(ratio=1, ratio_floor=size + 1))
+    with pytest.raises(recordings.BundleError, match="-fold; at most 1-fold is read"):
+        recordings.read_bundle(base, Limits(ratio=1, ratio_floor=size))
+    assert recordings.read_bundle(base, Limits(ratio=1, ratio_floor=size + 1))
 
 
 def test_a_central_directory_entry_is_where_the_patches_write() -> None:

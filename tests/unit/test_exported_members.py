@@ -10,6 +10,7 @@ FRONTS = [
     "wopeval.agents",
     "wopeval.evals",
     "wopeval.models",
+    "wopeval.recordings",
     "wopeval.store",
     "wopeval.tools",
     "wopeval.cli",

@@ -25,6 +25,8 @@ ALLOWED: dict[str, set[str]] = {
     "models": {"wire", "evals"},
     "agents": {"wire", "models"},
     "tools": {"wire", "evals", "store"},
+    # Carrying recorded runs between stores: the store's rows, read for what the wire says.
+    "recordings": {"wire", "store"},
     "engine": {"wire", "evals", "settings", "store", "agents", "tools", "models"},
     "api": {
         "wire",
@@ -66,6 +68,7 @@ ALLOWED: dict[str, set[str]] = {
         "demo",
         "conformance",
         "worker",
+        "recordings",
     },
 }
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import re
 from urllib.parse import unquote_to_bytes
 
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from wopeval.api.errors import envelope_response
+from wopeval.wire import errors
 
 SERVED_MAJOR = 2
 PROTOCOL_VERSION = "2.46"
@@ -31,7 +33,12 @@ class VersionNegotiation:
             match = _VERSION.match(requested)
             # A malformed value selects nothing; only a well-formed other major is refused.
             if match and int(match.group(1)) != SERVED_MAJOR:
-                await _refuse_version(send)
+                refusal = errors.ProtocolVersionUnsupported(
+                    f"This host serves OpenWOP major {SERVED_MAJOR} only.",
+                    details={"protocolVersions": [PROTOCOL_VERSION]},
+                )
+                answer = envelope_response(refusal, {VERSION_HEADER: PROTOCOL_VERSION})
+                await answer(scope, receive, send)
                 return
 
         async def send_with_version(message: Message) -> None:
@@ -40,28 +47,6 @@ class VersionNegotiation:
             await send(message)
 
         await self.app(scope, receive, send_with_version)
-
-
-async def _refuse_version(send: Send) -> None:
-    body = json.dumps(
-        {
-            "error": "protocol_version_unsupported",
-            "message": "This host serves OpenWOP major 2 only.",
-            "details": {"protocolVersions": [PROTOCOL_VERSION]},
-        }
-    ).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 406,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                (VERSION_HEADER.lower().encode(), PROTOCOL_VERSION.encode()),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
 
 
 class LegacyPathIds:

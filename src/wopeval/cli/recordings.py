@@ -18,7 +18,7 @@ from wopeval.cli._exit import DATABASE_OWNED, Group
 from wopeval.settings import Settings
 
 if TYPE_CHECKING:
-    from wopeval.store.bundle import Bundle
+    from wopeval.recordings import Bundle
 
 app = typer.Typer(
     cls=Group,
@@ -80,12 +80,12 @@ def import_(
     database_url: DatabaseUrl = None,
 ) -> None:
     """Load a bundle's runs into this store under TENANT, keeping their hex ids."""
-    from wopeval.store import bundle as bundles
+    from wopeval import recordings
 
     # The whole bundle is checked before the store is opened: a bad one changes nothing.
     try:
-        loaded = bundles.read_bundle(bundle)
-    except bundles.BundleError as error:
+        loaded = recordings.read_bundle(bundle)
+    except recordings.BundleError as error:
         raise _refused(str(error)) from None
     settings = Settings(data_dir=data_dir, database_url=database_url)
     from wopeval.api.ownership import DatabaseOwned, claim, private_directory
@@ -115,20 +115,21 @@ def _fixture_map(path: Path) -> dict[str, str]:
 async def _export(
     settings: Settings, tenant: str, run_ids: list[str], tag: str | None, output: Path
 ) -> list[str]:
+    from wopeval import recordings
     from wopeval.engine.runlog import now
-    from wopeval.store import Store, bundle
+    from wopeval.store import Store
 
     store = await Store.open(settings.resolved_database_url())
     try:
         async with store.reading() as uow:
             if tag is not None:
-                run_ids = run_ids + await bundle.tagged_run_ids(uow.connection, tenant, tag)
+                run_ids = run_ids + await recordings.tagged_run_ids(uow.connection, tenant, tag)
             if not run_ids:
                 raise _refused(f"no ended run of tenant {tenant!r} carries the tag {tag!r}")
-            origin = bundle.Origin(host=socket.gethostname(), tenant=tenant)
+            origin = recordings.Origin(host=socket.gethostname(), tenant=tenant)
             try:
-                done = await bundle.export_runs(uow.connection, run_ids, origin, now(), output)
-            except bundle.BundleError as error:
+                done = await recordings.export_runs(uow.connection, run_ids, origin, now(), output)
+            except recordings.BundleError as error:
                 raise _refused(str(error)) from None
         return done.run_ids
     finally:
@@ -136,14 +137,15 @@ async def _export(
 
 
 async def _import(settings: Settings, loaded: Bundle, tenant: str) -> list[str]:
-    from wopeval.store import Store, bundle
+    from wopeval import recordings
+    from wopeval.store import Store
 
     store = await Store.open(settings.resolved_database_url())
     try:
         async with store.transaction() as uow:
             try:
-                done = await bundle.import_bundle(uow.connection, loaded, tenant)
-            except bundle.BundleError as error:
+                done = await recordings.import_bundle(uow.connection, loaded, tenant)
+            except recordings.BundleError as error:
                 raise _refused(str(error)) from None
         return done.run_ids
     finally:

@@ -36,7 +36,6 @@ class CrmService:
     def __init__(self) -> None:
         self.token = "crm_" + secrets.token_urlsafe(24)
         self.requests_served = 0
-        self.requests_refused = 0
         self._lock = threading.Lock()
         service = self
 
@@ -72,8 +71,6 @@ class CrmService:
             return
         # The credential check is the point: only the host's egress adds this header.
         if request.headers.get("Authorization") != f"Bearer {self.token}":
-            with self._lock:
-                self.requests_refused += 1
             self._reply(request, HTTPStatus.UNAUTHORIZED, {"error": "unauthenticated"})
             return
         length = int(request.headers.get("Content-Length") or 0)

@@ -50,7 +50,6 @@ RUN_DEADLINE_SECONDS = 60.0
 class DemoResult:
     data_dir: Path
     report_path: Path
-    production_run_ids: dict[str, str]
     baseline_run_id: str
     candidate_run_id: str
     baseline: EvalSummary
@@ -131,7 +130,6 @@ def run_demo(
     result = DemoResult(
         data_dir=data_dir,
         report_path=report_path,
-        production_run_ids=production,
         baseline_run_id=baseline_id,
         candidate_run_id=candidate_id,
         baseline=baseline,

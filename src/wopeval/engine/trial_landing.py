@@ -21,8 +21,6 @@ database) keep their own order of events (eval_runner.py).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
 from wopeval import evals
 from wopeval.engine.eval_plan import EvalPlan
 from wopeval.engine.eval_runner import finish, scored
@@ -30,9 +28,6 @@ from wopeval.engine.fence import ALREADY_LANDED, Landing, Locked
 from wopeval.engine.runlog import RunUpdate, Step, now
 from wopeval.store import TrialCounts, UnitOfWork
 from wopeval.wire.runs import RunStatus
-
-PlanLoader = Callable[[UnitOfWork, str, str], Awaitable[EvalPlan]]
-"""The plan of a run (tenant, run id), read in the caller's transaction."""
 
 
 async def land_trial(uow: UnitOfWork, locked: Locked, step: Step, plan: EvalPlan) -> Landing:

@@ -1,14 +1,15 @@
-"""Reading a bundle: the whole file checked before the store is touched.
+"""Reading a bundle: the whole file checked, as rows, before the store is touched.
 
 A bundle is checked whole — its members' sizes against `Limits` before a byte is
 inflated, its format, its manifest, every member against its checksum (hashed as
 it streams, never read whole), every row against the importing store's tables,
-the run each row belongs to, every run it names, and each run's event log — so a
-bad bundle is refused, with what is wrong, before anything is written. Its
+the run each row belongs to, the records it names and each run's one run row —
+so a bad bundle is refused, with what is wrong, before anything is written. Its
 checksums are only a guard against damage: whoever edits a bundle can recompute
 them, so nothing here trusts a row for more than what the checks prove. Older
 formats are upgraded here, in one versioned reader, to the current shape; the
-rest of the importer sees only that.
+rest of the importer sees only that. What the rows say (the runs they name, each
+run's event log and status) is checked a layer up, in recordings/.
 """
 
 from __future__ import annotations
@@ -25,17 +26,14 @@ from typing import IO, Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 from sqlalchemy import Column
 
-from wopeval.store._bundle_ids import Retenant
 from wopeval.store._bundle_records import (
     RUN_RECORDS,
     BundleError,
     RecordKind,
-    ended,
     primary_key,
     restored,
 )
 from wopeval.wire import ids
-from wopeval.wire.events import TERMINAL_TYPES, EventDoc
 
 FORMAT = "wopeval.recordings/2"
 """The bundle format this host writes."""
@@ -116,8 +114,8 @@ class Bundle:
     runs: tuple[BundledRun, ...]
 
 
-def read_bundle(path: Path, limits: Limits = LIMITS) -> Bundle:
-    """The bundle at `path`, checked whole; `BundleError` says what is wrong with it."""
+def read_rows(path: Path, limits: Limits = LIMITS) -> Bundle:
+    """The bundle at `path`, its file and every row checked; `BundleError` says what is wrong."""
     try:
         archive = zipfile.ZipFile(path)
     except (OSError, zipfile.BadZipFile, ValueError, EOFError) as exc:
@@ -126,7 +124,7 @@ def read_bundle(path: Path, limits: Limits = LIMITS) -> Bundle:
         members = _Members(archive, limits)
         manifest = _manifest(members, path)
         listed = {MANIFEST} | {
-            _member(run.id, name) for run in manifest.runs for name in _MEMBERS[manifest.format]
+            member_name(run.id, name) for run in manifest.runs for name in _MEMBERS[manifest.format]
         }
         if unlisted := sorted(members.names - listed):
             # Zip-slip paths among them: nothing is extracted, and nothing unlisted is read.
@@ -138,7 +136,8 @@ def read_bundle(path: Path, limits: Limits = LIMITS) -> Bundle:
     return Bundle(manifest, runs)
 
 
-def _member(hex_id: str, name: str) -> str:
+def member_name(hex_id: str, name: str) -> str:
+    """The member holding the run's records of one kind."""
     return f"runs/{hex_id}/{name}.jsonl"
 
 
@@ -261,7 +260,7 @@ def _run_records(
         raise BundleError(f"run {run.id} has members this format has not: {unknown}")
     records: dict[str, list[Any]] = {}
     for name in expected:
-        member = _member(run.id, name)
+        member = member_name(run.id, name)
         if name not in run.files:
             raise BundleError(f"{MANIFEST} lists no {member}")
         records[name] = _rows(members, member, run.files[name])
@@ -309,19 +308,16 @@ def _upgrade_format_1(records: dict[str, list[Any]]) -> dict[str, list[Any]]:
 
 
 def _check_whole(manifest: Manifest, runs: tuple[BundledRun, ...]) -> None:
-    """Every row: its table's shape, its run, the runs it names, no erased content, once;
-    every run: its one row, of the kind the manifest lists, and a whole, ended log."""
-    origin = manifest.origin.tenant
-    names_origin_runs = Retenant(origin, origin)
+    """Every row: its table's shape, its run, the records it names, once; every run: its
+    one row, of the kind the manifest lists."""
     seen: dict[str, dict[tuple[Any, ...], dict[str, Any]]] = {k.name: {} for k in RUN_RECORDS}
     for listed, run in zip(manifest.runs, runs, strict=True):
-        run_id = f"{origin}/{run.hex_id}"
+        run_id = f"{manifest.origin.tenant}/{run.hex_id}"
         for kind in RUN_RECORDS:
-            member = _member(run.hex_id, kind.name)
             rows = run.records[kind.name]
             for index, row in enumerate(rows):
-                where = f"{member} line {index + 1}"
-                rows[index] = checked = _checked_row(kind, row, where, run, names_origin_runs)
+                where = placed(run.hex_id, kind, index)
+                rows[index] = checked = _checked_row(kind, row, where, run, run_id)
                 held = seen[kind.name].setdefault(primary_key(kind, checked), checked)
                 # A record the tenant keeps once travels, the same, with each run naming it.
                 if held is not checked and (kind.named_by is None or held != checked):
@@ -334,54 +330,28 @@ def _check_whole(manifest: Manifest, runs: tuple[BundledRun, ...]) -> None:
             raise BundleError(
                 f"run {run_id} is a {row['kind']!r} run; {MANIFEST} lists a {listed.kind!r}"
             )
-        if not ended(row["status"]):
-            raise BundleError(f"run {run_id} has not ended (status {row['status']!r})")
-        _check_log(run_id, row, run.records["events"])
 
 
-def _check_log(run_id: str, run: dict[str, Any], events: list[dict[str, Any]]) -> None:
-    """The run's log is whole: sequences 0 to its last with no gap, each event the one its
-    row says, and one terminal event, last, the one its status says it ended with."""
-    where = f"the log of run {run_id}"
-    if [event["sequence"] for event in events] != list(range(len(events))):
-        raise BundleError(f"{where} is not gapless from sequence 0")
-    if run["last_sequence"] != len(events) - 1:
-        raise BundleError(
-            f"{where} ends at {len(events) - 1}; its run row says {run['last_sequence']}"
-        )
-    for event in events:
-        try:
-            doc = EventDoc.model_validate_json(event["doc"])
-        except ValidationError:
-            raise BundleError(f"{where}: event {event['sequence']} is no event") from None
-        if (doc.runId, doc.sequence, doc.type) != (run_id, event["sequence"], event["type"]):
-            raise BundleError(f"{where}: event {event['sequence']} is not the one its row names")
-    terminal = [event["type"] for event in events if event["type"] in TERMINAL_TYPES]
-    if terminal != [f"run.{run['status']}"] or events[-1]["type"] != terminal[0]:
-        raise BundleError(
-            f"{where} must end with one run.{run['status']} event, its status; it has {terminal}"
-        )
+def placed(hex_id: str, kind: RecordKind, index: int) -> str:
+    """Where the `index`th row of the run's `kind` records stands, as a refusal names it."""
+    return f"{member_name(hex_id, kind.name)} line {index + 1}"
 
 
 def _checked_row(
-    kind: RecordKind, row: Any, where: str, run: BundledRun, names_origin_runs: Retenant
+    kind: RecordKind, row: Any, where: str, run: BundledRun, run_id: str
 ) -> dict[str, Any]:
     values = restored(kind, row, where)
-    run_id = f"{names_origin_runs.origin}/{run.hex_id}"
     if kind.named_by is None and values[kind.run_column] != run_id:
         raise BundleError(f"{where}: a row of run {values[kind.run_column]!r}, not of {run_id}")
-    if values.get("erased_at") is not None:
-        raise BundleError(f"{where}: erased tool content of run {run_id}")
-    try:
-        names_origin_runs.row(kind, values, run.hex_id)
-        if (named_by := kind.named_by) is not None:
+    if (named_by := kind.named_by) is not None:
+        try:
             _check_named(kind, named_by, values, run)
-    except BundleError as error:
-        raise BundleError(f"{where}: {error}") from None
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise BundleError(
-            f"{where}: this {kind.name} row is not one this host reads ({exc!r})"
-        ) from None
+        except BundleError as error:
+            raise BundleError(f"{where}: {error}") from None
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise BundleError(
+                f"{where}: this {kind.name} row is not one this host reads ({exc!r})"
+            ) from None
     return values
 
 

@@ -43,7 +43,6 @@ from wopeval.store.tables import (
     tool_calls,
     tool_listings,
 )
-from wopeval.wire.runs import RunStatus
 
 
 class BundleError(Exception):
@@ -114,14 +113,6 @@ def restored(kind: RecordKind, row: object, where: str) -> dict[str, Any]:
         elif _required(column):
             raise BundleError(f"{where}: this {kind.name} row lacks {column.name}")
     return values
-
-
-_ENDED = frozenset(terminal.value for terminal in RunStatus if terminal.is_terminal)
-
-
-def ended(status: object) -> bool:
-    """A run in this status has ended: only such runs travel."""
-    return status in _ENDED
 
 
 def primary_key(kind: RecordKind, row: dict[str, Any]) -> tuple[Any, ...]:

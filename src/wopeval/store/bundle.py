@@ -1,4 +1,4 @@
-"""Recording bundles: runs carried from one store to another (operator tooling, never a wire route).
+"""Recording bundles as the store keeps them: the rows of runs, written to and read from a zip.
 
 A bundle is one zip file: `manifest.json` (format, origin, export time, the runs
 and a SHA-256 of every other member) and, per run, one JSON-lines member per kind
@@ -7,13 +7,12 @@ and its plan, its event log, its as-executed tool and model exchanges, its
 invocations, the MCP tool listings it was offered, its trial details and, for eval
 runs, the derived copies it was served.
 
-Import writes the runs under the importing tenant, keeping their hex ids, so a
-`{taskId: runId}` fixture-runs map stays valid once its tenant part is swapped;
-the imported runs are RFC 0252 sources (model replay included) and RFC 0251
-baselines there like any other, and erasable like any other. A bundle is outside
-the origin's erasure (docs/recordings.md), so export refuses a run whose content
-was erased, and import refuses a bundle that holds erased content. The bundle is
-read and checked whole (store/_bundle_read.py) before the import writes a row.
+This module only moves rows: it selects a run's rows, writes them to a bundle,
+reads a bundle back as rows the tables take (checked whole as rows by
+store/_bundle_read.py) and inserts rows in the caller's transaction, all or none.
+Which runs may travel and what their rows say (an ended run, a whole log, the
+tenant they move to and the run ids inside their documents) is decided a layer up,
+in recordings/.
 """
 
 from __future__ import annotations
@@ -22,8 +21,7 @@ import hashlib
 import json
 import os
 import zipfile
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -32,72 +30,44 @@ from sqlalchemy import and_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from wopeval.store._bundle_ids import Retenant
 from wopeval.store._bundle_read import (
     FORMAT,
+    LIMITS,
     MANIFEST,
     Bundle,
+    BundledRun,
+    Limits,
     Manifest,
     ManifestRun,
     Origin,
-    read_bundle,
+    member_name,
+    placed,
+    read_rows,
 )
-from wopeval.store._bundle_records import (
-    RUN_RECORDS,
-    BundleError,
-    RecordKind,
-    ended,
-    exported,
-)
+from wopeval.store._bundle_records import RUN_RECORDS, BundleError, RecordKind, exported
 from wopeval.store._rows import ignoring_duplicates
 from wopeval.store.tables import runs
-from wopeval.wire import ids
+
+Records = dict[str, list[dict[str, Any]]]
+"""Rows by record kind (`RecordKind.name`)."""
 
 
-@dataclass(frozen=True)
-class Exported:
-    path: Path
-    run_ids: list[str]
+async def run_rows(connection: AsyncConnection, tenant: str, run_id: str) -> Records:
+    """Every record of the tenant's run, by kind, as the store holds it (no run row: no run)."""
+    return {kind.name: await _rows(connection, kind, tenant, run_id) for kind in RUN_RECORDS}
 
 
-@dataclass(frozen=True)
-class Imported:
-    run_ids: list[str]
-    origin: Origin
-
-
-async def export_runs(
-    connection: AsyncConnection,
-    run_ids: Iterable[str],
-    origin: Origin,
-    at: datetime,
-    path: Path,
-) -> Exported:
-    """Write the runs (all of `origin.tenant`) to a new bundle at `path`."""
+def write_rows(path: Path, origin: Origin, at: datetime, runs: Sequence[BundledRun]) -> None:
+    """A new bundle at `path` holding the runs' records, each run's as one member per kind."""
     members: dict[str, bytes] = {}
     listed: list[ManifestRun] = []
-    wanted = list(dict.fromkeys(run_ids))
-    for run_id in wanted:
-        tenant, _, hex_id = run_id.partition("/")
-        if tenant != origin.tenant:
-            raise BundleError(f"{run_id} is not a run of tenant {origin.tenant!r}")
-        records = {
-            kind.name: await _rows(connection, kind, origin.tenant, run_id) for kind in RUN_RECORDS
-        }
-        if not records["runs"]:
-            raise BundleError(f"no run {run_id} in this store")
-        if not ended(records["runs"][0]["status"]):
-            raise BundleError(f"{run_id} is still active; export it once it has ended")
-        if any(row.get("erased_at") is not None for rows in records.values() for row in rows):
-            raise BundleError(
-                f"the tool content of {run_id} was erased; an erased run is never exported"
-            )
+    for run in runs:
         files = {}
-        for name, rows in records.items():
-            member = f"runs/{hex_id}/{name}.jsonl"
+        for name, rows in run.records.items():
+            member = member_name(run.hex_id, name)
             members[member] = _jsonl(rows)
             files[name] = hashlib.sha256(members[member]).hexdigest()
-        listed.append(ManifestRun(id=hex_id, kind=records["runs"][0]["kind"], files=files))
+        listed.append(ManifestRun(id=run.hex_id, kind=run.records["runs"][0]["kind"], files=files))
     manifest = Manifest(format=FORMAT, origin=origin, exportedAt=at.isoformat(), runs=listed)
     # Written aside, then renamed: a bundle at `path` is always a whole one.
     partial = path.with_name(f".{path.name}.partial")
@@ -106,29 +76,24 @@ async def export_runs(
         for member, content in members.items():
             archive.writestr(member, content)
     os.replace(partial, path)
-    return Exported(path, wanted)
 
 
-async def import_bundle(connection: AsyncConnection, bundle: Bundle, tenant: str) -> Imported:
-    """Insert a read bundle's runs under `tenant`, in the caller's transaction."""
-    if not ids.is_tenant_id(tenant):
-        raise BundleError(f"{tenant!r} is not a tenant id")
-    retenant = Retenant(bundle.manifest.origin.tenant, tenant)
-    run_ids = [f"{tenant}/{run.hex_id}" for run in bundle.runs]
-    present = await connection.execute(select(runs.c.run_id).where(runs.c.run_id.in_(run_ids)))
+async def insert_rows(
+    connection: AsyncConnection, run_ids: Collection[str], records: Mapping[str, list[Any]]
+) -> None:
+    """Insert the records of the new runs `run_ids` in the caller's transaction; refused
+    when one of the runs, or a row of theirs, is in the store already."""
+    present = await connection.execute(
+        select(runs.c.run_id).where(runs.c.run_id.in_(list(run_ids)))
+    )
     if (held := present.scalars().first()) is not None:
         raise BundleError(f"run {held} is already in this store; nothing was imported")
     for kind in RUN_RECORDS:
-        rows = [
-            retenant.row(kind, row, run.hex_id)
-            for run in bundle.runs
-            for row in run.records[kind.name]
-        ]
         insert = kind.table.insert()
         if kind.named_by is not None:
             # A record the tenant keeps once may travel with several runs, and be here already.
             insert = ignoring_duplicates(connection, kind.table)
-        if rows:
+        if rows := records[kind.name]:
             try:
                 await connection.execute(insert, rows)
             except IntegrityError:
@@ -138,7 +103,6 @@ async def import_bundle(connection: AsyncConnection, bundle: Bundle, tenant: str
                     f"the {kind.name} of these runs clash with rows already in this store; "
                     "nothing was imported"
                 ) from None
-    return Imported(run_ids, bundle.manifest.origin)
 
 
 async def _rows(
@@ -160,29 +124,19 @@ def _jsonl(rows: list[dict[str, Any]]) -> bytes:
     return b"".join(json.dumps(exported(row), ensure_ascii=False).encode() + b"\n" for row in rows)
 
 
-async def tagged_run_ids(connection: AsyncConnection, tenant: str, tag: str) -> list[str]:
-    """The tenant's ended runs carrying `tag`, oldest first."""
-    result = await connection.execute(
-        select(runs.c.run_id, runs.c.request, runs.c.status)
-        .where(runs.c.tenant == tenant)
-        .order_by(runs.c.created_seq)
-    )
-    return [
-        row.run_id
-        for row in result
-        if tag in (row.request or {}).get("tags", []) and ended(row.status)
-    ]
-
-
 __all__ = [
-    "FORMAT",
+    "LIMITS",
+    "RUN_RECORDS",
     "Bundle",
     "BundleError",
-    "Exported",
-    "Imported",
+    "BundledRun",
+    "Limits",
     "Origin",
-    "export_runs",
-    "import_bundle",
-    "read_bundle",
-    "tagged_run_ids",
+    "RecordKind",
+    "Records",
+    "insert_rows",
+    "placed",
+    "read_rows",
+    "run_rows",
+    "write_rows",
 ]

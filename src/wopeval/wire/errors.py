@@ -87,11 +87,6 @@ class ErrorCode(enum.Enum):
         "The recorded fixtures this eval run was served have been erased; it cannot be replayed.",
     )
     PAYLOAD_TOO_LARGE = ("payload_too_large", 413, "The request body is too large.")
-    UNSUPPORTED_MEDIA_TYPE = (
-        "unsupported_media_type",
-        415,
-        "The request body must be application/json.",
-    )
     CAPABILITY_NOT_PROVIDED = (
         "capability_not_provided",
         422,
@@ -186,10 +181,6 @@ class RecordedFixturesGone(WireError):
 
 class PayloadTooLarge(WireError):
     code = ErrorCode.PAYLOAD_TOO_LARGE
-
-
-class UnsupportedMediaType(WireError):
-    code = ErrorCode.UNSUPPORTED_MEDIA_TYPE
 
 
 class CapabilityNotProvided(WireError):

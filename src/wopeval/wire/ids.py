@@ -15,7 +15,6 @@ _PASSTHROUGH = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0
 _ESCAPE = re.compile(r"~([0-9A-Fa-f]{2})")
 AUTHOR_ID_PATTERN = r"^[A-Za-z0-9._~:-]{1,128}$"
 """agentId, workflowId and nodeId grammar (ids.schema.json)."""
-_AUTHOR_ID = re.compile(AUTHOR_ID_PATTERN)
 _PROJECTED_BYTE = r"(?:[A-Za-z0-9._-]|~[0-7][0-9A-Fa-f])"
 
 PROJECTED_RUN_ID_PATTERN = rf"^{_PROJECTED_BYTE}+~2[Ff]{_PROJECTED_BYTE}+$"
@@ -33,11 +32,6 @@ def is_tenant_id(value: str) -> bool:
 
 def is_run_id(value: str) -> bool:
     return bool(_RUN_ID.match(value))
-
-
-def is_author_id(value: str) -> bool:
-    """agentId, workflowId and nodeId grammar (ids.schema.json)."""
-    return bool(_AUTHOR_ID.match(value))
 
 
 def mint_run_id(tenant: str) -> str:

@@ -230,10 +230,3 @@ def subject_for(tenant: str, key_id: str) -> dict[str, Any]:
 
 def owner_for(tenant: str, key_id: str) -> dict[str, Any]:
     return {"tenant": tenant, "subject": subject_for(tenant, key_id)}
-
-
-def error_body(code: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
-    body: dict[str, Any] = {"code": code, "message": message}
-    if details:
-        body["details"] = details
-    return body

@@ -134,10 +134,6 @@ async def test_a_failing_tool_is_the_agents_tool_error(
     assert isinstance(result.duration_ms, int) is timed
 
 
-def _wrapped(response: JsonValue) -> dict[str, JsonValue]:
-    return {"code": "tool_error", "message": "The tool failed.", "details": {"response": response}}
-
-
 def _serve(response: JsonValue, *, is_error: bool = False) -> ToolResult | None:
     entry = ToolResponse(tool="t:any", response=response, isError=is_error)
     return FixtureServer(evals.FixtureCursor((entry,), "fail")).serve(ToolCall("t:any", {}, "c"))

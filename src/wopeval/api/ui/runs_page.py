@@ -29,7 +29,6 @@ router = APIRouter(prefix="/ui", route_class=UiRoute, include_in_schema=False)
 PAGE_SIZE = 50
 KINDS = tuple(kind.value for kind in RunKind)
 STATUSES = tuple(status.value for status in RunStatus)
-FILTER_FIELDS = ("kind", "status", "tag", "agent", "suite", "from", "to")
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from wopeval.store._bundle_records import BundleError, RecordKind
-from wopeval.wire import ids
+from wopeval.store import bundle
+from wopeval.wire import events, ids
 
 _RUN_COLUMNS = ("run_id", "eval_run_id", "source_run_id", "parent_run_id")
 """Columns of the run records that name a run."""
@@ -35,12 +35,12 @@ class Retenant:
         if value is None:
             return None
         if not (isinstance(value, str) and value.startswith(self._prefix) and ids.is_run_id(value)):
-            raise BundleError(
+            raise bundle.BundleError(
                 f"names {str(value)[:80]!r}, not a run of the bundle's tenant {self.origin!r}"
             )
         return f"{self.tenant}/{value[len(self._prefix) :]}"
 
-    def row(self, kind: RecordKind, row: dict[str, Any], hex_id: str) -> dict[str, Any]:
+    def row(self, kind: bundle.RecordKind, row: dict[str, Any], hex_id: str) -> dict[str, Any]:
         """A row of the run `hex_id`, under `tenant`: recorded content (an agent's input, a
         tool's result) is never rewritten, even where it holds a string that looks like a
         run id."""
@@ -73,20 +73,22 @@ class Retenant:
 
     def _tenant(self, value: Any) -> str:
         if value != self.origin:
-            raise BundleError(f"a row of tenant {str(value)[:80]!r}, not {self.origin!r}")
+            raise bundle.BundleError(f"a row of tenant {str(value)[:80]!r}, not {self.origin!r}")
         return self.tenant
 
     def _event(self, stored: str, own: str) -> str:
         doc = json.loads(stored)
         doc["runId"] = own
         payload = doc["payload"]
-        if doc["type"] == "run.started":
+        if doc["type"] == events.RunStarted.TYPE:
             payload["owner"] = self._owner(payload["owner"])
             if "sourceRunId" in payload:
                 payload["sourceRunId"] = self(payload["sourceRunId"])
-        elif doc["type"] == "eval.started":
+        elif doc["type"] == events.EvalStarted.TYPE:
             doc["payload"] = self._eval_refs(payload)
-        elif doc["type"] == "run.completed" and "evalSummary" in payload.get("outputs", {}):
+        elif doc["type"] == events.RunCompleted.TYPE and "evalSummary" in payload.get(
+            "outputs", {}
+        ):
             summary = payload["outputs"]["evalSummary"]
             payload["outputs"]["evalSummary"] = self._summary_refs(summary)
         return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
