@@ -11,7 +11,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from wopeval.api.auth import Authenticator
 from wopeval.api.host import Host
-from wopeval.engine.grants import InvocationGrants
+from wopeval.engine.recording.grants import InvocationGrants
 from wopeval.engine.host import Engine
 from wopeval.wire import ids
 from wopeval.wire.principal import Principal

@@ -19,20 +19,20 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from wopeval import evals
-from wopeval.engine.boundary import Boundary, LiveTransport
-from wopeval.engine.catalog import Catalog
-from wopeval.engine.control import RunControl
-from wopeval.engine.erasure import Erasure, erase_tool_content
-from wopeval.engine.eval_plan import resolve_eval
-from wopeval.engine.eval_runner import EvalContext, run_eval
-from wopeval.engine.grants import InvocationGrants
-from wopeval.engine.log_writer import LogWriter, OnInsert
-from wopeval.engine.notifier import Notifier
-from wopeval.engine.outcome import RunFailure, Terminal
-from wopeval.engine.replay import check_fork, replay
-from wopeval.engine.run_queue import RunQueue, Work
-from wopeval.engine.runlog import STOPPED_HOST, RunLog, RunUpdate, Step, Transition, now
-from wopeval.engine.workflow_runner import WorkflowContext, run_workflow
+from wopeval.engine.recording.boundary import Boundary, LiveTransport
+from wopeval.engine.catalog.catalog import Catalog
+from wopeval.engine.runs.control import RunControl
+from wopeval.engine.runs.erasure import Erasure, erase_tool_content
+from wopeval.engine.eval_runs.eval_plan import resolve_eval
+from wopeval.engine.eval_runs.eval_runner import EvalContext, run_eval
+from wopeval.engine.recording.grants import InvocationGrants
+from wopeval.engine.runlog.log_writer import LogWriter, OnInsert
+from wopeval.engine.live.notifier import Notifier
+from wopeval.engine.runs.outcome import RunFailure, Terminal
+from wopeval.engine.runs.replay import check_fork, replay
+from wopeval.engine.runs.run_queue import RunQueue, Work
+from wopeval.engine.runlog.runlog import STOPPED_HOST, RunLog, RunUpdate, Step, Transition, now
+from wopeval.engine.runs.workflow_runner import WorkflowContext, run_workflow
 from wopeval.settings import Settings
 from wopeval.store import OwnedRun, RunRecord, Store, UnitOfWork, next_created_seq
 from wopeval.tools import ToolContext

@@ -4,7 +4,7 @@
 `trajectory` compares the calls the agent made, as executed and excluding
 delegates (RFC 0244 §A), with `calls` (`_trajectory.py`). Each returns a `Grade`
 for one trial; the pass policy over trials is `_policy.trials_pass`. A `custom`
-match calls the project's code, so the engine grades it (`engine/grading.py`);
+match calls the project's code, so the engine grades it (`engine/eval_runs/grading.py`);
 this module only checks that a suite names graders the host has.
 """
 

@@ -225,7 +225,7 @@ class ToolCallsRepo:
         self, run_id: str, at: datetime, erased_error: Callable[[Any], dict[str, Any] | None]
     ) -> int:
         """Erase the run's calls still held: args and result go, each error becomes what
-        `erased_error` (the erasure rule, engine/erasure.py) keeps of it. Returns how many."""
+        `erased_error` (the erasure rule, engine/runs/erasure.py) keeps of it. Returns how many."""
         held = and_(tool_calls.c.run_id == run_id, tool_calls.c.erased_at.is_(None))
         errors = await self._connection.execute(
             select(tool_calls.c.sequence, tool_calls.c.error).where(held)

@@ -34,11 +34,11 @@ from wopeval.api import errors as error_handlers
 from wopeval.api.auth import Authenticator, hash_key
 from wopeval.api.deps import InvocationAccess
 from wopeval.api.routes import mcp, model_proxy
-from wopeval.engine.boundary import Boundary, LiveTransport
-from wopeval.engine.grants import InvocationGrants
-from wopeval.engine.invocation import Invocation, Where
-from wopeval.engine.models import ModelServer
-from wopeval.engine.runlog import Journal
+from wopeval.engine.recording.boundary import Boundary, LiveTransport
+from wopeval.engine.recording.grants import InvocationGrants
+from wopeval.engine.recording.invocation import Invocation, Where
+from wopeval.engine.recording.models import ModelServer
+from wopeval.engine.runlog.runlog import Journal
 from wopeval.models import Endpoint, ModelUpstream
 from wopeval.store import Store
 from wopeval.store.tables import model_calls, tool_calls

@@ -15,9 +15,9 @@ from sqlalchemy import select
 from _handles import handle_of
 from wopeval import evals
 from wopeval.agents import AgentRegistry, AgentSpec, PythonAgent, ToolCallError
-from wopeval.engine.boundary import Boundary, FixtureServer, LiveTransport, ToolCall
-from wopeval.engine.invocation import Invocation, Where
-from wopeval.engine.runlog import Journal, RunLog
+from wopeval.engine.recording.boundary import Boundary, FixtureServer, LiveTransport, ToolCall
+from wopeval.engine.recording.invocation import Invocation, Where
+from wopeval.engine.runlog.runlog import Journal, RunLog
 from wopeval.store import Store
 from wopeval.store.tables import tool_calls
 from wopeval.tools import PythonTool, ToolContext, ToolFailure, ToolRegistry

@@ -13,9 +13,9 @@ from pydantic import JsonValue
 from sqlalchemy import select
 
 from wopeval import evals, models
-from wopeval.engine.boundary import Boundary, FixtureServer, LiveTransport, ToolCall, ToolResult
-from wopeval.engine.grants import InvocationGrants
-from wopeval.engine.models import ModelServer
+from wopeval.engine.recording.boundary import Boundary, FixtureServer, LiveTransport, ToolCall, ToolResult
+from wopeval.engine.recording.grants import InvocationGrants
+from wopeval.engine.recording.models import ModelServer
 from wopeval.models import CHAT, LiveAnswer, ModelAnswer, ModelRequest
 from wopeval.store.tables import model_calls
 from wopeval.tools import PythonTool, ToolContext, ToolFailure, ToolRegistry

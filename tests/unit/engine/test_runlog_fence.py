@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from wopeval.engine.fence import Landing, Locked
-from wopeval.engine.runlog import (
+from wopeval.engine.runlog.fence import Landing, Locked
+from wopeval.engine.runlog.runlog import (
     STOPPED_HOST,
     RunClosed,
     RunLog,

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import Table, func, select
 
 from _handles import handle_of
-from wopeval.engine.runlog import (
+from wopeval.engine.runlog.runlog import (
     STOPPED_HOST,
     Journal,
     RunClosed,

@@ -11,11 +11,11 @@ from wopeval import evals
 from wopeval.api import idempotency, routing
 from wopeval.api.deps import EngineDep, HostDep, PrincipalDep, path_run_id
 from wopeval.api.snapshots import created, run_links, snapshot
-from wopeval.engine import commands
+from wopeval.engine.runs import commands
 from wopeval.engine.host import Engine
-from wopeval.engine.read_cache import tenant_scope
-from wopeval.engine.replay import fork_point
-from wopeval.engine.runlog import timestamp
+from wopeval.engine.live.read_cache import tenant_scope
+from wopeval.engine.runs.replay import fork_point
+from wopeval.engine.runlog.runlog import timestamp
 from wopeval.store import RunFilter, RunRecord, decode_cursor, encode_cursor
 from wopeval.wire import date_time, errors, limits
 from wopeval.wire.principal import Principal
@@ -77,12 +77,12 @@ async def get_run(runId: str, principal: PrincipalDep, engine: EngineDep) -> Res
 
 
 SNAPSHOT_VIEW = "snapshot"
-"""The run's snapshot among the answers kept of its reads (engine/read_cache.py)."""
+"""The run's snapshot among the answers kept of its reads (engine/live/read_cache.py)."""
 
 
 async def run_answer(engine: Engine, principal: Principal, segment: str) -> Response:
     """The RunSnapshot of the caller's run named by a `{runId}` path segment: as kept
-    since the run last changed, where this host keeps answers (engine/read_cache.py)."""
+    since the run last changed, where this host keeps answers (engine/live/read_cache.py)."""
     run_id = path_run_id(segment, principal)
     cache = engine.notifier.cache
     if cache is None:
@@ -98,7 +98,7 @@ async def run_answer(engine: Engine, principal: Principal, segment: str) -> Resp
 
 def list_view(query_string: bytes) -> str:
     """A page of the run list among the answers kept of the tenant's reads
-    (engine/read_cache.py): the same query, until one of its runs changes, gets the same page."""
+    (engine/live/read_cache.py): the same query, until one of its runs changes, gets the same page."""
     return "list?" + query_string.decode("latin-1")
 
 

@@ -1,0 +1,1 @@
+"""Eval runs: plan, trials, grading, landing and reads of their results; may touch `runs`, `catalog`, `recording`, `runlog`, `live`."""

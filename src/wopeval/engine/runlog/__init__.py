@@ -1,0 +1,1 @@
+"""The run log: its steps, row transitions, fences and the one writer; may touch `live`."""
