@@ -14,8 +14,8 @@ from openwop_client.wire_id import project_id
 
 from _backends import Backend
 from wopeval.api.auth import key_id
-from wopeval.engine.runlog.log_writer import LogWriter
 from wopeval.engine.live.notifier import Notifier
+from wopeval.engine.runlog.log_writer import LogWriter
 from wopeval.engine.runlog.runlog import Step, now
 from wopeval.settings import Settings
 from wopeval.store import RunRecord, Store, next_created_seq

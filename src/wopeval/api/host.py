@@ -28,16 +28,16 @@ from wopeval.api.auth import Authenticator
 from wopeval.api.credentials import embedded_keys, serving_keys
 from wopeval.engine.catalog.catalog import Catalog, seed_conformance
 from wopeval.engine.catalog.catalog_digest import catalog_digest
-from wopeval.engine.runs.erasure import purge_expired
+from wopeval.engine.catalog.project import connect_mcp_servers, load_project
 from wopeval.engine.health import HealthReport, all_ok, database_check
 from wopeval.engine.host import Engine
 from wopeval.engine.live.notifier import Notifier
-from wopeval.engine.catalog.project import connect_mcp_servers, load_project
 from wopeval.engine.live.read_cache import ReadCache
-from wopeval.engine.runs.run_queue import QueueFactory
-from wopeval.engine.runlog.runlog import now
 from wopeval.engine.live.tail import Tails
 from wopeval.engine.live.wakeups import Wakeups
+from wopeval.engine.runlog.runlog import now
+from wopeval.engine.runs.erasure import purge_expired
+from wopeval.engine.runs.run_queue import QueueFactory
 from wopeval.settings import Settings
 from wopeval.store import IDEMPOTENCY_RETENTION, Lease, Store, take_lease
 from wopeval.tools import COUNTER_LISTING, CounterTool, McpServers

@@ -19,19 +19,20 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from wopeval import evals
-from wopeval.engine.recording.boundary import Boundary, LiveTransport
 from wopeval.engine.catalog.catalog import Catalog
-from wopeval.engine.runs.control import RunControl
-from wopeval.engine.runs.erasure import Erasure, erase_tool_content
 from wopeval.engine.eval_runs.eval_plan import resolve_eval
 from wopeval.engine.eval_runs.eval_runner import EvalContext, run_eval
-from wopeval.engine.recording.grants import InvocationGrants
-from wopeval.engine.runlog.log_writer import LogWriter, OnInsert
 from wopeval.engine.live.notifier import Notifier
+from wopeval.engine.recording.boundary import Boundary, LiveTransport
+from wopeval.engine.recording.grants import InvocationGrants
+from wopeval.engine.recording.invocation import Invocation
+from wopeval.engine.runlog.log_writer import LogWriter, OnInsert
+from wopeval.engine.runlog.runlog import STOPPED_HOST, RunLog, RunUpdate, Step, Transition, now
+from wopeval.engine.runs.control import RunControl
+from wopeval.engine.runs.erasure import Erasure, erase_tool_content
 from wopeval.engine.runs.outcome import RunFailure, Terminal
 from wopeval.engine.runs.replay import check_fork, replay
 from wopeval.engine.runs.run_queue import RunQueue, Work
-from wopeval.engine.runlog.runlog import STOPPED_HOST, RunLog, RunUpdate, Step, Transition, now
 from wopeval.engine.runs.workflow_runner import WorkflowContext, run_workflow
 from wopeval.settings import Settings
 from wopeval.store import OwnedRun, RunRecord, Store, UnitOfWork, next_created_seq
@@ -79,7 +80,7 @@ class Engine:
         self.catalog_digest = catalog_digest
         self.queue = queue
         self.writer = LogWriter(store, notifier, broadcast=broadcast or queue is not None)
-        self.grants = InvocationGrants(settings.agent_base_url())
+        self.grants: InvocationGrants[Invocation] = InvocationGrants(settings.agent_base_url())
         self._executing: dict[str, tuple[asyncio.Task[None], Execution]] = {}
         self._stopping = False
 
@@ -158,6 +159,7 @@ class Engine:
                 control=execution.control,
                 catalog=self.catalog,
                 boundary=Boundary(self.live_transport(principal.tenant, record.run_id)),
+                grants=self.grants,
                 invoked=execution.invoked,
             )
             return await run_workflow(workflow, inputs, context)
@@ -201,6 +203,7 @@ class Engine:
                 control=execution.control,
                 agents=self.catalog.agents,
                 live=self.live_transport(principal.tenant, record.run_id),
+                grants=self.grants,
                 concurrency=self.settings.eval.concurrency,
                 alpha=self.settings.eval.alpha,
                 regression_verdict=self.settings.eval.regression_verdict,
@@ -221,7 +224,6 @@ class Engine:
             self.catalog.tools,
             context,
             self.settings.tool_timeout_seconds,
-            self.grants,
             self.catalog.prices,
             enabled=self.settings.live_tools,
             redactor=self.catalog.redactor,

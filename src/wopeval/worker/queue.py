@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pydantic import JsonValue
 
 from wopeval.engine.catalog.catalog import Catalog
-from wopeval.engine.runlog.fence import Fence, Landing, Locked
-from wopeval.engine.runs.run_queue import QueueFactory, RunQueue, Work
-from wopeval.engine.runlog.runlog import RunUpdate, Step
 from wopeval.engine.eval_runs.trial_landing import complete_if_done, invoked_agent_ids
+from wopeval.engine.runlog.fence import Fence, Landing, Locked
+from wopeval.engine.runlog.runlog import RunUpdate, Step
+from wopeval.engine.runs.run_queue import QueueFactory, RunQueue, Work
 from wopeval.settings import QueueSettings
 from wopeval.store import RunRecord, UnitOfWork
 from wopeval.worker import sql

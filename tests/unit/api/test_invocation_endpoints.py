@@ -154,8 +154,8 @@ async def endpoints(
 ) -> AsyncIterator[Endpoints]:
     async with open_store(tmp_path) as store, httpx.AsyncClient(trust_env=False) as egress:
         log = await open_run(writer_for(store), status)
-        grants = InvocationGrants("http://host")
-        live = LiveTransport(_registry(), ToolContext(TENANT, log.run_id), 5.0, grants)
+        grants: InvocationGrants[Invocation] = InvocationGrants("http://host")
+        live = LiveTransport(_registry(), ToolContext(TENANT, log.run_id), 5.0)
         spec = AgentSpec(
             "agent",
             PythonAgent(_decide),
@@ -170,6 +170,7 @@ async def endpoints(
             boundary=Boundary(live, models=replay),
             agents=AgentRegistry(),
             where=Where(log.run_id),
+            grants=grants,
         )
         app = FastAPI()
         app.include_router(mcp.router)

@@ -9,8 +9,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from _handles import handle_of
-from wopeval.engine.runlog.log_writer import LogWriter
 from wopeval.engine.live.notifier import Notifier
+from wopeval.engine.runlog.log_writer import LogWriter
 from wopeval.engine.runlog.runlog import RunLog, Step, now
 from wopeval.store import RunRecord, Store, next_created_seq, sqlite_url
 from wopeval.wire import events, ids

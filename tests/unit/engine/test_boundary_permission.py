@@ -48,7 +48,6 @@ def _invocation(
         registry,
         ToolContext(tenant=TENANT, run_id=log.run_id),
         5.0,
-        InvocationGrants("http://127.0.0.1:1"),
         redactor=Redactor((SecretSource(value=SECRET),)),
     )
     return Invocation(
@@ -58,6 +57,7 @@ def _invocation(
         boundary=Boundary(live),
         agents=AgentRegistry(),
         where=Where(log.run_id),
+        grants=InvocationGrants("http://127.0.0.1:1"),
     )
 
 

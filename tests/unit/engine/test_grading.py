@@ -16,8 +16,9 @@ from pydantic import JsonValue
 
 from wopeval import evals
 from wopeval.engine.catalog.catalog import Catalog
-from wopeval.engine.eval_runs.grading import CustomGrader, grade_trial
+from wopeval.engine.catalog.graders import CustomGrader
 from wopeval.engine.catalog.project import ProjectError, load_project
+from wopeval.engine.eval_runs.grading import grade_trial
 from wopeval.wire.suite import Expected
 
 CALLS = [

@@ -11,8 +11,8 @@ import pytest
 from sqlalchemy import select
 
 from _handles import handle_of
-from wopeval.engine.runlog.log_writer import LogWriter
 from wopeval.engine.live.notifier import Notifier
+from wopeval.engine.runlog.log_writer import LogWriter
 from wopeval.engine.runlog.runlog import (
     RUNNING,
     STOPPED_HOST,

@@ -30,8 +30,8 @@ from wopeval.api.ui._security import require_csrf
 from wopeval.api.ui.deps import SessionDep
 from wopeval.api.ui.live import stream_url
 from wopeval.engine.recording import content
-from wopeval.engine.runs import commands
 from wopeval.engine.recording.invocation_views import invocations_said
+from wopeval.engine.runs import commands
 from wopeval.store import OwnedRun, RunRecord
 from wopeval.wire import events, ids, limits
 from wopeval.wire.invocations import InvocationLine

@@ -10,7 +10,7 @@ from typing import Any
 
 from wopeval import evals
 from wopeval.agents import SCRIPTED_AGENT_ID, AgentRegistry, AgentSpec, ScriptedAgent
-from wopeval.engine.eval_runs.grading import CustomGrader
+from wopeval.engine.catalog.graders import CustomGrader
 from wopeval.engine.recording.redaction import Redactor
 from wopeval.tools import ToolRegistry
 from wopeval.wire.suite import Suite, parse_suite

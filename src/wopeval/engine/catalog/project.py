@@ -82,9 +82,8 @@ from wopeval.agents import (
     PythonAgent,
     ScriptedAgent,
 )
-from wopeval.engine.recording import tool_names
 from wopeval.engine.catalog.catalog import Catalog, GlobalSuite
-from wopeval.engine.eval_runs.grading import DEFAULT_GRADER_TIMEOUT_SECONDS, CustomGrader
+from wopeval.engine.catalog.graders import DEFAULT_GRADER_TIMEOUT_SECONDS, CustomGrader
 from wopeval.engine.catalog.project_llm import (
     LlmFields,
     ModelPriceEntry,
@@ -94,6 +93,7 @@ from wopeval.engine.catalog.project_llm import (
     prices,
 )
 from wopeval.engine.catalog.project_secrets import configured_secrets
+from wopeval.engine.recording import tool_names
 from wopeval.engine.recording.redaction import Redactor
 from wopeval.settings import ToolsChangedPolicy
 from wopeval.tools import (

@@ -16,7 +16,7 @@ from pydantic import JsonValue
 from wopeval import evals
 from wopeval.agents import AgentSpec
 from wopeval.engine.catalog.catalog import Catalog
-from wopeval.engine.eval_runs.grading import CustomGrader
+from wopeval.engine.catalog.graders import CustomGrader
 from wopeval.engine.recording.tool_contracts import (
     NO_CONTRACT,
     RecordedTools,

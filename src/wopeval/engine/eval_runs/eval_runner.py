@@ -13,15 +13,16 @@ from dataclasses import dataclass
 
 from wopeval import evals
 from wopeval.agents import AgentRegistry
-from wopeval.engine.recording.boundary import Boundary, FixtureServer, LiveTransport
-from wopeval.engine.runs.control import RunControl
 from wopeval.engine.eval_runs.eval_plan import EvalPlan, TaskPlan
 from wopeval.engine.eval_runs.grading import grade_trial
+from wopeval.engine.eval_runs.trial_detail import refused_trial_row, trial_row
+from wopeval.engine.recording.boundary import Boundary, FixtureServer, LiveTransport
+from wopeval.engine.recording.grants import InvocationGrants
 from wopeval.engine.recording.invocation import Invocation, Where, run_invocation
 from wopeval.engine.recording.models import ModelServer
-from wopeval.engine.runs.outcome import Terminal
 from wopeval.engine.runlog.runlog import Journal, RunLog, Step
-from wopeval.engine.eval_runs.trial_detail import refused_trial_row, trial_row
+from wopeval.engine.runs.control import RunControl
+from wopeval.engine.runs.outcome import Terminal
 from wopeval.wire import events
 from wopeval.wire.runs import RunStatus
 from wopeval.wire.summary import EvalSummary
@@ -33,6 +34,7 @@ class EvalContext:
     control: RunControl
     agents: AgentRegistry
     live: LiveTransport
+    grants: InvocationGrants[Invocation] | None
     concurrency: int
     alpha: float
     regression_verdict: bool
@@ -121,6 +123,7 @@ async def run_trial(
         boundary=Boundary(context.live, fixtures, models, task_plan.recorded_tools),
         agents=context.agents,
         where=Where(context.log.run_id, task_plan.task.taskId, trial),
+        grants=context.grants,
     )
     started = time.perf_counter()
     result = await run_invocation(invocation, source="run-api")

@@ -22,26 +22,15 @@ import inspect
 import textwrap
 import traceback
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from wopeval import evals
+from wopeval.engine.catalog.graders import CustomGrader
 from wopeval.wire.suite import Expected, error_pointer
 
-DEFAULT_GRADER_TIMEOUT_SECONDS = 60.0
-"""How long a custom grader may take when its `[[graders]]` entry does not say."""
 ANSWER_SHAPE = "{passed: bool, score: 0..1, reason: str}"
-
-
-@dataclass(frozen=True)
-class CustomGrader:
-    """A `[[graders]]` entry of the project, its callable imported."""
-
-    grader_id: str
-    function: Callable[..., Any]
-    timeout_seconds: float = DEFAULT_GRADER_TIMEOUT_SECONDS
 
 
 class GraderAnswer(BaseModel):

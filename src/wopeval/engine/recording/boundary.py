@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 from pydantic import JsonValue
 
 from wopeval import evals
-from wopeval.engine.recording.grants import InvocationGrants
 from wopeval.engine.recording.redaction import Redactor
 from wopeval.engine.recording.tool_contracts import RecordedTools
 from wopeval.tools import Offered, ToolContext, ToolFailure, ToolRegistry
@@ -64,7 +63,6 @@ class LiveTransport:
         registry: ToolRegistry,
         context: ToolContext,
         timeout: float,
-        grants: InvocationGrants | None = None,
         prices: Mapping[str, evals.ModelPrice] | None = None,
         *,
         enabled: bool = True,
@@ -73,8 +71,6 @@ class LiveTransport:
         self.registry = registry
         self.context = context
         self._timeout = timeout
-        self.grants = grants
-        """Where an invocation gets its endpoints' capability (None: no endpoint)."""
         self.prices: Mapping[str, evals.ModelPrice] = prices or {}
         """The project's model prices, for the cost of each live model exchange."""
         self._enabled = enabled

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Generic, TypeVar
 
-if TYPE_CHECKING:
-    from wopeval.engine.recording.invocation import Invocation
+Holder = TypeVar("Holder")
+"""What a token names: the running invocation (generic, so this module needs not import it)."""
 
 MCP_PATH = "/host/wopeval/mcp/"
 OPENAI_PATH = "/host/wopeval/openai/"
@@ -28,20 +28,20 @@ CAPABILITY_PATHS = (MCP_PATH, OPENAI_PATH, ANTHROPIC_PATH)
 
 
 @dataclass(frozen=True, slots=True)
-class Grant:
+class Grant(Generic[Holder]):
     tenant: str
-    invocation: Invocation
+    invocation: Holder
 
 
-class InvocationGrants:
+class InvocationGrants(Generic[Holder]):
     """The tokens of the invocations running in this process."""
 
     def __init__(self, base_url: str) -> None:
         self.base_url = base_url.rstrip("/")
         """Where agents reach this host; the embedded host sets it once its port is known."""
-        self._grants: dict[str, Grant] = {}
+        self._grants: dict[str, Grant[Holder]] = {}
 
-    def grant(self, tenant: str, invocation: Invocation) -> str:
+    def grant(self, tenant: str, invocation: Holder) -> str:
         token = secrets.token_urlsafe(32)
         self._grants[token] = Grant(tenant, invocation)
         return token
@@ -49,7 +49,7 @@ class InvocationGrants:
     def revoke(self, token: str) -> None:
         self._grants.pop(token, None)
 
-    def resolve(self, token: str, tenant: str | None) -> Invocation | None:
+    def resolve(self, token: str, tenant: str | None) -> Holder | None:
         """The invocation `token` names, if it runs and (with `tenant` given) is that tenant's."""
         grant = self._grants.get(token)
         if grant is None or (tenant is not None and tenant != grant.tenant):

@@ -23,8 +23,8 @@ from wopeval.engine.recording import content
 from wopeval.engine.recording.boundary import Boundary, ToolCall, ToolResult
 from wopeval.engine.recording.grants import InvocationGrants
 from wopeval.engine.recording.models import ModelLedger, ModelRecorder
-from wopeval.engine.runlog.runlog import Journal, RunClosed, now
 from wopeval.engine.recording.tool_names import ToolNames, names_of
+from wopeval.engine.runlog.runlog import Journal, RunClosed, now
 from wopeval.models import LiveModelCall, ModelAnswer, ModelRequest
 from wopeval.store import InvocationRow, ToolCallOutcome, ToolCallRow
 from wopeval.tools import Offered, permits
@@ -77,6 +77,8 @@ class Invocation:
     where: Where
     node_id: str | None = None
     is_delegate: bool = False
+    grants: InvocationGrants[Invocation] | None = None
+    """Where the invocation gets its endpoints' capability (None: no endpoint)."""
     shared: InvocationResult = field(
         default_factory=lambda: InvocationResult(decision=None, failed=False)
     )
@@ -137,8 +139,8 @@ class Invocation:
             model_proxy_handed=self._model_proxy_handed,
         )
 
-    def _grants(self) -> InvocationGrants:
-        grants = self.boundary.live.grants
+    def _grants(self) -> InvocationGrants[Invocation]:
+        grants = self.grants
         if grants is None:
             raise RuntimeError("this host serves no endpoints for its invocations")
         return grants
@@ -209,7 +211,7 @@ class Invocation:
 
     def revoke(self) -> None:
         """End the MCP endpoint's capability: the invocation is over."""
-        grants = self.boundary.live.grants
+        grants = self.grants
         if self._token is not None and grants is not None:
             grants.revoke(self._token)
             self._token = None
@@ -295,6 +297,7 @@ class Invocation:
             where=self.where,
             node_id=self.node_id,
             is_delegate=True,
+            grants=self.grants,
             shared=self.shared,
         )
         outcome = await run_invocation(child, source="run-api")

@@ -29,8 +29,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from wopeval.engine.runlog.fence import Fence, Locked
 from wopeval.engine.live.notifier import Notifier
+from wopeval.engine.runlog.fence import Fence, Locked
 from wopeval.engine.runlog.runlog import RunUpdate, Staged, Step, Transition
 from wopeval.store import (
     ListingRow,

@@ -8,13 +8,14 @@ from typing import Any
 
 from pydantic import JsonValue
 
+from wopeval.engine.catalog.catalog import Catalog
 from wopeval.engine.recording import content
 from wopeval.engine.recording.boundary import Boundary
-from wopeval.engine.catalog.catalog import Catalog
-from wopeval.engine.runs.control import RunControl
+from wopeval.engine.recording.grants import InvocationGrants
 from wopeval.engine.recording.invocation import Invocation, Where, run_invocation
-from wopeval.engine.runs.outcome import RunFailure, Terminal
 from wopeval.engine.runlog.runlog import Journal, RunLog
+from wopeval.engine.runs.control import RunControl
+from wopeval.engine.runs.outcome import RunFailure, Terminal
 from wopeval.wire import events
 from wopeval.wire.runs import RunStatus
 from wopeval.wire.workflows import Node, Workflow
@@ -26,6 +27,7 @@ class WorkflowContext:
     control: RunControl
     catalog: Catalog
     boundary: Boundary
+    grants: InvocationGrants[Invocation] | None
     invoked: set[str]
     done: Mapping[str, dict[str, JsonValue]] = field(default_factory=dict)
     """Outputs of nodes an earlier attempt completed (a queue job run again): not re-run."""
@@ -79,6 +81,7 @@ async def _execute(
         agents=context.catalog.agents,
         where=Where(context.log.run_id),
         node_id=node.id,
+        grants=context.grants,
     )
     result = await run_invocation(invocation, source="workflow-node")
     context.invoked.update(result.invoked_agents)
