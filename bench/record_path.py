@@ -53,7 +53,7 @@ from sqlalchemy.engine import make_url
 from eval_throughput import backend_name, postgres_database
 from reporting import finish
 from wopeval.api.host import Host
-from wopeval.engine.runlog.runlog import now, timestamp
+from wopeval.engine.runlog.steps import now, timestamp
 from wopeval.settings import Settings
 from wopeval.store import tables
 from wopeval.wire.principal import Principal

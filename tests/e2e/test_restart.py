@@ -16,7 +16,7 @@ from _backends import Backend
 from wopeval.api.auth import key_id
 from wopeval.engine.live.notifier import Notifier
 from wopeval.engine.runlog.log_writer import LogWriter
-from wopeval.engine.runlog.runlog import Step, now
+from wopeval.engine.runlog.steps import Step, now
 from wopeval.settings import Settings
 from wopeval.store import RunRecord, Store, next_created_seq
 from wopeval.wire import events, ids

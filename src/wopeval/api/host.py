@@ -35,7 +35,7 @@ from wopeval.engine.live.notifier import Notifier
 from wopeval.engine.live.read_cache import ReadCache
 from wopeval.engine.live.tail import Tails
 from wopeval.engine.live.wakeups import Wakeups
-from wopeval.engine.runlog.runlog import now
+from wopeval.engine.runlog.steps import now
 from wopeval.engine.runs.erasure import purge_expired
 from wopeval.engine.runs.run_queue import QueueFactory
 from wopeval.settings import Settings

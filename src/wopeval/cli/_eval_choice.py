@@ -25,7 +25,7 @@ from wopeval.wire import errors
 from wopeval.wire.suite import parse_suite
 
 if TYPE_CHECKING:
-    from wopeval.engine.catalog.project import EvalEntry
+    from wopeval.engine.catalog.project_file import EvalEntry
 
 
 @dataclass(frozen=True)

@@ -115,7 +115,7 @@ def _fixture_map(path: Path) -> dict[str, str]:
 async def _export(
     settings: Settings, tenant: str, run_ids: list[str], tag: str | None, output: Path
 ) -> list[str]:
-    from wopeval.engine.runlog.runlog import now
+    from wopeval.engine.runlog.steps import now
     from wopeval.store import Store, bundle
 
     store = await Store.open(settings.resolved_database_url())

@@ -27,7 +27,8 @@ from wopeval.engine.recording.boundary import Boundary, LiveTransport
 from wopeval.engine.recording.grants import InvocationGrants
 from wopeval.engine.recording.invocation import Invocation
 from wopeval.engine.runlog.log_writer import LogWriter, OnInsert
-from wopeval.engine.runlog.runlog import STOPPED_HOST, RunLog, RunUpdate, Step, Transition, now
+from wopeval.engine.runlog.runlog import RunLog
+from wopeval.engine.runlog.steps import STOPPED_HOST, RunUpdate, Step, Transition, now
 from wopeval.engine.runs.control import RunControl
 from wopeval.engine.runs.erasure import Erasure, erase_tool_content
 from wopeval.engine.runs.outcome import RunFailure, Terminal

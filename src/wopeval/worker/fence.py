@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from wopeval.engine.eval_runs.eval_plan import EvalPlan
 from wopeval.engine.eval_runs.trial_landing import land_trial
 from wopeval.engine.runlog.fence import Landing, Locked
-from wopeval.engine.runlog.runlog import Step
+from wopeval.engine.runlog.steps import Step
 from wopeval.store import UnitOfWork
 from wopeval.worker import sql
 

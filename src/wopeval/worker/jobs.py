@@ -27,7 +27,8 @@ from wopeval.engine.eval_runs.eval_plan import EvalPlan, PlanUnavailable, TaskPl
 from wopeval.engine.eval_runs.eval_runner import EvalContext, run_trial, task_cursors
 from wopeval.engine.host import Engine
 from wopeval.engine.recording.boundary import Boundary
-from wopeval.engine.runlog.runlog import Journal, RunClosed, RunLog
+from wopeval.engine.runlog.runlog import Journal, RunLog
+from wopeval.engine.runlog.steps import RunClosed
 from wopeval.engine.runs.outcome import RunFailure, Terminal
 from wopeval.engine.runs.workflow_runner import WorkflowContext, run_workflow
 from wopeval.store import RunRecord

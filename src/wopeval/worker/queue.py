@@ -15,7 +15,7 @@ from pydantic import JsonValue
 from wopeval.engine.catalog.catalog import Catalog
 from wopeval.engine.eval_runs.trial_landing import complete_if_done, invoked_agent_ids
 from wopeval.engine.runlog.fence import Fence, Landing, Locked
-from wopeval.engine.runlog.runlog import RunUpdate, Step
+from wopeval.engine.runlog.steps import RunUpdate, Step
 from wopeval.engine.runs.run_queue import QueueFactory, RunQueue, Work
 from wopeval.settings import QueueSettings
 from wopeval.store import RunRecord, UnitOfWork

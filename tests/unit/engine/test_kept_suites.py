@@ -14,7 +14,7 @@ from typing import Any
 from _statements import SUITE_READ, statements_matching
 from wopeval.engine.catalog.catalog import Catalog
 from wopeval.engine.eval_runs.eval_plan import find_suite
-from wopeval.engine.runlog.runlog import now
+from wopeval.engine.runlog.steps import now
 
 from ._store import TENANT, open_store
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from wopeval.engine.catalog.project import ProjectFile
+from wopeval.engine.catalog.project_file import ProjectFile
 from wopeval.engine.catalog.project_secrets import configured_secrets
 from wopeval.engine.recording.redaction import (
     CUT_NOTE,

@@ -37,7 +37,7 @@ from wopeval.api.deps import InvocationAccessDep
 from wopeval.api.invocation_token import invocation_for
 from wopeval.engine.recording.grants import MCP_PATH
 from wopeval.engine.recording.invocation import Invocation
-from wopeval.engine.runlog.runlog import RunClosed
+from wopeval.engine.runlog.steps import RunClosed
 
 router = APIRouter(tags=["host"])
 

@@ -13,7 +13,7 @@ from wopeval.api.deps import EngineDep, HostDep, PrincipalDep, path_run_id
 from wopeval.api.snapshots import created, run_links, snapshot
 from wopeval.engine.host import Engine
 from wopeval.engine.live.read_cache import tenant_scope
-from wopeval.engine.runlog.runlog import timestamp
+from wopeval.engine.runlog.steps import timestamp
 from wopeval.engine.runs import commands
 from wopeval.engine.runs.replay import fork_point
 from wopeval.store import RunFilter, RunRecord, decode_cursor, encode_cursor

@@ -11,13 +11,10 @@ named by an environment variable is read when text is redacted, as egress reads 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING
 
+from wopeval.engine.catalog.project_file import ProjectFile
 from wopeval.engine.catalog.project_llm import DEFAULTS, LANE_PROVIDERS
 from wopeval.engine.recording.redaction import SecretSource, is_secret_name
-
-if TYPE_CHECKING:
-    from wopeval.engine.catalog.project import ProjectFile
 
 PROXY_LANES = frozenset({"python", "command", "http"})
 """The lanes whose agents get the model proxy, with an OpenAI and an Anthropic upstream."""

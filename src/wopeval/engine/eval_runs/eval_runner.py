@@ -20,7 +20,8 @@ from wopeval.engine.recording.boundary import Boundary, FixtureServer, LiveTrans
 from wopeval.engine.recording.grants import InvocationGrants
 from wopeval.engine.recording.invocation import Invocation, Where, run_invocation
 from wopeval.engine.recording.models import ModelServer
-from wopeval.engine.runlog.runlog import Journal, RunLog, Step
+from wopeval.engine.runlog.runlog import Journal, RunLog
+from wopeval.engine.runlog.steps import Step
 from wopeval.engine.runs.control import RunControl
 from wopeval.engine.runs.outcome import Terminal
 from wopeval.wire import events

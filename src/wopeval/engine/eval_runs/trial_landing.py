@@ -27,7 +27,7 @@ from wopeval import evals
 from wopeval.engine.eval_runs.eval_plan import EvalPlan
 from wopeval.engine.eval_runs.eval_runner import finish, scored
 from wopeval.engine.runlog.fence import ALREADY_LANDED, Landing, Locked
-from wopeval.engine.runlog.runlog import RunUpdate, Step, now
+from wopeval.engine.runlog.steps import RunUpdate, Step, now
 from wopeval.store import TrialCounts, UnitOfWork
 from wopeval.wire.runs import RunStatus
 

@@ -16,7 +16,7 @@ from pydantic import JsonValue
 
 from wopeval import evals
 from wopeval.agents import WireContent
-from wopeval.engine.runlog.runlog import timestamp
+from wopeval.engine.runlog.steps import timestamp
 from wopeval.store import InvocationSaid, StoredInvocation, StoredTrial
 from wopeval.wire import events
 from wopeval.wire.invocations import InvocationError, InvocationLine, InvocationStderr

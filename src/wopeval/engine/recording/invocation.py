@@ -24,7 +24,8 @@ from wopeval.engine.recording.boundary import Boundary, ToolCall, ToolResult
 from wopeval.engine.recording.grants import InvocationGrants
 from wopeval.engine.recording.models import ModelLedger, ModelRecorder
 from wopeval.engine.recording.tool_names import ToolNames, names_of
-from wopeval.engine.runlog.runlog import Journal, RunClosed, now
+from wopeval.engine.runlog.runlog import Journal
+from wopeval.engine.runlog.steps import RunClosed, now
 from wopeval.models import LiveModelCall, ModelAnswer, ModelRequest
 from wopeval.store import InvocationRow, ToolCallOutcome, ToolCallRow
 from wopeval.tools import Offered, permits

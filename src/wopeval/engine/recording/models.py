@@ -25,7 +25,8 @@ from pydantic import JsonValue
 
 from wopeval import evals
 from wopeval.agents import AgentSpec
-from wopeval.engine.runlog.runlog import Journal, now
+from wopeval.engine.runlog.runlog import Journal
+from wopeval.engine.runlog.steps import now
 from wopeval.models import (
     ApiName,
     LiveModelCall,

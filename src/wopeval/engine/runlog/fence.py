@@ -19,7 +19,7 @@ from collections.abc import Collection, Hashable
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from wopeval.engine.runlog.runlog import RunUpdate, Step
+from wopeval.engine.runlog.steps import RunUpdate, Step
 from wopeval.store import LockedRun, TrialCounts, UnitOfWork
 from wopeval.wire.runs import RunStatus
 

@@ -31,7 +31,7 @@ from typing import Any
 
 from wopeval.engine.live.notifier import Notifier
 from wopeval.engine.runlog.fence import Fence, Locked
-from wopeval.engine.runlog.runlog import RunUpdate, Staged, Step, Transition
+from wopeval.engine.runlog.steps import RunUpdate, Staged, Step, Transition
 from wopeval.store import (
     ListingRow,
     LockedRun,

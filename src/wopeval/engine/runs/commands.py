@@ -19,7 +19,8 @@ from datetime import datetime
 from typing import Any
 
 from wopeval.engine.host import Engine
-from wopeval.engine.runlog.runlog import STOPPED_HOST, RunLog, RunUpdate, Step, Transition, now
+from wopeval.engine.runlog.runlog import RunLog
+from wopeval.engine.runlog.steps import STOPPED_HOST, RunUpdate, Step, Transition, now
 from wopeval.store import RunRecord
 from wopeval.wire import errors, events, ids
 from wopeval.wire.principal import Principal

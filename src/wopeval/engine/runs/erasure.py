@@ -25,7 +25,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from wopeval import evals
-from wopeval.engine.runlog.runlog import now
+from wopeval.engine.runlog.steps import now
 from wopeval.store import RunHandle, Store, UnitOfWork
 from wopeval.wire import events
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from wopeval.engine.runlog.runlog import Step
+from wopeval.engine.runlog.steps import Step
 from wopeval.wire import events
 from wopeval.wire.runs import RunStatus
 

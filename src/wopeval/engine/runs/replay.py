@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from wopeval.engine.runlog.log_writer import insert_run
-from wopeval.engine.runlog.runlog import now
+from wopeval.engine.runlog.steps import now
 from wopeval.store import OwnedRun, RunRecord, UnitOfWork, copy_derived, next_created_seq
 from wopeval.wire import errors, ids
 from wopeval.wire.principal import Principal
