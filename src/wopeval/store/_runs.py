@@ -27,7 +27,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import RowMapping
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from wopeval.store import _driver
+import wopeval.store._driver as _driver
 from wopeval.store.tables import run_plans, runs
 from wopeval.wire import errors, limits
 from wopeval.wire.runs import RunKind, RunStatus

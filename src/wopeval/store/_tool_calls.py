@@ -22,8 +22,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+import wopeval.store._driver as _driver
 from wopeval.evals import RecordedCall, RecordedStatus, ServedBy
-from wopeval.store import _driver
 from wopeval.store._runs import RunHandle
 from wopeval.store.tables import runs, tool_calls
 from wopeval.wire import json_text
