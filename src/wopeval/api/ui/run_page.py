@@ -31,7 +31,6 @@ from wopeval.api.ui.deps import SessionDep
 from wopeval.api.ui.live import stream_url
 from wopeval.engine.recording import content
 from wopeval.engine.recording.invocation_views import invocations_said
-from wopeval.engine.runs import commands
 from wopeval.store import OwnedRun, RunRecord
 from wopeval.wire import events, ids, limits
 from wopeval.wire.invocations import InvocationLine
@@ -177,7 +176,7 @@ async def run_page(
 async def cancel(runId: str, request: Request, session: SessionDep, host: HostDep) -> Response:
     fields = await require_csrf(request, session)
     record = await load_run(host, session, runId)
-    await commands.cancel_run(host.engine, session.principal, record.run_id, CANCEL_REASON)
+    await host.engine.cancel_run(session.principal, record.run_id, CANCEL_REASON)
     back = run_path(record.run_id)
     if fields.get("back") == "eval" and record.kind is RunKind.EVAL:
         back = eval_path(record.run_id)

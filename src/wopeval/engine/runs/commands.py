@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from wopeval.engine.host import Engine
 from wopeval.engine.runlog.runlog import RunLog
 from wopeval.engine.runlog.steps import STOPPED_HOST, RunUpdate, Step, Transition, now
+from wopeval.engine.runs.execution import Executor
 from wopeval.store import RunRecord
 from wopeval.wire import errors, events, ids
 from wopeval.wire.principal import Principal
@@ -40,29 +40,29 @@ class Transitioned:
 
 
 async def cancel_run(
-    engine: Engine, principal: Principal, run_id: str, reason: str | None
+    executor: Executor, principal: Principal, run_id: str, reason: str | None
 ) -> RunRecord:
     """Accept a cancel (the run moves to `cancelling`) or refuse it: 409 once it has ended."""
-    record = await engine.get_run(principal, run_id)
+    record = await executor.get_run(principal, run_id)
     _refuse_terminal(record)
-    if engine.queue is not None:
-        if not await engine.cancel_queued(record, reason):
-            _refuse_terminal(await engine.get_run(principal, run_id))
-        return await engine.get_run(principal, run_id)
-    accepted = await engine.run_log(record).transition(
+    if executor.queue is not None:
+        if not await executor.cancel_queued(record, reason):
+            _refuse_terminal(await executor.get_run(principal, run_id))
+        return await executor.get_run(principal, run_id)
+    accepted = await executor.run_log(record).transition(
         Transition(STOPPED_HOST, RunStatus.CANCELLING), update=RunUpdate(cancel_reason=reason)
     )
     if not accepted:
         # Either it ended first (refused), or an earlier cancel was accepted (this one too).
-        _refuse_terminal(await engine.get_run(principal, run_id))
-    task = engine.stop(run_id)
+        _refuse_terminal(await executor.get_run(principal, run_id))
+    task = executor.stop(run_id)
     if task is not None:
         await asyncio.wait({task}, timeout=CANCEL_WAIT_SECONDS)
-    return await engine.get_run(principal, run_id)
+    return await executor.get_run(principal, run_id)
 
 
 async def bulk_cancel(
-    engine: Engine, principal: Principal, run_ids: list[str], reason: str | None
+    executor: Executor, principal: Principal, run_ids: list[str], reason: str | None
 ) -> list[dict[str, Any]]:
     """runs.md §Bulk cancel: each id on its own, results in request order, never a top-level
     refusal for one id (an id the caller cannot see is an entry's error)."""
@@ -74,7 +74,7 @@ async def bulk_cancel(
     async def one(raw: str) -> dict[str, Any]:
         try:
             run_id = ids.run_id_from_body(raw, principal.tenant)
-            record = await cancel_run(engine, principal, run_id, reason)
+            record = await cancel_run(executor, principal, run_id, reason)
         except errors.WireError as error:
             return {"runId": raw, "ok": False, "error": error.envelope()}
         return {"runId": record.run_id, "ok": True, "status": record.status.value}
@@ -83,35 +83,35 @@ async def bulk_cancel(
 
 
 async def pause_run(
-    engine: Engine, principal: Principal, run_id: str, drain_policy: DrainPolicy
+    executor: Executor, principal: Principal, run_id: str, drain_policy: DrainPolicy
 ) -> Transitioned:
-    record = await engine.get_run(principal, run_id)
+    record = await executor.get_run(principal, run_id)
     _refuse_terminal(record)
     step = Step()
     step.emit(events.RunPaused(drainPolicy=drain_policy))
-    if not await engine.run_log(record).transition(
+    if not await executor.run_log(record).transition(
         Transition(frozenset({RunStatus.RUNNING}), RunStatus.PAUSED), step
     ):
-        _refuse_state(await engine.get_run(principal, run_id))
-    execution = engine.execution(run_id)
+        _refuse_state(await executor.get_run(principal, run_id))
+    execution = executor.execution(run_id)
     if execution is not None:
         execution.control.pause(immediate=drain_policy == "immediate")
     return Transitioned(run_id, RunStatus.PAUSED, now())
 
 
-async def resume_run(engine: Engine, principal: Principal, run_id: str) -> Transitioned:
-    record = await engine.get_run(principal, run_id)
+async def resume_run(executor: Executor, principal: Principal, run_id: str) -> Transitioned:
+    record = await executor.get_run(principal, run_id)
     _refuse_terminal(record)
     step = Step()
     step.emit(events.RunResumed())
-    run_log = engine.run_log(record)
-    if engine.queue is not None:
-        run_log = RunLog(engine.writer, record.run_id, record.tenant, engine.queue.resuming())
+    run_log = executor.run_log(record)
+    if executor.queue is not None:
+        run_log = RunLog(executor.writer, record.run_id, record.tenant, executor.queue.resuming())
     if not await run_log.transition(
         Transition(frozenset({RunStatus.PAUSED}), RunStatus.RUNNING), step
     ):
-        _refuse_state(await engine.get_run(principal, run_id))
-    execution = engine.execution(run_id)
+        _refuse_state(await executor.get_run(principal, run_id))
+    execution = executor.execution(run_id)
     if execution is not None:
         execution.control.resume()
     return Transitioned(run_id, RunStatus.RUNNING, now())

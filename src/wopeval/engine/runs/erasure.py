@@ -25,9 +25,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from wopeval import evals
+from wopeval.engine.live.notifier import Notifier
 from wopeval.engine.runlog.steps import now
 from wopeval.store import RunHandle, Store, UnitOfWork
-from wopeval.wire import events
+from wopeval.wire import errors, events
+from wopeval.wire.principal import Principal
 
 _TOOL_EVENTS = (events.ToolCalled.TYPE, events.ToolReturned.TYPE)
 _CALL_CONTENT = ("inputs", "outcome", "error")
@@ -41,6 +43,24 @@ class Erasure:
     runs: int
     calls: int
     copies: int
+
+
+async def erase_run_tool_content(
+    store: Store, notifier: Notifier, principal: Principal, run_id: str
+) -> Erasure:
+    """Erase the tool content of the caller's ended run and of every copy of it."""
+    async with store.transaction() as uow:
+        record = await uow.runs.get(principal.tenant, run_id)
+        if record is None:
+            raise errors.NotFound("No such run.")
+        if not record.status.is_terminal:
+            raise errors.RunStateConflict(
+                "An active run's tool content cannot be erased yet.",
+                details={"runStatus": record.status.value},
+            )
+        erased = await erase_tool_content(uow, principal.tenant, run_id)
+    notifier.rewritten()
+    return erased
 
 
 async def erase_tool_content(uow: UnitOfWork, tenant: str, run_id: str) -> Erasure:

@@ -11,9 +11,10 @@ import json
 from dataclasses import replace
 from typing import Any
 
-from wopeval.engine.runlog.log_writer import insert_run
+from wopeval.engine.live.notifier import Notifier
+from wopeval.engine.runlog.log_writer import OnInsert, insert_run
 from wopeval.engine.runlog.steps import now
-from wopeval.store import OwnedRun, RunRecord, UnitOfWork, copy_derived, next_created_seq
+from wopeval.store import OwnedRun, RunRecord, Store, UnitOfWork, copy_derived, next_created_seq
 from wopeval.wire import errors, ids
 from wopeval.wire.principal import Principal
 from wopeval.wire.runs import ForkRunRequest
@@ -79,3 +80,24 @@ def _reemit(doc: str, run_id: str) -> dict[str, Any]:
         "type": event["type"],
         "doc": json.dumps(event, separators=(",", ":"), ensure_ascii=False),
     }
+
+
+async def fork_run(
+    store: Store,
+    notifier: Notifier,
+    principal: Principal,
+    run_id: str,
+    request: ForkRunRequest,
+    on_insert: OnInsert | None,
+) -> RunRecord:
+    """Fork the caller's finished run as a replay, in one transaction with `on_insert`'s rows."""
+    async with store.transaction() as uow:
+        source = await uow.runs.get(principal.tenant, run_id)
+        if source is None:
+            raise errors.NotFound("No such run.")
+        check_fork(request, source)
+        record = await replay(uow, principal, source)
+        if on_insert is not None:
+            await on_insert(uow, record)
+    notifier.notify(record.run_id)
+    return record
