@@ -64,7 +64,7 @@ class Engine:
     # ── lifecycle ────────────────────────────────────────────────────
 
     async def recover(self) -> int:
-        """End every run a stopped host left active (execution.py)."""
+        """End every run a stopped host left active (runs/execution.py)."""
         return await self.executor.recover()
 
     async def shutdown(self) -> None:

@@ -60,7 +60,8 @@ runs = Table(
     Column("cancel_reason", Text, nullable=True),
     # Monotonic insertion order; newest-first listing and cursors ride on it.
     Column("created_seq", BigInteger, nullable=False),
-    # `sha256:` digest of the project catalog the run was created under (engine/catalog/catalog_digest.py).
+    # `sha256:` digest of the project catalog the run was created under
+    # (engine/catalog/catalog_digest.py).
     Column("catalog_digest", String(71), nullable=True),
     # Eval trials landed so far, counted under the row lock with each trial's commit.
     Column("landed_trials", Integer, nullable=False, server_default="0"),

@@ -1,5 +1,5 @@
-"""`engine/eval_runs/grading.py`: custom graders are called with the decision, the value and the trace;
-whatever they do, the trial gets a Grade and nothing else fails."""
+"""`engine/eval_runs/grading.py`: custom graders are called with the decision, the value and
+the trace; whatever they do, the trial gets a Grade and nothing else fails."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""What of an invocation leaves the host (engine/recording/content.py): what its agent said only under
-`wireContent: full`, and nothing of it for an agent the host no longer has."""
+"""What of an invocation leaves the host (engine/recording/content.py): what its agent said
+only under `wireContent: full`, and nothing of it for an agent the host no longer has."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""What an agent said, made safe to keep (engine/recording/redaction.py): redacted once, then cut."""
+"""What an agent said, made safe to keep (engine/recording/redaction.py): redacted once,
+then cut."""
 
 from __future__ import annotations
 

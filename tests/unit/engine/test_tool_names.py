@@ -1,5 +1,6 @@
-"""Provider-safe tool names (engine/recording/tool_names.py): the documented mapping, its round trip,
-and the refusal of two tools that would be offered by one name, at start, naming both."""
+"""Provider-safe tool names (engine/recording/tool_names.py): the documented mapping, its
+round trip, and the refusal of two tools that would be offered by one name, at start, naming
+both."""
 
 from __future__ import annotations
 

@@ -97,7 +97,8 @@ async def run_answer(engine: Engine, principal: Principal, segment: str) -> Resp
 
 def list_view(query_string: bytes) -> str:
     """A page of the run list among the answers kept of the tenant's reads
-    (engine/live/read_cache.py): the same query, until one of its runs changes, gets the same page."""
+    (engine/live/read_cache.py): the same query, until one of its runs changes, gets the same
+    page."""
     return "list?" + query_string.decode("latin-1")
 
 

@@ -1,1 +1,1 @@
-"""What the host serves (project, agents, tools, graders, suites, secrets); may touch `recording`."""
+"""What the host serves: project, agents, tools, graders, suites. May import recording, runlog."""

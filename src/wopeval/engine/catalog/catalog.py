@@ -85,7 +85,8 @@ class Catalog:
     prices: dict[str, evals.ModelPrice] = field(default_factory=dict)
     """The project's model price table (`[models."<id>"]`), by model id."""
     redactor: Redactor = field(default_factory=Redactor)
-    """Redacts the project's configured secrets from what its agents say (redaction.py)."""
+    """Redacts the project's configured secrets from what its agents say
+    (engine/recording/redaction.py)."""
 
     def add_grader(self, grader: CustomGrader) -> None:
         if grader.grader_id in self.graders:

@@ -1,4 +1,5 @@
-"""The secrets a project names, for the one redaction of what its agents say (redaction.py).
+"""The secrets a project names, for the one redaction of what its agents say
+(engine/recording/redaction.py).
 
 Every credential the manifest configures (tools', MCP servers' and http agents'
 `credential`), the API key each model upstream reads (`api_key_env` and

@@ -1,1 +1,1 @@
-"""Eval runs: plan, trials, grading, landing and reads of their results; may touch `runs`, `catalog`, `recording`, `runlog`, `live`."""
+"""Eval runs: plan, trials, grading, landing, reads. May import every room but the facade."""

@@ -2,14 +2,14 @@
 
 A queued eval's trials run in jobs that a crash, a stall or a shutdown may run
 again, so one trial can reach the log more than once. Here each trial's step is
-admitted under its run row's lock (a `Fence`, fence.py), which makes every
+admitted under its run row's lock (a `Fence`, runlog/fence.py), which makes every
 decision about the run race-free:
 
 - a trial already in `task_trials` under its `(run_id, task_id, trial)` key
   lands nothing (`ALREADY_LANDED`): a second commit is a no-op;
 - the task's `eval.scored` lands with the trial that makes the task complete,
   built from the outcomes of its other trials (stored, or landed earlier in the
-  same transaction: `Locked`, fence.py);
+  same transaction: `Locked`, runlog/fence.py);
 - `eval.completed` and `run.completed` land with the run's last trial, if the
   run is `running` then; a run paused at that moment ends with its resume
   (`complete_if_done`).

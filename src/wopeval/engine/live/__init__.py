@@ -1,1 +1,1 @@
-"""Readers that follow a run log as it grows (tails, wake-ups, read cache); touches no other engine room."""
+"""Following logs as they grow: tails, wake-ups, read cache, notifier. Imports no engine room."""

@@ -1,1 +1,1 @@
-"""The recorded boundaries (tool calls, model calls, invocations, grants) and content rules; may touch `runlog`."""
+"""Tool and model boundaries, invocations, grants, content rules. May import `runlog`."""

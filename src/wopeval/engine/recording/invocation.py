@@ -156,7 +156,7 @@ class Invocation:
         return self.boundary.offered(self.spec.tools)
 
     def tool_names(self) -> ToolNames:
-        """The provider-safe names the agent is offered its tools by (engine/recording/tool_names.py)."""
+        """The provider-safe names the agent is offered its tools by (tool_names.py)."""
         return names_of(self.offered().names())
 
     def _every_tool(self) -> ToolNames:

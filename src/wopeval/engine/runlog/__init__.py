@@ -1,1 +1,1 @@
-"""The run log: its steps, row transitions, fences and the one writer; may touch `live`."""
+"""The run log: steps, run-row transitions, fences, the one writer. May import `live`."""

@@ -1,1 +1,1 @@
-"""A run's lifecycle: create, execute, end, command, fork, erase, queue; may touch `catalog`, `recording`, `runlog`, `live`."""
+"""A run's lifecycle: create, execute, end, command, fork, erase. May import the rooms above."""

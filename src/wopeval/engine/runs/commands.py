@@ -1,6 +1,6 @@
 """A caller's commands to a run: cancel, bulk cancel, pause, resume (runs.md §Cancel, §Pause).
 
-Each command is decided by one run-row transition (runlog.py): a command that
+Each command is decided by one run-row transition (runlog/runlog.py): a command that
 races the run's own end gets exactly one of the answers the spec allows —
 accepted, or refused because the run ended first — never an answer that the
 run's log then contradicts.
