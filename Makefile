@@ -7,9 +7,10 @@ INSTALLED := $(VENV)/.installed
 MUTATION_INSTALLED := $(VENV)/.installed-mutation
 DATA_DIR ?= .wopeval
 # What `make mutation` mutates, and the fast tests it runs against each mutant. Empty: the
-# default groups of scripts/mutation.py (evals/; engine/runlog/runlog.py and engine/recording/boundary.py; the
-# MCP endpoint api/routes/mcp.py; the model proxy api/routes/model_proxy.py;
-# store/bundle.py; engine/runs/erasure.py), each with its own tests. MUTATION_GROUPS: only these
+# default groups of scripts/mutation.py (evals/; engine/runlog/runlog.py and
+# engine/recording/boundary.py; the MCP endpoint api/routes/mcp.py; the model proxy
+# api/routes/model_proxy.py; store/bundle.py; engine/runs/erasure.py), each with its own
+# tests. MUTATION_GROUPS: only these
 # groups, by name (e.g. "bundle erasure"). MUTATION_JOBS: mutmut's workers (default: CPUs).
 MUTATE ?=
 MUTATION_TESTS ?=
@@ -79,8 +80,8 @@ test: lint frameworks
 	$(BIN)/python scripts/conformance_self_check.py
 
 ## mutation: mutation testing (mutmut) of src/wopeval/evals/, engine/runlog/runlog.py,
-## engine/recording/boundary.py, engine/runs/erasure.py, store/bundle.py, the MCP endpoint and the model proxy,
-## each against its fast tests, then the score of each path; slow, so not part
+## engine/recording/boundary.py, engine/runs/erasure.py, store/bundle.py, the MCP endpoint
+## and the model proxy, each against its fast tests, then the score of each path; slow, so not part
 ## of `make test`. Some groups: make mutation MUTATION_GROUPS="bundle erasure". Other paths:
 ##   make mutation MUTATE="src/wopeval/engine/runlog/fence.py" MUTATION_TESTS="tests/unit/engine"
 mutation: $(MUTATION_INSTALLED)
