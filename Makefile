@@ -7,11 +7,11 @@ INSTALLED := $(VENV)/.installed
 MUTATION_INSTALLED := $(VENV)/.installed-mutation
 DATA_DIR ?= .wopeval
 # What `make mutation` mutates, and the fast tests it runs against each mutant. Empty: the
-# default groups of scripts/mutation.py (evals/; engine/runlog.py and engine/boundary.py; the
-# MCP endpoint api/routes/mcp.py; the model proxy api/routes/model_proxy.py; the bundles,
-# recordings/_bundles.py and store/bundle.py; engine/erasure.py), each with its own tests.
-# MUTATION_GROUPS: only these groups, by name (e.g. "bundle erasure"). MUTATION_JOBS:
-# mutmut's workers (default: CPUs).
+# default groups of scripts/mutation.py (evals/; engine/runlog/runlog.py and
+# engine/recording/boundary.py; the MCP endpoint api/routes/mcp.py; the model proxy
+# api/routes/model_proxy.py; the bundles, recordings/_bundles.py and store/bundle.py;
+# engine/runs/erasure.py), each with its own tests. MUTATION_GROUPS: only these groups, by
+# name (e.g. "bundle erasure"). MUTATION_JOBS: mutmut's workers (default: CPUs).
 MUTATE ?=
 MUTATION_TESTS ?=
 MUTATION_GROUPS ?=
@@ -81,11 +81,11 @@ test: lint frameworks
 	$(BIN)/pytest -n 2 --dist loadfile --no-loadscope-reorder
 	$(BIN)/python scripts/conformance_self_check.py
 
-## mutation: mutation testing (mutmut) of src/wopeval/evals/, engine/runlog.py,
-## engine/boundary.py, engine/erasure.py, the bundles, the MCP endpoint and the model proxy,
-## each against its fast tests, then the score of each path; slow, so not part
+## mutation: mutation testing (mutmut) of src/wopeval/evals/, engine/runlog/runlog.py,
+## engine/recording/boundary.py, engine/runs/erasure.py, the bundles, the MCP endpoint and the
+## model proxy, each against its fast tests, then the score of each path; slow, so not part
 ## of `make test`. Some groups: make mutation MUTATION_GROUPS="bundle erasure". Other paths:
-##   make mutation MUTATE="src/wopeval/engine/fence.py" MUTATION_TESTS="tests/unit/engine"
+##   make mutation MUTATE="src/wopeval/engine/runlog/fence.py" MUTATION_TESTS="tests/unit/engine"
 mutation: $(MUTATION_INSTALLED)
 	$(BIN)/python scripts/mutation.py $(if $(MUTATE),--mutate $(MUTATE) --tests $(MUTATION_TESTS)) \
 		$(foreach group,$(MUTATION_GROUPS),--group $(group)) \

@@ -2,8 +2,8 @@
 
 A live call has effects, so the host lands its `agent.tool-called` event and its
 `tool_calls` row (status `unknown`) before the tool runs, and `agent.tool-returned`
-with the outcome before the agent sees the result (engine/invocation.py
-`Invocation.call_tool`, engine/runlog.py `Journal.flush`, engine/log_writer.py,
+with the outcome before the agent sees the result (engine/recording/invocation.py
+`Invocation.call_tool`, engine/runlog/runlog.py `Journal.flush`, engine/runlog/log_writer.py,
 which group-commits the steps of all runs in one transaction). This bench measures
 what that costs a user, in-process (a `Host` started with `Settings`, no HTTP):
 
@@ -53,7 +53,7 @@ from sqlalchemy.engine import make_url
 from eval_throughput import backend_name, postgres_database
 from reporting import finish
 from wopeval.api.host import Host
-from wopeval.engine.runlog import now, timestamp
+from wopeval.engine.runlog.steps import now, timestamp
 from wopeval.settings import Settings
 from wopeval.store import tables
 from wopeval.wire.principal import Principal

@@ -67,7 +67,7 @@ GROUPS = (
     Group("evals", ("src/wopeval/evals",), ("tests/unit/evals",)),
     Group(
         "engine",
-        ("src/wopeval/engine/runlog.py", "src/wopeval/engine/boundary.py"),
+        ("src/wopeval/engine/runlog/runlog.py", "src/wopeval/engine/recording/boundary.py"),
         ("tests/unit/engine",),
     ),
     # The MCP endpoint and the model proxy share the invocation token check; their fast tests
@@ -93,7 +93,7 @@ GROUPS = (
     ),
     Group(
         "erasure",
-        ("src/wopeval/engine/erasure.py",),
+        ("src/wopeval/engine/runs/erasure.py",),
         ("tests/unit/engine/test_erasure_rule.py", "tests/engine/test_erasure_cascade.py"),
         _SQLITE_ONLY,
     ),

@@ -30,7 +30,7 @@ from _backends import Backend
 from _model_server import ModelServer
 from _processes import ServeOptions, ServeProcess
 from _projects import write_agent_workflow
-from wopeval.engine.redaction import CUT_NOTE, KEPT_BYTES
+from wopeval.engine.recording.redaction import CUT_NOTE, KEPT_BYTES
 from wopeval.wire import ids
 
 from ._support import Result, ServedHost

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from _backends import Backend
 from _processes import START_DEADLINE_SECONDS, ServeOptions, ServeProcess
-from wopeval.engine.eval_plan import UNUSABLE_SOURCE
+from wopeval.engine.eval_runs.eval_plan import UNUSABLE_SOURCE
 
 from ._loopback import LoopbackApi
 from ._server import TENANT_A

@@ -14,7 +14,7 @@ import pytest
 from openwop_client import WopError
 from openwop_client.wire_id import project_id
 
-from wopeval.engine.runlog import now
+from wopeval.engine.runlog.steps import now
 from wopeval.store import Store
 
 from ._server import TENANT_A, TENANT_B, ServerHandle

@@ -1,4 +1,4 @@
-"""A run's reads are answered from what was kept until the run changes (engine/read_cache.py).
+"""A run's reads are answered from what was kept until the run changes (engine/live/read_cache.py).
 
 The host's store is watched for reads while a gated run is read over the wire: while it
 waits, repeated reads (its snapshot, a poll of its events) answer the same bytes without
@@ -57,7 +57,7 @@ def _repeated(
 ) -> tuple[list[httpx.Response], list[int]]:
     """`REPEATS` reads of one path, and how many store reads each of them took.
 
-    A read that raced a commit of what it shows keeps nothing (engine/read_cache.py), so
+    A read that raced a commit of what it shows keeps nothing (engine/live/read_cache.py), so
     the first one or two may read the store; the later ones must not."""
     answers, costs = [], []
     with _run_reads(server) as reads:

@@ -14,9 +14,9 @@ from openwop_client.wire_id import project_id
 
 from _backends import Backend
 from wopeval.api.auth import key_id
-from wopeval.engine.log_writer import LogWriter
-from wopeval.engine.notifier import Notifier
-from wopeval.engine.runlog import Step, now
+from wopeval.engine.live.notifier import Notifier
+from wopeval.engine.runlog.log_writer import LogWriter
+from wopeval.engine.runlog.steps import Step, now
 from wopeval.settings import Settings
 from wopeval.store import RunRecord, Store, next_created_seq
 from wopeval.wire import events, ids

@@ -25,7 +25,7 @@ import pytest
 from openwop_client.wire_id import project_id
 
 from _backends import Backend
-from wopeval.engine.tail import DELIVERY_CHARS, Tails
+from wopeval.engine.live.tail import DELIVERY_CHARS, Tails
 
 from ._server import ServerHandle, host_settings, running_host
 

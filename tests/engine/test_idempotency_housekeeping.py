@@ -6,7 +6,7 @@ import asyncio
 from pathlib import Path
 
 from _backends import Backend
-from wopeval.engine.runlog import now
+from wopeval.engine.runlog.steps import now
 from wopeval.store import IDEMPOTENCY_RETENTION
 
 from ._hosts import TENANT, running_host

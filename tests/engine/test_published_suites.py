@@ -11,7 +11,7 @@ import pytest
 
 from _backends import Backend
 from _statements import SUITE_READ, statements_matching
-from wopeval.engine import catalog
+from wopeval.engine.catalog import catalog
 from wopeval.wire import errors
 from wopeval.wire.principal import Principal
 from wopeval.wire.runs import CreateRunRequest, RunStatus

@@ -10,7 +10,7 @@ from sqlalchemy import select, update
 
 from _backends import Backend
 from wopeval.api.host import Host
-from wopeval.engine.runlog import now
+from wopeval.engine.runlog.steps import now
 from wopeval.store.tables import runs, tool_calls
 from wopeval.wire.principal import Principal
 from wopeval.wire.runs import CreateRunRequest

@@ -1,4 +1,4 @@
-"""`engine/run_diff.py`: each log is read a page at a time, and no further than the bound.
+"""`engine/eval_runs/run_diff.py`: each log is read a page at a time, and no further than the bound.
 
 A log longer than `limits.RUN_DIFF_MAX_EVENTS` is diffed as a prefix, which
 makes the answer `truncated`: a large log gives a partial answer, never a slow
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from _backends import Backend
-from wopeval.engine.run_diff import diff_runs
+from wopeval.engine.eval_runs.run_diff import diff_runs
 from wopeval.store import _events
 from wopeval.wire import limits
 from wopeval.wire.principal import Principal

@@ -17,7 +17,7 @@ from sqlalchemy import event
 from _backends import Backend
 from wopeval.api.host import Host
 from wopeval.api.ui import live
-from wopeval.engine.tail import CROWD, Follower, LeftBehind, TailBroken, Tails
+from wopeval.engine.live.tail import CROWD, Follower, LeftBehind, TailBroken, Tails
 from wopeval.store import OwnedRun
 from wopeval.wire.principal import Principal
 from wopeval.wire.runs import CreateRunRequest

@@ -1,4 +1,6 @@
-"""Imports point one way (docs/design.md §1): each layer may use only the layers listed here.
+"""Imports point one way (docs/design.md §1): each layer may use only the layers listed here,
+each room of the engine only the rooms listed for it, and no module reaches itself again
+through the imports made when it loads.
 
 `evals` holds the RFC rules as pure functions, so it sees nothing but `wire`;
 `conformance` speaks only the wire through openwop-client, so it sees none of
@@ -8,6 +10,9 @@ the host's own layers at all.
 from __future__ import annotations
 
 import ast
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -73,23 +78,59 @@ ALLOWED: dict[str, set[str]] = {
 }
 
 
+ENGINE = PACKAGE / "engine"
+FACADE = ""
+"""The engine's own modules beside its rooms (the `Engine` facade, health): they wire the rooms."""
+
+ENGINE_ROOMS: dict[str, set[str]] = {
+    "live": set(),
+    "runlog": {"live"},
+    "recording": {"runlog"},
+    "catalog": {"recording", "runlog"},
+    "runs": {"catalog", "recording", "runlog", "live"},
+    "eval_runs": {"runs", "catalog", "recording", "runlog", "live"},
+    FACADE: {"eval_runs", "runs", "catalog", "recording", "runlog", "live"},
+}
+
+
 def _layer(path: Path) -> str:
     return path.relative_to(PACKAGE).parts[0].removesuffix(".py")
 
 
-def _imported_layers(path: Path) -> set[str]:
+def _imported_modules(path: Path) -> set[str]:
+    """Every module an import statement of `path` names, `from wopeval.x import y` as `wopeval.x.y`
+    too (y may be a module)."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
-            modules = [alias.name for alias in node.names]
+            found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            modules = [node.module]
-        else:
-            continue
-        for module in modules:
-            parts = module.split(".")
-            if parts[0] == "wopeval" and len(parts) > 1:
-                found.add(parts[1])
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def _imported_layers(path: Path) -> set[str]:
+    found: set[str] = set()
+    for module in _imported_modules(path):
+        parts = module.split(".")
+        # `from wopeval import __version__` names the package's own version, not a layer.
+        if parts[0] == "wopeval" and len(parts) > 1 and not parts[1].startswith("__"):
+            found.add(parts[1])
+    return found
+
+
+def _engine_room(path: Path) -> str:
+    parts = path.relative_to(ENGINE).parts
+    return parts[0] if len(parts) > 1 else FACADE
+
+
+def _imported_engine_rooms(path: Path) -> set[str]:
+    found: set[str] = set()
+    for module in _imported_modules(path):
+        parts = module.split(".")
+        if parts[:2] == ["wopeval", "engine"] and len(parts) > 2 and (ENGINE / parts[2]).is_dir():
+            found.add(parts[2])
     return found
 
 
@@ -113,3 +154,24 @@ def test_only_the_cli_imports_the_worker_role() -> None:
         if _layer(path) not in ("worker", "cli") and "worker" in _imported_layers(path)
     )
     assert importers == []
+
+
+ENGINE_MODULES = sorted(ENGINE.rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", ENGINE_MODULES, ids=lambda p: str(p.relative_to(ENGINE)))
+def test_an_engine_module_imports_only_the_rooms_below_its_own(path: Path) -> None:
+    room = _engine_room(path)
+    assert room in ENGINE_ROOMS, f"engine/{room} is a new room: give it a row in ENGINE_ROOMS"
+    outside = _imported_engine_rooms(path) - ENGINE_ROOMS[room] - {room}
+    assert not outside, f"engine/{path.relative_to(ENGINE)} imports rooms {sorted(outside)}"
+
+
+def test_no_module_reaches_itself_through_the_imports_made_at_load() -> None:
+    """The load-time import graph (TYPE_CHECKING imports included) has no circle; the graph and
+    its circles are scripts/house_map.py's, the map the house is measured by."""
+    house_map = Path(__file__).resolve().parents[2] / "scripts" / "house_map.py"
+    printed = subprocess.run(
+        [sys.executable, str(house_map), "--json"], check=True, capture_output=True, text=True
+    ).stdout
+    assert json.loads(printed)["circles"] == []

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import gc
 
-from wopeval.engine.notifier import Notifier, wait_for_signal
-from wopeval.engine.read_cache import ReadCache, tenant_scope
+from wopeval.engine.live.notifier import Notifier, wait_for_signal
+from wopeval.engine.live.read_cache import ReadCache, tenant_scope
 
 
 def test_a_commit_after_subscribe_wakes_the_reader() -> None:

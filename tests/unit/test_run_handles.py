@@ -125,7 +125,7 @@ def test_only_the_store_names_the_seal_of_a_handle() -> None:
 
 
 HOST_SCOPE = {
-    "src/wopeval/engine/erasure.py": "erasure's cascade and retention erase runs they reach "
+    "src/wopeval/engine/runs/erasure.py": "erasure's cascade and retention erase runs they reach "
     "by id: the caller checked the first run is the tenant's, or it is the host's purge",
 }
 """Where the host reads a run's content on its own account, with its reason."""

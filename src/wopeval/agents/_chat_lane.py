@@ -16,7 +16,7 @@ import openai
 from openai.types.chat import ChatCompletion
 from pydantic import JsonValue
 
-from wopeval.agents import _retry
+import wopeval.agents._retry as _retry
 from wopeval.agents._dialect import Ask, FunctionCall, LlmLane, ToolReply, Turn, json_arguments
 from wopeval.agents.base import AgentFailed, ToolSpec
 from wopeval.models import (

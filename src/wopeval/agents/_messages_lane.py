@@ -19,7 +19,7 @@ import anthropic
 import httpx2
 from pydantic import JsonValue
 
-from wopeval.agents import _retry
+import wopeval.agents._retry as _retry
 from wopeval.agents._dialect import Ask, FunctionCall, LlmLane, ToolReply, Turn
 from wopeval.agents.base import AgentFailed, ToolSpec
 from wopeval.models import MESSAGES, LiveAnswer, Messages, ModelAnswer, ModelCallFailed

@@ -17,7 +17,8 @@ LLM_LANES: tuple[Lane, ...] = ("openai", "anthropic")
 ModelReplay = Literal["off", "recorded"]
 NamedBy = Literal["canonical", "offered"]
 """How a call names its tool: the host's canonical `server:tool` (an in-process agent), or
-the provider-safe name it was offered (the MCP endpoint, the LLM lanes; engine/tool_names.py)."""
+the provider-safe name it was offered (the MCP endpoint, the LLM lanes;
+engine/recording/tool_names.py)."""
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,8 @@ class LlmAgent:
     async def invoke(self, context: AgentContext) -> JsonValue:
         lane, dialect = self._lane, self._dialect
         specs = context.tool_specs()
-        # Offered by their provider-safe names; a call names a tool by one (engine/tool_names.py).
+        # Offered by their provider-safe names; a call names a tool by one
+        # (engine/recording/tool_names.py).
         functions = {spec.offered_name: spec.name for spec in specs}
         tools = dialect.tools(specs, functions)
         messages: list[JsonValue] = [{"role": "user", "content": _user_content(context.input)}]

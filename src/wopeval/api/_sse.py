@@ -3,7 +3,7 @@
 Stored event documents go out byte for byte; only the frame around them is
 built here. The events a follower receives together leave in one chunk, so a
 busy stream costs one write per delivery rather than one per event; a delivery is
-bounded (engine/tail.py), and so is a batch, so a chunk never holds a whole backlog.
+bounded (engine/live/tail.py), and so is a batch, so a chunk never holds a whole backlog.
 A follower cut for falling behind (`LeftBehind`) ends its stream after the frames it
 has, for the client to resume from the last one.
 """
@@ -17,7 +17,7 @@ import re
 from collections.abc import AsyncIterator, Iterable
 
 from wopeval.api.snapshots import snapshot
-from wopeval.engine.tail import DELIVERY_CHARS, Follower, LeftBehind
+from wopeval.engine.live.tail import DELIVERY_CHARS, Follower, LeftBehind
 from wopeval.store import RunRecord, StoredEvent
 from wopeval.wire import events
 

@@ -34,7 +34,7 @@ from wopeval.api.routes import (
 from wopeval.api.startup import ExpectedStartupFailures, StartupFailure
 from wopeval.api.ui import install as install_dashboard
 from wopeval.api.ui.sessions import Clock
-from wopeval.engine.run_queue import QueueFactory
+from wopeval.engine.runs.run_queue import QueueFactory
 from wopeval.settings import Settings
 from wopeval.store import Lease
 

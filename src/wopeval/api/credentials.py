@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from wopeval.api.auth import Authenticator, hash_key, key_id
-from wopeval.engine.runlog import now
+from wopeval.engine.runlog.steps import now
 from wopeval.settings import Settings
 from wopeval.store import Store, replace_keys
 

@@ -11,8 +11,9 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from wopeval.api.auth import Authenticator
 from wopeval.api.host import Host
-from wopeval.engine.grants import InvocationGrants
 from wopeval.engine.host import Engine
+from wopeval.engine.recording.grants import InvocationGrants
+from wopeval.engine.recording.invocation import Invocation
 from wopeval.wire import ids
 from wopeval.wire.principal import Principal
 
@@ -50,7 +51,7 @@ class InvocationAccess:
     """What the per-invocation endpoints (MCP, model proxy) need; an API process and a
     queue worker each serve them for the invocations they run."""
 
-    grants: InvocationGrants
+    grants: InvocationGrants[Invocation]
     auth: Authenticator
     """Checks a key a request also carries (it must be of the token's tenant)."""
     http: httpx.AsyncClient

@@ -7,7 +7,7 @@ unfinished (active runs, unanswered idempotency keys) belongs to no one alive.
 In queue mode (a `queue` factory given) any number of API processes share the
 database with the workers: each takes the lease shared, recovers nothing at
 start-up (a run's liveness is its jobs, which the workers watch), and listens
-for the other processes' commits (`engine/wakeups.py`).
+for the other processes' commits (`engine/live/wakeups.py`).
 """
 
 from __future__ import annotations
@@ -26,18 +26,18 @@ from pydantic import JsonValue
 from wopeval.api import ownership
 from wopeval.api.auth import Authenticator
 from wopeval.api.credentials import embedded_keys, serving_keys
-from wopeval.engine.catalog import Catalog, seed_conformance
-from wopeval.engine.catalog_digest import catalog_digest
-from wopeval.engine.erasure import purge_expired
+from wopeval.engine.catalog.catalog import Catalog, seed_conformance
+from wopeval.engine.catalog.catalog_digest import catalog_digest
+from wopeval.engine.catalog.project import connect_mcp_servers, load_project
 from wopeval.engine.health import HealthReport, all_ok, database_check
 from wopeval.engine.host import Engine
-from wopeval.engine.notifier import Notifier
-from wopeval.engine.project import connect_mcp_servers, load_project
-from wopeval.engine.read_cache import ReadCache
-from wopeval.engine.run_queue import QueueFactory
-from wopeval.engine.runlog import now
-from wopeval.engine.tail import Tails
-from wopeval.engine.wakeups import Wakeups
+from wopeval.engine.live.notifier import Notifier
+from wopeval.engine.live.read_cache import ReadCache
+from wopeval.engine.live.tail import Tails
+from wopeval.engine.live.wakeups import Wakeups
+from wopeval.engine.runlog.steps import now
+from wopeval.engine.runs.erasure import purge_expired
+from wopeval.engine.runs.run_queue import QueueFactory
 from wopeval.settings import Settings
 from wopeval.store import IDEMPOTENCY_RETENTION, Lease, Store, take_lease
 from wopeval.tools import COUNTER_LISTING, CounterTool, McpServers
@@ -147,7 +147,7 @@ class Host:
                 store=store,
                 catalog=catalog,
                 # Workers change a queue-mode host's runs: it keeps no answers of their
-                # reads (engine/read_cache.py).
+                # reads (engine/live/read_cache.py).
                 notifier=Notifier(ReadCache() if queue is None else None),
                 catalog_digest=digest,
                 queue=None if queue is None else queue(catalog, digest),

@@ -9,7 +9,7 @@ still do, and answers itself:
 - `GET /runs/{runId}` when it succeeds: the same credential check, the same tenant-bound
   run id, the same store read, the same `JSONResponse` (the route's own `run_answer`,
   which answers a repeat from what it kept since the run last changed,
-  engine/read_cache.py);
+  engine/live/read_cache.py);
 - a poll of a run's events, or a page of the run list, asked before and kept since
   (the same query string, the caller's own run or tenant): the kept bytes. One asked
   for the first time, or since what it shows changed, is the route's.
@@ -31,7 +31,7 @@ from wopeval.api.host import Host
 from wopeval.api.middleware import header
 from wopeval.api.routes.events import poll_view
 from wopeval.api.routes.runs import list_view, run_answer
-from wopeval.engine.read_cache import tenant_scope
+from wopeval.engine.live.read_cache import tenant_scope
 from wopeval.wire import errors
 
 _RUN_PATH = re.compile(r"/runs/([^/]+)")

@@ -23,8 +23,8 @@ from fastapi import Request, Response
 
 from wopeval.api.deps import host_of
 from wopeval.api.errors import envelope_response
-from wopeval.engine.log_writer import OnInsert
-from wopeval.engine.runlog import now
+from wopeval.engine.runlog.log_writer import OnInsert
+from wopeval.engine.runlog.steps import now
 from wopeval.store import (
     IDEMPOTENCY_RETENTION,
     IdempotencyRecord,

@@ -1,7 +1,7 @@
 """The one token check of an invocation's endpoints (MCP, model proxy), and the access log's
 masking of every token.
 
-An invocation's token (engine/grants.py) is in the path of each of its
+An invocation's token (engine/recording/grants.py) is in the path of each of its
 endpoints: `/host/wopeval/mcp/{token}`, `/host/wopeval/openai/{token}/v1/…`,
 `/host/wopeval/anthropic/{token}/v1/messages`. Both endpoints resolve it here,
 the same way: token → the running invocation → its tenant. The token alone
@@ -20,8 +20,8 @@ import re
 from starlette.requests import Request
 
 from wopeval.api.deps import InvocationAccess
-from wopeval.engine.grants import CAPABILITY_PATHS
-from wopeval.engine.invocation import Invocation
+from wopeval.engine.recording.grants import CAPABILITY_PATHS
+from wopeval.engine.recording.invocation import Invocation
 from wopeval.wire import errors
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from wopeval.engine.runlog import timestamp
+from wopeval.engine.runlog.steps import timestamp
 from wopeval.store import RunRecord
 from wopeval.wire import ids
 from wopeval.wire.events import EVENT_LOG_SCHEMA_VERSION

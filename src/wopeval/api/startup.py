@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from wopeval.api.ownership import DatabaseOwned, DatabaseUnreachable
-from wopeval.engine.project import ProjectError
+from wopeval.engine.catalog.project import ProjectError
 
 EXPECTED = (ProjectError, DatabaseUnreachable, DatabaseOwned)
 """The start-up failures whose message says everything a user needs."""

@@ -25,7 +25,7 @@ from wopeval.wire import errors
 from wopeval.wire.suite import parse_suite
 
 if TYPE_CHECKING:
-    from wopeval.engine.project import EvalEntry
+    from wopeval.engine.catalog.project_file import EvalEntry
 
 
 @dataclass(frozen=True)
@@ -142,7 +142,7 @@ def _suite(named: str, base: Path) -> tuple[str, dict[str, Any] | None]:
 def _entry(project: Path, name: str) -> EvalEntry | None:
     # Imported here: the project loader brings the tool sources (the MCP SDK among them),
     # which a command on a remote host never needs.
-    from wopeval.engine.project import ProjectError, read_project_file
+    from wopeval.engine.catalog.project import ProjectError, read_project_file
 
     try:
         declared = read_project_file(project).evals

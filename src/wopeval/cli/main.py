@@ -7,17 +7,15 @@ from typing import Annotated
 
 import typer
 
-from wopeval.cli import (
-    compare,
-    demo,
-    evaluate,
-    explain,
-    recordings,
-    report,
-    run,
-    runs,
-    suites,
-)
+import wopeval.cli.compare as compare
+import wopeval.cli.demo as demo
+import wopeval.cli.evaluate as evaluate
+import wopeval.cli.explain as explain
+import wopeval.cli.recordings as recordings
+import wopeval.cli.report as report
+import wopeval.cli.run as run
+import wopeval.cli.runs as runs
+import wopeval.cli.suites as suites
 from wopeval.cli._exit import Group
 from wopeval.cli.conformance import conformance
 from wopeval.cli.purge import purge

@@ -12,7 +12,7 @@ from wopeval.cli._exit import DATABASE_OWNED
 from wopeval.settings import Settings
 
 if TYPE_CHECKING:
-    from wopeval.engine.erasure import Erasure
+    from wopeval.engine.runs.erasure import Erasure
 
 
 def purge(
@@ -54,7 +54,7 @@ def purge(
 
 
 async def _purge(url: str, days: int) -> Erasure:
-    from wopeval.engine.erasure import purge_expired
+    from wopeval.engine.runs.erasure import purge_expired
     from wopeval.store import Store
 
     store = await Store.open(url)

@@ -116,7 +116,7 @@ async def _export(
     settings: Settings, tenant: str, run_ids: list[str], tag: str | None, output: Path
 ) -> list[str]:
     from wopeval import recordings
-    from wopeval.engine.runlog import now
+    from wopeval.engine.runlog.steps import now
     from wopeval.store import Store
 
     store = await Store.open(settings.resolved_database_url())

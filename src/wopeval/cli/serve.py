@@ -18,7 +18,7 @@ from wopeval.settings import Settings, parse_api_keys
 if TYPE_CHECKING:
     import uvicorn
 
-    from wopeval.engine.run_queue import QueueFactory
+    from wopeval.engine.runs.run_queue import QueueFactory
     from wopeval.store import Lease, LeaseHeld
 
 STARTUP_FAILED = 3

@@ -119,7 +119,7 @@ def project_graders(directory: Path) -> list[str]:
     """The grader ids a project's `wopeval.toml` declares (nothing is imported)."""
     # Imported here: the project loader brings the tool sources (the MCP SDK among
     # them), seconds of start-up that every other command would pay.
-    from wopeval.engine.project import ProjectError, read_project_file
+    from wopeval.engine.catalog.project import ProjectError, read_project_file
 
     try:
         return [grader.id for grader in read_project_file(directory).graders]

@@ -30,11 +30,10 @@ from wopeval.evals._derive import (
     has_failed_call,
     own_calls,
 )
+from wopeval.evals._executed import ExecutedCall, ServedAs
 from wopeval.evals._golden import grade_golden, stringify
 from wopeval.evals._grade import Grade
 from wopeval.evals._graders import (
-    ExecutedCall,
-    ServedAs,
     check_known_graders,
     grade_task,
     graders_named,
@@ -54,10 +53,9 @@ from wopeval.evals._matcher import (
     select_entry,
 )
 from wopeval.evals._miss import MissDetail, closest_entry
+from wopeval.evals._model_fixture import DEFAULT_API, ModelFixture
 from wopeval.evals._model_miss import ModelMiss
 from wopeval.evals._models import (
-    DEFAULT_API,
-    ModelFixture,
     ModelPrice,
     ModelReplayCursor,
     ModelServedBy,

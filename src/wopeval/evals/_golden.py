@@ -3,7 +3,7 @@
 `exact`, `contains` and `json-match` are RFC 0081's; `json-subset`,
 `json-path` and `regex` are this host's (docs/graders.md). `custom` is not
 graded here: it calls the project's code, which the engine does
-(`engine/grading.py`).
+(`engine/eval_runs/grading.py`).
 """
 
 from __future__ import annotations

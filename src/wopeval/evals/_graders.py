@@ -4,58 +4,22 @@
 `trajectory` compares the calls the agent made, as executed and excluding
 delegates (RFC 0244 §A), with `calls` (`_trajectory.py`). Each returns a `Grade`
 for one trial; the pass policy over trials is `_policy.trials_pass`. A `custom`
-match calls the project's code, so the engine grades it (`engine/grading.py`);
+match calls the project's code, so the engine grades it (`engine/eval_runs/grading.py`);
 this module only checks that a suite names graders the host has.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from typing import Any, Literal, NamedTuple
 
 from pydantic import JsonValue
 
+from wopeval.evals._executed import ExecutedCall
 from wopeval.evals._golden import grade_golden
 from wopeval.evals._grade import Grade
-from wopeval.evals._miss import MissDetail
 from wopeval.evals._trajectory import grade_trajectory
 from wopeval.wire import errors
 from wopeval.wire.suite import Expected, Suite
-
-ServedAs = Literal["fixture", "live", "miss"]
-"""How the boundary answered a call: a fixture entry, the live tool, or a fixture miss."""
-
-
-class ExecutedCall(NamedTuple):
-    """One tool call as the agent made it (the as-executed boundary, RFC 0244 §A).
-
-    A named tuple: one is built for every call of every trial (see `store.ToolCallRow`)."""
-
-    tool: str
-    args: JsonValue
-    is_delegate: bool = False
-    status: str = "ok"
-    """`agent.tool-returned.status`."""
-    result: JsonValue = None
-    """The tool's result when `status` is `ok`."""
-    error: dict[str, Any] | None = None
-    """The tool error otherwise (`{code, message, ...}`)."""
-    served: ServedAs = "live"
-    duration_ms: int | None = None
-    miss: MissDetail | None = None
-    """For a fixture miss: the closest recording and how the call differs from it."""
-
-    def to_trace(self) -> dict[str, Any]:
-        """The call as a custom grader receives it (docs/graders.md)."""
-        return {
-            "tool": self.tool,
-            "args": self.args,
-            "status": self.status,
-            "result": self.result,
-            "error": self.error,
-            "served": self.served,
-            "durationMs": self.duration_ms,
-        }
 
 
 def grade_task(expected: Expected, decision: JsonValue, calls: Sequence[ExecutedCall]) -> Grade:

@@ -14,15 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import JsonValue
 
 from wopeval.evals._grade import describe_changes
 from wopeval.evals._jsondiff import PathChange, json_diff
-
-if TYPE_CHECKING:
-    from wopeval.evals._models import ModelFixture
+from wopeval.evals._model_fixture import ModelFixture
 
 SHOWN_PATHS = 3
 """Paths a content-free reason names before `and N more`."""

@@ -15,19 +15,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import JsonValue
 
 from wopeval.evals._canonical import args_hash
+from wopeval.evals._model_fixture import DEFAULT_API, ModelFixture
 from wopeval.evals._model_miss import ModelMiss, nearest_request
 
 ModelServedBy = Literal["live", "replay", "miss"]
 """How an exchange was answered: the upstream, a recorded answer, or nothing (a miss)."""
-
-
-DEFAULT_API = "chat"
-"""The wire API of an exchange recorded before the host served more than one."""
 
 
 def model_request_hash(canonical: Mapping[str, JsonValue]) -> str:
@@ -53,39 +50,6 @@ class RecordedExchange:
     """The wire API it used (`chat`, `responses`, `messages`)."""
     request: JsonValue = None
     """The canonical request, which a miss is compared with."""
-
-
-@dataclass(frozen=True, slots=True)
-class ModelFixture:
-    """A recorded answer served to the request of the same API with the same hash."""
-
-    request_hash: str
-    response: JsonValue
-    api: str = DEFAULT_API
-    request: JsonValue = None
-    """The canonical request it answered (None in a copy kept before requests were)."""
-    ordinal: int | None = None
-    """Its exchange's position in its invocation, from 0."""
-
-    def to_json(self) -> dict[str, JsonValue]:
-        return {
-            "requestHash": self.request_hash,
-            "response": self.response,
-            "api": self.api,
-            "request": self.request,
-            "ordinal": self.ordinal,
-        }
-
-    @classmethod
-    def from_json(cls, document: Mapping[str, Any]) -> ModelFixture:
-        ordinal = document.get("ordinal")
-        return cls(
-            str(document["requestHash"]),
-            document["response"],
-            str(document.get("api") or DEFAULT_API),
-            document.get("request"),
-            ordinal if isinstance(ordinal, int) else None,
-        )
 
 
 def derive_model_fixtures(

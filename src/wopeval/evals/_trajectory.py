@@ -9,15 +9,12 @@ Positions in reasons are 0-based: `expected.calls[1]` points into the suite,
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
+from wopeval.evals._executed import ExecutedCall
 from wopeval.evals._grade import SHOWN_CHANGES, Grade, describe_changes, shown
 from wopeval.evals._jsondiff import PathChange, json_diff, subset_diff
 from wopeval.evals._matcher import args_match
 from wopeval.wire.suite import Expected, ExpectedCall
-
-if TYPE_CHECKING:
-    from wopeval.evals._graders import ExecutedCall
 
 
 def grade_trajectory(expected: Expected, calls: Sequence[ExecutedCall]) -> Grade:

@@ -1,6 +1,6 @@
 """Model wire APIs behind one interface (docs/llm.md): Chat Completions, Responses, Messages.
 
-The model recorder (engine/models.py), model replay, the cost of an exchange
+The model recorder (engine/recording/models.py), model replay, the cost of an exchange
 and the recording model proxy (api/routes/model_proxy.py) take a `ModelApi`
 and never ask which provider is behind it; the in-host LLM lanes build their
 requests for one. Each adapter's module says what it records and replays.

@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from wopeval.models import _sse
+import wopeval.models._sse as _sse
 from wopeval.models._api import (
     ApiName,
     InvalidModelRequest,

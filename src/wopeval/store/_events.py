@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import and_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from wopeval.store import _driver
+import wopeval.store._driver as _driver
 from wopeval.store._runs import RunHandle
 from wopeval.store.tables import events
 

@@ -18,8 +18,8 @@ from pydantic import JsonValue
 from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+import wopeval.store._driver as _driver
 from wopeval.evals import ModelServedBy, RecordedExchange
-from wopeval.store import _driver
 from wopeval.store._rows import shallow_fields
 from wopeval.store._runs import RunHandle
 from wopeval.store.tables import model_calls, runs

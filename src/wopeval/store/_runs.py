@@ -27,7 +27,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import RowMapping
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from wopeval.store import _driver
+import wopeval.store._driver as _driver
 from wopeval.store.tables import run_plans, runs
 from wopeval.wire import errors, limits
 from wopeval.wire.runs import RunKind, RunStatus
@@ -83,7 +83,7 @@ class RunRecord:
     created_seq: int = 0
     cancel_reason: str | None = None
     catalog_digest: str | None = None
-    """The project catalog the run was created under (engine/catalog_digest.py)."""
+    """The project catalog the run was created under (engine/catalog/catalog_digest.py)."""
     landed_trials: int = 0
     idle: list[dict[str, Any]] | None = None
     """A completed workflow run's agents that recorded nothing a replay could test:

@@ -22,8 +22,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+import wopeval.store._driver as _driver
 from wopeval.evals import RecordedCall, RecordedStatus, ServedBy
-from wopeval.store import _driver
 from wopeval.store._runs import RunHandle
 from wopeval.store.tables import runs, tool_calls
 from wopeval.wire import json_text
@@ -225,7 +225,7 @@ class ToolCallsRepo:
         self, run_id: str, at: datetime, erased_error: Callable[[Any], dict[str, Any] | None]
     ) -> int:
         """Erase the run's calls still held: args and result go, each error becomes what
-        `erased_error` (the erasure rule, engine/erasure.py) keeps of it. Returns how many."""
+        `erased_error` (the erasure rule, engine/runs/erasure.py) keeps of it. Returns how many."""
         held = and_(tool_calls.c.run_id == run_id, tool_calls.c.erased_at.is_(None))
         errors = await self._connection.execute(
             select(tool_calls.c.sequence, tool_calls.c.error).where(held)

@@ -12,7 +12,7 @@ from sqlalchemy.dialects import registry
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from wopeval.store import _sqlite_inline
+import wopeval.store._sqlite_inline as _sqlite_inline
 from wopeval.wire import json_text
 
 if TYPE_CHECKING:

@@ -60,7 +60,8 @@ runs = Table(
     Column("cancel_reason", Text, nullable=True),
     # Monotonic insertion order; newest-first listing and cursors ride on it.
     Column("created_seq", BigInteger, nullable=False),
-    # `sha256:` digest of the project catalog the run was created under (engine/catalog_digest.py).
+    # `sha256:` digest of the project catalog the run was created under
+    # (engine/catalog/catalog_digest.py).
     Column("catalog_digest", String(71), nullable=True),
     # Eval trials landed so far, counted under the row lock with each trial's commit.
     Column("landed_trials", Integer, nullable=False, server_default="0"),
@@ -128,7 +129,7 @@ invocations = Table(
     # `sha256:` digest of the tool listing the agent was offered (its MCP `tools/list`).
     Column("tools_digest", String(71), nullable=True),
     # What the agent said (a command agent's stderr): redacted, its last 16 KiB. Content:
-    # nulled by erasure (engine/redaction.py, engine/erasure.py).
+    # nulled by erasure (engine/recording/redaction.py, engine/runs/erasure.py).
     Column("stderr", Text, nullable=True),
     # Why a completed invocation recorded nothing a replay could test (evals/_idle.py).
     Column("idle", JSON, nullable=True),
@@ -194,7 +195,7 @@ task_trials = Table(
     Column("passed", Boolean, nullable=False),
     # The agent's `wireContent` when the trial ran: what of the detail may leave the host.
     Column("wire_content", String(8), nullable=False),
-    # The whole trial as the host saw it; shown through `engine/content.py` only.
+    # The whole trial as the host saw it; shown through `engine/recording/content.py` only.
     Column("detail", JSON, nullable=False),
     Column("erased_at", DateTime(timezone=True), nullable=True),
     # The trial's outcome in counts, for the summary built from stored trials (queue mode).

@@ -5,7 +5,7 @@ boundary hands this tool the args the agent passed, and only the outgoing
 request carries the secret (RFC 0252 §D, SR-1). An error answer's body (its
 first `ERROR_BODY_CHARS`) is the tool error's `details.body`, so the agent and
 the record say why; a server that echoes the request's headers there has its
-echo of the credential cut by the boundary (engine/redaction.py).
+echo of the credential cut by the boundary (engine/recording/redaction.py).
 """
 
 from __future__ import annotations

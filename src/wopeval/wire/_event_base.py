@@ -51,7 +51,7 @@ class Payload(BaseModel):
         payloads of the same kind) is all JSON already, so its dump is its fields as held:
         built here, a third of pydantic's walk, which also copies every value. That
         sharing is safe because content is the host's own by then: the tool boundary
-        keeps a copy of what an agent passes and returns (engine/invocation.py).
+        keeps a copy of what an agent passes and returns (engine/recording/invocation.py).
         """
         keys = self._WIRE_KEYS
         if keys is None:

@@ -4,7 +4,7 @@ Not part of the OpenWOP run resources: how each invocation ended, whether it
 recorded anything a replay could test, and what its agent said (a command
 agent's stderr, an http agent's error answer), redacted and bounded before the
 host kept it. What the agent said leaves the host only under its
-`wireContent: full` (`engine/content.py` decides); docs/agents.md says more.
+`wireContent: full` (`engine/recording/content.py` decides); docs/agents.md says more.
 """
 
 from __future__ import annotations

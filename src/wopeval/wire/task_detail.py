@@ -2,7 +2,7 @@
 
 Not part of the RFC 0081 `EvalSummary`, which stays content-free: these shapes
 carry decisions, expected values, diffs and tool traces, as far as the agent's
-`wireContent` lets them leave the host (`engine/content.py` decides).
+`wireContent` lets them leave the host (`engine/recording/content.py` decides).
 """
 
 from __future__ import annotations

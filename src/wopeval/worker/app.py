@@ -37,11 +37,11 @@ from wopeval.api.host import load_catalog, watch_lease
 from wopeval.api.loopback import bound_socket
 from wopeval.api.routes import health, model_proxy
 from wopeval.api.routes import mcp as mcp_route
-from wopeval.engine.catalog_digest import catalog_digest
+from wopeval.engine.catalog.catalog_digest import catalog_digest
 from wopeval.engine.health import HealthReport, all_ok, database_check
 from wopeval.engine.host import Engine
-from wopeval.engine.notifier import Notifier
-from wopeval.engine.wakeups import libpq_dsn
+from wopeval.engine.live.notifier import Notifier
+from wopeval.engine.live.wakeups import libpq_dsn
 from wopeval.settings import Settings
 from wopeval.store import Store, take_lease
 from wopeval.tools import McpServers

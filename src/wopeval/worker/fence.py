@@ -2,11 +2,11 @@
 
 Procrastinate delivers a job at least once, and a worker that stalled (stopped,
 partitioned) can come back after its job was given to another. Each step a job
-writes is admitted (engine/fence.py) only while its job is `doing` under this
+writes is admitted (engine/runlog/fence.py) only while its job is `doing` under this
 worker's id, checked in the step's own transaction with the job row
 share-locked, so a stall handler that takes the job away waits for the commit
 and every commit after that is refused. An eval step's trial then lands
-exactly once (engine/trial_landing.py).
+exactly once (engine/eval_runs/trial_landing.py).
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from wopeval.engine.eval_plan import EvalPlan
-from wopeval.engine.fence import Landing, Locked
-from wopeval.engine.runlog import Step
-from wopeval.engine.trial_landing import land_trial
+from wopeval.engine.eval_runs.eval_plan import EvalPlan
+from wopeval.engine.eval_runs.trial_landing import land_trial
+from wopeval.engine.runlog.fence import Landing, Locked
+from wopeval.engine.runlog.steps import Step
 from wopeval.store import UnitOfWork
 from wopeval.worker import sql
 

@@ -23,13 +23,14 @@ from dataclasses import dataclass, field
 
 from pydantic import JsonValue
 
-from wopeval.engine.boundary import Boundary
-from wopeval.engine.eval_plan import EvalPlan, PlanUnavailable, TaskPlan
-from wopeval.engine.eval_runner import EvalContext, run_trial, task_cursors
+from wopeval.engine.eval_runs.eval_plan import EvalPlan, PlanUnavailable, TaskPlan
+from wopeval.engine.eval_runs.eval_runner import EvalContext, run_trial, task_cursors
 from wopeval.engine.host import Engine
-from wopeval.engine.outcome import RunFailure, Terminal
-from wopeval.engine.runlog import Journal, RunClosed, RunLog
-from wopeval.engine.workflow_runner import WorkflowContext, run_workflow
+from wopeval.engine.recording.boundary import Boundary
+from wopeval.engine.runlog.runlog import Journal, RunLog
+from wopeval.engine.runlog.steps import RunClosed
+from wopeval.engine.runs.outcome import RunFailure, Terminal
+from wopeval.engine.runs.workflow_runner import WorkflowContext, run_workflow
 from wopeval.store import RunRecord
 from wopeval.worker.fence import JobFence
 from wopeval.worker.plans import Plans
@@ -90,6 +91,7 @@ class Runtime:
                 control=control,
                 agents=self.engine.catalog.agents,
                 live=self.engine.live_transport(args.tenant, args.run_id),
+                grants=self.engine.grants,
                 concurrency=self.engine.settings.queue.concurrency,
                 alpha=plan.alpha,
                 regression_verdict=plan.regression_verdict,
@@ -156,6 +158,7 @@ class Runtime:
                 control=control,
                 catalog=engine.catalog,
                 boundary=Boundary(engine.live_transport(args.tenant, args.run_id)),
+                grants=engine.grants,
                 invoked=invoked,
                 done=done,
                 idle=idle,

@@ -22,12 +22,13 @@ import asyncio
 import logging
 from dataclasses import dataclass
 
-from wopeval.engine.catalog import Catalog
-from wopeval.engine.fence import Landing, Locked
+from wopeval.engine.catalog.catalog import Catalog
+from wopeval.engine.eval_runs.trial_landing import complete_if_done, invoked_agent_ids
 from wopeval.engine.host import Engine
-from wopeval.engine.outcome import Terminal
-from wopeval.engine.runlog import ACTIVE, RUNNING, RunLog, RunUpdate, Step, Transition, now
-from wopeval.engine.trial_landing import complete_if_done, invoked_agent_ids
+from wopeval.engine.runlog.fence import Landing, Locked
+from wopeval.engine.runlog.runlog import RunLog
+from wopeval.engine.runlog.steps import ACTIVE, RUNNING, RunUpdate, Step, Transition, now
+from wopeval.engine.runs.outcome import Terminal
 from wopeval.settings import QueueSettings
 from wopeval.store import UnitOfWork
 from wopeval.worker import sql

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from wopeval.engine.catalog import Catalog
-from wopeval.engine.eval_plan import EvalPlan, rebuild_plan
-from wopeval.engine.tool_contracts import served_digests
+from wopeval.engine.catalog.catalog import Catalog
+from wopeval.engine.eval_runs.eval_plan import EvalPlan, rebuild_plan
+from wopeval.engine.recording.tool_contracts import served_digests
 from wopeval.store import RunHandle, UnitOfWork
 
 

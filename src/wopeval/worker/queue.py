@@ -1,4 +1,4 @@
-"""The API side of queue mode: a `RunQueue` (engine/run_queue.py) on Procrastinate's tables.
+"""The API side of queue mode: a `RunQueue` (engine/runs/run_queue.py) on Procrastinate's tables.
 
 An API process never executes a run. It enqueues the run's work in the
 transaction that creates it, ends a cancelled run in the transaction that
@@ -12,11 +12,11 @@ from dataclasses import dataclass
 
 from pydantic import JsonValue
 
-from wopeval.engine.catalog import Catalog
-from wopeval.engine.fence import Fence, Landing, Locked
-from wopeval.engine.run_queue import QueueFactory, RunQueue, Work
-from wopeval.engine.runlog import RunUpdate, Step
-from wopeval.engine.trial_landing import complete_if_done, invoked_agent_ids
+from wopeval.engine.catalog.catalog import Catalog
+from wopeval.engine.eval_runs.trial_landing import complete_if_done, invoked_agent_ids
+from wopeval.engine.runlog.fence import Fence, Landing, Locked
+from wopeval.engine.runlog.steps import RunUpdate, Step
+from wopeval.engine.runs.run_queue import QueueFactory, RunQueue, Work
 from wopeval.settings import QueueSettings
 from wopeval.store import RunRecord, UnitOfWork
 from wopeval.worker import sql

@@ -1,6 +1,6 @@
 """A worker's view of the runs it executes: paused, resumed, ended elsewhere.
 
-Commands reach a run through its row (engine/commands.py), written by any API
+Commands reach a run through its row (engine/runs/commands.py), written by any API
 process. Every `watch_seconds` this reads the status of the runs that have a
 job here and steers their `RunControl` as the in-process engine does: a pause
 stops new trials or nodes (`immediate` cuts the running ones, which start
@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from wopeval.engine.control import RunControl
+from wopeval.engine.runs.control import RunControl
 from wopeval.store import RunHandle, Store
 from wopeval.wire.runs import RunStatus
 

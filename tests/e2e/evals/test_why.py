@@ -65,7 +65,7 @@ def test_an_agent_that_raises_names_its_exception_on_the_wire_and_in_the_log(
     assert client.runs_get(run.runId).error is not None
     logged = [record for record in caplog.records if run.runId in record.getMessage()]
     assert logged, "the host did not log the agent's exception"
-    # The traceback is logged as redacted text (engine/invocation.py), never as exc_info,
+    # The traceback is logged as redacted text (engine/recording/invocation.py), never as exc_info,
     # which a log handler would format from the raw exception.
     assert logged[0].exc_info is None
     assert "Traceback (most recent call last):" in logged[0].getMessage()

@@ -1,4 +1,4 @@
-"""Erasure leaves a run's tool and model content in no table and no answer (engine/erasure.py).
+"""Erasure leaves a run's tool and model content in no table and no answer (engine/runs/erasure.py).
 
 A command agent (`_marker_agent.py`) carries one unique marker down every content path:
 its stderr, the args, results and errors of a python, an HTTP and an MCP tool (called

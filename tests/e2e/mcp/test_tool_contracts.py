@@ -26,8 +26,8 @@ from sqlalchemy import update
 
 from _backends import Backend
 from cli._support import Result, run_cli
-from wopeval.engine.erasure import purge_expired
-from wopeval.engine.runlog import now
+from wopeval.engine.runlog.steps import now
+from wopeval.engine.runs.erasure import purge_expired
 from wopeval.store import ListingRow, Store
 from wopeval.store.tables import runs
 

@@ -34,11 +34,11 @@ from wopeval.api import errors as error_handlers
 from wopeval.api.auth import Authenticator, hash_key
 from wopeval.api.deps import InvocationAccess
 from wopeval.api.routes import mcp, model_proxy
-from wopeval.engine.boundary import Boundary, LiveTransport
-from wopeval.engine.grants import InvocationGrants
-from wopeval.engine.invocation import Invocation, Where
-from wopeval.engine.models import ModelServer
-from wopeval.engine.runlog import Journal
+from wopeval.engine.recording.boundary import Boundary, LiveTransport
+from wopeval.engine.recording.grants import InvocationGrants
+from wopeval.engine.recording.invocation import Invocation, Where
+from wopeval.engine.recording.models import ModelServer
+from wopeval.engine.runlog.runlog import Journal
 from wopeval.models import Endpoint, ModelUpstream
 from wopeval.store import Store
 from wopeval.store.tables import model_calls, tool_calls
@@ -154,8 +154,8 @@ async def endpoints(
 ) -> AsyncIterator[Endpoints]:
     async with open_store(tmp_path) as store, httpx.AsyncClient(trust_env=False) as egress:
         log = await open_run(writer_for(store), status)
-        grants = InvocationGrants("http://host")
-        live = LiveTransport(_registry(), ToolContext(TENANT, log.run_id), 5.0, grants)
+        grants: InvocationGrants[Invocation] = InvocationGrants("http://host")
+        live = LiveTransport(_registry(), ToolContext(TENANT, log.run_id), 5.0)
         spec = AgentSpec(
             "agent",
             PythonAgent(_decide),
@@ -170,6 +170,7 @@ async def endpoints(
             boundary=Boundary(live, models=replay),
             agents=AgentRegistry(),
             where=Where(log.run_id),
+            grants=grants,
         )
         app = FastAPI()
         app.include_router(mcp.router)

@@ -9,9 +9,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from _handles import handle_of
-from wopeval.engine.log_writer import LogWriter
-from wopeval.engine.notifier import Notifier
-from wopeval.engine.runlog import RunLog, Step, now
+from wopeval.engine.live.notifier import Notifier
+from wopeval.engine.runlog.log_writer import LogWriter
+from wopeval.engine.runlog.runlog import RunLog
+from wopeval.engine.runlog.steps import Step, now
 from wopeval.store import RunRecord, Store, next_created_seq, sqlite_url
 from wopeval.wire import events, ids
 from wopeval.wire.runs import RunKind, RunStatus

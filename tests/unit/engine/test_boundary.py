@@ -15,9 +15,10 @@ from sqlalchemy import select
 from _handles import handle_of
 from wopeval import evals
 from wopeval.agents import AgentRegistry, AgentSpec, PythonAgent, ToolCallError
-from wopeval.engine.boundary import Boundary, FixtureServer, LiveTransport, ToolCall
-from wopeval.engine.invocation import Invocation, Where
-from wopeval.engine.runlog import Journal, RunLog
+from wopeval.engine.recording.boundary import Boundary, FixtureServer, LiveTransport, ToolCall
+from wopeval.engine.recording.grants import InvocationGrants
+from wopeval.engine.recording.invocation import Invocation, Where
+from wopeval.engine.runlog.runlog import Journal, RunLog
 from wopeval.store import Store
 from wopeval.store.tables import tool_calls
 from wopeval.tools import PythonTool, ToolContext, ToolFailure, ToolRegistry
@@ -30,7 +31,13 @@ async def _decide(context: object) -> JsonValue:
     return None
 
 
-def _invocation(log: RunLog, boundary: Boundary, *, record: bool = True) -> Invocation:
+def _invocation(
+    log: RunLog,
+    boundary: Boundary,
+    *,
+    record: bool = True,
+    grants: InvocationGrants[Invocation] | None = None,
+) -> Invocation:
     spec = AgentSpec("agent", PythonAgent(_decide), "python", record=record)
     return Invocation(
         spec=spec,
@@ -39,6 +46,7 @@ def _invocation(log: RunLog, boundary: Boundary, *, record: bool = True) -> Invo
         boundary=boundary,
         agents=AgentRegistry(),
         where=Where(log.run_id),
+        grants=grants,
     )
 
 

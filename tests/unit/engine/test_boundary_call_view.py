@@ -10,7 +10,7 @@ from pydantic import JsonValue
 
 from wopeval import evals
 from wopeval.agents import WireContent
-from wopeval.engine import content
+from wopeval.engine.recording import content
 
 ARGS: JsonValue = {"op": "inc", "key": "private"}
 

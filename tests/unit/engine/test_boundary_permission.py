@@ -11,11 +11,11 @@ import pytest
 from pydantic import JsonValue
 
 from wopeval.agents import AgentContext, AgentRegistry, AgentSpec, PythonAgent, ToolCallError
-from wopeval.engine.boundary import Boundary, LiveTransport
-from wopeval.engine.grants import InvocationGrants
-from wopeval.engine.invocation import Invocation, Where, run_invocation
-from wopeval.engine.redaction import REDACTED, Redactor, SecretSource
-from wopeval.engine.runlog import Journal, RunLog
+from wopeval.engine.recording.boundary import Boundary, LiveTransport
+from wopeval.engine.recording.grants import InvocationGrants
+from wopeval.engine.recording.invocation import Invocation, Where, run_invocation
+from wopeval.engine.recording.redaction import REDACTED, Redactor, SecretSource
+from wopeval.engine.runlog.runlog import Journal, RunLog
 from wopeval.store import Store
 from wopeval.tools import PythonTool, ToolContext, ToolFailure, ToolRegistry
 
@@ -48,7 +48,6 @@ def _invocation(
         registry,
         ToolContext(tenant=TENANT, run_id=log.run_id),
         5.0,
-        InvocationGrants("http://127.0.0.1:1"),
         redactor=Redactor((SecretSource(value=SECRET),)),
     )
     return Invocation(
@@ -58,6 +57,7 @@ def _invocation(
         boundary=Boundary(live),
         agents=AgentRegistry(),
         where=Where(log.run_id),
+        grants=InvocationGrants("http://127.0.0.1:1"),
     )
 
 

@@ -13,9 +13,16 @@ from pydantic import JsonValue
 from sqlalchemy import select
 
 from wopeval import evals, models
-from wopeval.engine.boundary import Boundary, FixtureServer, LiveTransport, ToolCall, ToolResult
-from wopeval.engine.grants import InvocationGrants
-from wopeval.engine.models import ModelServer
+from wopeval.engine.recording.boundary import (
+    Boundary,
+    FixtureServer,
+    LiveTransport,
+    ToolCall,
+    ToolResult,
+)
+from wopeval.engine.recording.grants import InvocationGrants
+from wopeval.engine.recording.invocation import Invocation
+from wopeval.engine.recording.models import ModelServer
 from wopeval.models import CHAT, LiveAnswer, ModelAnswer, ModelRequest
 from wopeval.store.tables import model_calls
 from wopeval.tools import PythonTool, ToolContext, ToolFailure, ToolRegistry
@@ -182,9 +189,9 @@ def test_an_is_error_entry_without_a_tool_error_shape_is_wrapped_as_one(
 async def test_an_invocations_endpoints_are_granted_for_its_tenant(tmp_path: Path) -> None:
     async with open_store(tmp_path) as store:
         log = await open_run(writer_for(store))
-        grants = InvocationGrants("http://127.0.0.1:9/")
-        live = LiveTransport(ToolRegistry(), ToolContext(tenant=TENANT, run_id="r"), 5.0, grants)
-        invocation = _invocation(log, Boundary(live))
+        grants: InvocationGrants[Invocation] = InvocationGrants("http://127.0.0.1:9/")
+        live = LiveTransport(ToolRegistry(), ToolContext(tenant=TENANT, run_id="r"), 5.0)
+        invocation = _invocation(log, Boundary(live), grants=grants)
         token = invocation.openai_api_key
         assert invocation.mcp_url == f"http://127.0.0.1:9/host/wopeval/mcp/{token}"
         assert grants.resolve(token, TENANT) is invocation

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from wopeval.engine.content import reason_line, trial_view
+from wopeval.engine.recording.content import reason_line, trial_view
 from wopeval.store import StoredTrial
 from wopeval.wire.task_detail import TrialDetail
 

@@ -1,4 +1,4 @@
-"""The one scrub rule of `engine/erasure.py`: what of each copy of tool and model content
+"""The one scrub rule of `engine/runs/erasure.py`: what of each copy of tool and model content
 survives erasure, for an event's payload, a trial's trace and a model exchange alike."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from typing import Any
 from pydantic import JsonValue
 
 from wopeval import evals
-from wopeval.engine import content
-from wopeval.engine.erasure import (
+from wopeval.engine.recording import content
+from wopeval.engine.runs.erasure import (
     ERASED_MESSAGE,
     erased_call,
     erased_error,

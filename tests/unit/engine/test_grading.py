@@ -1,5 +1,5 @@
-"""`engine/grading.py`: custom graders are called with the decision, the value and the trace;
-whatever they do, the trial gets a Grade and nothing else fails."""
+"""`engine/eval_runs/grading.py`: custom graders are called with the decision, the value and
+the trace; whatever they do, the trial gets a Grade and nothing else fails."""
 
 from __future__ import annotations
 
@@ -15,9 +15,10 @@ import pytest
 from pydantic import JsonValue
 
 from wopeval import evals
-from wopeval.engine.catalog import Catalog
-from wopeval.engine.grading import CustomGrader, grade_trial
-from wopeval.engine.project import ProjectError, load_project
+from wopeval.engine.catalog.catalog import Catalog
+from wopeval.engine.catalog.graders import CustomGrader
+from wopeval.engine.catalog.project import ProjectError, load_project
+from wopeval.engine.eval_runs.grading import grade_trial
 from wopeval.wire.suite import Expected
 
 CALLS = [

@@ -1,5 +1,5 @@
-"""What of an invocation leaves the host (engine/content.py): what its agent said only under
-`wireContent: full`, and nothing of it for an agent the host no longer has."""
+"""What of an invocation leaves the host (engine/recording/content.py): what its agent said
+only under `wireContent: full`, and nothing of it for an agent the host no longer has."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from wopeval.agents import WireContent
-from wopeval.engine.content import invocation_line, invocation_stderr
+from wopeval.engine.recording.content import invocation_line, invocation_stderr
 from wopeval.store import InvocationSaid, StoredInvocation
 
 AT = datetime(2026, 12, 2, 1, 2, 3, 45000, tzinfo=UTC)

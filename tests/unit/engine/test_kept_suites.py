@@ -1,7 +1,7 @@
 """A tenant's suite version, once parsed for an eval, is not read from the store again.
 
 A published version never changes and is never deleted, so the catalog keeps the
-document beside the parsed suite (engine/catalog.py `ParsedSuites`): the next eval of it
+document beside the parsed suite (engine/catalog/catalog.py `ParsedSuites`): the next eval of it
 reads nothing. What it keeps is its tenant's own: another tenant's version of the same
 id is read from the store as before.
 """
@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from _statements import SUITE_READ, statements_matching
-from wopeval.engine.catalog import Catalog
-from wopeval.engine.eval_plan import find_suite
-from wopeval.engine.runlog import now
+from wopeval.engine.catalog.catalog import Catalog
+from wopeval.engine.eval_runs.eval_plan import find_suite
+from wopeval.engine.runlog.steps import now
 
 from ._store import TENANT, open_store
 

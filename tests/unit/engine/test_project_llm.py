@@ -9,8 +9,8 @@ import pytest
 
 from wopeval import evals
 from wopeval.agents import LlmAgent, LlmLane
-from wopeval.engine.catalog import Catalog
-from wopeval.engine.project import ProjectError, connect_mcp_servers, load_project
+from wopeval.engine.catalog.catalog import Catalog
+from wopeval.engine.catalog.project import ProjectError, connect_mcp_servers, load_project
 from wopeval.tools import McpServers
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from wopeval.engine.catalog import Catalog
-from wopeval.engine.project import ProjectError, connect_mcp_servers, load_project
+from wopeval.engine.catalog.catalog import Catalog
+from wopeval.engine.catalog.project import ProjectError, connect_mcp_servers, load_project
 from wopeval.tools import McpServers
 from wopeval.tools.mcp import HttpEndpoint, StdioLaunch
 

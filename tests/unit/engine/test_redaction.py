@@ -1,12 +1,13 @@
-"""What an agent said, made safe to keep (engine/redaction.py): redacted once, then cut."""
+"""What an agent said, made safe to keep (engine/recording/redaction.py): redacted once,
+then cut."""
 
 from __future__ import annotations
 
 import pytest
 
-from wopeval.engine.project import ProjectFile
-from wopeval.engine.project_secrets import configured_secrets
-from wopeval.engine.redaction import (
+from wopeval.engine.catalog.project_file import ProjectFile
+from wopeval.engine.catalog.project_secrets import configured_secrets
+from wopeval.engine.recording.redaction import (
     CUT_NOTE,
     KEPT_BYTES,
     REDACTED,

@@ -11,13 +11,13 @@ import pytest
 from sqlalchemy import select
 
 from _handles import handle_of
-from wopeval.engine.log_writer import LogWriter
-from wopeval.engine.notifier import Notifier
-from wopeval.engine.runlog import (
+from wopeval.engine.live.notifier import Notifier
+from wopeval.engine.runlog.log_writer import LogWriter
+from wopeval.engine.runlog.runlog import RunLog
+from wopeval.engine.runlog.steps import (
     RUNNING,
     STOPPED_HOST,
     RunClosed,
-    RunLog,
     RunUpdate,
     Step,
     Transition,

@@ -9,16 +9,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from wopeval.engine.fence import Landing, Locked
-from wopeval.engine.runlog import (
-    STOPPED_HOST,
-    RunClosed,
-    RunLog,
-    RunUpdate,
-    Step,
-    Transition,
-    now,
-)
+from wopeval.engine.runlog.fence import Landing, Locked
+from wopeval.engine.runlog.runlog import RunLog
+from wopeval.engine.runlog.steps import STOPPED_HOST, RunClosed, RunUpdate, Step, Transition, now
 from wopeval.store import Store, ToolCallOutcome, TrialRow, UnitOfWork
 from wopeval.store.tables import task_trials, tool_calls
 from wopeval.wire import events

@@ -11,9 +11,9 @@ import pytest
 from sqlalchemy import Table, func, select
 
 from _handles import handle_of
-from wopeval.engine.runlog import (
+from wopeval.engine.runlog.runlog import Journal
+from wopeval.engine.runlog.steps import (
     STOPPED_HOST,
-    Journal,
     RunClosed,
     RunUpdate,
     Step,

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wopeval.engine.runlog import epoch_timestamp, event_time, timestamp
+from wopeval.engine.runlog.steps import epoch_timestamp, event_time, timestamp
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 LAST = datetime(9999, 12, 31, 23, 59, 59, 999_000, tzinfo=UTC)

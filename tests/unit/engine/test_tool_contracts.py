@@ -7,7 +7,7 @@ import pytest
 from pydantic import JsonValue
 
 from wopeval import evals
-from wopeval.engine.tool_contracts import RecordedTools, ToolContract, changes_since
+from wopeval.engine.recording.tool_contracts import RecordedTools, ToolContract, changes_since
 from wopeval.tools import ToolContext, ToolListing, ToolRegistry
 from wopeval.wire.task_detail import ToolChange
 

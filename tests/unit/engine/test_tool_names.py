@@ -1,5 +1,6 @@
-"""Provider-safe tool names (engine/tool_names.py): the documented mapping, its round trip,
-and the refusal of two tools that would be offered by one name, at start, naming both."""
+"""Provider-safe tool names (engine/recording/tool_names.py): the documented mapping, its
+round trip, and the refusal of two tools that would be offered by one name, at start, naming
+both."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wopeval.engine.catalog import Catalog
-from wopeval.engine.project import ProjectError, connect_mcp_servers, load_project
-from wopeval.engine.tool_names import SAFE_NAME, ToolNameClash, ToolNames, offered_name
+from wopeval.engine.catalog.catalog import Catalog
+from wopeval.engine.catalog.project import ProjectError, connect_mcp_servers, load_project
+from wopeval.engine.recording.tool_names import SAFE_NAME, ToolNameClash, ToolNames, offered_name
 from wopeval.tools import McpServers
 
 PROVIDER_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")

@@ -166,7 +166,7 @@ def eval_log(
 
 
 def fork_of(source: _Log) -> _Log:
-    """A replay fork as `engine/replay.py` writes it: the log again, under new identity."""
+    """A replay fork as `engine/runs/replay.py` writes it: the log again, under new identity."""
     fork = _Log()
     for doc in source.events:
         copied = copy.deepcopy(doc)

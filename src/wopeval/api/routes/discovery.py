@@ -11,7 +11,7 @@ from fastapi import APIRouter, Request, Response
 from wopeval import __version__
 from wopeval.api.deps import HostDep
 from wopeval.api.middleware import PROTOCOL_VERSION
-from wopeval.engine.catalog import Catalog
+from wopeval.engine.catalog.catalog import Catalog
 from wopeval.settings import Settings
 from wopeval.wire import limits
 from wopeval.wire.events import EVENT_LOG_SCHEMA_VERSION

@@ -13,7 +13,7 @@ from fastapi.responses import StreamingResponse
 from wopeval.api import _sse
 from wopeval.api.deps import HostDep, PrincipalDep, path_run_id
 from wopeval.api.host import Host
-from wopeval.engine.notifier import wait_for_signal
+from wopeval.engine.live.notifier import wait_for_signal
 from wopeval.store import OwnedRun, StoredEvent
 from wopeval.wire import errors, limits
 from wopeval.wire.principal import Principal
@@ -50,7 +50,7 @@ async def _poll_page(host: Host, principal: Principal, run_id: str, after: int) 
 
 
 def poll_view(query_string: bytes) -> str:
-    """A poll's answer among those kept of its run's reads (engine/read_cache.py): the same
+    """A poll's answer among those kept of its run's reads (engine/live/read_cache.py): the same
     query asks the same question, and until the run changes gets the same answer."""
     return "poll?" + query_string.decode("latin-1")
 

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Body
 from fastapi.responses import JSONResponse
 
 from wopeval.api.deps import HostDep, PrincipalDep, path_run_id
-from wopeval.engine.eval_plan import find_suite
+from wopeval.engine.eval_runs.eval_plan import find_suite
 from wopeval.wire import errors
 
 router = APIRouter(prefix="/host/wopeval", tags=["host"])

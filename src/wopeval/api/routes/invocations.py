@@ -9,7 +9,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from wopeval.api.deps import HostDep, PrincipalDep, path_run_id
-from wopeval.engine.invocation_views import invocation_list, invocation_stderr
+from wopeval.engine.recording.invocation_views import invocation_list, invocation_stderr
 from wopeval.wire.invocations import InvocationList, InvocationStderr
 
 router = APIRouter(prefix="/host/wopeval", tags=["invocations"])

@@ -3,7 +3,7 @@
 An agent outside the host (the command and http lanes, or any agent that
 speaks MCP) lists and calls its tools here. `tools/list` is the agent's
 allowed tools with their input schemas, each by its provider-safe name
-(`orders__refund` for `orders:refund`, engine/tool_names.py), which agents
+(`orders__refund` for `orders:refund`, engine/recording/tool_names.py), which agents
 can hand to any model API unchanged; each `tools/call` names one of them, is
 mapped back to the canonical name and handed to the invocation's
 `call_tool`, so it is served from fixtures, run live, recorded and fails
@@ -12,7 +12,7 @@ closed exactly like a call the agent makes in-process.
 The server is the official `mcp` SDK's Streamable-HTTP server, stateless and
 answering in JSON: every request names its invocation by the token in its
 path, so there is no session to keep. The token is the capability
-(engine/grants.py), checked as the model proxy checks it
+(engine/recording/grants.py), checked as the model proxy checks it
 (api/invocation_token.py): a request that also carries an API key must be of
 the token's tenant; every refusal is the same 404, whatever the reason. Which
 tools the agent may call is the boundary's to say (`Invocation.call_tool`),
@@ -35,9 +35,9 @@ from starlette.types import Receive, Scope, Send
 from wopeval.agents import ToolCallError
 from wopeval.api.deps import InvocationAccessDep
 from wopeval.api.invocation_token import invocation_for
-from wopeval.engine.grants import MCP_PATH
-from wopeval.engine.invocation import Invocation
-from wopeval.engine.runlog import RunClosed
+from wopeval.engine.recording.grants import MCP_PATH
+from wopeval.engine.recording.invocation import Invocation
+from wopeval.engine.runlog.steps import RunClosed
 
 router = APIRouter(tags=["host"])
 

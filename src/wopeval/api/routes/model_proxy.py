@@ -9,7 +9,7 @@ model here (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`, with the token as the
 key), so a client of either SDK is recorded with no change to its code. Each
 route hands its wire API's adapter (wopeval.models) to one handler, which
 never asks which provider is behind it: the request goes to the invocation's
-model recorder — the one the LLM lanes use (engine/models.py) — and under
+model recorder — the one the LLM lanes use (engine/recording/models.py) — and under
 model replay is answered from the source run's recording, whole or as that
 API's SSE events (a request the source never made is a `400` naming the
 nearest recorded request and the diff, and reaches no upstream); otherwise it
@@ -40,8 +40,8 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from wopeval import models
 from wopeval.api.deps import InvocationAccess, InvocationAccessDep
 from wopeval.api.invocation_token import invocation_for
-from wopeval.engine.grants import ANTHROPIC_PATH, OPENAI_PATH
-from wopeval.engine.models import ModelRecorder
+from wopeval.engine.recording.grants import ANTHROPIC_PATH, OPENAI_PATH
+from wopeval.engine.recording.models import ModelRecorder
 
 router = APIRouter(tags=["host"])
 REFUSED = "No such model endpoint."

@@ -19,7 +19,7 @@ from fastapi.responses import JSONResponse
 
 from wopeval.api.deps import HostDep, PrincipalDep, path_run_id
 from wopeval.api.host import Host
-from wopeval.engine.run_diff import diff_runs
+from wopeval.engine.eval_runs.run_diff import diff_runs
 from wopeval.wire import errors, ids
 from wopeval.wire.run_diff import RunDiff
 

@@ -11,11 +11,10 @@ from wopeval import evals
 from wopeval.api import idempotency, routing
 from wopeval.api.deps import EngineDep, HostDep, PrincipalDep, path_run_id
 from wopeval.api.snapshots import created, run_links, snapshot
-from wopeval.engine import commands
 from wopeval.engine.host import Engine
-from wopeval.engine.read_cache import tenant_scope
-from wopeval.engine.replay import fork_point
-from wopeval.engine.runlog import timestamp
+from wopeval.engine.live.read_cache import tenant_scope
+from wopeval.engine.runlog.steps import timestamp
+from wopeval.engine.runs.replay import fork_point
 from wopeval.store import RunFilter, RunRecord, decode_cursor, encode_cursor
 from wopeval.wire import date_time, errors, limits
 from wopeval.wire.principal import Principal
@@ -77,12 +76,12 @@ async def get_run(runId: str, principal: PrincipalDep, engine: EngineDep) -> Res
 
 
 SNAPSHOT_VIEW = "snapshot"
-"""The run's snapshot among the answers kept of its reads (engine/read_cache.py)."""
+"""The run's snapshot among the answers kept of its reads (engine/live/read_cache.py)."""
 
 
 async def run_answer(engine: Engine, principal: Principal, segment: str) -> Response:
     """The RunSnapshot of the caller's run named by a `{runId}` path segment: as kept
-    since the run last changed, where this host keeps answers (engine/read_cache.py)."""
+    since the run last changed, where this host keeps answers (engine/live/read_cache.py)."""
     run_id = path_run_id(segment, principal)
     cache = engine.notifier.cache
     if cache is None:
@@ -98,7 +97,8 @@ async def run_answer(engine: Engine, principal: Principal, segment: str) -> Resp
 
 def list_view(query_string: bytes) -> str:
     """A page of the run list among the answers kept of the tenant's reads
-    (engine/read_cache.py): the same query, until one of its runs changes, gets the same page."""
+    (engine/live/read_cache.py): the same query, until one of its runs changes, gets the same
+    page."""
     return "list?" + query_string.decode("latin-1")
 
 
@@ -160,7 +160,7 @@ async def cancel_run(
     reason = body.reason if body is not None else None
 
     async def produce(_: idempotency.Claim) -> Response:
-        record = await commands.cancel_run(engine, principal, run_id, reason)
+        record = await engine.cancel_run(principal, run_id, reason)
         return JSONResponse({"runId": record.run_id, "status": record.status.value})
 
     return await idempotency.guard(request, principal, "cancelRun", produce)
@@ -173,7 +173,7 @@ async def bulk_cancel_runs(
     """runs.md §Bulk cancel: every id on its own, the results in request order."""
 
     async def produce(_: idempotency.Claim) -> Response:
-        results = await commands.bulk_cancel(engine, principal, body.runIds, body.reason)
+        results = await engine.bulk_cancel(principal, body.runIds, body.reason)
         return JSONResponse({"results": results})
 
     return await idempotency.guard(request, principal, "bulkCancelRuns", produce)
@@ -192,7 +192,7 @@ async def pause_run(
     policy = body.drainPolicy if body is not None else "drain-current-node"
 
     async def produce(_: idempotency.Claim) -> Response:
-        paused = await commands.pause_run(engine, principal, run_id, policy)
+        paused = await engine.pause_run(principal, run_id, policy)
         answer = {"runId": paused.run_id, "status": paused.status.value}
         return JSONResponse({**answer, "pausedAt": timestamp(paused.at)}, status_code=202)
 
@@ -210,7 +210,7 @@ async def resume_run(
     run_id = path_run_id(runId, principal)
 
     async def produce(_: idempotency.Claim) -> Response:
-        resumed = await commands.resume_run(engine, principal, run_id)
+        resumed = await engine.resume_run(principal, run_id)
         answer = {"runId": resumed.run_id, "status": resumed.status.value}
         return JSONResponse({**answer, "resumedAt": timestamp(resumed.at)}, status_code=202)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from wopeval.api.deps import HostDep, PrincipalDep, path_run_id
-from wopeval.engine.task_details import task_detail, task_list
+from wopeval.engine.eval_runs.task_details import task_detail, task_list
 from wopeval.wire.task_detail import TaskDetail, TaskList
 
 router = APIRouter(prefix="/host/wopeval", tags=["tasks"])

@@ -20,7 +20,7 @@ from wopeval.api.ui._render import Chrome, render
 from wopeval.api.ui._route import UiRoute
 from wopeval.api.ui.deps import SessionDep
 from wopeval.api.ui.eval_page import load_eval
-from wopeval.engine.task_details import task_detail
+from wopeval.engine.eval_runs.task_details import task_detail
 from wopeval.reports._svg import Bar, Chart, delta_shapes
 from wopeval.store import OwnedRun, RunFilter, RunRecord
 from wopeval.wire import errors

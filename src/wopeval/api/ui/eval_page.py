@@ -1,8 +1,8 @@
 """The eval run page and each task's drill-down (docs/dashboard.md "Eval runs").
 
 The figures are the run record's summary, the task table and the drill-down
-are `engine/task_details.py` (`task_list`, `task_detail`), whose content is
-already what `engine/content.py` lets leave the host.
+are `engine/eval_runs/task_details.py` (`task_list`, `task_detail`), whose content is
+already what `engine/recording/content.py` lets leave the host.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from wopeval.api.ui._route import UiRoute
 from wopeval.api.ui.deps import SessionDep
 from wopeval.api.ui.live import stream_url
 from wopeval.api.ui.run_page import RunFacts, load_run, run_facts
-from wopeval.engine.task_details import task_detail, task_list
+from wopeval.engine.eval_runs.task_details import task_detail, task_list
 from wopeval.store import OwnedRun, RunRecord
 from wopeval.wire import errors
 from wopeval.wire.runs import RunKind

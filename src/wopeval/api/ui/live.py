@@ -4,7 +4,7 @@ A browser's `EventSource` cannot send an `Authorization` header, and an API
 key never goes into a URL, so the dashboard does not use the wire's
 `/runs/{runId}/events` directly. Its pages follow `/ui/live`, authenticated
 by the session cookie, which reads each run's log through the same shared
-tails (`engine/tail.py`) as the wire's SSE route and with the same tenant
+tails (`engine/live/tail.py`) as the wire's SSE route and with the same tenant
 rules (`Engine.get_run`). It carries no content, only which run moved and to
 which sequence: the page then fetches itself again and swaps in the fresh,
 server-rendered part, so the page shows exactly what a reload would.
@@ -31,7 +31,7 @@ from wopeval.api.deps import HostDep
 from wopeval.api.host import Host
 from wopeval.api.ui._route import UiRoute
 from wopeval.api.ui.deps import SessionDep
-from wopeval.engine.tail import Follower, LeftBehind, TailBroken
+from wopeval.engine.live.tail import Follower, LeftBehind, TailBroken
 from wopeval.store import OwnedRun, RunRecord, StoredEvent
 from wopeval.wire import errors, ids, limits
 

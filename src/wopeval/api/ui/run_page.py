@@ -2,11 +2,11 @@
 
 The run is loaded by `Engine.get_run` (the wire's tenant rules), the
 timeline is the run's stored events as the wire serves them, and the tool
-table is the as-executed record shown through `engine/content.py`: content
+table is the as-executed record shown through `engine/recording/content.py`: content
 only where the call's own event carried it and the agent's `wireContent`
 still allows it. The invocations, their idle flags and what each agent said
 (stderr) are read as the invocation routes read them. Cancel is
-`engine/commands.py cancel_run`, the wire's own.
+`engine/runs/commands.py cancel_run`, the wire's own.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from wopeval.api.ui._route import UiRoute
 from wopeval.api.ui._security import require_csrf
 from wopeval.api.ui.deps import SessionDep
 from wopeval.api.ui.live import stream_url
-from wopeval.engine import commands, content
-from wopeval.engine.invocation_views import invocations_said
+from wopeval.engine.recording import content
+from wopeval.engine.recording.invocation_views import invocations_said
 from wopeval.store import OwnedRun, RunRecord
 from wopeval.wire import events, ids, limits
 from wopeval.wire.invocations import InvocationLine
@@ -176,7 +176,7 @@ async def run_page(
 async def cancel(runId: str, request: Request, session: SessionDep, host: HostDep) -> Response:
     fields = await require_csrf(request, session)
     record = await load_run(host, session, runId)
-    await commands.cancel_run(host.engine, session.principal, record.run_id, CANCEL_REASON)
+    await host.engine.cancel_run(session.principal, record.run_id, CANCEL_REASON)
     back = run_path(record.run_id)
     if fields.get("back") == "eval" and record.kind is RunKind.EVAL:
         back = eval_path(record.run_id)

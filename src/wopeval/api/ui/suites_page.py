@@ -17,7 +17,7 @@ from wopeval.api.deps import HostDep
 from wopeval.api.ui._render import Chrome, render
 from wopeval.api.ui._route import UiRoute
 from wopeval.api.ui.deps import SessionDep
-from wopeval.engine.eval_plan import find_suite
+from wopeval.engine.eval_runs.eval_plan import find_suite
 from wopeval.store import RunFilter, RunRecord
 from wopeval.wire import errors
 from wopeval.wire.runs import RunKind

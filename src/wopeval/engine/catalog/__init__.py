@@ -1,0 +1,1 @@
+"""What the host serves: project, agents, tools, graders, suites. May import recording, runlog."""

@@ -1,0 +1,511 @@
+"""Resolve, then run (G6): an eval createRun becomes a frozen plan before anything executes.
+
+The order follows docs/design.md §2: gates and field rules first, the run lookups
+(baseline, fixture sources) last, each through one refusal path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import Any
+
+from pydantic import JsonValue
+
+from wopeval import evals
+from wopeval.agents import AgentSpec
+from wopeval.engine.catalog.catalog import Catalog
+from wopeval.engine.catalog.graders import CustomGrader
+from wopeval.engine.recording.tool_contracts import (
+    NO_CONTRACT,
+    RecordedTools,
+    ToolContract,
+    load_tool_contracts,
+)
+from wopeval.settings import EvalFeatures, ToolsChangedPolicy
+from wopeval.store import RunHandle, UnitOfWork
+from wopeval.wire import errors
+from wopeval.wire.runs import CreateRunRequest, EvalMode, RunKind
+from wopeval.wire.suite import OnMiss, Suite, Task, ToolResponse, parse_suite
+from wopeval.wire.summary import EvalSummary
+
+# One message each, never carrying the id: every unusable baseline or source gets
+# the same status, code and body bytes (RFC 0251 §C, RFC 0252 §C).
+UNUSABLE_BASELINE = "baselineRunId does not name a usable baseline run."
+UNUSABLE_SOURCE = "fixtureRuns names a run that cannot serve as a fixture source."
+
+
+@dataclass(frozen=True)
+class TaskPlan:
+    task: Task
+    trials: int
+    policy: evals.PassPolicy
+    served: tuple[ToolResponse, ...] | None
+    """The suite's entries for this task, or a stored copy's (None: see `fixtures`)."""
+    on_miss: OnMiss
+    source_run_id: str | None = None
+    model_fixtures: tuple[evals.ModelFixture, ...] | None = None
+    """Model replay: the source's recorded answers; None means the model runs live."""
+    derived_documents: list[dict[str, JsonValue]] | None = None
+    """With a source: the derived entries as the documents the run's derived copy stores."""
+    tools: ToolContract = NO_CONTRACT
+    """What the task does with the MCP listings its source recorded."""
+
+    @cached_property
+    def recorded_tools(self) -> RecordedTools | None:
+        """What the task's boundary serves of them (one holder for all its trials)."""
+        return RecordedTools(self.tools.served) if self.tools.served else None
+
+    @cached_property
+    def fixtures(self) -> tuple[ToolResponse, ...] | None:
+        """The entries served to this task; None means every call runs live.
+
+        Those derived at create are built here, at the task's first trial: the create
+        (whose 201 the caller waits on) needs only their documents.
+        """
+        if self.served is None and self.derived_documents is not None:
+            return tuple(evals.fixtures_of(self.derived_documents))
+        return self.served
+
+
+@dataclass(frozen=True)
+class EvalPlan:
+    suite: Suite
+    suite_document: dict[str, Any]
+    """The document as stored: the run keeps it as it ran, without a re-serialisation."""
+    agent: AgentSpec
+    modes: tuple[EvalMode, ...]
+    tasks: tuple[TaskPlan, ...]
+    baseline_run_id: str | None = None
+    baseline_summary: EvalSummary | None = None
+    fixture_runs: dict[str, str] | None = None
+    graders: Mapping[str, CustomGrader] = field(default_factory=dict)
+    """The project's custom graders the suite names, resolved at create."""
+    alpha: float = evals.DEFAULT_ALPHA
+    regression_verdict: bool = True
+    model_replay: bool = False
+    """Tasks with a fixture source also replay its model answers (docs/llm.md)."""
+    tools_changed_policy: ToolsChangedPolicy = "report"
+    """`fail`: a task whose MCP tools changed since its source fails closed, unrun."""
+
+    def refuses(self, task_plan: TaskPlan) -> bool:
+        """Whether the task fails closed: its tools changed, under `tools_changed = "fail"`."""
+        return self.tools_changed_policy == "fail" and bool(task_plan.tools.changed)
+
+    def stored(self) -> dict[str, Any]:
+        """What the run row keeps of the plan (derived entries live in their own table):
+        with the derived copies, enough for `rebuild_plan` to make the plan again."""
+        return {
+            "suite": self.suite_document,
+            "agentId": self.agent.agent_id,
+            "modes": list(self.modes),
+            "baselineRunId": self.baseline_run_id,
+            "fixtureRuns": self.fixture_runs,
+            "baselineSummary": (
+                None if self.baseline_summary is None else self.baseline_summary.to_wire()
+            ),
+            "alpha": self.alpha,
+            "regressionVerdict": self.regression_verdict,
+            "modelReplay": self.model_replay,
+            "toolsChangedPolicy": self.tools_changed_policy,
+            "toolContracts": {
+                plan.task.taskId: plan.tools.stored()
+                for plan in self.tasks
+                if plan.tools != NO_CONTRACT
+            },
+        }
+
+    def pairs(self) -> list[tuple[str, int]]:
+        """Every `(task_id, trial)` the run executes, task by task."""
+        return [(plan.task.taskId, trial) for plan in self.tasks for trial in range(plan.trials)]
+
+    @cached_property
+    def trial_count(self) -> int:
+        return sum(plan.trials for plan in self.tasks)
+
+    @cached_property
+    def _by_task(self) -> dict[str, TaskPlan]:
+        return {plan.task.taskId: plan for plan in self.tasks}
+
+    def task(self, task_id: str) -> TaskPlan:
+        return self._by_task[task_id]
+
+    async def keep_copies(self, uow: UnitOfWork, eval_run_id: str) -> None:
+        """Store the derived entries with the eval run, in the transaction that creates it.
+
+        The sources are checked once more under lock in that same transaction: an
+        erasure that landed since the lookup refuses the run (the same uniform
+        answer) instead of leaving a copy that the erasure missed.
+        """
+        sources = {plan.source_run_id for plan in self.tasks if plan.source_run_id is not None}
+        replayed = {
+            plan.source_run_id
+            for plan in self.tasks
+            if plan.source_run_id is not None and plan.model_fixtures is not None
+        }
+        agent_id = self.agent.agent_id
+        held = await uow.tool_calls.still_held(sources, agent_id)
+        if held and replayed:
+            held = await uow.model_calls.still_held(replayed, agent_id)
+        if not held:
+            raise errors.ValidationFailed(UNUSABLE_SOURCE)
+        await uow.derived_fixtures.store(eval_run_id, self.derived_copies())
+
+    def derived_copies(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "task_id": plan.task.taskId,
+                "source_run_id": plan.source_run_id,
+                "entries": plan.derived_documents,
+                "model_entries": None
+                if plan.model_fixtures is None
+                else [fixture.to_json() for fixture in plan.model_fixtures],
+            }
+            for plan in self.tasks
+            if plan.source_run_id is not None and plan.derived_documents is not None
+        ]
+
+
+@dataclass(frozen=True)
+class DerivedSource:
+    """A task's fixture source and what was derived from it."""
+
+    run_id: str
+    documents: list[dict[str, JsonValue]]
+    """The entries as `toolResponses` documents (what the derived copy stores)."""
+    entries: tuple[ToolResponse, ...] | None = None
+    """Validated entries of a stored copy; None: built from `documents` when first served."""
+
+
+async def resolve_eval(
+    request: CreateRunRequest,
+    *,
+    tenant: str,
+    features: EvalFeatures,
+    catalog: Catalog,
+    uow: UnitOfWork,
+    live_tools: bool,
+) -> EvalPlan:
+    """`live_tools` False: an offline host, which serves the sources' recorded MCP listings."""
+    _gate(request, features)
+    suite, document = await _suite(request.evalSuiteRef or "", tenant, catalog, uow)
+    agent = _agent(request.agentId or "", suite, catalog)
+    _check_suite(suite, features)
+    # A suite pushed while the project had a grader may outlive it: refuse, naming the field.
+    evals.check_known_graders(suite, catalog.graders)
+    modes = evals.resolve_eval_modes(request.evalModes, suite.modes, features.modes, features.modes)
+    evals.check_baseline_fields(modes, request.baselineRunId)
+    evals.check_fixture_runs_fields(request.fixtureRuns, suite, modes)
+    baseline = None
+    if request.baselineRunId is not None:
+        baseline = await load_baseline(uow, tenant, request.baselineRunId, suite.suiteId)
+    fixture_runs = request.fixtureRuns or {}
+    sources = await load_sources(
+        uow, tenant, list(fixture_runs.values()), agent.agent_id, features.fixture_errors
+    )
+    derived = {
+        task_id: DerivedSource(source, sources[source].documents)
+        for task_id, source in fixture_runs.items()
+    }
+    source_runs = {task_id: sources[source].handle for task_id, source in fixture_runs.items()}
+    model_replay = agent.model_replay == "recorded" or features.model_replay
+    answers: dict[str, tuple[evals.ModelFixture, ...]] = {}
+    if model_replay:
+        for task_id, source_run in source_runs.items():
+            answers[task_id] = await load_model_answers(uow, source_run, agent.agent_id)
+    contracts = await load_tool_contracts(
+        uow, tenant, source_runs, agent, catalog.tools, live_tools=live_tools
+    )
+    return EvalPlan(
+        suite=suite,
+        suite_document=document,
+        agent=agent,
+        modes=modes,
+        tasks=tuple(
+            replace(
+                plan,
+                model_fixtures=answers.get(plan.task.taskId),
+                tools=contracts.get(plan.task.taskId, NO_CONTRACT),
+            )
+            for plan in (_task_plan(suite, task, modes, derived) for task in suite.tasks)
+        ),
+        baseline_run_id=request.baselineRunId,
+        baseline_summary=baseline,
+        fixture_runs=dict(request.fixtureRuns) if request.fixtureRuns is not None else None,
+        graders={name: catalog.graders[name] for name in evals.graders_named(suite)},
+        alpha=features.alpha,
+        regression_verdict=features.regression_verdict,
+        model_replay=model_replay,
+        tools_changed_policy=features.tools_changed,
+    )
+
+
+class PlanUnavailable(Exception):
+    """A stored plan cannot be made again here (its agent, grader or fixture copy is gone)."""
+
+
+def rebuild_plan(
+    stored: Mapping[str, Any],
+    copies: list[dict[str, Any]],
+    catalog: Catalog,
+    listings: Mapping[str, list[Any]],
+) -> EvalPlan:
+    """The plan a run was created with, from its stored form, its derived copies and the
+    tool listings it serves (`listings`, by digest: see `tool_contracts.served_digests`).
+
+    A queue worker executes runs that another process resolved: every refusal
+    happened at create, so this only reassembles. The catalog must be the one the
+    run was created under (the run's catalog digest says so).
+    """
+    document = dict(stored["suite"])
+    suite = parse_suite(document)
+    agent = catalog.agents.get(str(stored["agentId"]))
+    if agent is None:
+        raise PlanUnavailable(f"agent {stored['agentId']!r} is not in this catalog")
+    modes: tuple[EvalMode, ...] = tuple(stored["modes"])
+    derived: dict[str, DerivedSource] = {}
+    answers: dict[str, tuple[evals.ModelFixture, ...]] = {}
+    for copy in copies:
+        if copy["entries"] is None:
+            raise PlanUnavailable(f"the recorded fixtures of task {copy['task_id']!r} were erased")
+        entries = tuple(ToolResponse.model_validate(entry) for entry in copy["entries"])
+        derived[copy["task_id"]] = DerivedSource(copy["source_run_id"], copy["entries"], entries)
+        if copy.get("model_entries") is not None:
+            answers[copy["task_id"]] = tuple(
+                evals.ModelFixture.from_json(entry) for entry in copy["model_entries"]
+            )
+    missing = [name for name in evals.graders_named(suite) if name not in catalog.graders]
+    if missing:
+        raise PlanUnavailable(f"graders {missing} are not in this catalog")
+    try:
+        contracts = {
+            task_id: ToolContract.from_stored(contract, listings)
+            for task_id, contract in (stored.get("toolContracts") or {}).items()
+        }
+    except LookupError as gone:
+        raise PlanUnavailable(str(gone)) from None
+    summary = stored.get("baselineSummary")
+    return EvalPlan(
+        suite=suite,
+        suite_document=document,
+        agent=agent,
+        modes=modes,
+        tasks=tuple(
+            replace(
+                plan,
+                model_fixtures=answers.get(plan.task.taskId),
+                tools=contracts.get(plan.task.taskId, NO_CONTRACT),
+            )
+            for plan in (_task_plan(suite, task, modes, derived) for task in suite.tasks)
+        ),
+        baseline_run_id=stored.get("baselineRunId"),
+        baseline_summary=None if summary is None else EvalSummary.model_validate(summary),
+        fixture_runs=stored.get("fixtureRuns"),
+        graders={name: catalog.graders[name] for name in evals.graders_named(suite)},
+        alpha=float(stored.get("alpha", evals.DEFAULT_ALPHA)),
+        regression_verdict=bool(stored.get("regressionVerdict", True)),
+        model_replay=bool(stored.get("modelReplay", False)),
+        tools_changed_policy="fail" if stored.get("toolsChangedPolicy") == "fail" else "report",
+    )
+
+
+def _gate(request: CreateRunRequest, features: EvalFeatures) -> None:
+    # runs.md §Create: a host without agents.evalSuite refuses 422 and creates nothing.
+    if not features.enabled:
+        raise errors.CapabilityNotProvided("This host does not advertise agents.evalSuite.")
+    # RFC 0251 §A / RFC 0252 §A: a member switched off means the property is refused.
+    if not features.baseline_selection and (
+        request.evalModes is not None or request.baselineRunId is not None
+    ):
+        raise errors.ValidationFailed("This host does not accept evalModes or baselineRunId.")
+    if request.fixtureRuns is not None and not (
+        features.recorded_fixtures and features.fixture_matching
+    ):
+        raise errors.ValidationFailed("This host does not accept fixtureRuns.")
+    if not request.evalSuiteRef:
+        raise errors.ValidationFailed("evalSuiteRef is required with mode 'eval'.")
+    if not request.agentId:
+        raise errors.ValidationFailed("agentId is required with mode 'eval'.")
+
+
+_HOST_SUITE = ""
+"""The owner key of a seeded or project suite in the parsed-suite cache."""
+
+
+async def find_suite(
+    ref: str, tenant: str, catalog: Catalog, uow: UnitOfWork
+) -> dict[str, Any] | None:
+    """The document a suite ref names for this tenant: its own suites first, then the host's."""
+    found = await _find_owned_suite(ref, tenant, catalog, uow)
+    return found[1] if found else None
+
+
+async def _find_owned_suite(
+    ref: str, tenant: str, catalog: Catalog, uow: UnitOfWork
+) -> tuple[str, dict[str, Any]] | None:
+    parsed = evals.parse_suite_ref(ref)
+    if isinstance(parsed, evals.FixtureSuiteRef):
+        shared = catalog.suite_by_fixture(parsed.fixture_id)
+    else:
+        document = catalog.parsed_suites.document(
+            tenant, parsed.suite_id, parsed.version
+        ) or await uow.suites.get(tenant, parsed.suite_id, parsed.version)
+        if document is not None:
+            return tenant, document
+        shared = catalog.suite_by_version(parsed.suite_id, parsed.version)
+    return (_HOST_SUITE, shared.document) if shared else None
+
+
+async def _suite(
+    ref: str, tenant: str, catalog: Catalog, uow: UnitOfWork
+) -> tuple[Suite, dict[str, Any]]:
+    found = await _find_owned_suite(ref, tenant, catalog, uow)
+    if found is None:
+        raise errors.ValidationFailed("evalSuiteRef does not name a suite this host holds.")
+    owner, document = found
+    return catalog.parsed_suites.get(owner, document), document
+
+
+def _agent(agent_id: str, suite: Suite, catalog: Catalog) -> AgentSpec:
+    agent = catalog.agents.get(agent_id)
+    if agent is None:
+        raise errors.ValidationFailed("agentId does not name an agent of this host.")
+    # RFC 0081 §A: a host SHOULD reject a run whose agentId differs from targetAgentId.
+    if suite.targetAgentId is not None and suite.targetAgentId != agent_id:
+        raise errors.ValidationFailed("agentId differs from the suite's targetAgentId.")
+    return agent
+
+
+def _check_suite(suite: Suite, features: EvalFeatures) -> None:
+    if len(suite.tasks) > features.max_tasks_per_suite:
+        raise errors.ValidationFailed(
+            f"The suite has {len(suite.tasks)} tasks; this host runs at most "
+            f"{features.max_tasks_per_suite} (maxTasksPerSuite)."
+        )
+    for index, task in enumerate(suite.tasks):
+        if task.expected.kind == "rubric":
+            raise errors.ValidationFailed(
+                f"tasks[{index}].expected.kind: this host grades golden and trajectory tasks only."
+            )
+        fixtures = task.fixtures
+        entries = (fixtures.toolResponses or []) if fixtures else []
+        if not features.fixture_errors and any(e.is_error for e in entries):
+            raise errors.ValidationFailed(
+                f"tasks[{index}].fixtures: this host does not replay tool errors (isError)."
+            )
+        if not features.fixture_matching and (
+            any(e.has_args or e.argsMatch for e in entries) or (fixtures and fixtures.onMiss)
+        ):
+            raise errors.ValidationFailed(
+                f"tasks[{index}].fixtures: this host does not match fixtures by args or onMiss."
+            )
+
+
+def _task_plan(
+    suite: Suite,
+    task: Task,
+    modes: tuple[EvalMode, ...],
+    derived: Mapping[str, DerivedSource],
+) -> TaskPlan:
+    trials, policy = evals.effective_trials(suite, task), evals.effective_policy(suite, task)
+    if task.taskId in derived:
+        source = derived[task.taskId]
+        # RFC 0252 §D: "The task runs with onMiss: fail".
+        return TaskPlan(
+            task,
+            trials,
+            policy,
+            source.entries,
+            "fail",
+            source.run_id,
+            derived_documents=source.documents,
+        )
+    # RFC 0081 §D: live-shadow ignores fixtures; so does a task that declares none.
+    if "live-shadow" in modes or task.fixtures is None:
+        return TaskPlan(task, trials, policy, None, "fail")
+    served = tuple(task.fixtures.toolResponses or ())
+    return TaskPlan(task, trials, policy, served, task.fixtures.on_miss)
+
+
+async def load_baseline(uow: UnitOfWork, tenant: str, run_id: str, suite_id: str) -> EvalSummary:
+    """RFC 0251 §C through one path: the same query and the same refusal for every reason."""
+    record = await uow.runs.get(tenant, run_id)
+    facts = None
+    if record is not None:
+        facts = evals.BaselineFacts(
+            tenant=record.tenant,
+            is_eval=record.kind is RunKind.EVAL,
+            suite_id=record.suite_id,
+            status=record.status,
+            has_summary=record.summary is not None,
+        )
+    if record is None or not evals.is_usable_baseline(facts, tenant=tenant, suite_id=suite_id):
+        raise errors.ValidationFailed(UNUSABLE_BASELINE)
+    return EvalSummary.model_validate(record.summary)
+
+
+@dataclass(frozen=True)
+class UsableSource:
+    """A fixture source that passed RFC 0252 §C: the handle its content is read with, and
+    the documents derived from it (§D)."""
+
+    handle: RunHandle
+    documents: list[dict[str, JsonValue]]
+
+
+async def load_sources(
+    uow: UnitOfWork, tenant: str, run_ids: list[str], agent_id: str, fixture_errors: bool
+) -> dict[str, UsableSource]:
+    """RFC 0252 §C through one path, then §D: each usable source, by id.
+
+    One query per table for all the sources; the first unusable one, in the order
+    given, refuses the create. Only the tenant's own runs are read past the lookup:
+    another tenant's run and one that does not exist cost the same.
+    """
+    if not run_ids:
+        return {}
+    states = await uow.runs.states(tenant, run_ids)
+    owned = [state.handle for state in states.values()]
+    held = await uow.tool_calls.held_calls(owned, agent_id)
+    invoked = await uow.events.invoked_agents_of(owned)
+    derived: dict[str, UsableSource] = {}
+    for run_id in run_ids:
+        state = states.get(run_id)
+        facts = None
+        calls: list[evals.RecordedCall] = []
+        if state is not None:
+            calls, all_held = held[run_id]
+            facts = evals.SourceFacts(
+                tenant=tenant,
+                status=state.status,
+                agent_id=agent_id,
+                invocation_count=invoked[run_id].count(agent_id),
+                all_calls_held=all_held,
+                has_failed_call=evals.has_failed_call(calls, agent_id),
+            )
+        usable = evals.is_usable_source(
+            facts, tenant=tenant, agent_id=agent_id, fixture_errors_enabled=fixture_errors
+        )
+        if state is None or not usable:
+            raise errors.ValidationFailed(UNUSABLE_SOURCE)
+        derived[run_id] = UsableSource(
+            state.handle, evals.derive_fixture_documents(calls, agent_id)
+        )
+    return derived
+
+
+async def load_model_answers(
+    uow: UnitOfWork, source: RunHandle, agent_id: str
+) -> tuple[evals.ModelFixture, ...]:
+    """Model replay (beyond RFC 0252 UQ 5): the source's recorded answers, derived at create.
+
+    The source has already passed `load_source` (same tenant, usable). Its model
+    exchanges must still hold their content (`record_model` on, not erased), or it
+    is refused with the same uniform answer: a replay derived short would turn
+    recorded answers into misses.
+    """
+    exchanges, all_held = await uow.model_calls.held_exchanges(source, agent_id)
+    if not all_held:
+        raise errors.ValidationFailed(UNUSABLE_SOURCE)
+    return tuple(evals.derive_model_fixtures(exchanges, agent_id))

@@ -1,0 +1,208 @@
+"""The eval executor (G6): short named steps over a resolved plan — run_task, run_trial, finish.
+
+It never goes back to the request and never reads a source run: the plan
+already holds every fixture entry a task is served.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from wopeval import evals
+from wopeval.agents import AgentRegistry
+from wopeval.engine.eval_runs.eval_plan import EvalPlan, TaskPlan
+from wopeval.engine.eval_runs.grading import grade_trial
+from wopeval.engine.eval_runs.trial_detail import refused_trial_row, trial_row
+from wopeval.engine.recording.boundary import Boundary, FixtureServer, LiveTransport
+from wopeval.engine.recording.grants import InvocationGrants
+from wopeval.engine.recording.invocation import Invocation, Where, run_invocation
+from wopeval.engine.recording.models import ModelServer
+from wopeval.engine.runlog.runlog import Journal, RunLog
+from wopeval.engine.runlog.steps import Step
+from wopeval.engine.runs.control import RunControl
+from wopeval.engine.runs.outcome import Terminal
+from wopeval.wire import events
+from wopeval.wire.runs import RunStatus
+from wopeval.wire.summary import EvalSummary
+
+
+@dataclass(frozen=True)
+class EvalContext:
+    log: RunLog
+    control: RunControl
+    agents: AgentRegistry
+    live: LiveTransport
+    grants: InvocationGrants[Invocation] | None
+    concurrency: int
+    alpha: float
+    regression_verdict: bool
+    invoked: set[str]
+
+
+async def run_eval(plan: EvalPlan, context: EvalContext) -> Terminal:
+    outcomes: dict[str, list[evals.TrialOutcome]] = {}
+    gate = asyncio.Semaphore(context.concurrency)
+
+    async def bounded(task_plan: TaskPlan) -> None:
+        async with gate:
+            outcomes[task_plan.task.taskId] = await run_task(plan, task_plan, context)
+
+    async with asyncio.TaskGroup() as group:
+        for task_plan in plan.tasks:
+            group.create_task(bounded(task_plan))
+    return finish(
+        plan, outcomes, alpha=context.alpha, regression_verdict=context.regression_verdict
+    )
+
+
+Cursors = tuple[evals.FixtureCursor | None, evals.ModelReplayCursor | None]
+"""A task's consume-once state over its fixtures and its replayed model answers."""
+
+
+def task_cursors(task_plan: TaskPlan) -> Cursors:
+    """Fresh cursors for a task's trials (each trial resets them, RFC 0244 §D)."""
+    cursor = None
+    if task_plan.fixtures is not None:
+        cursor = evals.FixtureCursor(task_plan.fixtures, task_plan.on_miss)
+    models = None
+    if task_plan.model_fixtures is not None:
+        models = evals.ModelReplayCursor(task_plan.model_fixtures)
+    return cursor, models
+
+
+async def run_task(
+    plan: EvalPlan, task_plan: TaskPlan, context: EvalContext
+) -> list[evals.TrialOutcome]:
+    cursors = task_cursors(task_plan)
+    trials: list[evals.TrialOutcome] = []
+    for trial in range(task_plan.trials):
+        last = trial == task_plan.trials - 1
+
+        async def attempt(trial: int = trial, last: bool = last) -> evals.TrialOutcome:
+            journal = Journal(context.log)
+            outcome = await run_trial(plan, task_plan, trial, cursors, journal, context)
+            if last:
+                journal.emit(scored(plan, task_plan, [*trials, outcome]))
+            await journal.flush()
+            return outcome
+
+        trials.append(await context.control.unit(attempt))
+    return trials
+
+
+async def run_trial(
+    plan: EvalPlan,
+    task_plan: TaskPlan,
+    trial: int,
+    cursors: Cursors,
+    journal: Journal,
+    context: EvalContext,
+) -> evals.TrialOutcome:
+    if plan.refuses(task_plan):
+        # tools_changed = "fail": the agent is not run against tools it was not recorded with.
+        changes = task_plan.tools.changed or ()
+        journal.record_trial(
+            refused_trial_row(task_plan.task, trial, plan.agent.wire_content, changes)
+        )
+        return evals.TrialOutcome(passed=False, latency_ms=0)
+    cursor, model_cursor = cursors
+    fixtures = models = None
+    if cursor is not None:
+        # RFC 0244 §D: consumption resets at each trial.
+        cursor.reset()
+        fixtures = FixtureServer(cursor)
+    if model_cursor is not None:
+        model_cursor.reset()
+        models = ModelServer(model_cursor)
+    invocation = Invocation(
+        spec=plan.agent,
+        input=task_plan.task.input,
+        journal=journal,
+        boundary=Boundary(context.live, fixtures, models, task_plan.recorded_tools),
+        agents=context.agents,
+        where=Where(context.log.run_id, task_plan.task.taskId, trial),
+        grants=context.grants,
+    )
+    started = time.perf_counter()
+    result = await run_invocation(invocation, source="run-api")
+    latency = int((time.perf_counter() - started) * 1000)
+    context.invoked.update(result.invoked_agents)
+    # A model request the source never made counts as a fixture miss (docs/llm.md).
+    misses = (cursor.miss_count if cursor is not None else 0) + result.models.misses
+    grade = None
+    if not result.failed:
+        grade = await grade_trial(
+            task_plan.task.expected, result.decision, result.executed, plan.graders
+        )
+    # docs/design.md §3: a miss under `fail` fails the task, whatever the agent decided after it.
+    passed = not result.failed and misses == 0 and grade is not None and grade.passed
+    journal.record_trial(
+        trial_row(
+            task_plan.task,
+            trial,
+            passed=passed,
+            result=result,
+            grade=grade,
+            duration_ms=latency,
+            wire_content=plan.agent.wire_content,
+            fixture_misses=misses,
+        )
+    )
+    return evals.TrialOutcome(
+        passed=passed,
+        latency_ms=latency,
+        fixture_miss_count=misses,
+        cost_usd=result.models.cost_usd(),
+    )
+
+
+def scored(
+    plan: EvalPlan, task_plan: TaskPlan, trials: Sequence[evals.TrialOutcome]
+) -> events.EvalScored:
+    summary = evals.summarise_task(plan.suite, task_plan.task, trials)
+    return events.EvalScored(
+        taskId=summary.taskId,
+        score=summary.score,
+        passed=summary.passed,
+        costUsd=summary.costUsd,
+        latencyMs=summary.latencyMs,
+        x_trials=summary.trials,
+        x_passed_trials=summary.passedTrials,
+        x_fixture_miss_count=summary.fixtureMissCount,
+    )
+
+
+def finish(
+    plan: EvalPlan,
+    outcomes: Mapping[str, Sequence[evals.TrialOutcome]],
+    *,
+    alpha: float,
+    regression_verdict: bool,
+) -> Terminal:
+    summary = evals.summarise(plan.suite, outcomes)
+    if plan.baseline_run_id is not None and plan.baseline_summary is not None:
+        summary = evals.with_regression(
+            summary,
+            plan.baseline_run_id,
+            plan.baseline_summary,
+            alpha,
+            include_verdict=regression_verdict,
+        )
+    step = Step()
+    step.emit(completed(summary))
+    wire = summary.to_wire()
+    return Terminal(RunStatus.COMPLETED, step, outputs={"evalSummary": wire}, summary=wire)
+
+
+def completed(summary: EvalSummary) -> events.EvalCompleted:
+    return events.EvalCompleted(
+        aggregateScore=summary.aggregateScore,
+        passed=summary.passed,
+        taskCount=summary.taskCount,
+        passedCount=summary.passedCount,
+        regressionVsBaseline=summary.regression.scoreDelta if summary.regression else None,
+        x_fixture_miss_count=summary.fixtureMissCount,
+    )

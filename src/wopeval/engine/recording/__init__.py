@@ -1,0 +1,1 @@
+"""Tool and model boundaries, invocations, grants, content rules. May import `runlog`."""

@@ -1,0 +1,454 @@
+"""One agent invocation: the bracket events, the context the agent sees, the calls it made."""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import JsonValue
+
+from wopeval import evals
+from wopeval.agents import (
+    AgentOutput,
+    AgentRegistry,
+    AgentSpec,
+    NamedBy,
+    ToolCallError,
+    ToolSpec,
+)
+from wopeval.engine.recording import content
+from wopeval.engine.recording.boundary import Boundary, ToolCall, ToolResult
+from wopeval.engine.recording.grants import InvocationGrants
+from wopeval.engine.recording.models import ModelLedger, ModelRecorder
+from wopeval.engine.recording.tool_names import ToolNames, names_of
+from wopeval.engine.runlog.runlog import Journal
+from wopeval.engine.runlog.steps import RunClosed, now
+from wopeval.models import LiveModelCall, ModelAnswer, ModelRequest
+from wopeval.store import InvocationRow, ToolCallOutcome, ToolCallRow
+from wopeval.tools import Offered, permits
+from wopeval.wire import events, ids, json_text
+
+Source = Literal["workflow-node", "run-api", "chat-mention"]
+NOT_OFFERED = "tool_not_offered"
+log = logging.getLogger("wopeval.agents")
+
+
+class AgentCrashed(Exception):
+    """The agent's own code raised; the invocation ends `failed`."""
+
+
+@dataclass
+class InvocationResult:
+    decision: JsonValue
+    failed: bool
+    executed: list[evals.ExecutedCall] = field(default_factory=list)
+    fixture_misses: int = 0
+    invoked_agents: set[str] = field(default_factory=set)
+    models: ModelLedger = field(default_factory=ModelLedger)
+    """The model exchanges of the invocation and its delegates."""
+    error: dict[str, Any] | None = None
+    """`{type, message, traceback}` when the agent raised (host-only; see content.py)."""
+    stderr: str | None = None
+    """What the agent said (a command agent's stderr), redacted and bounded (redaction.py)."""
+    idle: tuple[evals.IdleReason, ...] = ()
+    """Why the completed invocation recorded nothing a replay could test (evals/_idle.py)."""
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where an invocation runs, for the host's log and the invocation's record."""
+
+    run_id: str
+    task_id: str | None = None
+    trial: int | None = None
+
+
+@dataclass
+class Invocation:
+    """The AgentContext of one invocation; also collects what it executed."""
+
+    spec: AgentSpec
+    input: JsonValue
+    journal: Journal
+    boundary: Boundary
+    agents: AgentRegistry
+    where: Where
+    node_id: str | None = None
+    is_delegate: bool = False
+    grants: InvocationGrants[Invocation] | None = None
+    """Where the invocation gets its endpoints' capability (None: no endpoint)."""
+    shared: InvocationResult = field(
+        default_factory=lambda: InvocationResult(decision=None, failed=False)
+    )
+    invocation_id: str = field(default_factory=ids.mint_local_id)
+    _token: str | None = field(default=None, init=False, repr=False)
+    _models: ModelRecorder | None = field(default=None, init=False, repr=False)
+    _tool_calls: int = field(default=0, init=False)
+    _model_proxy_handed: bool = field(default=False, init=False)
+    _said: str | None = field(default=None, init=False, repr=False)
+
+    @property
+    def agent_id(self) -> str:
+        return self.spec.agent_id
+
+    @property
+    def mcp_url(self) -> str:
+        """This invocation's MCP endpoint; its capability is made on first use, ends with it."""
+        return self._grants().url(self._capability())
+
+    @property
+    def openai_base_url(self) -> str:
+        """This invocation's model proxy (`…/v1`), under the same capability as `mcp_url`."""
+        self._model_proxy_handed = True
+        return self._grants().openai_base_url(self._capability())
+
+    @property
+    def openai_api_key(self) -> str:
+        self._model_proxy_handed = True
+        return self._capability()
+
+    @property
+    def anthropic_base_url(self) -> str:
+        """This invocation's Anthropic Messages proxy, under the same capability."""
+        self._model_proxy_handed = True
+        return self._grants().anthropic_base_url(self._capability())
+
+    @property
+    def anthropic_api_key(self) -> str:
+        self._model_proxy_handed = True
+        return self._capability()
+
+    def keep_output(self, output: AgentOutput) -> None:
+        """Redact what the agent said (while its token is still known) and keep its tail."""
+        self._said = self.boundary.live.redactor.kept_output(
+            output.tail, output.total_bytes, also=self._known_token()
+        )
+
+    @property
+    def stderr(self) -> str | None:
+        """What the agent said, as kept: redacted, its last 16 KiB."""
+        return self._said
+
+    def idle(self) -> tuple[evals.IdleReason, ...]:
+        """Why this invocation, had it completed, recorded nothing a replay could test."""
+        return evals.idle_reasons(
+            tool_calls=self._tool_calls,
+            model_calls=0 if self._models is None else self._models.exchange_count,
+            model_proxy_handed=self._model_proxy_handed,
+        )
+
+    def _grants(self) -> InvocationGrants[Invocation]:
+        grants = self.grants
+        if grants is None:
+            raise RuntimeError("this host serves no endpoints for its invocations")
+        return grants
+
+    def _capability(self) -> str:
+        if self._token is None:
+            self._token = self._grants().grant(self.boundary.live.context.tenant, self)
+        return self._token
+
+    def offered(self) -> Offered:
+        """The tools the agent may call through its MCP endpoint, with their schemas."""
+        return self.boundary.offered(self.spec.tools)
+
+    def tool_names(self) -> ToolNames:
+        """The provider-safe names the agent is offered its tools by (tool_names.py)."""
+        return names_of(self.offered().names())
+
+    def _every_tool(self) -> ToolNames:
+        """Offered name → canonical name over every tool of the boundary, granted or not: the
+        permission is `call_tool`'s alone, never a side effect of the name lookup."""
+        return names_of(self.boundary.offered(None).names())
+
+    def is_mcp_tool(self, name: str) -> bool:
+        """Whether the tool offered as `name` is an MCP server's (its result is kept as the
+        server gave it)."""
+        canonical = self._every_tool().canonical(name)
+        listing = None if canonical is None else self.boundary.offered(None).by_name[canonical]
+        return listing is not None and listing.server is not None
+
+    def _redacted(self, result: ToolResult) -> ToolResult:
+        """A live tool's answer with the project's secrets and this invocation's token cut
+        out (an error also loses anything credential-shaped): a tool that echoes what it
+        was sent — a server's headers, its environment — leaks no credential into the
+        record, an event, the agent or a page (engine/recording/redaction.py)."""
+        redactor, also = self.boundary.live.redactor, self._known_token()
+        return result._replace(
+            result=redactor.redact_known(result.result, also),
+            error=None if result.error is None else redactor.redact_error(result.error, also),
+        )
+
+    def _known_token(self) -> tuple[str, ...]:
+        return () if self._token is None else (self._token,)
+
+    def tool_specs(self) -> list[ToolSpec]:
+        names = self.tool_names()
+        return [
+            ToolSpec(name, listing.description, listing.input_schema, names.offered(name))
+            for name, listing in self.offered().tools
+        ]
+
+    @property
+    def models(self) -> ModelRecorder:
+        """The invocation's model boundary (the LLM lanes' and the model proxy's)."""
+        if self._models is None:
+            self._models = ModelRecorder(
+                spec=self.spec,
+                invocation_id=self.invocation_id,
+                is_delegate=self.is_delegate,
+                journal=self.journal,
+                ledger=self.shared.models,
+                prices=self.boundary.live.prices,
+                replay=self.boundary.models,
+            )
+        return self._models
+
+    async def call_model(self, request: ModelRequest, live: LiveModelCall) -> ModelAnswer:
+        return await self.models.call(request, live)
+
+    def revoke(self) -> None:
+        """End the MCP endpoint's capability: the invocation is over."""
+        grants = self.grants
+        if self._token is not None and grants is not None:
+            grants.revoke(self._token)
+            self._token = None
+
+    async def call_tool(
+        self, name: str, args: JsonValue, *, named_by: NamedBy = "canonical"
+    ) -> JsonValue:
+        """The one door of the tool boundary: served from fixtures, or run live and durable.
+
+        Every lane's calls pass here, so this is where the agent's `tools` allowlist is
+        enforced: a tool it is not granted (or a name that is no tool's) is refused with
+        `tool_not_offered` before anything runs or is recorded.
+
+        A live call has effects, so its `agent.tool-called` (and its record, status
+        `unknown`) lands before the tool runs, and its outcome before the agent
+        sees it: a host that dies in between leaves every executed call recorded.
+        A fixture's answer has no effect and lands with the rest of the unit.
+        The args lose any known secret before anything sees them, and what a live tool
+        answers is redacted (`_redacted`) before anything sees it.
+        """
+        tool = self._every_tool().canonical(name) if named_by == "offered" else name
+        if tool is None or not permits(self.spec.tools, tool):
+            message = f"{name} is not offered to agent {self.agent_id}"
+            raise ToolCallError(NOT_OFFERED, message, {"code": NOT_OFFERED, "message": message})
+        name = tool
+        self._tool_calls += 1
+        # The call as the agent made it, the host's alone from here: an agent that reuses
+        # its args dict, or a tool that consumes its args, cannot change what was recorded.
+        # Less any secret it carries (its own token, a configured credential): the tool and
+        # the record get the same args, and a replay's differing token matches as the same.
+        args = self.boundary.live.redactor.redact_known(json_text.copy(args), self._known_token())
+        call = ToolCall(name, args, ids.mint_local_id())
+        mode = self.spec.wire_content
+        called = self.journal.emit(
+            content.tool_called(self.agent_id, name, call.call_id, args, mode),
+            node_id=self.node_id,
+        )
+        result = self.boundary.served(call)
+        if result is not None:
+            self.journal.emit(self._returned(call, result), node_id=self.node_id)
+            self.journal.record_call(called, self._record_row(call, result))
+        else:
+            self.journal.record_call(called, self._record_row(call, None))
+            await self.journal.flush()
+            result = self._redacted(
+                await self.boundary.live.handle(call._replace(args=json_text.copy(args)))
+            )
+            self.journal.emit(self._returned(call, result), node_id=self.node_id)
+            self.journal.complete_call(called, self._outcome(result))
+            await self.journal.flush()
+        self.shared.executed.append(
+            evals.ExecutedCall(
+                name,
+                args,
+                self.is_delegate,
+                status=result.status,
+                result=result.result,
+                error=result.error,
+                served="miss" if result.fixture_miss else result.served_by,
+                duration_ms=result.duration_ms,
+                miss=result.miss,
+            )
+        )
+        if result.fixture_miss:
+            self.shared.fixture_misses += 1
+        if not result.ok:
+            error = result.error or {}
+            raise ToolCallError(str(error.get("code")), str(error.get("message")), error)
+        # The agent's own copy: what it does with the answer leaves the record (and a
+        # fixture, which serves every trial of its task) as it was.
+        return json_text.copy(result.result)
+
+    async def delegate(self, agent_id: str, input: JsonValue) -> JsonValue:
+        spec = self.agents.get(agent_id)
+        if spec is None:
+            raise AgentCrashed(f"no agent named {agent_id!r} to delegate to")
+        child = Invocation(
+            spec=spec,
+            input=input,
+            journal=self.journal,
+            boundary=self.boundary,
+            agents=self.agents,
+            where=self.where,
+            node_id=self.node_id,
+            is_delegate=True,
+            grants=self.grants,
+            shared=self.shared,
+        )
+        outcome = await run_invocation(child, source="run-api")
+        if outcome.failed:
+            cause = content.agent_failure(agent_id, outcome.error, spec.wire_content)
+            raise AgentCrashed(f"delegate {agent_id!r} failed: {cause}")
+        return outcome.decision
+
+    def _returned(self, call: ToolCall, result: ToolResult) -> events.ToolReturned:
+        return content.tool_returned(
+            self.agent_id,
+            call.tool,
+            call.call_id,
+            result.status,
+            result.result,
+            result.error,
+            result.duration_ms,
+            self.spec.wire_content,
+        )
+
+    def _record_row(self, call: ToolCall, result: ToolResult | None) -> ToolCallRow:
+        """The call's record; `result` None records a live call before its tool runs."""
+        # With `record` off the call is still listed, without content, so a source
+        # that needs it is refused rather than silently derived short (RFC 0252 §C).
+        keep = self.spec.record
+        return ToolCallRow(
+            invocation_id=self.invocation_id,
+            agent_id=self.agent_id,
+            is_delegate=self.is_delegate,
+            tool=call.tool,
+            call_id=call.call_id,
+            status="unknown" if result is None else result.status,
+            served_by="live" if result is None else result.served_by,
+            duration_ms=None if result is None else result.duration_ms,
+            recorded=keep,
+            inputs=call.args if keep else None,
+            result=result.result if keep and result is not None else None,
+            error=result.error if keep and result is not None else None,
+        )
+
+    def _outcome(self, result: ToolResult) -> ToolCallOutcome:
+        return ToolCallOutcome(
+            status=result.status,
+            result=result.result,
+            error=result.error,
+            duration_ms=result.duration_ms,
+            recorded=self.spec.record,
+        )
+
+
+async def run_invocation(invocation: Invocation, *, source: Source) -> InvocationResult:
+    """Emit the bracket around one agent run; an agent that raises ends the invocation
+    `failed`, its exception logged with its traceback and kept with the invocation."""
+    journal, agent_id = invocation.journal, invocation.agent_id
+    invocation.shared.invoked_agents.add(agent_id)
+    started = now()
+    journal.emit(
+        events.InvocationStarted(
+            invocationId=invocation.invocation_id, agentId=agent_id, source=source
+        ),
+        node_id=invocation.node_id,
+    )
+    shared = invocation.shared
+    try:
+        decision = await invocation.spec.agent.invoke(invocation)
+    except RunClosed:
+        raise
+    except Exception as exc:
+        error = _raised(invocation, exc)
+        _close(invocation, "failed", started, error)
+        return InvocationResult(
+            None,
+            True,
+            shared.executed,
+            shared.fixture_misses,
+            shared.invoked_agents,
+            shared.models,
+            error,
+            stderr=invocation.stderr,
+        )
+    finally:
+        invocation.revoke()
+    # As the agent decided it: the event and the grade are of this, whatever the agent's
+    # code does later with the object it returned.
+    decision = json_text.copy(decision)
+    journal.emit(events.Decided(agentId=agent_id, decision=decision), node_id=invocation.node_id)
+    idle = invocation.idle()
+    _close(invocation, "completed", started, None, idle)
+    return InvocationResult(
+        decision,
+        False,
+        shared.executed,
+        shared.fixture_misses,
+        shared.invoked_agents,
+        shared.models,
+        stderr=invocation.stderr,
+        idle=idle,
+    )
+
+
+def _raised(invocation: Invocation, exc: Exception) -> dict[str, Any]:
+    """The agent's exception as kept and logged: redacted like a tool's error, so a secret
+    in its message (a failing client's request it repeats) reaches no record and no log."""
+    redact = invocation.boundary.live.redactor.redact
+    also = invocation._known_token()
+    message = redact(str(exc), also)
+    trace = redact("".join(traceback.format_exception(exc)), also)
+    where = invocation.where
+    log.error(
+        "agent %s raised %s in run %s%s%s\n%s",
+        invocation.agent_id,
+        type(exc).__name__,
+        where.run_id,
+        "" if where.task_id is None else f", task {where.task_id}",
+        "" if where.trial is None else f", trial {where.trial}",
+        trace,
+    )
+    return {"type": type(exc).__name__, "message": message, "traceback": trace}
+
+
+def _close(
+    invocation: Invocation,
+    outcome: Literal["completed", "failed"],
+    started: datetime,
+    error: dict[str, Any] | None,
+    idle: tuple[evals.IdleReason, ...] = (),
+) -> None:
+    invocation.journal.emit(
+        events.InvocationCompleted(
+            invocationId=invocation.invocation_id, agentId=invocation.agent_id, outcome=outcome
+        ),
+        node_id=invocation.node_id,
+    )
+    where = invocation.where
+    offered = invocation.offered()
+    invocation.journal.record_listings(offered.servers)
+    invocation.journal.record_invocation(
+        InvocationRow(
+            invocation_id=invocation.invocation_id,
+            agent_id=invocation.agent_id,
+            is_delegate=invocation.is_delegate,
+            node_id=invocation.node_id,
+            task_id=where.task_id,
+            trial=where.trial,
+            outcome=outcome,
+            error=error,
+            started_at=started,
+            completed_at=now(),
+            tools_digest=offered.digest,
+            stderr=invocation.stderr,
+            idle=list(idle) or None,
+        )
+    )

@@ -1,0 +1,1 @@
+"""The run log: steps, run-row transitions, fences, the one writer. May import `live`."""

@@ -1,0 +1,444 @@
+"""The one writer of every run log (G7): steps from all runs, committed in groups.
+
+While one transaction is being written, the steps that arrive queue up and go
+out together in the next one, whichever runs they belong to: a busy host pays
+one commit for many steps. Each step still lands whole or not at all, in
+arrival order, and its caller resumes only once it is durable. A step whose
+run is not in a state it allows lands nothing, and its caller is told.
+
+Sequences are taken from the run row inside the transaction (see
+`RunsRepo.advance`), which also locks the row: the sequences of a run stay
+contiguous and in commit order even with another process writing to it. A
+run's steps that only add to its log (`_PlainSteps`: an eval's trials, a
+workflow's nodes) move its row once per transaction, however many there are.
+
+A step may carry a `Fence` (fence.py). Its run's row is then locked once for the
+transaction (every fenced run of a group in run-id order, so two writers never
+wait on each other in a cycle), the fence is asked with the run as the steps
+before it left it, and the row is moved once, at the transaction's end, by all
+of the run's fenced steps together. A writer that
+`broadcast`s announces each landed run with a NOTIFY in the same transaction,
+for the readers in other processes (queue mode).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from wopeval.engine.live.notifier import Notifier
+from wopeval.engine.runlog.fence import Fence, Locked
+from wopeval.engine.runlog.steps import RunUpdate, Staged, Step, Transition
+from wopeval.store import (
+    ListingRow,
+    LockedRun,
+    RunMove,
+    RunRecord,
+    Store,
+    ToolCallOutcome,
+    UnitOfWork,
+)
+from wopeval.wire import events, json_text
+from wopeval.wire.runs import RunStatus
+
+log = logging.getLogger("wopeval.engine")
+
+OnInsert = Callable[[UnitOfWork, RunRecord], Awaitable[None]]
+"""Adds the caller's own rows to the transaction that inserts a new run (derived
+fixtures, the idempotency record that names it), so they land together or not at all."""
+
+ANY_STATE = frozenset(RunStatus)
+
+MAX_GROUP = 512
+"""Steps per transaction at most, so one commit never holds the store for long."""
+
+
+@dataclass
+class _Queued:
+    run_id: str
+    tenant: str
+    step: Step
+    transition: Transition
+    update: RunUpdate
+    done: asyncio.Future[bool]
+    fence: Fence | None = None
+
+
+@dataclass
+class _Group:
+    """The rows of one transaction, gathered from its steps and written in bulk."""
+
+    events: list[dict[str, Any]] = field(default_factory=list)
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    outcomes: list[tuple[str, int, ToolCallOutcome]] = field(default_factory=list)
+    model_calls: list[dict[str, Any]] = field(default_factory=list)
+    invocations: list[dict[str, Any]] = field(default_factory=list)
+    trials: list[dict[str, Any]] = field(default_factory=list)
+    listings: list[tuple[str, ListingRow]] = field(default_factory=list)
+    unfenced_runs: set[str] = field(default_factory=set)
+    """Runs with unfenced steps among these rows (numbered, not yet written)."""
+
+    async def write(self, uow: UnitOfWork) -> None:
+        """Write the rows gathered so far; the group is empty again after."""
+        await uow.events.append(self.events)
+        await uow.tool_calls.append(self.calls)
+        await uow.tool_calls.complete(self.outcomes)
+        await uow.model_calls.append(self.model_calls)
+        await uow.invocations.append(self.invocations)
+        await uow.trials.append(self.trials)
+        await uow.tool_listings.keep(self.listings)
+        for rows in (
+            self.events,
+            self.calls,
+            self.outcomes,
+            self.model_calls,
+            self.invocations,
+            self.trials,
+            self.listings,
+        ):
+            rows.clear()
+        self.unfenced_runs.clear()
+
+
+class LogWriter:
+    def __init__(self, store: Store, notifier: Notifier, *, broadcast: bool = False) -> None:
+        self.store = store
+        self._notifier = notifier
+        self._broadcast = broadcast
+        self._queue: list[_Queued] = []
+        self._flusher: asyncio.Task[None] | None = None
+
+    async def read(self, tenant: str, run_id: str) -> RunRecord | None:
+        async with self.store.reading() as uow:
+            return await uow.runs.get(tenant, run_id)
+
+    async def insert(self, record: RunRecord, step: Step, extra: OnInsert | None) -> RunRecord:
+        """Insert a new run with its first events (numbered from 0) and the caller's rows."""
+        group = _Group()
+        _number(record.run_id, step, 0, group)
+        stored = replace(record, last_sequence=len(step.staged) - 1)
+        async with self.store.transaction() as uow:
+            await uow.runs.insert(stored)
+            await group.write(uow)
+            if extra is not None:
+                await extra(uow, stored)
+            if self._broadcast:
+                await uow.runs.notify([record.run_id])
+        self._notifier.notify(record.run_id)
+        return stored
+
+    async def submit(
+        self,
+        run_id: str,
+        tenant: str,
+        step: Step,
+        transition: Transition,
+        update: RunUpdate,
+        fence: Fence | None = None,
+    ) -> bool:
+        """Queue a step and wait until it is durable; False when its run's state (or its
+        fence) refused it."""
+        queued = _Queued(
+            run_id,
+            tenant,
+            step,
+            transition,
+            update,
+            asyncio.get_running_loop().create_future(),
+            fence,
+        )
+        self._queue.append(queued)
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush(), name="log-writer")
+        # The flusher owns the write: a caller cancelled while waiting still gets its
+        # step written, in order, before anything queued after it.
+        return await asyncio.shield(queued.done)
+
+    async def _flush(self) -> None:
+        while self._queue:
+            batch, self._queue = self._queue[:MAX_GROUP], self._queue[MAX_GROUP:]
+            try:
+                landed = await self._write(batch)
+            except asyncio.CancelledError as cancelled:
+                self._unsure(batch)
+                # Nothing else will flush once this task is cancelled: fail what is queued too.
+                for queued in batch + self._queue:
+                    _settle(queued, cancelled)
+                self._queue = []
+                raise
+            except Exception:
+                self._unsure(batch)
+                log.warning("a group commit failed; writing its steps one by one", exc_info=True)
+                for queued in batch:
+                    try:
+                        single = await self._write([queued])
+                    except Exception as failure:
+                        _settle(queued, failure)
+                    else:
+                        self._finish([queued], single)
+                continue
+            self._finish(batch, landed)
+
+    async def _write(self, batch: list[_Queued]) -> list[bool]:
+        group = _Group()
+        landed = [False] * len(batch)
+        async with self.store.transaction() as uow:
+            fenced = _FencedRuns(uow, batch)
+            plain = _PlainSteps(uow, group, landed)
+            await fenced.lock_all()
+            for index, queued in enumerate(batch):
+                # Each kind of step moves the run row after the earlier steps of its run.
+                if queued.fence is not None:
+                    await plain.advance(queued.run_id)
+                    if queued.run_id in group.unfenced_runs:
+                        # What the fence reads of this run must include the earlier steps.
+                        await group.write(uow)
+                    landed[index] = await fenced.land(queued, queued.fence, group)
+                    continue
+                await fenced.settle(queued.run_id)
+                if await plain.takes(index, queued):
+                    continue
+                await plain.advance(queued.run_id)
+                step = queued.step
+                last = await uow.runs.advance(
+                    queued.tenant,
+                    queued.run_id,
+                    count=len(step.staged),
+                    allowed_from=queued.transition.allowed_from,
+                    status=queued.transition.to,
+                    values=queued.update.values(),
+                    trials=len(step.trials),
+                )
+                if last is not None:
+                    landed[index] = True
+                    group.unfenced_runs.add(queued.run_id)
+                    _number(queued.run_id, step, last - len(step.staged) + 1, group)
+            await plain.advance_all()
+            await fenced.settle_all()
+            await group.write(uow)
+            if self._broadcast:
+                await uow.runs.notify(
+                    {queued.run_id for queued, ok in zip(batch, landed, strict=True) if ok}
+                )
+        return landed
+
+    def _unsure(self, batch: list[_Queued]) -> None:
+        """A commit that failed may still have landed (its connection lost at COMMIT):
+        the readers of its runs, and the answers kept of them, read the store again."""
+        for run_id in {queued.run_id for queued in batch}:
+            self._notifier.notify(run_id)
+
+    def _finish(self, batch: list[_Queued], landed: list[bool]) -> None:
+        for queued, ok in zip(batch, landed, strict=True):
+            _settle(queued, ok)
+        for run_id in {queued.run_id for queued, ok in zip(batch, landed, strict=True) if ok}:
+            self._notifier.notify(run_id)
+
+    async def stop(self) -> None:
+        """Wait for what is queued to land (the engine stops its runs first)."""
+        while self._flusher is not None and not self._flusher.done():
+            await asyncio.gather(self._flusher, return_exceptions=True)
+
+
+async def insert_run(uow: UnitOfWork, record: RunRecord, rows: list[dict[str, Any]]) -> None:
+    """A new run's row and its first event rows: a run is never visible without its log."""
+    await uow.runs.insert(record)
+    await uow.events.append(rows)
+
+
+class _PlainSteps:
+    """Steps that only add to their run's log (no fence, no new state, no row values): a
+    run's consecutive ones of a transaction take their sequences with one row update, and
+    land or are refused together (they allow the same states of the same locked row)."""
+
+    def __init__(self, uow: UnitOfWork, group: _Group, landed: list[bool]) -> None:
+        self._uow = uow
+        self._group = group
+        self._landed = landed
+        self._waiting: dict[str, list[tuple[int, _Queued]]] = {}
+
+    async def takes(self, index: int, queued: _Queued) -> bool:
+        """Hold `queued` for its run's update, if it is a plain step; False otherwise."""
+        if queued.transition.to is not None or queued.update.values():
+            return False
+        waiting = self._waiting.get(queued.run_id)
+        if waiting and waiting[0][1].transition.allowed_from != queued.transition.allowed_from:
+            await self.advance(queued.run_id)
+        self._waiting.setdefault(queued.run_id, []).append((index, queued))
+        return True
+
+    async def advance(self, run_id: str) -> None:
+        """Move the run's row by its held steps and number them, in their order."""
+        await self._advance([run_id])
+
+    async def advance_all(self) -> None:
+        """Every run's held steps: runs whose steps allow the same states move together, in
+        one statement (a busy host's batch is mostly one live call's step per run)."""
+        by_states: dict[frozenset[RunStatus], list[str]] = {}
+        for run_id, waiting in self._waiting.items():
+            by_states.setdefault(waiting[0][1].transition.allowed_from, []).append(run_id)
+        for run_ids in by_states.values():
+            await self._advance(run_ids)
+
+    async def _advance(self, run_ids: list[str]) -> None:
+        held = {run_id: self._waiting.pop(run_id) for run_id in run_ids if run_id in self._waiting}
+        if not held:
+            return
+        moves = [
+            RunMove(
+                waiting[0][1].tenant,
+                run_id,
+                sum(len(queued.step.staged) for _, queued in waiting),
+                sum(len(queued.step.trials) for _, queued in waiting),
+            )
+            for run_id, waiting in held.items()
+        ]
+        allowed_from = next(iter(held.values()))[0][1].transition.allowed_from
+        lasts = await self._uow.runs.advance_each(moves, allowed_from)
+        for move in moves:
+            last = lasts.get(move.run_id)
+            if last is None:  # no longer in a state these steps allow: all refused
+                continue
+            self._group.unfenced_runs.add(move.run_id)
+            sequence = last - move.events + 1
+            for index, queued in held[move.run_id]:
+                self._landed[index] = True
+                _number(move.run_id, queued.step, sequence, self._group)
+                sequence += len(queued.step.staged)
+
+
+@dataclass
+class _FencedRun:
+    locked: Locked
+    first: LockedRun
+    """The row as read under the lock, before this transaction moved it."""
+    values: dict[str, Any] = field(default_factory=dict)
+
+
+class _FencedRuns:
+    """The runs of one transaction's fenced steps: each locked once and moved once."""
+
+    def __init__(self, uow: UnitOfWork, batch: list[_Queued]) -> None:
+        self._uow = uow
+        self._tasks: dict[str, set[str]] = {}
+        self._tenants: dict[str, str] = {}
+        for queued in batch:
+            if queued.fence is not None:
+                tasks = self._tasks.setdefault(queued.run_id, set())
+                tasks.update(row.task_id for row in queued.step.trials)
+                self._tenants[queued.run_id] = queued.tenant
+        self._runs: dict[str, _FencedRun | None] = {}
+
+    async def lock_all(self) -> None:
+        for run_id in sorted(self._tenants):
+            await self._lock(run_id)
+
+    async def _lock(self, run_id: str) -> None:
+        row = await self._uow.runs.lock(self._tenants[run_id], run_id, ANY_STATE)
+        self._runs[run_id] = (
+            None if row is None else _FencedRun(Locked(row, self._tasks[run_id]), row)
+        )
+
+    async def land(self, queued: _Queued, fence: Fence, group: _Group) -> bool:
+        """Ask the fence, then number the step and what the fence adds to it; its rows go
+        into `group` and the run's row moves at `settle`."""
+        if queued.run_id not in self._runs:
+            await self._lock(queued.run_id)
+        run = self._runs[queued.run_id]
+        if run is None or run.locked.run.status not in queued.transition.allowed_from:
+            return False
+        landing = await fence.admit(self._uow, run.locked, queued.step)
+        if landing is None:
+            return False
+        if landing.noop:
+            return True
+        step = Step()
+        step.extend(queued.step)
+        step.extend(landing.extra)
+        _number(queued.run_id, step, run.locked.run.last_sequence + 1, group)
+        run.locked.moved(
+            events=len(step.staged),
+            status=landing.to or queued.transition.to,
+            trials=[row.counts() for row in step.trials],
+        )
+        run.locked.invoked |= step.agent_ids()
+        run.values.update({**queued.update.values(), **landing.update.values()})
+        return True
+
+    async def settle(self, run_id: str) -> None:
+        """Move the run's row by its fenced steps so far; later ones lock it afresh."""
+        run = self._runs.pop(run_id, None)
+        if run is None:
+            return
+        now, first = run.locked.run, run.first
+        if now == first and not run.values:
+            return
+        last = await self._uow.runs.advance(
+            first.tenant,
+            first.run_id,
+            count=now.last_sequence - first.last_sequence,
+            allowed_from=[first.status],
+            status=None if now.status is first.status else now.status,
+            values=run.values,
+            trials=now.landed_trials - first.landed_trials,
+        )
+        if last is None:  # the row is locked: its state cannot have changed since
+            raise RuntimeError(f"run {run_id} left its state under this transaction's lock")
+
+    async def settle_all(self) -> None:
+        for run_id in list(self._runs):
+            await self.settle(run_id)
+
+
+def _settle(queued: _Queued, outcome: bool | BaseException) -> None:
+    if queued.done.done():
+        return
+    if isinstance(outcome, BaseException):
+        queued.done.set_exception(outcome)
+    else:
+        queued.done.set_result(outcome)
+
+
+def _number(run_id: str, step: Step, first: int, group: _Group) -> None:
+    """Give the step's events their sequences from `first` and gather its rows."""
+    for offset, staged in enumerate(step.staged):
+        staged.sequence = first + offset
+        group.events.append(
+            {
+                "run_id": run_id,
+                "sequence": staged.sequence,
+                "type": staged.type,
+                "doc": render(run_id, staged),
+            }
+        )
+    for called, row in step.calls:
+        if called.sequence is None:
+            raise ValueError("a tool record must be keyed to an event of its own step")
+        group.calls.append(row.to_row(run_id, called.sequence))
+    for called, outcome in step.outcomes:
+        if called.sequence is None:
+            raise ValueError("an outcome must complete a call that has landed")
+        group.outcomes.append((run_id, called.sequence, outcome))
+    group.model_calls.extend(row.to_row(run_id) for row in step.model_calls)
+    group.invocations.extend(row.to_row(run_id) for row in step.invocations)
+    group.trials.extend(row.to_row(run_id) for row in step.trials)
+    group.listings.extend((run_id, row) for row in step.listings)
+
+
+def render(run_id: str, staged: Staged) -> str:
+    """The stored RunEventDoc, served byte for byte by poll, SSE and replays."""
+    doc: dict[str, Any] = {
+        "eventId": staged.event_id,
+        "runId": run_id,
+        "type": staged.type,
+        "payload": staged.payload,
+        "timestamp": staged.timestamp,
+        "sequence": staged.sequence,
+        "schemaVersion": events.SCHEMA_VERSION,
+    }
+    if staged.node_id is not None:
+        doc["nodeId"] = staged.node_id
+    return json_text.compact(doc)

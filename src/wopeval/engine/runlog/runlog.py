@@ -1,0 +1,161 @@
+"""A run's handle on its log (G7): steps, the state they may land in, and how a run ends.
+
+Work reaches a run's log as a `Step`: events, the tool records they carry and
+the outcomes of live calls recorded earlier. A step lands whole or not at all,
+through the engine's one `LogWriter` (log_writer.py), which numbers its events
+at commit from the run row, so sequences stay contiguous whoever writes.
+
+Every step names the run states it may land in (a `Transition`), so the run
+row decides, atomically, what happens when two things race: a step for a run
+that has ended is refused (`RunClosed`); a run whose cancel was accepted first
+(`cancelling`) ends `cancelled` whatever its body produced; a paused run does
+not end until it is resumed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from wopeval import evals
+from wopeval.engine.runlog.fence import Fence
+from wopeval.engine.runlog.log_writer import LogWriter
+from wopeval.engine.runlog.steps import (
+    RUNNING,
+    RunClosed,
+    RunUpdate,
+    Staged,
+    Step,
+    Transition,
+)
+from wopeval.store import (
+    InvocationRow,
+    ListingRow,
+    ModelCallRow,
+    ToolCallOutcome,
+    ToolCallRow,
+    TrialRow,
+)
+from wopeval.wire import events
+from wopeval.wire.runs import RunStatus
+
+
+class RunLog:
+    """One run's handle on the log; cheap to make, so any caller can hold one.
+
+    With a `fence`, every step this handle lands is admitted by it first (fence.py).
+    """
+
+    def __init__(
+        self, writer: LogWriter, run_id: str, tenant: str, fence: Fence | None = None
+    ) -> None:
+        self._writer = writer
+        self.run_id = run_id
+        self.tenant = tenant
+        self.fence = fence
+        self.offered_listings: set[tuple[str, str]] = set()
+        """`(server, digest)` of the MCP listings recorded through this handle: each lands
+        once (the store keeps the first of a run's server anyway)."""
+
+    async def commit(self, step: Step, update: RunUpdate | None = None) -> None:
+        """Land `step` while the run is active; raises RunClosed once it has ended."""
+        if not await self.transition(Transition(), step, update):
+            raise RunClosed(f"run {self.run_id} has ended")
+
+    async def transition(
+        self, transition: Transition, step: Step | None = None, update: RunUpdate | None = None
+    ) -> bool:
+        """Land `step` and move the run as `transition` says, if the run is in a state it
+        allows; False (and nothing written) otherwise."""
+        return await self._writer.submit(
+            self.run_id, self.tenant, step or Step(), transition, update or RunUpdate(), self.fence
+        )
+
+    async def close(
+        self,
+        status: RunStatus,
+        step: Step,
+        update: RunUpdate,
+        *,
+        allowed_from: frozenset[RunStatus] = RUNNING,
+    ) -> RunStatus | None:
+        """End the run with `step` (its last event the terminal one) from `allowed_from`.
+
+        Returns the status the run ended with: a run whose cancel was accepted
+        first ends `cancelled` with the cancel's reason, whatever `status` says.
+        None means the run is paused and has not ended; it ends after its resume.
+        """
+        if status is not RunStatus.CANCELLED and await self.transition(
+            Transition(allowed_from, status), step, update
+        ):
+            return status
+        record = await self._writer.read(self.tenant, self.run_id)
+        if record is None or record.status.is_terminal:
+            raise RunClosed(f"run {self.run_id} has ended")
+        cancelling = frozenset({RunStatus.CANCELLING})
+        if status is RunStatus.CANCELLED:
+            cancelling |= allowed_from
+        elif record.status not in cancelling:
+            if self.fence is not None and record.status in allowed_from:
+                # The run's state allowed this ending, so its fence refused it (a queue
+                # worker that no longer owns its job): the run is not this caller's to end.
+                raise RunClosed(f"run {self.run_id} is no longer this caller's to end")
+            # Paused since: the run ends after its resume (or its cancel).
+            return None
+        ending = Step()
+        ending.emit(events.RunCancelled(reason=record.cancel_reason))
+        cancelled = RunUpdate(completed_at=update.completed_at, agent_ids=update.agent_ids)
+        if await self.transition(Transition(cancelling, RunStatus.CANCELLED), ending, cancelled):
+            return RunStatus.CANCELLED
+        # Neither ending landed: the run changed state in between; look again.
+        return await self.close(status, step, update, allowed_from=allowed_from)
+
+
+class Journal:
+    """One unit of work's events (a workflow node, an eval trial) on their way to the log.
+
+    A unit commits once, at its end, unless it makes a live tool call: then
+    `flush()` lands what is staged so far, so the call's `agent.tool-called`
+    is durable before the tool runs and its outcome before the agent sees it.
+    """
+
+    def __init__(self, log: RunLog) -> None:
+        self.log = log
+        self._step = Step()
+
+    def emit(self, payload: events.Payload, *, node_id: str | None = None) -> Staged:
+        return self._step.emit(payload, node_id=node_id)
+
+    def record_call(self, called: Staged, row: ToolCallRow) -> None:
+        self._step.record_call(called, row)
+
+    def complete_call(self, called: Staged, outcome: ToolCallOutcome) -> None:
+        self._step.complete_call(called, outcome)
+
+    def record_model_call(self, row: ModelCallRow) -> None:
+        self._step.model_calls.append(row)
+
+    def record_invocation(self, row: InvocationRow) -> None:
+        self._step.invocations.append(row)
+
+    def record_trial(self, row: TrialRow) -> None:
+        self._step.trials.append(row)
+
+    def record_listings(self, listings: Sequence[evals.ServerListing]) -> None:
+        """Keep with the run the MCP servers' listings an invocation was offered."""
+        kept = self.log.offered_listings
+        for listing in listings:
+            if (listing.server, listing.digest) not in kept:
+                kept.add((listing.server, listing.digest))
+                self._step.listings.append(
+                    ListingRow(listing.server, listing.digest, listing.document())
+                )
+
+    async def flush(self) -> None:
+        """Land everything staged so far; returns once it is durable."""
+        step, self._step = self._step, Step()
+        await self.log.commit(step)
+
+    def take(self) -> Step:
+        """What is staged and not landed yet, for the caller to land with its own step."""
+        step, self._step = self._step, Step()
+        return step
