@@ -14,9 +14,9 @@ import pytest
 from sqlalchemy import Table, func, select
 
 from _backends import Backend
-from wopeval.api.host import Host
 from wopeval.engine.erasure import erase_tool_content
 from wopeval.engine.eval_plan import UNUSABLE_SOURCE, resolve_eval
+from wopeval.hosting.host import Host
 from wopeval.store.tables import derived_fixtures, runs
 from wopeval.wire import errors
 from wopeval.wire.principal import Principal

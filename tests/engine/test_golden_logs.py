@@ -20,7 +20,7 @@ import pytest
 
 from _backends import Backend
 from _handles import handle_of
-from wopeval.api.host import Host
+from wopeval.hosting.host import Host
 from wopeval.wire.principal import Principal
 from wopeval.wire.runs import CreateRunRequest
 

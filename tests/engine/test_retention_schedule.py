@@ -9,8 +9,8 @@ from pathlib import Path
 from sqlalchemy import select, update
 
 from _backends import Backend
-from wopeval.api.host import Host
 from wopeval.engine.runlog import now
+from wopeval.hosting.host import Host
 from wopeval.store.tables import runs, tool_calls
 from wopeval.wire.principal import Principal
 from wopeval.wire.runs import CreateRunRequest

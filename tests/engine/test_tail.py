@@ -15,9 +15,9 @@ import pytest
 from sqlalchemy import event
 
 from _backends import Backend
-from wopeval.api.host import Host
 from wopeval.api.ui import live
 from wopeval.engine.tail import CROWD, Follower, LeftBehind, TailBroken, Tails
+from wopeval.hosting.host import Host
 from wopeval.store import OwnedRun
 from wopeval.wire.principal import Principal
 from wopeval.wire.runs import CreateRunRequest

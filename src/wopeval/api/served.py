@@ -1,0 +1,61 @@
+"""What the app serves from: a started host, as its routes and middleware see it.
+
+The app never builds a host: `wopeval.hosting` assembles one (its lease, store,
+keys, catalog, engine and background tasks) for each role and hands the app a
+`HostStarter`, which the app's lifespan calls, and whose host it stops.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Protocol
+
+import httpx
+
+from wopeval.api.auth import Authenticator
+from wopeval.engine.catalog import Catalog
+from wopeval.engine.health import HealthReport
+from wopeval.engine.host import Engine
+from wopeval.engine.tail import Tails
+from wopeval.settings import Settings
+from wopeval.store import Store
+
+
+class ServedHost(Protocol):
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def catalog(self) -> Catalog: ...
+
+    @property
+    def engine(self) -> Engine: ...
+
+    @property
+    def auth(self) -> Authenticator: ...
+
+    @property
+    def http(self) -> httpx.AsyncClient:
+        """The client the per-invocation endpoints send the invocations' egress through."""
+        ...
+
+    @property
+    def tails(self) -> Tails:
+        """The shared readers of followed runs' logs (SSE)."""
+        ...
+
+    async def health(self) -> HealthReport:
+        """This process's readiness (`/host/wopeval/health`)."""
+        ...
+
+    async def stop(self) -> None:
+        """Stop everything the host started; the app's lifespan calls it on shutdown."""
+        ...
+
+
+HostStarter = Callable[[], Awaitable[ServedHost]]
+"""Starts the host an app serves from (a failure the user can fix raises one of
+`api/startup.py`'s `EXPECTED`)."""
