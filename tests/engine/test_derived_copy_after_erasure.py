@@ -14,6 +14,7 @@ import pytest
 from sqlalchemy import Table, func, select
 
 from _backends import Backend
+from _hosts import TENANT, running_host
 from wopeval.engine.erasure import erase_tool_content
 from wopeval.engine.eval_plan import UNUSABLE_SOURCE, resolve_eval
 from wopeval.hosting.host import Host
@@ -21,8 +22,6 @@ from wopeval.store.tables import derived_fixtures, runs
 from wopeval.wire import errors
 from wopeval.wire.principal import Principal
 from wopeval.wire.runs import CreateRunRequest, RunStatus
-
-from ._hosts import TENANT, running_host
 
 SCRIPT = {
     "calls": [
