@@ -22,30 +22,17 @@ from wopeval.store import Store
 
 
 class ServedHost(Protocol):
-    @property
-    def settings(self) -> Settings: ...
+    """What the routes, the middleware and the dashboard read of a started host."""
 
-    @property
-    def store(self) -> Store: ...
-
-    @property
-    def catalog(self) -> Catalog: ...
-
-    @property
-    def engine(self) -> Engine: ...
-
-    @property
-    def auth(self) -> Authenticator: ...
-
-    @property
-    def http(self) -> httpx.AsyncClient:
-        """The client the per-invocation endpoints send the invocations' egress through."""
-        ...
-
-    @property
-    def tails(self) -> Tails:
-        """The shared readers of followed runs' logs (SSE)."""
-        ...
+    settings: Settings
+    store: Store
+    catalog: Catalog
+    engine: Engine
+    auth: Authenticator
+    http: httpx.AsyncClient
+    """The client the per-invocation endpoints send the invocations' egress through."""
+    tails: Tails
+    """The shared readers of followed runs' logs (SSE)."""
 
     async def health(self) -> HealthReport:
         """This process's readiness (`/host/wopeval/health`)."""
