@@ -1,9 +1,10 @@
 """How each role's process is assembled: `wopeval serve`, the CLI's embedded host, a queue worker.
 
 This room builds what a process runs on (docs/design.md §1): its database lease
-(`ownership`), its API keys (`credentials`), its catalog (`catalog`), its store
-and engine (`host` for the processes that serve the API, `worker_host` for a
-queue worker), its background tasks (`housekeeping`, the lease watch) and its
+and owner (`ownership`, which also watches the lease), its API keys
+(`credentials`), its catalog (`catalog`), its store and engine (`host` for a
+process that serves the API, `app` for that process's app; `worker_host` for a
+queue worker), its background work (`housekeeping`, `collector`) and its
 sockets (`loopback`). `api` only serves HTTP from what is built here and never
 imports this room; `client`, `worker` and `cli` import it, never `api`.
 
