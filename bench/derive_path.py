@@ -52,7 +52,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from eval_throughput import backend_name, postgres_database
 from queue_throughput import Processes, free_port, wait_ready
 from reporting import finish
-from wopeval.api.host import Host
+from wopeval.hosting.host import Host
 from wopeval.settings import EvalFeatures, Settings
 from wopeval.store import create_engine, tables
 from wopeval.wire.principal import Principal

@@ -42,7 +42,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from reporting import finish
-from wopeval.api.host import Host
+from wopeval.hosting.host import Host
 from wopeval.settings import EvalFeatures, Settings
 from wopeval.store import tables
 from wopeval.wire.principal import Principal

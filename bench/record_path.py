@@ -52,8 +52,8 @@ from sqlalchemy.engine import make_url
 
 from eval_throughput import backend_name, postgres_database
 from reporting import finish
-from wopeval.api.host import Host
 from wopeval.engine.runlog.steps import now, timestamp
+from wopeval.hosting.host import Host
 from wopeval.settings import Settings
 from wopeval.store import tables
 from wopeval.wire.principal import Principal

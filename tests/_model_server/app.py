@@ -20,7 +20,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from wopeval.api.loopback import loopback_socket, quiet_server
+from wopeval.hosting.loopback import loopback_socket, quiet_server
 
 from .chat import ChatCompletions
 from .errors import Refusal, from_script, invalid

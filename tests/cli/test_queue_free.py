@@ -14,7 +14,7 @@ SCRIPT = textwrap.dedent(
     import asyncio, sys
     from pathlib import Path
     import wopeval.cli.main  # every command registered, `worker` and `serve` included
-    from wopeval.api.host import Host
+    from wopeval.hosting.host import Host
     from wopeval.settings import Settings
     from wopeval.wire.principal import Principal
     from wopeval.wire.runs import CreateRunRequest

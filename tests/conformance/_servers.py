@@ -16,8 +16,8 @@ from pathlib import Path
 import httpx
 from starlette.types import ASGIApp
 
-from wopeval.api.app import create_app
-from wopeval.api.loopback import loopback_socket, quiet_server
+from wopeval.hosting.app import host_app
+from wopeval.hosting.loopback import loopback_socket, quiet_server
 from wopeval.settings import Settings
 
 TENANT_A = "tenant-a"
@@ -100,5 +100,5 @@ def wopeval_host(data_dir: Path) -> Iterator[Host]:
         TENANT_B: "wop_test_b_" + secrets.token_hex(16),
     }
     settings = Settings(data_dir=data_dir, api_keys=keys)
-    with serve_in_thread(create_app(settings)) as base_url:
+    with serve_in_thread(host_app(settings)) as base_url:
         yield Host(base_url, keys)

@@ -29,9 +29,9 @@ from openwop_client import OpenwopClient
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from _backends import Backend
-from wopeval.api.app import create_app
-from wopeval.api.host import Host
-from wopeval.api.loopback import loopback_socket, quiet_server
+from wopeval.hosting.app import host_app
+from wopeval.hosting.host import Host
+from wopeval.hosting.loopback import loopback_socket, quiet_server
 from wopeval.settings import Settings
 
 TENANT_A = "tenant-a"
@@ -80,7 +80,7 @@ class ServerHandle:
         settings: Settings,
         *,
         backend: str,
-        app_factory: Callable[[Settings], FastAPI] = create_app,
+        app_factory: Callable[[Settings], FastAPI] = host_app,
         request_log: RequestLog | None = None,
     ) -> None:
         self.settings = settings

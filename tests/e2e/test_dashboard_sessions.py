@@ -20,7 +20,7 @@ import pytest
 from fastapi import FastAPI
 
 from _backends import Backend
-from wopeval.api.app import create_app
+from wopeval.hosting.app import host_app
 from wopeval.settings import DashboardSettings, Settings
 
 from ._server import TENANT_A, TENANT_B, ServerHandle, host_settings
@@ -70,7 +70,7 @@ def host(
     data_dir: Path = tmp_path_factory.mktemp(f"dashboard-sessions-{backend.name}")
 
     def app_with_the_tests_clock(settings: Settings) -> FastAPI:
-        return create_app(settings, dashboard_clock=clock)
+        return host_app(settings, dashboard_clock=clock)
 
     handle = ServerHandle(
         host_settings(backend, data_dir, dashboard=LIMITS),

@@ -19,7 +19,7 @@ from fastapi import FastAPI
 from starlette.exceptions import HTTPException
 
 from _backends import Backend
-from wopeval.api.app import create_app
+from wopeval.hosting.app import host_app
 from wopeval.settings import Settings
 
 from ._server import ServerHandle, host_settings
@@ -31,7 +31,7 @@ class InjectedFault(RuntimeError):
 
 
 def _app_with_faults(settings: Settings) -> FastAPI:
-    app = create_app(settings)
+    app = host_app(settings)
 
     @app.get("/runs/{runId}/injected-fault", include_in_schema=False)
     async def crash(runId: str) -> None:

@@ -17,9 +17,9 @@ import pytest
 from fastapi import FastAPI, Request
 
 from _backends import Backend
-from wopeval.api.app import create_app
 from wopeval.api.deps import get_principal
-from wopeval.api.host import Host
+from wopeval.hosting.app import host_app
+from wopeval.hosting.host import Host
 from wopeval.settings import Settings
 from wopeval.wire import errors
 from wopeval.wire.principal import Principal
@@ -38,7 +38,7 @@ async def _refuse_routed_reads(request: Request) -> Principal:
 
 
 def _app_refusing_routed_reads(settings: Settings) -> FastAPI:
-    app = create_app(settings)
+    app = host_app(settings)
     app.dependency_overrides[get_principal] = _refuse_routed_reads
     return app
 

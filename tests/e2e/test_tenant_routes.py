@@ -19,7 +19,7 @@ from fastapi.routing import iter_route_contexts
 from openwop_client.wire_id import project_id
 from starlette.routing import compile_path
 
-from wopeval.api.app import create_app
+from wopeval.hosting.app import host_app
 from wopeval.settings import Settings
 
 from ._server import TENANT_A, TENANT_B, ServerHandle
@@ -104,7 +104,7 @@ EXTRAS: dict[Route, Extra] = {
 def route_table() -> list[Route]:
     """Every (method, path) the app serves, read from its route table (the app is built,
     not started: its data directory is never touched)."""
-    app = create_app(Settings(data_dir=Path("/nonexistent/wopeval-route-table")))
+    app = host_app(Settings(data_dir=Path("/nonexistent/wopeval-route-table")))
     routes = []
     for context in iter_route_contexts(app.routes):
         assert context.path is not None, context

@@ -14,15 +14,14 @@ import pytest
 from sqlalchemy import Table, func, select
 
 from _backends import Backend
-from wopeval.api.host import Host
+from _hosts import TENANT, running_host
 from wopeval.engine.eval_runs.eval_plan import UNUSABLE_SOURCE, resolve_eval
 from wopeval.engine.runs.erasure import erase_tool_content
+from wopeval.hosting.host import Host
 from wopeval.store.tables import derived_fixtures, runs
 from wopeval.wire import errors
 from wopeval.wire.principal import Principal
 from wopeval.wire.runs import CreateRunRequest, RunStatus
-
-from ._hosts import TENANT, running_host
 
 SCRIPT = {
     "calls": [

@@ -17,14 +17,13 @@ from sqlalchemy import select, update
 
 from _backends import Backend
 from _handles import handle_of
-from wopeval.api.host import Host
+from _hosts import TENANT, running_host
 from wopeval.engine.runlog.steps import now
 from wopeval.engine.runs.erasure import ERASED_MESSAGE, Erasure, erase_tool_content, purge_expired
+from wopeval.hosting.host import Host
 from wopeval.store.tables import derived_fixtures, runs, task_trials, tool_calls
 from wopeval.wire.principal import Principal
 from wopeval.wire.runs import CreateRunRequest, ForkRunRequest, RunStatus
-
-from ._hosts import TENANT, running_host
 
 REPLAY_SUITE = "conformance-eval-recorded-replay"
 KEY = "conformance-recorded"

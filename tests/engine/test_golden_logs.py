@@ -20,11 +20,10 @@ import pytest
 
 from _backends import Backend
 from _handles import handle_of
-from wopeval.api.host import Host
+from _hosts import TENANT, running_host
+from wopeval.hosting.host import Host
 from wopeval.wire.principal import Principal
 from wopeval.wire.runs import CreateRunRequest
-
-from ._hosts import TENANT, running_host
 
 GOLDEN = Path(__file__).with_name("golden")
 AGENT = "conformance.scripted-agent"

@@ -10,13 +10,12 @@ from typing import Any
 import pytest
 
 from _backends import Backend
+from _hosts import TENANT, running_host
 from _statements import SUITE_READ, statements_matching
 from wopeval.engine.catalog import catalog
 from wopeval.wire import errors
 from wopeval.wire.principal import Principal
 from wopeval.wire.runs import CreateRunRequest, RunStatus
-
-from ._hosts import TENANT, running_host
 
 PRINCIPAL = Principal(TENANT, "key-test")
 

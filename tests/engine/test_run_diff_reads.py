@@ -15,14 +15,13 @@ from pathlib import Path
 import pytest
 
 from _backends import Backend
+from _hosts import TENANT, running_host
 from wopeval.engine.eval_runs.run_diff import diff_runs
 from wopeval.store import _events
 from wopeval.wire import limits
 from wopeval.wire.principal import Principal
 from wopeval.wire.run_diff import RunDiff
 from wopeval.wire.runs import CreateRunRequest
-
-from ._hosts import TENANT, running_host
 
 PRINCIPAL = Principal(TENANT, "key-test")
 SHORT, LONG = 12, 13

@@ -15,14 +15,13 @@ import pytest
 from sqlalchemy import event
 
 from _backends import Backend
-from wopeval.api.host import Host
+from _hosts import TENANT, running_host
 from wopeval.api.ui import live
 from wopeval.engine.live.tail import CROWD, Follower, LeftBehind, TailBroken, Tails
+from wopeval.hosting.host import Host
 from wopeval.store import OwnedRun
 from wopeval.wire.principal import Principal
 from wopeval.wire.runs import CreateRunRequest
-
-from ._hosts import TENANT, running_host
 
 NODES = 30
 # run.started, node.started + node.completed per node (one commit each), run.completed.

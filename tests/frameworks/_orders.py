@@ -15,7 +15,7 @@ from types import ModuleType
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from wopeval.api.loopback import loopback_socket, quiet_server
+from wopeval.hosting.loopback import loopback_socket, quiet_server
 
 ORDERS_SERVER = Path(__file__).parents[2] / "examples" / "mcp-tools" / "orders_server.py"
 START_DEADLINE_SECONDS = 30.0

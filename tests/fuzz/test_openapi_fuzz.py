@@ -33,7 +33,7 @@ from schemathesis.specs.openapi.schemas import OpenApiSchema
 
 from e2e._server import TENANT_A, ServerHandle
 from e2e._support import NOOP_WORKFLOW
-from wopeval.api.app import create_app
+from wopeval.hosting.app import host_app
 from wopeval.settings import Settings
 from wopeval.wire import ids
 
@@ -52,7 +52,7 @@ def _collected() -> list[tuple[str, schemathesis.GenerationMode]]:
 
     Collected from the app itself; each test then reads its operation from the live host.
     """
-    document = create_app(Settings(api_keys={"collect": "only"})).openapi()
+    document = host_app(Settings(api_keys={"collect": "only"})).openapi()
     collected = []
     for operations in document["paths"].values():
         for operation in operations.values():

@@ -8,12 +8,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import APIRouter, FastAPI
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from wopeval import __version__
 from wopeval.api import errors as error_handlers
 from wopeval.api import openapi_errors
 from wopeval.api.deps import InvocationAccess
-from wopeval.api.host import SERVING, Host, Role
 from wopeval.api.hot_reads import HotReads
 from wopeval.api.invocation_token import REDACT_TOKENS
 from wopeval.api.middleware import LegacyPathIds, VersionNegotiation
@@ -31,12 +31,12 @@ from wopeval.api.routes import (
     runs,
     tasks,
 )
+from wopeval.api.served import HostStarter
 from wopeval.api.startup import ExpectedStartupFailures, StartupFailure
 from wopeval.api.ui import install as install_dashboard
 from wopeval.api.ui.sessions import Clock
-from wopeval.engine.runs.run_queue import QueueFactory
+from wopeval.engine.health import HealthSource
 from wopeval.settings import Settings
-from wopeval.store import Lease
 
 ROUTERS = (
     discovery.router,
@@ -55,21 +55,17 @@ ROUTERS = (
 
 
 def create_app(
-    settings: Settings,
-    *,
-    role: Role = SERVING,
-    lease: Lease | None = None,
-    queue: QueueFactory | None = None,
-    dashboard_clock: Clock = time.monotonic,
+    settings: Settings, start_host: HostStarter, *, dashboard_clock: Clock = time.monotonic
 ) -> FastAPI:
-    """The app; its lifespan starts the host (see `Host.start` for `role`, `lease`, `queue`).
-    `dashboard_clock` times the dashboard's sessions and sign-in throttle."""
+    """The app on `settings`; its lifespan starts the host with `start_host` (built by
+    `wopeval.hosting`) and stops it. `dashboard_clock` times the dashboard's sessions and
+    sign-in throttle."""
     failure = StartupFailure()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         with failure.noting():
-            host = await Host.start(settings, role=role, lease=lease, queue=queue)
+            host = await start_host()
         app.state.host = host
         app.state.health = host.health
         app.state.invocation_access = InvocationAccess(host.engine.grants, host.auth, host.http)
@@ -104,6 +100,22 @@ def create_app(
     app.add_middleware(VersionNegotiation)
     app.add_middleware(ExpectedStartupFailures, failure=failure)
     return app
+
+
+def create_worker_app(
+    report: HealthSource, access: InvocationAccess
+) -> tuple[FastAPI, StreamableHTTPSessionManager]:
+    """A queue worker's app: its health, and the MCP endpoint and model proxy of each
+    invocation it runs; with the MCP sessions, which the worker runs while it serves."""
+    app = FastAPI(title="wopeval worker", docs_url=None, redoc_url=None, openapi_url=None)
+    for router in (health.router, mcp.router, model_proxy.router):
+        app.include_router(router)
+    error_handlers.install(app)
+    sessions = mcp.session_manager()
+    app.state.health = report
+    app.state.invocation_access = access
+    app.state.mcp_sessions = sessions
+    return app, sessions
 
 
 def _described(router: APIRouter, settings: Settings) -> bool:

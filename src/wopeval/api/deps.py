@@ -10,7 +10,7 @@ from fastapi import Depends, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from wopeval.api.auth import Authenticator
-from wopeval.api.host import Host
+from wopeval.api.served import ServedHost
 from wopeval.engine.host import Engine
 from wopeval.engine.recording.grants import InvocationGrants
 from wopeval.engine.recording.invocation import Invocation
@@ -18,8 +18,8 @@ from wopeval.wire import ids
 from wopeval.wire.principal import Principal
 
 
-def host_of(request: Request) -> Host:
-    host: Host = request.app.state.host
+def host_of(request: Request) -> ServedHost:
+    host: ServedHost = request.app.state.host
     return host
 
 
@@ -27,7 +27,7 @@ def host_of(request: Request) -> Host:
 # dependency in a worker thread, a thread hop on every request.
 
 
-async def get_host(request: Request) -> Host:
+async def get_host(request: Request) -> ServedHost:
     return host_of(request)
 
 
@@ -62,7 +62,7 @@ async def get_invocation_access(request: Request) -> InvocationAccess:
     return access
 
 
-HostDep = Annotated[Host, Depends(get_host)]
+HostDep = Annotated[ServedHost, Depends(get_host)]
 InvocationAccessDep = Annotated[InvocationAccess, Depends(get_invocation_access)]
 EngineDep = Annotated[Engine, Depends(get_engine)]
 PrincipalDep = Annotated[Principal, Depends(get_principal)]

@@ -27,10 +27,10 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from wopeval.api.deps import path_run_id
-from wopeval.api.host import Host
 from wopeval.api.middleware import header
 from wopeval.api.routes.events import poll_view
 from wopeval.api.routes.runs import list_view, run_answer
+from wopeval.api.served import ServedHost
 from wopeval.engine.live.read_cache import tenant_scope
 from wopeval.wire import errors
 
@@ -44,7 +44,7 @@ class HotReads:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        host: Host | None = getattr(scope["app"].state, "host", None)
+        host: ServedHost | None = getattr(scope["app"].state, "host", None)
         if scope["type"] == "http" and scope["method"] == "GET" and host is not None:
             answer = await self._answer(host, scope)
             if answer is not None:
@@ -53,7 +53,7 @@ class HotReads:
         await self.app(scope, receive, send)
 
     @staticmethod
-    async def _answer(host: Host, scope: Scope) -> Response | None:
+    async def _answer(host: ServedHost, scope: Scope) -> Response | None:
         """The answer to a read this layer answers itself; None: the route answers it."""
         path = scope["path"]
         run = _RUN_PATH.fullmatch(path)

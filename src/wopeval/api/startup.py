@@ -2,7 +2,8 @@
 
 A project that does not load (`ProjectError`: the file, the field, what is
 wrong), a database that cannot be reached (`DatabaseUnreachable`: the
-database's own message) or one another process owns (`DatabaseOwned`) is an
+database's own message) or one another process owns (`LeaseHeld`, which the
+hosts raise as `hosting/ownership.py`'s `DatabaseOwned`) is an
 expected failure, not a bug: `wopeval serve` and the CLI's embedded host print
 its message, not a Python traceback. Anything else still logs its traceback.
 
@@ -20,10 +21,10 @@ from collections.abc import Iterator
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from wopeval.api.ownership import DatabaseOwned, DatabaseUnreachable
 from wopeval.engine.catalog.project import ProjectError
+from wopeval.store import DatabaseUnreachable, LeaseHeld
 
-EXPECTED = (ProjectError, DatabaseUnreachable, DatabaseOwned)
+EXPECTED = (ProjectError, DatabaseUnreachable, LeaseHeld)
 """The start-up failures whose message says everything a user needs."""
 
 

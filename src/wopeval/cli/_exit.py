@@ -29,7 +29,7 @@ from typer._click.core import Context
 from typer._click.exceptions import UsageError
 from typer.core import TyperCommand, TyperGroup
 
-from wopeval.api.ownership import DATABASE_OWNED_EXIT
+from wopeval.hosting.ownership import DATABASE_OWNED_EXIT
 from wopeval.wire.summary import EvalSummary, Verdict
 
 

@@ -32,7 +32,7 @@ def purge(
         raise typer.BadParameter("give --older-than-days (or WOPEVAL_RETENTION_DAYS)")
     settings = Settings(data_dir=data_dir, database_url=database_url)
     # The store loads only for this command, so other commands start fast.
-    from wopeval.api.ownership import DatabaseOwned, claim
+    from wopeval.hosting.ownership import DatabaseOwned, claim
 
     try:
         lease = claim(settings)

@@ -88,7 +88,7 @@ def import_(
     except recordings.BundleError as error:
         raise _refused(str(error)) from None
     settings = Settings(data_dir=data_dir, database_url=database_url)
-    from wopeval.api.ownership import DatabaseOwned, claim, private_directory
+    from wopeval.hosting.ownership import DatabaseOwned, claim, private_directory
 
     private_directory(settings.data_dir)
     try:

@@ -119,7 +119,7 @@ def serve(
         _serve_queued(settings)
         return
     # The server stack loads only for this command, so other commands start fast.
-    from wopeval.api.ownership import DatabaseOwned, DatabaseUnreachable, claim
+    from wopeval.hosting.ownership import DatabaseOwned, DatabaseUnreachable, claim
 
     try:
         lease = claim(settings)
@@ -199,9 +199,9 @@ def serve_host(
     interrupted; `on_started(url)` runs once the host answers."""
     import uvicorn
 
-    from wopeval.api.app import create_app
-    from wopeval.api.host import Serving
-    from wopeval.api.loopback import bound_socket
+    from wopeval.hosting.app import host_app
+    from wopeval.hosting.host import Serving
+    from wopeval.hosting.loopback import bound_socket
 
     try:
         sock = bound_socket(settings.host, settings.port)
@@ -215,7 +215,7 @@ def serve_host(
     sock.listen(BACKLOG)
     url = _reachable_url(settings.host, sock.getsockname()[1])
     role = Serving(url=url if queue is None else None)
-    app = create_app(settings, role=role, lease=lease, queue=queue)
+    app = host_app(settings, role=role, lease=lease, queue=queue)
     server = uvicorn.Server(uvicorn.Config(app, log_level=log_level, backlog=BACKLOG))
     typer.echo(f"wopeval: serving on {url} (data in {settings.data_dir})", err=True)
     if on_started is not None:

@@ -28,7 +28,7 @@ from wopeval.client._wire import ClientError, WireClient
 from wopeval.settings import Settings, ToolsChangedPolicy
 
 if TYPE_CHECKING:
-    from wopeval.api.ownership import DatabaseOwned, Lease
+    from wopeval.hosting.ownership import DatabaseOwned, Lease
 
 START_DEADLINE_SECONDS = 60.0
 STOP_DEADLINE_SECONDS = 30.0
@@ -75,7 +75,7 @@ class EmbeddedHost:
     def start(self) -> None:
         # Imported here, not at the top: the server stack (FastAPI, SQLAlchemy, Alembic)
         # costs seconds of start-up that `--url` commands never need.
-        from wopeval.api.ownership import DatabaseOwned, DatabaseUnreachable, claim
+        from wopeval.hosting.ownership import DatabaseOwned, DatabaseUnreachable, claim
 
         try:
             lease = claim(self.settings)
@@ -91,9 +91,9 @@ class EmbeddedHost:
         self._lease = lease
 
     def _start(self, lease: Lease) -> None:
-        from wopeval.api.app import create_app
-        from wopeval.api.host import Embedded
-        from wopeval.api.loopback import loopback_socket, quiet_server
+        from wopeval.hosting.app import host_app
+        from wopeval.hosting.host import Embedded
+        from wopeval.hosting.loopback import loopback_socket, quiet_server
 
         sock = loopback_socket()
         settings = self.settings
@@ -101,7 +101,7 @@ class EmbeddedHost:
             # The kernel picked the port: agent processes reach their MCP endpoints there.
             public_url = f"http://127.0.0.1:{sock.getsockname()[1]}"
             settings = settings.model_copy(update={"public_url": public_url})
-        app = create_app(settings, role=Embedded(self.session_key), lease=lease)
+        app = host_app(settings, role=Embedded(self.session_key), lease=lease)
         server = quiet_server(app)
         failures = self._failures
         captured = _StartupLog()
@@ -215,7 +215,7 @@ def configured_key(settings: Settings, api_key: str | None) -> str | None:
     dev's, or the only one); None when it has neither."""
     if api_key:
         return api_key
-    from wopeval.api.credentials import DEV_TENANT  # lazy, as in `EmbeddedHost.start`
+    from wopeval.hosting.credentials import DEV_TENANT  # lazy, as in `EmbeddedHost.start`
 
     if not settings.api_keys:
         return None
@@ -273,7 +273,7 @@ def _owner_client(
     settings: Settings, api_key: str | None, owner: DatabaseOwned, notify: Callable[[str], None]
 ) -> WireClient:
     """A client on the live host that owns the database, with the key the command has."""
-    from wopeval.api.credentials import DEV_KEY_FILE
+    from wopeval.hosting.credentials import DEV_KEY_FILE
 
     if owner.url is None:
         raise ClientError(

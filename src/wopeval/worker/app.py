@@ -1,11 +1,11 @@
 """`wopeval worker`: a Procrastinate worker that executes queued runs, with a health endpoint.
 
-One process: the store and the project catalog (as a host loads them), the
-engine's log writer (announcing every commit by NOTIFY), a Procrastinate
-`Worker` on the queue of this catalog's digest, the run watch, the queue
-maintenance, and an HTTP server: `/host/wopeval/health`, and the MCP endpoint
-and model proxy of each invocation this worker runs (an agent in its own
-process reaches its tools and its model there, as it would on an API process).
+One process: the store, the project catalog and the engine, whose log writer
+announces every commit by NOTIFY (`hosting/worker_host.py` assembles them), a
+Procrastinate `Worker` on the queue of this catalog's digest, the run watch,
+the queue maintenance, and an HTTP server: `/host/wopeval/health`, and the MCP
+endpoint and model proxy of each invocation this worker runs (an agent in its
+own process reaches its tools and its model there, as it would on an API process).
 SIGTERM or SIGINT drains it: no new trial starts, the running ones finish
 within `shutdown_grace_seconds`, and each unfinished chunk goes back to the
 queue (`HandBack`).
@@ -20,31 +20,16 @@ import signal
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
-import uvicorn
-from fastapi import FastAPI
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from procrastinate import App, BaseRetryStrategy, JobContext, PsycopgConnector, RetryDecision
 from procrastinate.job_context import AbortReason
 from procrastinate.jobs import Job
 from procrastinate.worker import Worker
 from pydantic import JsonValue
 
-from wopeval.api import errors as error_handlers
-from wopeval.api.credentials import stored_keys
-from wopeval.api.deps import InvocationAccess
-from wopeval.api.host import load_catalog, watch_lease
-from wopeval.api.loopback import bound_socket
-from wopeval.api.routes import health, model_proxy
-from wopeval.api.routes import mcp as mcp_route
-from wopeval.engine.catalog.catalog_digest import catalog_digest
 from wopeval.engine.health import HealthReport, all_ok, database_check
-from wopeval.engine.host import Engine
-from wopeval.engine.live.notifier import Notifier
 from wopeval.engine.live.wakeups import libpq_dsn
+from wopeval.hosting.worker_host import WorkerHost
 from wopeval.settings import Settings
-from wopeval.store import Store, take_lease
-from wopeval.tools import McpServers
 from wopeval.worker import sql
 from wopeval.worker.jobs import HandBack, JobIdentity, Runtime
 from wopeval.worker.maintenance import Maintenance
@@ -67,51 +52,18 @@ class _HandBackOnly(BaseRetryStrategy):
 
 async def run_worker(settings: Settings, announce: Any) -> None:
     """Run until SIGTERM/SIGINT; `announce(url)` is told where the health endpoint listens."""
-    url = settings.resolved_database_url()
-    lease = await asyncio.to_thread(take_lease, url, shared=True)
-    try:
-        store = await Store.open(url)
-        http = httpx.AsyncClient(timeout=settings.tool_timeout_seconds)
-        mcp = McpServers()
-        watch = asyncio.create_task(
-            watch_lease(lease, settings.lease_check_seconds), name="lease-watch"
-        )
-        try:
-            await _serve(settings, store, http, mcp, announce)
-        finally:
-            watch.cancel()
-            await asyncio.gather(watch, return_exceptions=True)
-            await mcp.close()
-            await http.aclose()
-            await store.close()
-    finally:
-        lease.release()
+    async with WorkerHost.opened(settings) as host:
+        await _serve(host, announce)
 
 
-async def _serve(
-    settings: Settings, store: Store, http: httpx.AsyncClient, mcp: McpServers, announce: Any
-) -> None:
-    sock = bound_socket(settings.host, settings.port)
-    sock.listen(128)
-    url = _url(settings.host, sock.getsockname()[1])
-    # The invocations' endpoints are this worker's own server (the bound port, not `--port 0`).
-    settings = settings.model_copy(update={"public_url": settings.public_url or url})
-    catalog = await load_catalog(settings, store, http, mcp)
-    digest = catalog_digest(catalog, settings.project)
-    engine = Engine(
-        settings=settings,
-        store=store,
-        catalog=catalog,
-        notifier=Notifier(),
-        catalog_digest=digest,
-        broadcast=True,
-    )
+async def _serve(host: WorkerHost, announce: Any) -> None:
+    settings, store, engine, digest = host.settings, host.store, host.engine, host.catalog_digest
     queue = queue_name(digest)
     options = settings.queue
     runtime = Runtime(
         engine,
         RunWatch(store, options.watch_seconds),
-        Plans(catalog),
+        Plans(host.catalog),
         asyncio.Semaphore(options.concurrency),
     )
     connector = PsycopgConnector(
@@ -161,9 +113,8 @@ async def _serve(
         document["ready"] = ready
         return HealthReport(document, ready)
 
-    access = InvocationAccess(engine.grants, await stored_keys(store), http)
-    server, sessions = _http_server(report, access)
-    announce(url)
+    server, sessions = await host.http_server(report)
+    announce(host.url)
     log.info("worker on queue %s (catalog %s), concurrency %d", queue, digest, options.concurrency)
 
     def drain() -> None:
@@ -178,7 +129,7 @@ async def _serve(
     side = [
         asyncio.create_task(runtime.watch.run(), name="watch"),
         asyncio.create_task(Maintenance(engine, queue, options).run(), name="maintenance"),
-        asyncio.create_task(server.serve(sockets=[sock]), name="health"),
+        asyncio.create_task(server.serve(sockets=[host.sock]), name="health"),
     ]
     try:
         async with app.open_async(), sessions.run():
@@ -188,8 +139,6 @@ async def _serve(
         for task in side[:2]:
             task.cancel()
         await asyncio.gather(*side, return_exceptions=True)
-        sock.close()
-        await engine.writer.stop()
 
 
 def _register(app: App, runtime: Runtime) -> None:
@@ -223,31 +172,3 @@ def _identity(context: JobContext) -> JobIdentity:
     if job.id is None or job.worker_id is None:
         raise RuntimeError("a fetched job has an id and a worker")
     return JobIdentity(job.id, job.worker_id)
-
-
-def _http_server(
-    report: Any, access: InvocationAccess
-) -> tuple[uvicorn.Server, StreamableHTTPSessionManager]:
-    app = FastAPI(title="wopeval worker", docs_url=None, redoc_url=None, openapi_url=None)
-    for router in (health.router, mcp_route.router, model_proxy.router):
-        app.include_router(router)
-    error_handlers.install(app)
-    sessions = mcp_route.session_manager()
-    app.state.health = report
-    app.state.invocation_access = access
-    app.state.mcp_sessions = sessions
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
-    return _SignalFreeServer(config), sessions
-
-
-class _SignalFreeServer(uvicorn.Server):
-    """The health server leaves SIGTERM to the worker, which drains before it stops."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
-def _url(host: str, port: int) -> str:
-    address = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
-    return f"http://[{address}]:{port}" if ":" in address else f"http://{address}:{port}"

@@ -12,7 +12,7 @@ from fastapi.responses import StreamingResponse
 
 from wopeval.api import _sse
 from wopeval.api.deps import HostDep, PrincipalDep, path_run_id
-from wopeval.api.host import Host
+from wopeval.api.served import ServedHost
 from wopeval.engine.live.notifier import wait_for_signal
 from wopeval.store import OwnedRun, StoredEvent
 from wopeval.wire import errors, limits
@@ -36,7 +36,7 @@ class _PollPage:
         return self.status.is_terminal
 
 
-async def _poll_page(host: Host, principal: Principal, run_id: str, after: int) -> _PollPage:
+async def _poll_page(host: ServedHost, principal: Principal, run_id: str, after: int) -> _PollPage:
     # The run row first, then the log up to the row's last_sequence: the row commits with
     # its events, so whatever lands in between is left for the next poll, never skipped.
     record = await host.engine.get_run(principal, run_id)
@@ -127,7 +127,7 @@ async def stream_events(
 
 
 async def _stream(
-    host: Host,
+    host: ServedHost,
     principal: Principal,
     record: OwnedRun,
     after: int,

@@ -18,7 +18,7 @@ from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
 
 from wopeval.api.deps import HostDep, PrincipalDep, path_run_id
-from wopeval.api.host import Host
+from wopeval.api.served import ServedHost
 from wopeval.engine.eval_runs.run_diff import diff_runs
 from wopeval.wire import errors, ids
 from wopeval.wire.run_diff import RunDiff
@@ -26,7 +26,7 @@ from wopeval.wire.run_diff import RunDiff
 router = APIRouter(tags=["runs"])
 
 
-async def _served(host: HostDep) -> Host:
+async def _served(host: HostDep) -> ServedHost:
     """runs.md §Surface: "an absent `diffRun` answers `404`"."""
     if not host.settings.run_diff:
         raise errors.NotFound()
@@ -41,7 +41,7 @@ async def _served(host: HostDep) -> Host:
 async def diff_run(
     runId: str,
     principal: PrincipalDep,
-    host: Annotated[Host, Depends(_served)],
+    host: Annotated[ServedHost, Depends(_served)],
     against: str,
 ) -> JSONResponse:
     """The diff of `{runId}`'s log (`a`) against `against`'s (`b`): RFC 0054."""

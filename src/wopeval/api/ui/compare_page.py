@@ -15,7 +15,7 @@ from fastapi import APIRouter, Response
 
 from wopeval import evals
 from wopeval.api.deps import HostDep
-from wopeval.api.host import Host
+from wopeval.api.served import ServedHost
 from wopeval.api.ui._render import Chrome, render
 from wopeval.api.ui._route import UiRoute
 from wopeval.api.ui.deps import SessionDep
@@ -104,7 +104,7 @@ async def compare_page(
     return render("compare.html", Chrome(session, "compare", "Compare eval runs"), view)
 
 
-async def _finished(host: Host, session: SessionDep, segment: str) -> OwnedRun:
+async def _finished(host: ServedHost, session: SessionDep, segment: str) -> OwnedRun:
     """An eval run with a summary, refused as `GET /runs/{runId}/eval-summary` refuses."""
     record = await load_eval(host, session, segment)
     if not record.status.is_terminal:
@@ -116,7 +116,7 @@ async def _finished(host: Host, session: SessionDep, segment: str) -> OwnedRun:
     return record
 
 
-async def _compare(host: Host, baseline: OwnedRun, candidate: OwnedRun) -> Comparison:
+async def _compare(host: ServedHost, baseline: OwnedRun, candidate: OwnedRun) -> Comparison:
     before = EvalSummary.model_validate(baseline.summary)
     after = EvalSummary.model_validate(candidate.summary)
     if before.suiteId != after.suiteId:

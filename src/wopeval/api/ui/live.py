@@ -28,7 +28,7 @@ from fastapi.responses import StreamingResponse
 
 from wopeval.api._sse import KEEPALIVE, KEEPALIVE_SECONDS
 from wopeval.api.deps import HostDep
-from wopeval.api.host import Host
+from wopeval.api.served import ServedHost
 from wopeval.api.ui._route import UiRoute
 from wopeval.api.ui.deps import SessionDep
 from wopeval.engine.live.tail import Follower, LeftBehind, TailBroken
@@ -70,7 +70,7 @@ async def live(
     )
 
 
-async def changes(host: Host, followed: list[tuple[OwnedRun, int]]) -> AsyncIterator[str]:
+async def changes(host: ServedHost, followed: list[tuple[OwnedRun, int]]) -> AsyncIterator[str]:
     loop = asyncio.get_running_loop()
     with ExitStack() as stack:
         followers = {

@@ -23,7 +23,7 @@ from pydantic import JsonValue
 from wopeval import evals
 from wopeval.agents import WireContent
 from wopeval.api.deps import HostDep
-from wopeval.api.host import Host
+from wopeval.api.served import ServedHost
 from wopeval.api.ui._render import Chrome, eval_path, render, run_path
 from wopeval.api.ui._route import UiRoute
 from wopeval.api.ui._security import require_csrf
@@ -122,7 +122,7 @@ def run_facts(record: RunRecord) -> RunFacts:
     )
 
 
-async def load_run(host: Host, session: SessionDep, segment: str) -> OwnedRun:
+async def load_run(host: ServedHost, session: SessionDep, segment: str) -> OwnedRun:
     """The run a `{runId}` segment names, refused exactly as `GET /runs/{runId}` refuses."""
     run_id = ids.run_id_from_path(segment, session.principal.tenant)
     return await host.engine.get_run(session.principal, run_id)
@@ -183,7 +183,7 @@ async def cancel(runId: str, request: Request, session: SessionDep, host: HostDe
     return RedirectResponse(back, status_code=303)
 
 
-def _mode(host: Host, agent_id: str) -> WireContent:
+def _mode(host: ServedHost, agent_id: str) -> WireContent:
     """The agent's `wireContent` now; an agent the host no longer has is judged by its events."""
     spec = host.catalog.agents.get(agent_id)
     return "full" if spec is None else spec.wire_content

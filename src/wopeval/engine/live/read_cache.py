@@ -12,7 +12,7 @@ database's one owner: each change lands through the run log writer (or a fork's
 insert), which tells the `Notifier` once it has committed, before any caller learns
 of it, and the notifier drops the run's answers here. An erasure rewrites stored events
 without a step: it drops every answer kept (`forget_all`). In queue mode workers in other
-processes change runs, so an API process keeps nothing (api/host.py gives it no cache).
+processes change runs, so an API process keeps nothing (hosting/host.py gives it no cache).
 
 A read that began before a change of its run and ended after it may hold the old rows:
 `epoch` counts the drops, the latest drops are remembered, and `keep` refuses an answer

@@ -9,13 +9,12 @@ from pathlib import Path
 from sqlalchemy import select, update
 
 from _backends import Backend
-from wopeval.api.host import Host
+from _hosts import TENANT, running_host
 from wopeval.engine.runlog.steps import now
+from wopeval.hosting.host import Host
 from wopeval.store.tables import runs, tool_calls
 from wopeval.wire.principal import Principal
 from wopeval.wire.runs import CreateRunRequest
-
-from ._hosts import TENANT, running_host
 
 DEADLINE_SECONDS = 30.0
 SCRIPT = {

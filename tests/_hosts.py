@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from _backends import Backend
-from wopeval.api.host import Host
+from wopeval.hosting.host import Host
 from wopeval.settings import Settings
 
 TENANT = "acme"

@@ -7,14 +7,18 @@ The data directory is created 0700 (`private_directory`).
 A host that serves announces itself in `DATA_DIR/serve.json` (0600): pid, URL
 and database, written once it listens and withdrawn when it stops, so a CLI
 command on the same data directory can talk to it instead of starting a host
-of its own.
+of its own. A host that holds the lease watches it (`watch_lease`), and exits
+when another process has taken it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
+import logging
 import os
+import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -31,13 +35,16 @@ __all__ = [
     "announce",
     "claim",
     "private_directory",
+    "watch_lease",
     "withdraw",
 ]
+
+log = logging.getLogger("wopeval.host")
 
 ANNOUNCEMENT = "serve.json"
 DATABASE_OWNED_EXIT = 5
 """The exit code of a process another one owns the database of: refused at start, or
-stopped when it finds its lease taken (api/host.py)."""
+stopped when it finds its lease taken (`watch_lease`)."""
 
 
 @dataclass(frozen=True)
@@ -50,21 +57,24 @@ class Announcement:
     """The database it owns, named as `database_name` names it."""
 
 
-class DatabaseOwned(Exception):
-    """The database is owned by another live process; nothing was touched."""
+class DatabaseOwned(LeaseHeld):
+    """The database is owned by another live process; nothing was touched.
+
+    A `LeaseHeld` that names the owner as its announcement does, so the app reports it
+    as the expected start-up failure it is (`api/startup.py`)."""
 
     def __init__(self, database: str, pid: int | None, url: str | None) -> None:
-        self.database = database
-        self.pid = pid
-        """The owner's pid, when known."""
+        super().__init__(database, pid)
         self.url = url
         """Where the owner serves, when it is a `wopeval serve` that announced itself."""
-        pid_text = f"pid {pid}" if pid is not None else "pid unknown"
-        if url is not None:
-            holder = f"a running `wopeval serve` ({pid_text}) at {url}"
+
+    def __str__(self) -> str:
+        pid_text = f"pid {self.pid}" if self.pid is not None else "pid unknown"
+        if self.url is not None:
+            holder = f"a running `wopeval serve` ({pid_text}) at {self.url}"
         else:
             holder = f"another wopeval process ({pid_text}, no URL announced)"
-        super().__init__(f"the database {database} is owned by {holder}")
+        return f"the database {self.database} is owned by {holder}"
 
 
 def claim(settings: Settings) -> Lease:
@@ -105,6 +115,27 @@ def withdraw(settings: Settings) -> None:
     current = _read(settings.data_dir)
     if current is not None and current.pid == os.getpid():
         _remove(settings.data_dir)
+
+
+async def watch_lease(lease: Lease, interval: float) -> None:
+    """Stop the process at once when another process holds its database's lease.
+
+    A PostgreSQL lease lives in a session, which a database restart, a network drop or
+    an administrator can end; the lease is then taken again on a new session. When
+    another process took it first, that process owns the database (and has failed the
+    runs it found active): this one exits without writing another row, as if killed,
+    so two owners never run one database.
+    """
+    while True:
+        await asyncio.sleep(interval)
+        if not await asyncio.to_thread(lease.keep):
+            log.critical(
+                "the database's lease is held by another process now: stopping at once"
+                " (exit %d) so that only one process runs this database",
+                DATABASE_OWNED_EXIT,
+            )
+            sys.stderr.flush()
+            os._exit(DATABASE_OWNED_EXIT)
 
 
 def private_directory(path: Path) -> None:

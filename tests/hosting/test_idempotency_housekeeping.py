@@ -6,10 +6,9 @@ import asyncio
 from pathlib import Path
 
 from _backends import Backend
+from _hosts import TENANT, running_host
 from wopeval.engine.runlog.steps import now
 from wopeval.store import IDEMPOTENCY_RETENTION
-
-from ._hosts import TENANT, running_host
 
 DEADLINE_SECONDS = 30.0
 

@@ -1,4 +1,5 @@
-"""Start-up and shutdown of a host: lease, store, keys, catalog, engine (G14: settings passed in).
+"""The host of an API process (`wopeval serve`, the CLI's embedded host, test hosts): its
+lease, store, keys, catalog, engine and background tasks, started and stopped in order.
 
 Start-up order matters: the database's lease comes first, so a process that
 is refused has touched nothing; recovery comes after it, so what it finds
@@ -13,57 +14,33 @@ for the other processes' commits (`engine/live/wakeups.py`).
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
-import os
-import sys
 from dataclasses import dataclass
-from datetime import timedelta
 
 import httpx
 from pydantic import JsonValue
 
-from wopeval.api import ownership
 from wopeval.api.auth import Authenticator
-from wopeval.api.credentials import embedded_keys, serving_keys
-from wopeval.engine.catalog.catalog import Catalog, seed_conformance
+from wopeval.engine.catalog.catalog import Catalog
 from wopeval.engine.catalog.catalog_digest import catalog_digest
-from wopeval.engine.catalog.project import connect_mcp_servers, load_project
 from wopeval.engine.health import HealthReport, all_ok, database_check
 from wopeval.engine.host import Engine
 from wopeval.engine.live.notifier import Notifier
 from wopeval.engine.live.read_cache import ReadCache
 from wopeval.engine.live.tail import Tails
 from wopeval.engine.live.wakeups import Wakeups
-from wopeval.engine.runlog.steps import now
-from wopeval.engine.runs.erasure import purge_expired
 from wopeval.engine.runs.run_queue import QueueFactory
+from wopeval.hosting import collector, ownership
+from wopeval.hosting.catalog import load_catalog
+from wopeval.hosting.credentials import embedded_keys, serving_keys
+from wopeval.hosting.housekeeping import housekeep, release_unanswered_keys
 from wopeval.settings import Settings
-from wopeval.store import IDEMPOTENCY_RETENTION, Lease, Store, take_lease
-from wopeval.tools import COUNTER_LISTING, CounterTool, McpServers
+from wopeval.store import Lease, Store, take_lease
+from wopeval.tools import McpServers
 
 log = logging.getLogger("wopeval.host")
 LISTEN_DEADLINE_SECONDS = 30.0
 """How long a queue-mode API process waits for its listener before it serves anyway."""
-STALE_CLAIM = timedelta(minutes=10)
-"""Queue mode: an idempotency key unanswered this long belongs to a request that died
-with its process (no request takes so long), and is released by housekeeping."""
-
-
-YOUNG_COLLECTION_THRESHOLD = 10_000
-"""Container allocations between two collections of the youngest generation (Python's
-default is 700). A run's step allocates hundreds (events, rows, payloads) that live
-until it lands, so at 700 the collector ran every few steps, and every tenth of its
-passes went on to the older generations and every hundredth through the whole heap.
-Measured on the eval bench (1,000 tasks, SQLite): full collections fell from 13 to
-none over three runs, ~0.9 s of collector time to ~0.1 s."""
-
-
-def _collect_less_often() -> None:
-    """Raise the youngest generation's threshold, never lower one the process set."""
-    young, *older = gc.get_threshold()
-    if young < YOUNG_COLLECTION_THRESHOLD:
-        gc.set_threshold(YOUNG_COLLECTION_THRESHOLD, *older)
 
 
 @dataclass(frozen=True)
@@ -153,7 +130,7 @@ class Host:
                 queue=None if queue is None else queue(catalog, digest),
             )
             if queue is None:
-                await _release_unanswered_keys(store)
+                await release_unanswered_keys(store)
                 await engine.recover()
         except BaseException:
             await mcp.close()
@@ -169,12 +146,9 @@ class Host:
             host.wakeups.start()
             if not await host.wakeups.wait_listening(LISTEN_DEADLINE_SECONDS):
                 log.warning("the run listener is not connected yet; readers re-poll meanwhile")
-        # What start-up loaded lives as long as the process: keep it out of every
-        # later collection, which otherwise stalls eval runs for tenths of a second.
-        gc.freeze()
-        _collect_less_often()
+        collector.settle_after_startup()
         host.housekeeper = asyncio.create_task(
-            _housekeep(
+            housekeep(
                 store,
                 engine.notifier,
                 settings.retention_days,
@@ -186,7 +160,7 @@ class Host:
         held = lease or own_lease
         if held is not None:
             host.lease_watch = asyncio.create_task(
-                watch_lease(held, settings.lease_check_seconds), name="lease-watch"
+                ownership.watch_lease(held, settings.lease_check_seconds), name="lease-watch"
             )
         if isinstance(role, Serving) and role.url is not None:
             ownership.announce(settings, role.url)
@@ -239,74 +213,3 @@ class Host:
         ready = all_ok(*checks)
         document["ready"] = ready
         return HealthReport(document, ready)
-
-
-async def load_catalog(
-    settings: Settings, store: Store, http: httpx.AsyncClient, mcp: McpServers
-) -> Catalog:
-    """What a host (or a queue worker) can run: the seeded fixtures and the project."""
-    catalog = Catalog()
-    seed_conformance(catalog)
-    catalog.tools.add(CounterTool(store), COUNTER_LISTING)
-    if settings.project is not None:
-        servers = load_project(
-            settings.project, catalog, http, tool_timeout=settings.tool_timeout_seconds
-        )
-        await connect_mcp_servers(servers, catalog, mcp, offline=not settings.live_tools)
-    return catalog
-
-
-async def watch_lease(lease: Lease, interval: float) -> None:
-    """Stop the process at once when another process holds its database's lease.
-
-    A PostgreSQL lease lives in a session, which a database restart, a network drop or
-    an administrator can end; the lease is then taken again on a new session. When
-    another process took it first, that process owns the database (and has failed the
-    runs it found active): this one exits without writing another row, as if killed,
-    so two owners never run one database.
-    """
-    while True:
-        await asyncio.sleep(interval)
-        if not await asyncio.to_thread(lease.keep):
-            log.critical(
-                "the database's lease is held by another process now: stopping at once"
-                " (exit %d) so that only one process runs this database",
-                ownership.DATABASE_OWNED_EXIT,
-            )
-            sys.stderr.flush()
-            os._exit(ownership.DATABASE_OWNED_EXIT)
-
-
-async def _release_unanswered_keys(store: Store) -> None:
-    """Free the idempotency keys a stopped host left in flight: none of them has a run."""
-    async with store.transaction() as uow:
-        released = await uow.idempotency.release_all_unanswered()
-    if released:
-        log.info("released %d idempotency keys left in flight by a stopped host", released)
-
-
-async def _housekeep(
-    store: Store,
-    notifier: Notifier,
-    retention_days: int | None,
-    interval: float,
-    *,
-    stale_claims: bool,
-) -> None:
-    """On a schedule: drop idempotency records past their 24 h and, with a retention
-    period set, erase expired recorded tool content. In queue mode (`stale_claims`),
-    also release keys whose request died with its process (`STALE_CLAIM`)."""
-    while True:
-        try:
-            async with store.transaction() as uow:
-                await uow.idempotency.purge_before(now() - IDEMPOTENCY_RETENTION)
-                if stale_claims:
-                    await uow.idempotency.release_unanswered_before(now() - STALE_CLAIM)
-            if retention_days is not None:
-                erased = await purge_expired(store, retention_days)
-                if erased.runs:
-                    notifier.rewritten()
-                    log.info("retention erased the tool content of %d runs", erased.runs)
-        except Exception:
-            log.exception("housekeeping failed; retrying at the next interval")
-        await asyncio.sleep(interval)
