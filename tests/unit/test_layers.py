@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -160,3 +161,31 @@ def test_no_module_reaches_itself_through_the_imports_made_at_load() -> None:
         [sys.executable, str(house_map), "--json"], check=True, capture_output=True, text=True
     ).stdout
     assert json.loads(printed)["circles"] == []
+
+
+DESIGN = PACKAGE.parents[1] / "docs" / "design.md"
+_MAPPED_ROOM = re.compile(r"^  ([a-z_]+)/ ", re.MULTILINE)
+_ENGINE_ORDER = re.compile(r"`(live ← [a-z_ ←\n]+) ← host\.py`")
+
+
+def _design_maps() -> list[str]:
+    """The fenced blocks of docs/design.md §1: the map of the layers, then the engine's."""
+    section = DESIGN.read_text(encoding="utf-8").split("## 1.", 1)[1].split("\n## 2.", 1)[0]
+    return section.split("```")[1::2]
+
+
+def test_the_design_map_names_every_room_and_no_other() -> None:
+    layers, engine_rooms = _design_maps()
+    packages = {path.parent.name for path in PACKAGE.glob("*/__init__.py")}
+    assert set(_MAPPED_ROOM.findall(layers)) == packages
+    assert set(_MAPPED_ROOM.findall(engine_rooms)) == set(ENGINE_ROOMS) - {FACADE}
+
+
+def test_the_design_map_orders_the_engine_rooms_as_their_imports_do() -> None:
+    written = _ENGINE_ORDER.search(DESIGN.read_text(encoding="utf-8"))
+    assert written is not None, "docs/design.md §1 lost the engine rooms' import order"
+    order = [room.strip() for room in written.group(1).split("←")]
+    assert order == [room for room in ENGINE_ROOMS if room != FACADE]
+    # Down the list only: each room may import rooms written before it, never after.
+    for index, room in enumerate(order):
+        assert ENGINE_ROOMS[room] <= set(order[:index]), room
