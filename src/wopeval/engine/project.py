@@ -95,7 +95,6 @@ from wopeval.engine.project_llm import (
 )
 from wopeval.engine.project_secrets import configured_secrets
 from wopeval.engine.redaction import Redactor
-from wopeval.settings import ToolsChangedPolicy
 from wopeval.tools import (
     Credential,
     HttpTool,
@@ -110,6 +109,7 @@ from wopeval.tools import (
 )
 from wopeval.tools.mcp import HttpEndpoint, McpCredential, StdioLaunch
 from wopeval.wire.suite import GRADER_ID_PATTERN, error_pointer
+from wopeval.wire.task_detail import ToolsChangedPolicy
 from wopeval.wire.workflows import Workflow
 
 DEFAULT_AGENT_TIMEOUT_SECONDS = 300.0
