@@ -229,7 +229,7 @@ def run_eval(target: Target, choice: EvalChoice, *, strict: bool, files: ReportF
             request = replace(request, suite_ref=variant)
             err.print(f"Suite with {choice.trials} trials per task: {variant}", highlight=False)
         total = client.planned_trials(host, request.suite_ref)
-        run_id = str(host.create_run(request.body())["runId"])
+        run_id = host.create_run(request.body()).runId
         err.print(f"Eval run {run_id}", highlight=False)
         with EvalProgress(err, request.agent_id, total) as bar:
             watch = client.follow(host, run_id, agent_id=request.agent_id, on_update=bar.update)

@@ -177,7 +177,7 @@ def push(
         with connect(target) as host:
             for path, document in documents:
                 created, listing = host.put_suite(document)
-                results.append({"file": str(path), "created": created, **listing})
+                results.append({"file": str(path), "created": created, **listing.document()})
         emit(results, as_json, lambda: _pushed_lines(results))
 
     guarded(body)
@@ -221,7 +221,7 @@ def list_suites(
             listing = host.list_suites()
         if listing is None:
             raise CliError("this host does not serve GET /host/wopeval/suites")
-        emit(listing, as_json, lambda: suites_table(listing.get("suites") or []))
+        emit(listing.document(), as_json, lambda: suites_table(listing.suites))
 
     guarded(body)
 
