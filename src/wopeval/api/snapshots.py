@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from pydantic import JsonValue
 
 from wopeval.engine.runlog import timestamp
 from wopeval.store import RunRecord, idle_column
 from wopeval.wire import ids
 from wopeval.wire.events import EVENT_LOG_SCHEMA_VERSION
+from wopeval.wire.json_text import JsonObject
 
 
 def run_links(run_id: str) -> dict[str, str]:
@@ -15,9 +16,9 @@ def run_links(run_id: str) -> dict[str, str]:
     return {"eventsUrl": f"/runs/{projected}/events", "statusUrl": f"/runs/{projected}"}
 
 
-def snapshot(record: RunRecord) -> dict[str, Any]:
+def snapshot(record: RunRecord) -> JsonObject:
     """The closed RunSnapshot (runs.md §Snapshot)."""
-    body: dict[str, Any] = {
+    body: JsonObject = {
         "runId": record.run_id,
         "workflowId": record.workflow_id,
         "status": record.status.value,
@@ -46,12 +47,12 @@ agents (`idle`: `[{agentId, nodeId, reasons}]`, docs/recordings.md), and an eval
 suite, score and verdict (the whole summary stays at `/eval-summary`)."""
 
 
-def run_facts(record: RunRecord) -> dict[str, Any]:
-    agents = list(record.agent_ids)
+def run_facts(record: RunRecord) -> JsonObject:
+    agents: list[JsonValue] = list(record.agent_ids)
     asked = record.request.agentId
     if asked is not None and asked not in agents:
         agents.insert(0, asked)
-    facts: dict[str, Any] = {"kind": record.kind.value, "agentIds": agents}
+    facts: JsonObject = {"kind": record.kind.value, "agentIds": agents}
     if record.completed_at is not None and record.started_at is not None:
         facts["durationMs"] = int((record.completed_at - record.started_at).total_seconds() * 1000)
     summary = record.summary
@@ -73,5 +74,5 @@ def run_facts(record: RunRecord) -> dict[str, Any]:
     return facts
 
 
-def created(record: RunRecord) -> dict[str, Any]:
+def created(record: RunRecord) -> JsonObject:
     return {"runId": record.run_id, "status": record.status.value, **run_links(record.run_id)}

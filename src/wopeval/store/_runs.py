@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final, TypeVar, final
 
-from pydantic import BaseModel
+from pydantic import BaseModel, JsonValue
 from sqlalchemy import (
     ColumnElement,
     TextClause,
@@ -160,7 +160,7 @@ def _read(part: type[Part], column: JsonObject | None) -> Part | None:
     return None if column is None else part.model_validate(column)
 
 
-def idle_column(idle: list[IdleAgent] | None) -> list[JsonObject] | None:
+def idle_column(idle: list[IdleAgent] | None) -> list[JsonValue] | None:
     """The `idle` column as stored: `[{agentId, nodeId, reasons}]`."""
     return None if idle is None else [agent.model_dump(mode="json") for agent in idle]
 
