@@ -28,6 +28,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from wopeval import evals
+from wopeval.wire.json_text import JsonObject
 from wopeval.wire.suite import Expected, error_pointer
 
 DEFAULT_GRADER_TIMEOUT_SECONDS = 60.0
@@ -76,7 +77,7 @@ async def grade_trial(
 
 
 async def _call(
-    grader: CustomGrader, decision: JsonValue, value: JsonValue, trace: list[dict[str, Any]]
+    grader: CustomGrader, decision: JsonValue, value: JsonValue, trace: list[JsonObject]
 ) -> evals.Grade:
     label = f"custom {grader.grader_id}"
     try:
