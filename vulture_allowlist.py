@@ -34,6 +34,7 @@ _.maxTokens
 _.memorySeed
 _.mockProvider
 _.nodeType
+_.parentRunId
 _.promptOverrides
 _.promptTokens
 _.reasoningVerbosity
@@ -45,6 +46,7 @@ _.responseModel
 _.runTimeoutMs
 _.scopeId
 _.startedAt
+_.subjectId
 _.tokenBudget
 _.toolName
 _.weight

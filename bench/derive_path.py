@@ -300,20 +300,15 @@ async def copy_floor_ms(engine: AsyncEngine, source_run_id: str) -> float:
 async def check_derived_eval(host: Host, principal: Principal, run_id: str, calls: int) -> int:
     """The eval completed and passed with no live call; returns its derived entry count."""
     final = await host.engine.get_run(principal, run_id)
-    summary = final.summary or {}
+    passed = final.summary is not None and final.summary.passed
     live = await count_rows(host.store.engine, run_id, live_calls=True)
     async with host.store.reading() as uow:
         copies = await uow.derived_fixtures.rows(final.handle)
     entries = sum(len(copy["entries"] or []) for copy in copies)
-    if (
-        final.status is not RunStatus.COMPLETED
-        or not summary.get("passed")
-        or live
-        or entries != calls
-    ):
+    if final.status is not RunStatus.COMPLETED or not passed or live or entries != calls:
         raise RuntimeError(
             f"the derived eval did not check out: {final.status.value}, passed "
-            f"{summary.get('passed')}, {live} live calls, {entries} derived entries (want {calls})"
+            f"{passed}, {live} live calls, {entries} derived entries (want {calls})"
         )
     return entries
 

@@ -228,7 +228,7 @@ async def run_wopeval_once(
     finally:
         await host.stop()
 
-    summary = final.summary or {}
+    summary = final.summary
     result = WopevalResult(
         backend=backend_name(database_url),
         tasks=tasks,
@@ -239,9 +239,9 @@ async def run_wopeval_once(
         cpu_seconds=cpu_seconds,
         tasks_per_second=tasks / seconds,
         tool_calls_per_second=tasks * calls / seconds,
-        passed=bool(summary.get("passed")),
-        task_count=int(summary.get("taskCount", -1)),
-        passed_count=int(summary.get("passedCount", -1)),
+        passed=summary is not None and summary.passed,
+        task_count=-1 if summary is None else summary.taskCount,
+        passed_count=-1 if summary is None else summary.passedCount,
         event_rows=event_rows,
         tool_call_rows=call_rows,
     )

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from wopeval.wire import limits
 from wopeval.wire.runs import EvalMode
-
-ToolsChangedPolicy = Literal["report", "fail"]
-"""What an eval task whose MCP tools changed since its recording comes to: `report` it (the
-task's `toolsChanged`), or `fail` it closed, unrun (docs/agents.md, "Tool contracts")."""
+from wopeval.wire.task_detail import ToolsChangedPolicy
 
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 

@@ -19,7 +19,7 @@ from wopeval.engine.runlog.log_writer import LogWriter
 from wopeval.engine.runlog.steps import Step, now
 from wopeval.settings import Settings
 from wopeval.store import RunRecord, Store, next_created_seq
-from wopeval.wire import events, ids
+from wopeval.wire import events, ids, runs
 from wopeval.wire.principal import Principal
 from wopeval.wire.runs import RunKind, RunStatus
 
@@ -74,7 +74,7 @@ async def _insert_active_run(url: str, tenant: str, api_key: str) -> str:
         workflow_id=COUNTER_WORKFLOW,
         status=RunStatus.RUNNING,
         owner=owner,
-        request={"workflowId": COUNTER_WORKFLOW, "inputs": counter_inputs("killed")},
+        request=runs.CreateRunRequest(workflowId=COUNTER_WORKFLOW, inputs=counter_inputs("killed")),
         plan=None,
         created_at=at,
         started_at=at,

@@ -13,6 +13,7 @@ from _backends import Backend
 from _handles import handle_of
 from unit.engine._store import new_record
 from wopeval.store import InvocationRow, Store, sqlite_url
+from wopeval.wire.runs import IdleAgent
 
 AT = datetime(2026, 12, 2, 1, 2, 3, tzinfo=UTC)
 RUN = "acme/" + "a" * 32
@@ -69,7 +70,7 @@ def test_invocations_read_as_listed_said_erased_and_resumed(
                 "i-2": None,
             }
             assert resumed == [
-                {"agentId": "agent", "nodeId": "first", "reasons": ["no_tool_calls"]}
+                IdleAgent(agentId="agent", nodeId="first", reasons=["no_tool_calls"])
             ]
             async with store.transaction() as uow:
                 await uow.invocations.erase_said(RUN)

@@ -61,7 +61,8 @@ def test_a_published_version_runs_without_a_second_parse_or_a_store_read(
                 await host.engine.wait_idle()
             ended = await host.engine.get_run(PRINCIPAL, record.run_id)
             assert ended.status is RunStatus.COMPLETED
-            assert (ended.summary or {}).get("passed") is True
+            assert ended.summary is not None
+            assert ended.summary.passed is True
             assert reads == []
 
     asyncio.run(scenario())

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from types import NoneType, UnionType
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
 import pytest
+from pydantic import BaseModel
 
 from wopeval.wire import events
 from wopeval.wire._event_base import Payload
@@ -22,6 +23,8 @@ def _payload_classes(base: type[Payload] = Payload) -> Iterator[type[Payload]]:
         yield subclass
         yield from _payload_classes(subclass)
 
+
+Model = TypeVar("Model", bound=BaseModel)
 
 PAYLOADS = sorted(_payload_classes(), key=lambda cls: cls.__name__)
 
@@ -41,13 +44,14 @@ def _value(annotation: Any, *, optional_set: bool) -> Any:
         return {**value, "none": None} if arguments[1] is Any else value
     if annotation is Any:
         return CONTENT
-    if isinstance(annotation, type) and issubclass(annotation, Payload):
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        # A payload, or a wire model a payload holds (the run owner).
         return _instance(annotation, optional_set=optional_set)
     samples: dict[Any, Any] = {str: "text", int: 3, bool: True, float: 0.25}
     return samples[annotation]
 
 
-def _instance(cls: type[Payload], *, optional_set: bool) -> Payload:
+def _instance(cls: type[Model], *, optional_set: bool) -> Model:
     values = {
         name: _value(field.annotation, optional_set=optional_set)
         for name, field in cls.model_fields.items()

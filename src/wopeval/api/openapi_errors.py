@@ -16,7 +16,6 @@ so a value the document calls valid is never refused for its shape.
 from __future__ import annotations
 
 from http import HTTPStatus
-from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
@@ -24,9 +23,10 @@ from fastapi.openapi.utils import get_openapi
 from wopeval import evals
 from wopeval.api._sse import STREAM_MODES
 from wopeval.wire import ids, limits
+from wopeval.wire.json_text import JsonObject
 
 _ENVELOPE = "ErrorEnvelope"
-_ENVELOPE_SCHEMA: dict[str, Any] = {
+_ENVELOPE_SCHEMA: JsonObject = {
     "title": _ENVELOPE,
     "description": "The OpenWOP error envelope (errors.md): a registered or `<org>.` vendor code.",
     "type": "object",
@@ -58,7 +58,7 @@ _ROUTE_REFUSALS: dict[str, frozenset[int]] = {
     "wopevalHealth": frozenset({503}),  # wopeval.not_ready
 }
 # (location, name) → the schema of what the route accepts, in place of the declared type.
-_PARAMETER_SCHEMAS: dict[tuple[str, str], dict[str, Any]] = {
+_PARAMETER_SCHEMAS: dict[tuple[str, str], JsonObject] = {
     ("path", "runId"): {"type": "string", "pattern": ids.PROJECTED_RUN_ID_PATTERN},
     # diffRun's second run.
     ("query", "against"): {"type": "string", "pattern": ids.PROJECTED_RUN_ID_PATTERN},
@@ -81,7 +81,7 @@ _METHOD_NOT_ALLOWED = (
 )
 
 
-def _refusals(path: str, method: str, operation: dict[str, Any]) -> frozenset[int]:
+def _refusals(path: str, method: str, operation: JsonObject) -> frozenset[int]:
     """Every error status the operation documented at `method path` can answer."""
     statuses = {400, 406}  # the request guard and version negotiation see every request
     if operation.get("security"):
@@ -90,11 +90,11 @@ def _refusals(path: str, method: str, operation: dict[str, Any]) -> frozenset[in
         statuses |= {403, 404}
     if method in _BODY_METHODS:
         statuses.add(413)
-    return frozenset(statuses | _ROUTE_REFUSALS.get(operation["operationId"], frozenset()))
+    return frozenset(statuses | _ROUTE_REFUSALS.get(str(operation["operationId"]), frozenset()))
 
 
 def install(app: FastAPI) -> None:
-    def openapi() -> dict[str, Any]:
+    def openapi() -> JsonObject:
         if app.openapi_schema is None:
             app.openapi_schema = _document(app)
         return app.openapi_schema
@@ -102,7 +102,7 @@ def install(app: FastAPI) -> None:
     app.openapi = openapi  # type: ignore[method-assign]
 
 
-def _document(app: FastAPI) -> dict[str, Any]:
+def _document(app: FastAPI) -> JsonObject:
     description = f"{app.description}\n\n{_METHOD_NOT_ALLOWED}"
     document = get_openapi(
         title=app.title, version=app.version, description=description, routes=app.routes
@@ -128,8 +128,8 @@ def _document(app: FastAPI) -> dict[str, Any]:
     return document
 
 
-def _refusal(status: int) -> dict[str, Any]:
-    reference = {"$ref": f"#/components/schemas/{_ENVELOPE}"}
+def _refusal(status: int) -> JsonObject:
+    reference: JsonObject = {"$ref": f"#/components/schemas/{_ENVELOPE}"}
     return {
         "description": HTTPStatus(status).phrase,
         "content": {"application/json": {"schema": reference}},

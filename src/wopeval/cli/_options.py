@@ -22,7 +22,7 @@ from rich.markup import escape
 
 from wopeval import client
 from wopeval.cli._exit import CliError, ExitCode
-from wopeval.settings import ToolsChangedPolicy
+from wopeval.wire.task_detail import ToolsChangedPolicy
 
 UrlOption = Annotated[
     str | None,

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any
 
+from pydantic import JsonValue
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from wopeval import client
 from wopeval.cli._exit import ExitCode
 from wopeval.reports import cost_text
+from wopeval.wire.events import EventDoc
+from wopeval.wire.json_text import JsonObject
 from wopeval.wire.summary import EvalSummary, TaskRegression, TaskSummary, Verdict
 
 VERDICT_STYLES = {
@@ -191,7 +194,7 @@ def _line(label: str, value: str) -> Text:
 # ── listings ─────────────────────────────────────────────────────────
 
 
-def runs_table(runs: Sequence[dict[str, Any]], next_cursor: str | None = None) -> Table:
+def runs_table(runs: Sequence[client.RunSnapshot], next_cursor: str | None = None) -> Table:
     """A listing: each run's status, tags, agents, start and duration, and for an eval run
     its suite version, score and verdict (the snapshot's `wopeval.run` extension)."""
     caption = f"more: --cursor {next_cursor}" if next_cursor else None
@@ -207,29 +210,38 @@ def runs_table(runs: Sequence[dict[str, Any]], next_cursor: str | None = None) -
     table.add_column("Verdict", no_wrap=True)
     for run in runs:
         facts = run_facts(run)
-        judged = facts.get("eval") or {}
-        workflow = str(run.get("workflowId"))
+        judged = facts.get("eval")
+        if not isinstance(judged, dict):
+            judged = {}
+        workflow = run.workflowId
         if judged.get("suiteVersion"):
             workflow += f"@{judged['suiteVersion']}"
         verdict = judged.get("verdict")
         table.add_row(
-            str(run.get("runId")),
+            run.runId,
             workflow,
-            _status(str(run.get("status"))),
-            ", ".join(str(tag) for tag in run.get("tags") or []),
-            ", ".join(str(agent) for agent in facts.get("agentIds") or []),
-            short_time(run.get("startedAt")),
+            _status(run.status),
+            ", ".join(run.tags or []),
+            ", ".join(_strings(facts.get("agentIds"))),
+            short_time(run.startedAt),
             _took(facts.get("durationMs")),
-            score(judged.get("aggregateScore")),
-            verdict_text(Verdict(verdict)) if verdict else Text(""),
+            score(
+                aggregate
+                if isinstance(aggregate := judged.get("aggregateScore"), float | int)
+                else None
+            ),
+            verdict_text(Verdict(verdict)) if isinstance(verdict, str) else Text(""),
         )
     return table
 
 
-def run_facts(run: dict[str, Any]) -> dict[str, Any]:
+def run_facts(run: client.RunSnapshot) -> JsonObject:
     """The snapshot's `wopeval.run` extension ({} from a host that does not send it)."""
-    facts: dict[str, Any] = (run.get("extensions") or {}).get("wopeval.run") or {}
-    return facts
+    return run.extension("wopeval.run")
+
+
+def _strings(value: JsonValue) -> list[str]:
+    return [str(item) for item in value] if isinstance(value, list) else []
 
 
 def _took(milliseconds: object) -> str:
@@ -245,24 +257,24 @@ def short_time(value: object) -> str:
     return value.replace("T", " ")[:19]
 
 
-def run_details(snapshot: dict[str, Any], summary: EvalSummary | None) -> Group:
+def run_details(snapshot: client.RunSnapshot, summary: EvalSummary | None) -> Group:
     facts = run_facts(snapshot)
     rows: list[RenderableType] = [
-        _line("Run", str(snapshot.get("runId"))),
-        _line("Workflow / suite", str(snapshot.get("workflowId"))),
-        Text.assemble(("Status".ljust(17), "bold"), _status(str(snapshot.get("status")))),
-        _line("Started", str(snapshot.get("startedAt", ""))),
-        _line("Completed", str(snapshot.get("completedAt", ""))),
+        _line("Run", snapshot.runId),
+        _line("Workflow / suite", snapshot.workflowId),
+        Text.assemble(("Status".ljust(17), "bold"), _status(snapshot.status)),
+        _line("Started", snapshot.startedAt or ""),
+        _line("Completed", snapshot.completedAt or ""),
     ]
-    if snapshot.get("tags"):
-        rows.append(_line("Tags", ", ".join(str(tag) for tag in snapshot["tags"])))
-    if facts.get("agentIds"):
-        rows.append(_line("Agents", ", ".join(str(agent) for agent in facts["agentIds"])))
-    error = snapshot.get("error")
-    if isinstance(error, dict):
-        rows.append(_line("Error", f"{error.get('code')}: {error.get('message')}"))
-    if "inputs" in snapshot:
-        rows.append(_line("Inputs", _json_line(snapshot["inputs"])))
+    if snapshot.tags:
+        rows.append(_line("Tags", ", ".join(snapshot.tags)))
+    agents = _strings(facts.get("agentIds"))
+    if agents:
+        rows.append(_line("Agents", ", ".join(agents)))
+    if snapshot.error is not None:
+        rows.append(_line("Error", snapshot.error_line()))
+    if "inputs" in snapshot.model_fields_set:
+        rows.append(_line("Inputs", _json_line(snapshot.inputs)))
     if "outputs" in facts:
         rows.append(_line("Outputs", _json_line(facts["outputs"])))
     if summary is not None:
@@ -271,38 +283,38 @@ def run_details(snapshot: dict[str, Any], summary: EvalSummary | None) -> Group:
     return Group(*rows)
 
 
-def _json_line(value: Any) -> str:
+def _json_line(value: JsonValue) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
 
 
-def events_table(events: Iterable[dict[str, Any]], *, width: int = 70) -> Table:
+def events_table(events: Iterable[EventDoc], *, width: int = 70) -> Table:
     table = Table(header_style="bold")
     table.add_column("Seq", justify="right")
     table.add_column("Type", no_wrap=True)
     table.add_column("Node", no_wrap=True)
     table.add_column("Payload", overflow="ellipsis", no_wrap=True, max_width=width)
     for event in events:
-        payload = json.dumps(event.get("payload"), separators=(",", ":"), ensure_ascii=False)
+        payload = json.dumps(event.payload, separators=(",", ":"), ensure_ascii=False)
         table.add_row(
-            str(event.get("sequence")),
-            str(event.get("type")),
-            str(event.get("nodeId") or ""),
+            str(event.sequence),
+            event.type,
+            event.nodeId or "",
             Text(payload),
         )
     return table
 
 
-def suites_table(suites: Sequence[dict[str, Any]]) -> Table:
+def suites_table(suites: Sequence[client.SuiteLine]) -> Table:
     table = Table(header_style="bold")
     for name in ("Suite", "Version", "Scope", "Tasks", "Fixture id"):
         table.add_column(name, no_wrap=True)
     for suite in suites:
         table.add_row(
-            str(suite.get("suiteId")),
-            str(suite.get("version")),
-            str(suite.get("scope", "")),
-            str(suite.get("taskCount", "")),
-            str(suite.get("fixtureId") or ""),
+            suite.suiteId,
+            suite.version,
+            suite.scope or "",
+            "" if suite.taskCount is None else str(suite.taskCount),
+            suite.fixtureId or "",
         )
     return table
 

@@ -8,7 +8,6 @@ host's invocation routes (`client.fetch_invocations`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -22,13 +21,17 @@ RUN_STDERR_LINES = 40
 """Lines of a failed agent's stderr `wopeval run` prints (`runs show` prints all it kept)."""
 
 
-def idle_warnings(snapshot: dict[str, Any]) -> list[str]:
+def idle_warnings(snapshot: client.RunSnapshot) -> list[str]:
     """One line per idle agent of a completed workflow run (docs/recordings.md)."""
     lines = []
-    for idle in run_facts(snapshot).get("idle") or []:
+    listed = run_facts(snapshot).get("idle")
+    for idle in listed if isinstance(listed, list) else []:
         if not isinstance(idle, dict):
             continue
-        said = evals.describe_idle(str(idle.get("agentId")), list(idle.get("reasons") or []))
+        reasons = idle.get("reasons")
+        said = evals.describe_idle(
+            str(idle.get("agentId")), [str(r) for r in reasons] if isinstance(reasons, list) else []
+        )
         lines.append(
             f"warning: {said} (node {idle.get('nodeId')}): the run recorded nothing a replay "
             "could test; `suites from-runs` leaves it out unless --include-idle"

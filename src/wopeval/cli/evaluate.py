@@ -43,8 +43,8 @@ from wopeval.cli._outputs import (
 )
 from wopeval.cli._progress import EvalProgress
 from wopeval.cli._render import result_lines
-from wopeval.settings import ToolsChangedPolicy
 from wopeval.wire.suite import Suite
+from wopeval.wire.task_detail import ToolsChangedPolicy
 
 SETTINGS: dict[str, Any] = {"cls": Command, "epilog": EXIT_CODES_HELP}
 """How main.py registers the command: usage errors exit 4; the exit codes in --help."""
@@ -229,7 +229,7 @@ def run_eval(target: Target, choice: EvalChoice, *, strict: bool, files: ReportF
             request = replace(request, suite_ref=variant)
             err.print(f"Suite with {choice.trials} trials per task: {variant}", highlight=False)
         total = client.planned_trials(host, request.suite_ref)
-        run_id = str(host.create_run(request.body())["runId"])
+        run_id = host.create_run(request.body()).runId
         err.print(f"Eval run {run_id}", highlight=False)
         with EvalProgress(err, request.agent_id, total) as bar:
             watch = client.follow(host, run_id, agent_id=request.agent_id, on_update=bar.update)

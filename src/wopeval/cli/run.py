@@ -32,6 +32,7 @@ from wopeval.cli._options import (
     stdout_console,
 )
 from wopeval.cli._said import RUN_STDERR_LINES, idle_warnings, said_blocks
+from wopeval.wire.json_text import JsonObject
 
 SETTINGS: dict[str, Any] = {"cls": Command}
 RUN_FAILED = 1
@@ -73,21 +74,22 @@ def run(
     def execute() -> int:
         with connect(target) as host:
             created = host.create_run(body)
-            run_id = str(created["runId"])
+            run_id = created.runId
             if not wait:
-                _print(as_json, created, f"{run_id} {created['status']}")
+                _print(as_json, created.document(), f"{run_id} {created.status}")
                 return 0
             client.follow(host, run_id)
             snapshot = host.get_run(run_id)
             outputs = client.run_outputs(host, run_id)
-            completed = snapshot["status"] == "completed"
+            completed = snapshot.status == "completed"
             # What a failed agent said: a run that failed says why beyond its exit status.
             said = None
             if not completed:
                 said = client.fetch_invocations(host, run_id, lambda i: i.outcome == "failed")
+        document = snapshot.document()
         if outputs is not None:
-            snapshot = {**snapshot, "outputs": outputs}
-        _print(as_json, snapshot, _summary_line(snapshot))
+            document["outputs"] = outputs
+        _print(as_json, document, _summary_line(snapshot, outputs or {}))
         notes = stderr_console()
         for warning in idle_warnings(snapshot):
             notes.print(warning, style="yellow", highlight=False, markup=False)
@@ -115,9 +117,8 @@ def _inputs(given: str) -> dict[str, Any]:
     return document
 
 
-def decisions(snapshot: dict[str, Any]) -> dict[str, Any]:
+def decisions(outputs: JsonObject) -> JsonObject:
     """Each node's decision, from a finished workflow run's outputs (`run.completed`)."""
-    outputs = snapshot.get("outputs") or {}
     return {
         node: value["decision"]
         for node, value in outputs.items()
@@ -125,16 +126,15 @@ def decisions(snapshot: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _summary_line(snapshot: dict[str, Any]) -> str:
-    line = f"{snapshot['runId']} {snapshot['status']}"
-    decided = decisions(snapshot)
+def _summary_line(snapshot: client.RunSnapshot, outputs: JsonObject) -> str:
+    line = f"{snapshot.runId} {snapshot.status}"
+    decided = decisions(outputs)
     if len(decided) == 1:
         line += " decision=" + json.dumps(next(iter(decided.values())), ensure_ascii=False)
     elif decided:
         line += " decisions=" + json.dumps(decided, ensure_ascii=False)
-    error = snapshot.get("error")
-    if error:
-        line += f" error={error.get('code')}: {error.get('message')}"
+    if snapshot.error:
+        line += f" error={snapshot.error_line()}"
     return line
 
 

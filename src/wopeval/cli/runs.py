@@ -73,7 +73,7 @@ def list_runs(
     after = parse_since(since) if since is not None else None
 
     def body() -> None:
-        listed: list[dict[str, Any]] = []
+        listed: list[client.RunSnapshot] = []
         next_cursor: str | None = None
         with connect(target) as host:
             pages = host.run_pages(
@@ -86,11 +86,11 @@ def list_runs(
                 created_after=after,
             )
             for page in pages:
-                listed += page.get("runs") or []
-                next_cursor = page.get("nextCursor")
+                listed += page.runs
+                next_cursor = page.nextCursor
                 if not every:
                     break
-        document: dict[str, Any] = {"runs": listed}
+        document: dict[str, Any] = {"runs": [run.document() for run in listed]}
         if next_cursor is not None:
             document["nextCursor"] = next_cursor
         emit(document, as_json, lambda: runs_table(listed, next_cursor))
@@ -137,7 +137,7 @@ def show_run(
                 host, run_id, lambda line: not eval_run or line.outcome == "failed"
             )
         summary = client.summary_from_wire(raw) if raw is not None else None
-        document: dict[str, Any] = {"run": snapshot, "evalSummary": raw}
+        document: dict[str, Any] = {"run": snapshot.document(), "evalSummary": raw}
         if said is not None:
             document["invocations"] = [
                 line.model_dump(mode="json", exclude_none=True) for line in said.lines
@@ -177,8 +177,9 @@ def run_events(
         with connect(target) as host:
             events = client.all_events(host, run_id)
         if event_type:
-            events = [e for e in events if str(e.get("type", "")).startswith(event_type)]
-        emit({"runId": run_id, "events": events}, as_json, lambda: events_table(events))
+            events = [e for e in events if e.type.startswith(event_type)]
+        documents = [e.model_dump(mode="json", exclude_unset=True) for e in events]
+        emit({"runId": run_id, "events": documents}, as_json, lambda: events_table(events))
 
     guarded(body)
 

@@ -45,6 +45,7 @@ from wopeval.cli._options import (
 from wopeval.cli._render import suites_table
 from wopeval.cli.runs import parse_since
 from wopeval.wire import errors
+from wopeval.wire.json_text import JsonObject
 from wopeval.wire.suite import parse_suite
 
 app = typer.Typer(
@@ -77,14 +78,14 @@ class FileCheck:
     def valid(self) -> bool:
         return not self.problems
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "file": str(self.path),
             "valid": self.valid,
             "suiteId": self.suite_id,
             "version": self.version,
             "taskCount": self.task_count,
-            "errors": self.problems,
+            "errors": list(self.problems),
         }
 
 
@@ -173,11 +174,11 @@ def push(
 
     def body() -> None:
         documents = [(path, _json_document(path)) for path in files]
-        results: list[dict[str, Any]] = []
+        results: list[JsonObject] = []
         with connect(target) as host:
             for path, document in documents:
                 created, listing = host.put_suite(document)
-                results.append({"file": str(path), "created": created, **listing})
+                results.append({"file": str(path), "created": created, **listing.document()})
         emit(results, as_json, lambda: _pushed_lines(results))
 
     guarded(body)
@@ -192,7 +193,7 @@ def _json_document(path: Path) -> Any:
         ) from None
 
 
-def _pushed_lines(results: list[dict[str, Any]]) -> RenderableType:
+def _pushed_lines(results: list[JsonObject]) -> RenderableType:
     return RichGroup(
         *(
             Text.assemble(
@@ -221,7 +222,7 @@ def list_suites(
             listing = host.list_suites()
         if listing is None:
             raise CliError("this host does not serve GET /host/wopeval/suites")
-        emit(listing, as_json, lambda: suites_table(listing.get("suites") or []))
+        emit(listing.document(), as_json, lambda: suites_table(listing.suites))
 
     guarded(body)
 
@@ -346,13 +347,13 @@ def from_runs(
             task_ids=task_ids,
         )
         _write_atomically({output: made.suite.to_document(), map_path: made.fixture_runs})
-        written = {
+        written: JsonObject = {
             "suite": str(output),
             "fixtureRuns": str(map_path),
             "suiteId": made.suite.suiteId,
             "version": made.suite.version,
             "taskCount": len(made.suite.tasks),
-            "tasks": made.fixture_runs,
+            "tasks": dict(made.fixture_runs),
         }
         emit(written, as_json, lambda: _written_lines(written))
 
@@ -378,7 +379,7 @@ def _write_atomically(documents: dict[Path, Any]) -> None:
             draft.unlink(missing_ok=True)
 
 
-def _written_lines(written: dict[str, Any]) -> RenderableType:
+def _written_lines(written: JsonObject) -> RenderableType:
     return RichGroup(
         Text(f"suite         {written['suite']} ({written['suiteId']}@{written['version']})"),
         Text(f"fixture runs  {written['fixtureRuns']}"),

@@ -5,6 +5,14 @@ server stack only when an embedded host starts, and the eval domain only when
 it judges, so a command that just reads a remote host starts quickly.
 """
 
+from wopeval.client._answers import (
+    EventsPage,
+    RunCreated,
+    RunPage,
+    RunSnapshot,
+    SuiteLine,
+    SuiteListing,
+)
 from wopeval.client._baselines import LATEST_PREFIX, PickedBaseline, latest_baseline
 from wopeval.client._capabilities import (
     MissingCapability,
@@ -75,14 +83,20 @@ __all__ = [
     "DatabaseInUse",
     "EmbeddedHost",
     "EvalRequest",
+    "EventsPage",
     "ExpectStrategy",
     "HostError",
     "MissingCapability",
     "PickedBaseline",
     "RecordedRun",
+    "RunCreated",
     "RunInvocations",
+    "RunPage",
+    "RunSnapshot",
     "RunWatch",
     "SuiteFromRuns",
+    "SuiteLine",
+    "SuiteListing",
     "TaskIdRule",
     "Unreachable",
     "WireClient",

@@ -26,10 +26,9 @@ def latest_baseline(host: WireClient, tag: str, suite_id: str, agent_id: str) ->
     """The newest completed eval run of `suite_id` by `agent_id` tagged `tag`."""
     pages = host.run_pages(workflow_id=suite_id, status="completed", tag=tag, agent_id=agent_id)
     for page in pages:
-        for run in page.get("runs") or []:
-            facts = (run.get("extensions") or {}).get("wopeval.run") or {}
-            if facts.get("kind") == "eval" and run.get("completedAt"):
-                return PickedBaseline(str(run["runId"]), parse_instant(str(run["completedAt"])))
+        for run in page.runs:
+            if run.extension("wopeval.run").get("kind") == "eval" and run.completedAt:
+                return PickedBaseline(run.runId, parse_instant(run.completedAt))
     raise ClientError(
         f"no completed eval run of {suite_id} by {agent_id} carries the tag {tag!r}: "
         "run the baseline first (e.g. on the main branch, with --tag " + tag + ")"

@@ -25,7 +25,8 @@ import uvicorn
 from pydantic import ValidationError
 
 from wopeval.client._wire import ClientError, WireClient
-from wopeval.settings import Settings, ToolsChangedPolicy
+from wopeval.settings import Settings
+from wopeval.wire.task_detail import ToolsChangedPolicy
 
 if TYPE_CHECKING:
     from wopeval.hosting.ownership import DatabaseOwned, Lease

@@ -9,9 +9,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from wopeval.client._wire import ClientError, WireClient
+from wopeval.wire.events import EventDoc
+from wopeval.wire.json_text import JsonObject
 
 POLL_WAIT_SECONDS = 5
 
@@ -27,7 +28,6 @@ class RunWatch:
     trials_done: int = 0
     scored: dict[str, bool] = field(default_factory=dict)
     scored_trials: int = 0
-    started: dict[str, Any] = field(default_factory=dict)
     last_sequence: int = -1
 
     @property
@@ -43,20 +43,21 @@ class RunWatch:
         """Finished trials: invocations of the agent, never fewer than the scored tasks ran."""
         return max(self.trials_done, self.scored_trials)
 
-    def apply(self, event: dict[str, Any]) -> None:
-        kind = event.get("type")
-        payload = event.get("payload") or {}
+    def apply(self, event: EventDoc) -> None:
+        kind = event.type
+        payload = event.payload if isinstance(event.payload, dict) else {}
         if kind == "eval.started":
-            self.started = payload
-            self.task_count = payload.get("taskCount")
+            count = payload.get("taskCount")
+            self.task_count = count if isinstance(count, int) else None
         elif kind == "eval.scored":
             self.scored[str(payload.get("taskId"))] = bool(payload.get("passed"))
-            self.scored_trials += int(payload.get("x-trials") or 1)
+            trials = payload.get("x-trials")
+            self.scored_trials += trials if isinstance(trials, int) and trials else 1
         elif kind == "agent.invocation-completed" and (
             self.agent_id is None or payload.get("agentId") == self.agent_id
         ):
             self.trials_done += 1
-        self.last_sequence = int(event.get("sequence", self.last_sequence))
+        self.last_sequence = event.sequence
 
 
 def follow(
@@ -73,14 +74,13 @@ def follow(
     after: int | None = None
     while True:
         page = client.poll_events(run_id, after=after, wait_seconds=POLL_WAIT_SECONDS)
-        for event in page.get("events") or []:
+        for event in page.events:
             watch.apply(event)
             after = watch.last_sequence
-        watch.status = str(page.get("status"))
+        watch.status = str(page.status)
         if on_update is not None:
             on_update(watch)
-        last = int(page.get("lastSequence", -1))
-        if page.get("isTerminal") and (after if after is not None else -1) >= last:
+        if page.isTerminal and (after if after is not None else -1) >= page.lastSequence:
             return watch
         if deadline_seconds is not None and time.monotonic() - started > deadline_seconds:
             raise ClientError(f"run {run_id} did not finish within {deadline_seconds:.0f} s")
@@ -90,31 +90,30 @@ def require_completed(client: WireClient, watch: RunWatch) -> None:
     """A run that failed or was cancelled judged nothing: that is an error, never a verdict."""
     if watch.status == "completed":
         return
-    snapshot = client.get_run(watch.run_id)
-    error = snapshot.get("error") or {}
-    detail = f": {error.get('code')}: {error.get('message')}" if error else ""
+    error = client.get_run(watch.run_id).error_line()
+    detail = f": {error}" if error else ""
     raise ClientError(f"run {watch.run_id} ended {watch.status}{detail}")
 
 
-def all_events(client: WireClient, run_id: str) -> list[dict[str, Any]]:
+def all_events(client: WireClient, run_id: str) -> list[EventDoc]:
     """Every event the run has logged so far (poll pages until the last sequence)."""
-    collected: list[dict[str, Any]] = []
+    collected: list[EventDoc] = []
     after: int | None = None
     while True:
         page = client.poll_events(run_id, after=after, wait_seconds=1)
-        events = page.get("events") or []
-        collected.extend(events)
-        if events:
-            after = int(events[-1]["sequence"])
-        if not events or (after if after is not None else -1) >= int(page.get("lastSequence", -1)):
+        collected.extend(page.events)
+        if page.events:
+            after = page.events[-1].sequence
+        if not page.events or (after if after is not None else -1) >= page.lastSequence:
             return collected
 
 
-def run_outputs(client: WireClient, run_id: str) -> dict[str, Any] | None:
+def run_outputs(client: WireClient, run_id: str) -> JsonObject | None:
     """A completed run's `outputs`, as its `run.completed` event carries them (the snapshot
     does not); None for a run that did not complete."""
     for event in reversed(all_events(client, run_id)):
-        if event["type"] == "run.completed":
-            outputs: dict[str, Any] = event["payload"].get("outputs") or {}
-            return outputs
+        if event.type == "run.completed":
+            payload = event.payload if isinstance(event.payload, dict) else {}
+            outputs = payload.get("outputs")
+            return outputs if isinstance(outputs, dict) else {}
     return None

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from wopeval.client._wire import WireClient, read_shape
-from wopeval.wire.invocations import InvocationLine, InvocationList, InvocationStderr
+from wopeval.client._wire import WireClient
+from wopeval.wire.invocations import InvocationLine
 
 
 @dataclass(frozen=True)
@@ -25,16 +25,14 @@ def fetch_invocations(
 ) -> RunInvocations | None:
     """The run's invocations, with what the agent said for each `wanted` one that said
     something the host may show."""
-    body = host.invocations(run_id)
-    if body is None:
+    listed = host.invocations(run_id)
+    if listed is None:
         return None
-    lines = read_shape(InvocationList, body, "invocations").invocations
+    lines = listed.invocations
     said: dict[str, str] = {}
     for line in lines:
         if line.stderr == "kept" and wanted(line):
-            text = read_shape(
-                InvocationStderr, host.invocation_stderr(run_id, line.invocationId), "invocations"
-            )
+            text = host.invocation_stderr(run_id, line.invocationId)
             if text.stderr:
                 said[line.invocationId] = text.stderr
     return RunInvocations(lines, said)

@@ -11,10 +11,10 @@ cannot be used, unless `include_idle`: then it is used, and `notify` says so.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from pydantic import JsonValue
 
+from wopeval.client._answers import RunSnapshot
 from wopeval.client._follow import run_outputs
 from wopeval.client._suite_from_runs import RecordedRun, recorded_run
 from wopeval.client._wire import ClientError, HostError, WireClient
@@ -64,7 +64,7 @@ def runs_by_tag(
     first; the others (idle ones too, unless `include_idle`) are skipped with a note.
     ClientError when none is usable."""
     pages = host.run_pages(limit=RUN_LIST_MAX_PAGE_SIZE, tag=tag, created_after=created_after)
-    listed = [run for page in pages for run in page.get("runs") or []]
+    listed = [run for page in pages for run in page.runs]
     found: list[RecordedRun] = []
     workflows = _Workflows(host)
     for snapshot in reversed(listed):  # the listing is newest first
@@ -72,7 +72,7 @@ def runs_by_tag(
             continue  # eval runs and replay forks carry tags too; they are no recordings
         problem = _unusable(snapshot, agent_id) or _idle(snapshot, agent_id, include_idle, notify)
         if problem is not None:
-            notify(f"skipped run {snapshot['runId']}: it {problem}")
+            notify(f"skipped run {snapshot.runId}: it {problem}")
             continue
         found.append(_recorded(host, snapshot, workflows))
     if not found:
@@ -83,59 +83,60 @@ def runs_by_tag(
     return found
 
 
-def _kind(snapshot: dict[str, Any]) -> str | None:
-    kind = _facts(snapshot).get("kind")
+def _kind(snapshot: RunSnapshot) -> str | None:
+    kind = snapshot.extension(RUN_EXTENSION).get("kind")
     return str(kind) if kind is not None else None
 
 
-def _facts(snapshot: dict[str, Any]) -> dict[str, Any]:
-    facts: dict[str, Any] = (snapshot.get("extensions") or {}).get(RUN_EXTENSION) or {}
-    return facts
-
-
-def _unusable(snapshot: dict[str, Any], agent_id: str) -> str | None:
+def _unusable(snapshot: RunSnapshot, agent_id: str) -> str | None:
     """Why the run cannot become a task (a phrase after "run X"), or None."""
     kind = _kind(snapshot)
     if kind not in (None, "workflow"):
         return f"is a{'n' if kind == 'eval' else ''} {kind} run, not a workflow run"
-    if snapshot.get("status") != "completed":
-        return f"is {snapshot.get('status')}, not completed: it recorded no decision"
-    agents = _facts(snapshot).get("agentIds")
+    if snapshot.status != "completed":
+        return f"is {snapshot.status}, not completed: it recorded no decision"
+    agents = snapshot.extension(RUN_EXTENSION).get("agentIds")
     # RFC 0252 §D derives fixtures from the calls of the eval's agent: another's are no use.
     if isinstance(agents, list) and agent_id not in agents:
-        return f"did not invoke agent {agent_id} (it invoked {', '.join(agents) or 'none'})"
+        invoked = ", ".join(str(agent) for agent in agents) or "none"
+        return f"did not invoke agent {agent_id} (it invoked {invoked})"
     return None
 
 
 def _idle(
-    snapshot: dict[str, Any], agent_id: str, include: bool, notify: Callable[[str], None]
+    snapshot: RunSnapshot, agent_id: str, include: bool, notify: Callable[[str], None]
 ) -> str | None:
     """Why an idle run cannot become a task (a phrase after "run X"), or None: not idle, or
     `include` (then `notify` says it was kept)."""
     from wopeval import evals
 
+    listed = snapshot.extension(RUN_EXTENSION).get("idle")
     reasons = [
         str(reason)
-        for idle in _facts(snapshot).get("idle") or []
+        for idle in _list(listed)
         if isinstance(idle, dict) and idle.get("agentId") == agent_id
-        for reason in idle.get("reasons") or []
+        for reason in _list(idle.get("reasons"))
     ]
     if not reasons:
         return None
     # "agent A made no tool call": what a replay of the task would test is nothing it did.
     said = evals.describe_idle(agent_id, list(dict.fromkeys(reasons)))
     if include:
-        notify(f"included idle run {snapshot['runId']} (--include-idle): {said}")
+        notify(f"included idle run {snapshot.runId} (--include-idle): {said}")
         return None
     return f"is idle: {said}, so a replay would test nothing it recorded (--include-idle keeps it)"
 
 
-def _recorded(host: WireClient, snapshot: dict[str, Any], workflows: _Workflows) -> RecordedRun:
-    outputs = _facts(snapshot).get("outputs")
+def _list(value: JsonValue) -> list[JsonValue]:
+    return value if isinstance(value, list) else []
+
+
+def _recorded(host: WireClient, snapshot: RunSnapshot, workflows: _Workflows) -> RecordedRun:
+    outputs = snapshot.extension(RUN_EXTENSION).get("outputs")
     if not isinstance(outputs, dict):
         # A host without this extension: the outputs are on the run's `run.completed` event.
-        outputs = run_outputs(host, str(snapshot["runId"])) or {}
-    return recorded_run(snapshot, outputs, workflows.node_inputs(str(snapshot["workflowId"])))
+        outputs = run_outputs(host, snapshot.runId) or {}
+    return recorded_run(snapshot.document(), outputs, workflows.node_inputs(snapshot.workflowId))
 
 
 class _Workflows:
@@ -150,7 +151,7 @@ class _Workflows:
             document = self._host.get_workflow(workflow_id) or {}
             self._read[workflow_id] = {
                 str(node["id"]): node["inputs"]
-                for node in document.get("nodes") or []
+                for node in _list(document.get("nodes"))
                 if isinstance(node, dict) and "inputs" in node
             }
         return self._read[workflow_id]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, JsonValue, ValidationError
 
 from wopeval.client._request import REVISION_KEY
 from wopeval.client._wire import ClientError, WireClient
@@ -97,33 +97,40 @@ def run_facts(client: WireClient, run_id: str) -> RunFacts:
     the baseline's tags and age, live calls."""
     snapshot = client.get_run(run_id)
     # `eval.started` is the run's second event: the first page holds it.
-    events = client.poll_events(run_id, wait_seconds=1).get("events") or []
-    started: dict[str, Any] = next(
-        (e["payload"] for e in events if e.get("type") == "eval.started"), {}
-    )
-    extension = (snapshot.get("extensions") or {}).get("wopeval.run") or {}
-    agents = extension.get("agentIds") or []
+    events = client.poll_events(run_id, wait_seconds=1).events
+    started = next((e.payload for e in events if e.type == "eval.started"), None)
+    if not isinstance(started, dict):
+        started = {}
+    agents = _strings(snapshot.extension("wopeval.run").get("agentIds"))
     baseline_id = started.get("baselineRunId")
+    fixture_runs = started.get("fixtureRuns")
+    revision = (snapshot.metadata or {}).get(REVISION_KEY)
     return RunFacts(
         run_id=run_id,
-        status=snapshot.get("status"),
+        status=snapshot.status,
         agent_id=agents[0] if agents else None,
-        started_at=snapshot.get("startedAt"),
-        completed_at=snapshot.get("completedAt"),
-        modes=tuple(started.get("modes") or ()),
-        fixture_runs=dict(started.get("fixtureRuns") or {}),
+        started_at=snapshot.startedAt,
+        completed_at=snapshot.completedAt,
+        modes=tuple(_strings(started.get("modes"))),
+        fixture_runs={
+            task: str(source)
+            for task, source in (fixture_runs if isinstance(fixture_runs, dict) else {}).items()
+        },
         live_calls=client.live_calls(run_id),
-        tags=tuple(snapshot.get("tags") or ()),
-        revision=(snapshot.get("metadata") or {}).get(REVISION_KEY),
+        tags=tuple(snapshot.tags or ()),
+        revision=revision if isinstance(revision, str) else None,
         baseline=baseline_facts(client, str(baseline_id)) if baseline_id else None,
     )
+
+
+def _strings(value: JsonValue) -> list[str]:
+    """A JSON array of strings as the host sent it; anything else: none."""
+    return [str(item) for item in value] if isinstance(value, list) else []
 
 
 def baseline_facts(client: WireClient, run_id: str) -> BaselineFacts:
     """How a report names the baseline: its id, its tags, when it completed."""
     base = client.get_run(run_id)
     return BaselineFacts(
-        run_id=str(base["runId"]),
-        tags=tuple(base.get("tags") or ()),
-        completed_at=base.get("completedAt"),
+        run_id=base.runId, tags=tuple(base.tags or ()), completed_at=base.completedAt
     )

@@ -9,9 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from wopeval.client._wire import WireClient, read_shape
+from wopeval.client._wire import WireClient
 from wopeval.reports import RunWhy
-from wopeval.wire.task_detail import TaskDetail, TaskList
 
 
 def fetch_why(host: WireClient, run_id: str, detail_of: Iterable[str] = ()) -> RunWhy | None:
@@ -19,7 +18,7 @@ def fetch_why(host: WireClient, run_id: str, detail_of: Iterable[str] = ()) -> R
     body = host.task_list(run_id)
     if body is None:
         return None
-    return with_details(host, RunWhy(read_shape(TaskList, body, "task details")), detail_of)
+    return with_details(host, RunWhy(body), detail_of)
 
 
 def with_details(host: WireClient, why: RunWhy, task_ids: Iterable[str]) -> RunWhy:
@@ -27,6 +26,5 @@ def with_details(host: WireClient, why: RunWhy, task_ids: Iterable[str]) -> RunW
     details = dict(why.details)
     for task_id in dict.fromkeys(task_ids):
         if task_id not in details and why.line(task_id) is not None:
-            body = host.task_detail(why.listing.runId, task_id)
-            details[task_id] = read_shape(TaskDetail, body, "task details")
+            details[task_id] = host.task_detail(why.listing.runId, task_id)
     return replace(why, details=details)

@@ -20,8 +20,21 @@ from typing import Any, TypeVar, cast
 import httpx
 from pydantic import BaseModel, ValidationError
 
+from wopeval.client._answers import (
+    CallerTenant,
+    EventsPage,
+    LiveCalls,
+    RunCreated,
+    RunPage,
+    RunSnapshot,
+    SuiteLine,
+    SuiteListing,
+)
 from wopeval.wire import ids
+from wopeval.wire.invocations import InvocationList, InvocationStderr
+from wopeval.wire.json_text import JsonObject
 from wopeval.wire.suite import error_pointer
+from wopeval.wire.task_detail import TaskDetail, TaskList
 
 PROTOCOL_VERSION = "2.0"
 """Sent on every request: the major this client speaks (versioning.md §1.2)."""
@@ -78,14 +91,15 @@ class WireClient:
 
     # ── protocol operations ──────────────────────────────────────────
 
-    def discovery(self) -> dict[str, Any]:
+    def discovery(self) -> JsonObject:
+        """The discovery document: open by design, its facets read where they are needed."""
         return self._json("GET", "/.well-known/openwop")
 
-    def create_run(self, body: dict[str, Any]) -> dict[str, Any]:
-        return self._json("POST", "/runs", json=body)
+    def create_run(self, body: JsonObject) -> RunCreated:
+        return self._read(RunCreated, "run", "POST", "/runs", json=body)
 
-    def get_run(self, run_id: str) -> dict[str, Any]:
-        return self._json("GET", f"/runs/{ids.project(run_id)}")
+    def get_run(self, run_id: str) -> RunSnapshot:
+        return self._read(RunSnapshot, "run", "GET", f"/runs/{ids.project(run_id)}")
 
     def run_pages(
         self,
@@ -97,7 +111,7 @@ class WireClient:
         tag: str | None = None,
         agent_id: str | None = None,
         created_after: str | None = None,
-    ) -> Iterator[dict[str, Any]]:
+    ) -> Iterator[RunPage]:
         """`GET /runs` page after page from `cursor`, until a page has no `nextCursor`
         (a caller that has seen enough stops asking)."""
         params: dict[str, str | int] = {"limit": limit}
@@ -111,26 +125,27 @@ class WireClient:
             if value:
                 params[name] = value
         while True:
-            page = self._json(
-                "GET", "/runs", params={**params, "cursor": cursor} if cursor else params
-            )
+            query = {**params, "cursor": cursor} if cursor else params
+            page = self._read(RunPage, "runs", "GET", "/runs", params=query)
             yield page
-            cursor = page.get("nextCursor")
+            cursor = page.nextCursor
             if not cursor:
                 return
 
-    def get_workflow(self, workflow_id: str) -> dict[str, Any] | None:
+    def get_workflow(self, workflow_id: str) -> JsonObject | None:
         """The workflow document; None when the host has no (longer any) such workflow."""
         return self._optional("GET", f"/workflows/{workflow_id}")
 
     def poll_events(
         self, run_id: str, *, after: int | None = None, wait_seconds: int = 10
-    ) -> dict[str, Any]:
+    ) -> EventsPage:
         """`GET /runs/{id}/events/poll`: events after `after` (all when None)."""
         params: dict[str, int] = {"timeout": wait_seconds}
         if after is not None:
             params["afterSequence"] = after
-        return self._json(
+        return self._read(
+            EventsPage,
+            "events",
             "GET",
             f"/runs/{ids.project(run_id)}/events/poll",
             params=params,
@@ -139,61 +154,69 @@ class WireClient:
 
     def tenant(self) -> str:
         """The caller's tenant, as the host sees its key."""
-        return str(self._json("GET", "/host/wopeval/principal")["tenant"])
+        return self._read(CallerTenant, "principal", "GET", "/host/wopeval/principal").tenant
 
-    def eval_summary(self, run_id: str) -> dict[str, Any]:
+    def eval_summary(self, run_id: str) -> JsonObject:
+        """The summary document as sent (`client.summary_from_wire` reads it leniently)."""
         return self._json("GET", f"/runs/{ids.project(run_id)}/eval-summary")
 
     # ── wopeval host routes (optional on other hosts) ────────────────
 
-    def get_suite(self, ref: str) -> dict[str, Any] | None:
-        """The suite document a ref names; None when the host has no such suite or route."""
+    def get_suite(self, ref: str) -> JsonObject | None:
+        """The suite document a ref names, as stored (it may be published again verbatim);
+        None when the host has no such suite or route."""
         return self._optional("GET", f"/host/wopeval/suites/{ref.removeprefix('suite://')}")
 
-    def list_suites(self) -> dict[str, Any] | None:
-        return self._optional("GET", "/host/wopeval/suites")
+    def list_suites(self) -> SuiteListing | None:
+        body = self._optional("GET", "/host/wopeval/suites")
+        return None if body is None else read_shape(SuiteListing, body, "suites")
 
-    def put_suite(self, document: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
+    def put_suite(self, document: JsonObject) -> tuple[bool, SuiteLine]:
         """Publish a suite version; `(created, listing)` — False when it already existed."""
         response = self._send("PUT", "/host/wopeval/suites", json=document)
-        return response.status_code == 201, _body(response)
+        return response.status_code == 201, read_shape(SuiteLine, _body(response), "suite")
 
     def live_calls(self, run_id: str) -> int | None:
         """Tool calls of the run that reached a live tool; None when the host cannot say."""
         body = self._optional("GET", f"/host/wopeval/runs/{ids.project(run_id)}/live-calls")
-        if body is None or not isinstance(body.get("liveCalls"), int):
+        if body is None:
             return None
-        return int(body["liveCalls"])
+        calls = read_shape(LiveCalls, body, "live calls").liveCalls
+        return int(calls) if isinstance(calls, int) else None
 
-    def task_list(self, run_id: str) -> dict[str, Any] | None:
+    def task_list(self, run_id: str) -> TaskList | None:
         """Every task of an eval run with its reason line; None when the host has no such route."""
-        return self._optional("GET", f"/host/wopeval/runs/{ids.project(run_id)}/tasks")
+        body = self._optional("GET", f"/host/wopeval/runs/{ids.project(run_id)}/tasks")
+        return None if body is None else read_shape(TaskList, body, "task details")
 
-    def task_detail(self, run_id: str, task_id: str) -> dict[str, Any]:
+    def task_detail(self, run_id: str, task_id: str) -> TaskDetail:
         """One task's trials: decision, expected value, grade, trace and misses.
 
         Asked only of a host that served `task_list`, so a 404 here is a real answer
         (no such task), not a missing route.
         """
-        return self._json("GET", f"/host/wopeval/runs/{ids.project(run_id)}/tasks/{task_id}")
+        path = f"/host/wopeval/runs/{ids.project(run_id)}/tasks/{task_id}"
+        return self._read(TaskDetail, "task details", "GET", path)
 
-    def invocations(self, run_id: str) -> dict[str, Any] | None:
+    def invocations(self, run_id: str) -> InvocationList | None:
         """Every invocation of the run that ended; None when the host has no such route."""
-        return self._optional("GET", f"/host/wopeval/runs/{ids.project(run_id)}/invocations")
+        body = self._optional("GET", f"/host/wopeval/runs/{ids.project(run_id)}/invocations")
+        return None if body is None else read_shape(InvocationList, body, "invocations")
 
-    def invocation_stderr(self, run_id: str, invocation_id: str) -> dict[str, Any]:
+    def invocation_stderr(self, run_id: str, invocation_id: str) -> InvocationStderr:
         """What one invocation's agent said (asked only of a host that served `invocations`)."""
-        return self._json(
-            "GET",
-            f"/host/wopeval/runs/{ids.project(run_id)}/invocations/{invocation_id}/stderr",
-        )
+        path = f"/host/wopeval/runs/{ids.project(run_id)}/invocations/{invocation_id}/stderr"
+        return self._read(InvocationStderr, "invocations", "GET", path)
 
     # ── plumbing ─────────────────────────────────────────────────────
 
-    def _json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+    def _json(self, method: str, path: str, **kwargs: Any) -> JsonObject:
         return _body(self._send(method, path, **kwargs))
 
-    def _optional(self, method: str, path: str) -> dict[str, Any] | None:
+    def _read(self, shape: type[Shape], what: str, method: str, path: str, **kwargs: Any) -> Shape:
+        return read_shape(shape, self._json(method, path, **kwargs), what)
+
+    def _optional(self, method: str, path: str) -> JsonObject | None:
         try:
             return self._json(method, path)
         except HostError as exc:
@@ -212,14 +235,14 @@ class WireClient:
         return response
 
 
-def _body(response: httpx.Response) -> dict[str, Any]:
+def _body(response: httpx.Response) -> JsonObject:
     try:
         body = response.json()
     except ValueError as exc:
         raise HostError(response.status_code, "not_json", "the host did not answer JSON") from exc
     if not isinstance(body, dict):
         raise HostError(response.status_code, "not_an_object", "the host answered a non-object")
-    return cast(dict[str, Any], body)
+    return cast(JsonObject, body)
 
 
 def _host_error(response: httpx.Response) -> HostError:
@@ -239,7 +262,7 @@ def _host_error(response: httpx.Response) -> HostError:
 Shape = TypeVar("Shape", bound=BaseModel)
 
 
-def read_shape(shape: type[Shape], body: dict[str, Any], what: str) -> Shape:
+def read_shape(shape: type[Shape], body: JsonObject, what: str) -> Shape:
     """`body` read as `shape`, or a ClientError naming each problem (`what`: what the host sent)."""
     try:
         return shape.model_validate(body)

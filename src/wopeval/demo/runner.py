@@ -218,9 +218,7 @@ def _environment(name: str, value: str) -> Iterator[None]:
 def _production_runs(host: client.WireClient, suite: dict[str, Any]) -> dict[str, str]:
     """One workflow run per suite case, on the case's input; task id → run id."""
     runs = {
-        task["taskId"]: str(
-            host.create_run({"workflowId": WORKFLOW_ID, "inputs": task["input"]})["runId"]
-        )
+        task["taskId"]: host.create_run({"workflowId": WORKFLOW_ID, "inputs": task["input"]}).runId
         for task in suite["tasks"]
     }
     for run_id in runs.values():
@@ -232,7 +230,7 @@ def _production_runs(host: client.WireClient, suite: dict[str, Any]) -> dict[str
 
 def _eval(host: client.WireClient, request: client.EvalRequest) -> str:
     client.require_eval_capabilities(host, request)
-    run_id = str(host.create_run(request.body())["runId"])
+    run_id = host.create_run(request.body()).runId
     watch = client.follow(
         host, run_id, agent_id=request.agent_id, deadline_seconds=RUN_DEADLINE_SECONDS
     )

@@ -16,8 +16,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import JsonValue
+
 from wopeval.evals._canonical import json_equal
 from wopeval.wire import events, limits
+from wopeval.wire.json_text import JsonObject
 from wopeval.wire.run_diff import EventDiff, RunDiff, StateChange
 from wopeval.wire.runs import RunStatus
 
@@ -124,8 +127,8 @@ def _entry(
     seq: int,
     raw_a: Sequence[Event],
     raw_b: Sequence[Event],
-    seen_a: list[dict[str, Any]],
-    seen_b: list[dict[str, Any]],
+    seen_a: list[JsonObject],
+    seen_b: list[JsonObject],
 ) -> EventDiff | None:
     in_a, in_b = seq < len(raw_a), seq < len(raw_b)
     if in_a and in_b:
@@ -152,14 +155,14 @@ class _Comparable:
         self._ordinals: dict[str, dict[str, int]] = {}
         self._eval_run = False
 
-    def __call__(self, event: Event) -> dict[str, Any]:
+    def __call__(self, event: Event) -> JsonObject:
         kept = {name: value for name, value in event.items() if name not in ENVELOPE_EXCLUDED}
         payload = kept.get("payload")
         if isinstance(payload, dict):
             kept["payload"] = self._payload(str(kept.get("type")), payload)
         return kept
 
-    def _payload(self, event_type: str, payload: dict[str, Any]) -> dict[str, Any]:
+    def _payload(self, event_type: str, payload: JsonObject) -> JsonObject:
         if event_type == events.EvalStarted.TYPE:
             self._eval_run = True
         clocks = WALL_CLOCK.get(event_type, ())
@@ -177,27 +180,28 @@ class _Comparable:
         return seen.setdefault(value, len(seen))
 
 
-def _without_task_latencies(payload: dict[str, Any]) -> dict[str, Any]:
+def _without_task_latencies(payload: JsonObject) -> JsonObject:
     """An eval run's `run.completed`, its summary's per-task `latencyMs` left out."""
     outputs = payload.get("outputs")
     if not isinstance(outputs, dict):
         return payload
     summary = outputs.get("evalSummary")
-    if not isinstance(summary, dict) or not isinstance(summary.get("tasks"), list):
+    listed = summary.get("tasks") if isinstance(summary, dict) else None
+    if not isinstance(summary, dict) or not isinstance(listed, list):
         return payload
-    tasks = [_without_latency(task) for task in summary["tasks"]]
+    tasks = [_without_latency(task) for task in listed]
     return {**payload, "outputs": {**outputs, "evalSummary": {**summary, "tasks": tasks}}}
 
 
-def _without_latency(task: Any) -> Any:
+def _without_latency(task: JsonValue) -> JsonValue:
     if not isinstance(task, dict):
         return task
     return {name: value for name, value in task.items() if name != "latencyMs"}
 
 
-def _fold_state(log: Sequence[Event]) -> dict[str, Any]:
+def _fold_state(log: Sequence[Event]) -> JsonObject:
     """The run state a log folds to: its status, and the terminal event's outputs or error."""
-    state: dict[str, Any] = {"status": RunStatus.PENDING.value}
+    state: JsonObject = {"status": RunStatus.PENDING.value}
     for event in log:
         event_type = event.get("type")
         payload = event.get("payload")
@@ -216,8 +220,8 @@ def _fold_state(log: Sequence[Event]) -> dict[str, Any]:
 def _state_diff(
     raw_a: Sequence[Event],
     raw_b: Sequence[Event],
-    seen_a: list[dict[str, Any]],
-    seen_b: list[dict[str, Any]],
+    seen_a: list[JsonObject],
+    seen_b: list[JsonObject],
 ) -> dict[str, StateChange]:
     # Compared in comparison form, shown as stored.
     shown_a, shown_b = _fold_state(raw_a), _fold_state(raw_b)
@@ -229,7 +233,7 @@ def _state_diff(
     }
 
 
-def _same_field(a: dict[str, Any], b: dict[str, Any], name: str) -> bool:
+def _same_field(a: JsonObject, b: JsonObject, name: str) -> bool:
     if (name in a) != (name in b):
         return False
     return name not in a or json_equal(a[name], b[name])

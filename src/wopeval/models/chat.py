@@ -28,6 +28,7 @@ from wopeval.models._api import (
     text,
 )
 from wopeval.models._openai import OpenAIApi
+from wopeval.wire.json_text import JsonObject
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,7 @@ class ChatCompletions(OpenAIApi):
     upstream_path = "/chat/completions"
     transport_keys = frozenset({"stream", "stream_options"})
 
-    def check(self, body: dict[str, Any]) -> None:
+    def check(self, body: JsonObject) -> None:
         if not isinstance(body.get("messages"), list):
             raise InvalidModelRequest("A chat completion needs `messages`.")
 
@@ -157,7 +158,7 @@ class ChatCompletions(OpenAIApi):
             delta["refusal"] = read.refusal
         yield _chunk(base, delta)
         for index, call in enumerate(read.tool_calls):
-            piece = {
+            piece: JsonObject = {
                 "index": index,
                 "id": call.call_id,
                 "type": "function",
@@ -186,7 +187,7 @@ def _tool_call(call: Any) -> dict[str, JsonValue]:
     }
 
 
-def _chunk(base: dict[str, Any], delta: dict[str, Any], finish: str | None = None) -> bytes:
+def _chunk(base: JsonObject, delta: JsonObject, finish: str | None = None) -> bytes:
     return _sse.data_event(
         {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
     )
@@ -209,7 +210,7 @@ class StreamedChat:
     content: str | None = None
     refusal: str | None = None
     finish_reason: str | None = None
-    usage: dict[str, Any] | None = None
+    usage: JsonObject | None = None
     _calls: dict[int, _ToolCallPieces] = field(default_factory=dict)
 
     def feed(self, line: str) -> None:
@@ -224,7 +225,7 @@ class StreamedChat:
             if isinstance(choice, dict) and choice.get("index", 0) == 0:
                 self._choice(choice)
 
-    def _choice(self, choice: dict[str, Any]) -> None:
+    def _choice(self, choice: JsonObject) -> None:
         delta = json_object(choice.get("delta"))
         if isinstance(delta.get("content"), str):
             self.content = (self.content or "") + delta["content"]
@@ -238,8 +239,9 @@ class StreamedChat:
             function = json_object(piece.get("function"))
             call.name += text(function.get("name")) or ""
             call.arguments += text(function.get("arguments")) or ""
-        if isinstance(choice.get("finish_reason"), str):
-            self.finish_reason = choice["finish_reason"]
+        finish_reason = choice.get("finish_reason")
+        if isinstance(finish_reason, str):
+            self.finish_reason = finish_reason
 
     @property
     def complete(self) -> bool:
@@ -247,7 +249,7 @@ class StreamedChat:
         return self.finish_reason is not None
 
     def answer(self) -> ModelAnswer:
-        message: dict[str, Any] = {"role": "assistant", "content": self.content}
+        message: JsonObject = {"role": "assistant", "content": self.content}
         if self.refusal is not None:
             message["refusal"] = self.refusal
         if self._calls:
@@ -259,7 +261,7 @@ class StreamedChat:
                 }
                 for _, call in sorted(self._calls.items())
             ]
-        body: dict[str, Any] = {
+        body: JsonObject = {
             "id": self.id,
             "model": self.model,
             "choices": [{"index": 0, "message": message, "finish_reason": self.finish_reason}],

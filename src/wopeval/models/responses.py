@@ -35,6 +35,7 @@ from wopeval.models._api import (
     json_object,
 )
 from wopeval.models._openai import OpenAIApi
+from wopeval.wire.json_text import JsonObject
 
 _ENDED = ("response.completed", "response.incomplete")
 """The events that carry a whole answer (an `incomplete` one was cut off, by
@@ -46,7 +47,7 @@ class Responses(OpenAIApi):
     upstream_path = "/responses"
     transport_keys = frozenset({"stream", "stream_options"})
 
-    def check(self, body: dict[str, Any]) -> None:
+    def check(self, body: JsonObject) -> None:
         if not isinstance(body.get("model"), str):
             raise InvalidModelRequest("A response needs `model`.")
         if "input" in body and not isinstance(body["input"], str | list):
@@ -77,7 +78,7 @@ class StreamedResponse:
     """The response a stream of Responses events adds up to."""
 
     api: Responses
-    response: dict[str, Any] | None = None
+    response: JsonObject | None = None
     _items: dict[int, Any] = field(default_factory=dict)
 
     def feed(self, line: str) -> None:
@@ -119,7 +120,7 @@ class _Replay:
         ended = "response.incomplete" if self.document.get("status") == "incomplete" else None
         yield self._event(ended or "response.completed", response=self.document)
 
-    def _item(self, index: int, item: dict[str, Any]) -> Iterator[bytes]:
+    def _item(self, index: int, item: JsonObject) -> Iterator[bytes]:
         added = {**item, "status": "in_progress"} if "status" in item else dict(item)
         kind = item.get("type")
         if kind == "message":
@@ -129,7 +130,8 @@ class _Replay:
         yield self._event("response.output_item.added", output_index=index, item=added)
         where = {"item_id": item.get("id"), "output_index": index}
         if kind == "message":
-            for part_index, part in enumerate(item.get("content") or []):
+            parts = item.get("content")
+            for part_index, part in enumerate(parts if isinstance(parts, list) else []):
                 yield from self._part(where, part_index, json_object(part))
         if kind == "function_call":
             arguments = item.get("arguments") or ""
@@ -142,11 +144,11 @@ class _Replay:
             )
         yield self._event("response.output_item.done", output_index=index, item=item)
 
-    def _part(self, where: dict[str, Any], index: int, part: dict[str, Any]) -> Iterator[bytes]:
+    def _part(self, where: JsonObject, index: int, part: JsonObject) -> Iterator[bytes]:
         at = {**where, "content_index": index}
         kind = part.get("type")
         if kind == "output_text":
-            empty: dict[str, Any] = {**part, "text": ""}
+            empty: JsonObject = {**part, "text": ""}
             if "annotations" in part:
                 empty["annotations"] = []
             whole = part.get("text") or ""

@@ -25,6 +25,7 @@ from wopeval.store._driver import driver_connection
 from wopeval.store._events import EVENTS_PAGE_SIZE, EventsRepo, StoredEvent
 from wopeval.store._idempotency import IDEMPOTENCY_RETENTION, IdempotencyRecord, IdempotencyRepo
 from wopeval.store._model_calls import ModelCallRow, ModelCallsRepo, ModelVia
+from wopeval.store._plan import StoredPlan, StoredToolContract
 from wopeval.store._runs import (
     RUN_CHANNEL,
     LockedRun,
@@ -37,6 +38,7 @@ from wopeval.store._runs import (
     RunsRepo,
     decode_cursor,
     encode_cursor,
+    idle_column,
     next_created_seq,
 )
 from wopeval.store._small_repos import (
@@ -244,6 +246,8 @@ __all__ = [
     "Store",
     "StoredEvent",
     "StoredInvocation",
+    "StoredPlan",
+    "StoredToolContract",
     "StoredTrial",
     "SuitesRepo",
     "ToolCallOutcome",
@@ -259,6 +263,7 @@ __all__ = [
     "database_name",
     "decode_cursor",
     "encode_cursor",
+    "idle_column",
     "migrate",
     "next_created_seq",
     "replace_keys",

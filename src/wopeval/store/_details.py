@@ -14,6 +14,7 @@ import wopeval.store._driver as _driver
 from wopeval.store._rows import shallow_fields
 from wopeval.store._runs import RunHandle, utc
 from wopeval.store.tables import invocations, task_trials
+from wopeval.wire.runs import IdleAgent
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,8 +184,8 @@ class InvocationsRepo:
             update(invocations).where(invocations.c.run_id == run_id).values(stderr=None)
         )
 
-    async def idle_nodes(self, run: RunHandle, node_ids: Collection[str]) -> list[dict[str, Any]]:
-        """The idle agents of these nodes of a workflow run, as the run row keeps them."""
+    async def idle_nodes(self, run: RunHandle, node_ids: Collection[str]) -> list[IdleAgent]:
+        """The idle agents of these nodes of a workflow run."""
         result = await self._connection.execute(
             select(invocations.c.agent_id, invocations.c.node_id, invocations.c.idle)
             .where(
@@ -196,7 +197,7 @@ class InvocationsRepo:
         )
         # Most have no `idle`: read back as JSON null or SQL NULL, whichever the driver wrote.
         return [
-            {"agentId": row.agent_id, "nodeId": row.node_id, "reasons": row.idle}
+            IdleAgent(agentId=row.agent_id, nodeId=row.node_id, reasons=row.idle)
             for row in result
             if row.idle
         ]

@@ -9,8 +9,9 @@ import time
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Final, final
+from typing import Any, Final, TypeVar, final
 
+from pydantic import BaseModel, JsonValue
 from sqlalchemy import (
     ColumnElement,
     TextClause,
@@ -28,9 +29,12 @@ from sqlalchemy.engine import RowMapping
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 import wopeval.store._driver as _driver
+from wopeval.store._plan import StoredPlan
 from wopeval.store.tables import run_plans, runs
-from wopeval.wire import errors, limits
-from wopeval.wire.runs import RunKind, RunStatus
+from wopeval.wire import errors, events, limits
+from wopeval.wire.json_text import JsonObject
+from wopeval.wire.runs import CreateRunRequest, IdleAgent, RunKind, RunOwner, RunStatus
+from wopeval.wire.summary import EvalSummary
 
 _ACTIVE = [s.value for s in RunStatus if not s.is_terminal]
 RUN_CHANNEL = "wopeval_run"
@@ -65,17 +69,20 @@ class RunRecord:
     kind: RunKind
     workflow_id: str
     status: RunStatus
-    owner: dict[str, Any]
-    request: dict[str, Any]
-    plan: dict[str, Any] | None
+    owner: RunOwner
+    request: CreateRunRequest
+    """The createRun body as the run was created with it (a fork: its source's)."""
+    plan: StoredPlan | None
     """An eval run's plan as it is created; a record read back leaves it None (the plan is
     kept apart from the row, `RunsRepo.plan` reads it)."""
     created_at: datetime
     started_at: datetime | None
     completed_at: datetime | None
-    error: dict[str, Any] | None
-    outputs: dict[str, Any] | None
-    summary: dict[str, Any] | None
+    error: events.RunErrorInfo | None
+    """A failed run's error (the snapshot's `error`, the `run.failed` payload's)."""
+    outputs: JsonObject | None
+    """A completed run's outputs, as its workflow or agents made them."""
+    summary: EvalSummary | None
     suite_id: str | None
     agent_ids: list[str] = field(default_factory=list)
     last_sequence: int = -1
@@ -85,9 +92,9 @@ class RunRecord:
     catalog_digest: str | None = None
     """The project catalog the run was created under (engine/catalog/catalog_digest.py)."""
     landed_trials: int = 0
-    idle: list[dict[str, Any]] | None = None
-    """A completed workflow run's agents that recorded nothing a replay could test:
-    `[{agentId, nodeId, reasons}]` (evals/_idle.py); None: none."""
+    idle: list[IdleAgent] | None = None
+    """A completed workflow run's agents that recorded nothing a replay could test
+    (evals/_idle.py); None: none."""
 
     @classmethod
     def from_row(cls, row: RowMapping) -> RunRecord:
@@ -97,15 +104,15 @@ class RunRecord:
             kind=RunKind(row["kind"]),
             workflow_id=row["workflow_id"],
             status=RunStatus(row["status"]),
-            owner=row["owner"],
-            request=row["request"],
+            owner=RunOwner.model_validate(row["owner"]),
+            request=CreateRunRequest.model_validate(row["request"]),
             plan=None,
             created_at=utc(row["created_at"]),
             started_at=aware(row["started_at"]),
             completed_at=aware(row["completed_at"]),
-            error=row["error"],
+            error=_read(events.RunErrorInfo, row["error"]),
             outputs=row["outputs"],
-            summary=row["summary"],
+            summary=_read(EvalSummary, row["summary"]),
             suite_id=row["suite_id"],
             agent_ids=list(row["agent_ids"]),
             last_sequence=row["last_sequence"],
@@ -114,7 +121,9 @@ class RunRecord:
             cancel_reason=row["cancel_reason"],
             catalog_digest=row["catalog_digest"],
             landed_trials=row["landed_trials"],
-            idle=row["idle"],
+            idle=None
+            if row["idle"] is None
+            else [IdleAgent.model_validate(i) for i in row["idle"]],
         )
 
     def to_row(self) -> dict[str, Any]:
@@ -124,14 +133,14 @@ class RunRecord:
             "kind": self.kind.value,
             "workflow_id": self.workflow_id,
             "status": self.status.value,
-            "owner": self.owner,
-            "request": self.request,
+            "owner": self.owner.model_dump(mode="json"),
+            "request": self.request.model_dump(mode="json", exclude_none=True),
             "created_at": self.created_at,
             "started_at": self.started_at,
             "completed_at": self.completed_at,
-            "error": self.error,
+            "error": None if self.error is None else self.error.to_wire(),
             "outputs": self.outputs,
-            "summary": self.summary,
+            "summary": None if self.summary is None else self.summary.to_wire(),
             "suite_id": self.suite_id,
             "agent_ids": self.agent_ids,
             "last_sequence": self.last_sequence,
@@ -140,8 +149,20 @@ class RunRecord:
             "cancel_reason": self.cancel_reason,
             "catalog_digest": self.catalog_digest,
             "landed_trials": self.landed_trials,
-            "idle": self.idle,
+            "idle": idle_column(self.idle),
         }
+
+
+Part = TypeVar("Part", bound=BaseModel)
+
+
+def _read(part: type[Part], column: JsonObject | None) -> Part | None:
+    return None if column is None else part.model_validate(column)
+
+
+def idle_column(idle: list[IdleAgent] | None) -> list[JsonValue] | None:
+    """The `idle` column as stored: `[{agentId, nodeId, reasons}]`."""
+    return None if idle is None else [agent.model_dump(mode="json") for agent in idle]
 
 
 class _Issuer:
@@ -275,7 +296,7 @@ class RunsRepo:
         await self._connection.execute(runs.insert().values(**record.to_row()))
         if record.plan is not None:
             await self._connection.execute(
-                run_plans.insert().values(run_id=record.run_id, plan=record.plan)
+                run_plans.insert().values(run_id=record.run_id, plan=record.plan.to_stored())
             )
 
     async def get(self, tenant: str, run_id: str) -> OwnedRun | None:
@@ -308,12 +329,11 @@ class RunsRepo:
             for run_id, status in result
         }
 
-    async def plan(self, run: RunHandle) -> dict[str, Any] | None:
+    async def plan(self, run: RunHandle) -> StoredPlan | None:
         result = await self._connection.execute(
             select(run_plans.c.plan).where(run_plans.c.run_id == run.run_id)
         )
-        plan: dict[str, Any] | None = result.scalar_one_or_none()
-        return plan
+        return _read(StoredPlan, result.scalar_one_or_none())
 
     async def page(
         self,

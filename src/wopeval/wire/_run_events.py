@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from wopeval.wire._event_base import AnyJson, Payload
+from wopeval.wire.runs import RunOwner
 
 
 class RunStarted(Payload):
     TYPE: ClassVar[str] = "run.started"
     workflowId: str
     """The workflow (for an eval run, the suiteId) the run executes."""
-    owner: dict[str, Any]
+    owner: RunOwner
     """The run's owner block, echoed from the snapshot (runs.md)."""
     transport: Literal["rest"] = "rest"
     """How the run was created."""

@@ -14,6 +14,9 @@ from typing import Any
 import orjson
 from pydantic import JsonValue
 
+JsonObject = dict[str, JsonValue]
+"""A JSON object whose members are any JSON: content the host keeps as it was sent."""
+
 
 def compact(value: Any) -> str:
     try:

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from wopeval.wire.runs import owner_for
+from wopeval.wire.runs import RunOwner, owner_for
 
 
 @dataclass(frozen=True)
@@ -13,5 +12,5 @@ class Principal:
     tenant: str
     key_id: str
 
-    def owner(self) -> dict[str, Any]:
+    def owner(self) -> RunOwner:
         return owner_for(self.tenant, self.key_id)

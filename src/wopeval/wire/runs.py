@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import (
     BaseModel,
@@ -217,16 +217,48 @@ class ResumeRunRequest(_Closed):
     """Why the caller resumed."""
 
 
-def subject_for(tenant: str, key_id: str) -> dict[str, Any]:
+class Subject(_Closed):
     """The api-key Subject of a caller (identity.md §1.1)."""
-    return {
-        "issuer": "urn:wopeval:api-key",
-        "subjectId": key_id,
-        "tenant": tenant,
-        "lane": "api-key",
-        "kind": "workload",
-    }
+
+    issuer: str
+    """Who vouches for the subject; here the host's api-key issuer URN."""
+    subjectId: str
+    """The key's id: the caller as the issuer knows it."""
+    tenant: str
+    """The tenant the key belongs to."""
+    lane: str
+    """How the subject authenticated (`api-key`)."""
+    kind: str
+    """`workload`: a program, not a person."""
 
 
-def owner_for(tenant: str, key_id: str) -> dict[str, Any]:
-    return {"tenant": tenant, "subject": subject_for(tenant, key_id)}
+class RunOwner(_Closed):
+    """A run's `owner` block (runs.md §Snapshot): its tenant and the subject that created it."""
+
+    tenant: str
+    """The tenant that owns the run."""
+    subject: Subject
+    """The caller that created it."""
+
+
+def owner_for(tenant: str, key_id: str) -> RunOwner:
+    subject = Subject(
+        issuer="urn:wopeval:api-key",
+        subjectId=key_id,
+        tenant=tenant,
+        lane="api-key",
+        kind="workload",
+    )
+    return RunOwner(tenant=tenant, subject=subject)
+
+
+class IdleAgent(_Closed):
+    """An agent of a completed workflow run that recorded nothing a replay could test
+    (docs/recordings.md; the `wopeval.run` snapshot extension's `idle`)."""
+
+    agentId: str
+    """The agent."""
+    nodeId: str
+    """The node that invoked it."""
+    reasons: list[str]
+    """Why its invocation recorded nothing testable (evals/_idle.py)."""

@@ -191,8 +191,7 @@ def _ids(job: JobIdentity) -> tuple[int, int]:
 
 
 def _inputs(record: RunRecord) -> dict[str, JsonValue]:
-    inputs = record.request.get("inputs") or {}
-    return dict(inputs)
+    return dict(record.request.inputs or {})
 
 
 def _completed_nodes(docs: dict[int, str]) -> dict[str, dict[str, JsonValue]]:

@@ -6,7 +6,6 @@ from collections import OrderedDict
 
 from wopeval.engine.catalog.catalog import Catalog
 from wopeval.engine.eval_runs.eval_plan import EvalPlan, rebuild_plan
-from wopeval.engine.recording.tool_contracts import served_digests
 from wopeval.store import RunHandle, UnitOfWork
 
 
@@ -15,7 +14,7 @@ async def load_plan(uow: UnitOfWork, run: RunHandle, catalog: Catalog) -> EvalPl
     stored = await uow.runs.plan(run)
     if stored is None:
         return None
-    listings = await uow.tool_listings.by_digests(run.tenant, served_digests(stored))
+    listings = await uow.tool_listings.by_digests(run.tenant, stored.served_digests())
     return rebuild_plan(stored, await uow.derived_fixtures.rows(run), catalog, listings)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from wopeval import client as flow
+from wopeval.wire.events import EventDoc
 from wopeval.wire.suite import parse_suite
 
 
@@ -117,7 +118,8 @@ def test_run_watch_counts_trials_and_scored_tasks() -> None:
         {"sequence": 4, "type": "eval.scored", "payload": {"taskId": "b", "passed": False}},
     ]  # fmt: skip
     for event in events:
-        watch.apply(event)
+        envelope = {"eventId": "e", "runId": "t/r", "timestamp": "2026-01-01T00:00:00Z"}
+        watch.apply(EventDoc.model_validate({**envelope, "schemaVersion": 1, **event}))
     assert (watch.task_count, watch.passed_tasks, watch.failed_tasks) == (2, 1, 1)
     assert watch.trials_done == 1  # the delegate's invocation is not a trial
     assert watch.trials_seen == 4  # 3 + 1 from the scored tasks

@@ -15,7 +15,7 @@ from wopeval.engine.runlog.runlog import RunLog
 from wopeval.engine.runlog.steps import Step, now
 from wopeval.store import RunRecord, Store, next_created_seq, sqlite_url
 from wopeval.wire import events, ids
-from wopeval.wire.runs import RunKind, RunStatus
+from wopeval.wire.runs import CreateRunRequest, RunKind, RunStatus, owner_for
 
 TENANT = "acme"
 
@@ -37,8 +37,8 @@ def new_record(tenant: str = TENANT) -> RunRecord:
         kind=RunKind.WORKFLOW,
         workflow_id="unit-workflow",
         status=RunStatus.RUNNING,
-        owner={"tenant": tenant},
-        request={},
+        owner=owner_for(tenant, "unit-key"),
+        request=CreateRunRequest(),
         plan=None,
         created_at=at,
         started_at=at,

@@ -25,6 +25,7 @@ from wopeval.store import InvocationRow, ModelCallRow, Store, TrialRow
 from wopeval.store.tables import invocations, model_calls, task_trials
 from wopeval.wire import events
 from wopeval.wire.runs import RunStatus
+from wopeval.wire.summary import EvalSummary
 
 from ._store import TENANT, open_run, open_store, writer_for
 
@@ -147,7 +148,16 @@ async def test_an_ending_sets_the_run_rows_columns(tmp_path: Path) -> None:
         at = now()
         ending = Step()
         ending.emit(events.RunCompleted(outputs={"x": 1}))
-        update = RunUpdate(completed_at=at, outputs={"x": 1}, summary={"passed": True})
+        summary = EvalSummary(
+            suiteId="unit.evals.runlog",
+            suiteVersion="1.0.0",
+            aggregateScore=1.0,
+            passed=True,
+            taskCount=0,
+            passedCount=0,
+            tasks=[],
+        )
+        update = RunUpdate(completed_at=at, outputs={"x": 1}, summary=summary)
         assert await completed.close(RunStatus.COMPLETED, ending, update)
         record = await writer.read(TENANT, completed.run_id)
         assert record is not None
@@ -155,11 +165,11 @@ async def test_an_ending_sets_the_run_rows_columns(tmp_path: Path) -> None:
             RunStatus.COMPLETED,
             at,
             {"x": 1},
-            {"passed": True},
+            summary,
         )
-        error = {"code": "boom", "message": "m"}
+        error = events.RunErrorInfo(code="boom", message="m")
         ending = Step()
-        ending.emit(events.RunFailed(error=events.RunErrorInfo(code="boom", message="m")))
+        ending.emit(events.RunFailed(error=error))
         assert await failed.close(RunStatus.FAILED, ending, RunUpdate(completed_at=at, error=error))
         record = await writer.read(TENANT, failed.run_id)
         assert record is not None

@@ -70,7 +70,7 @@ def test_a_stored_contract_reads_back_and_refuses_a_listing_gone_since() -> None
         served=(RECORDED,), changed=(ToolChange(tool="orders:lookup", kind="removed"),)
     )
     stored = contract.stored()
-    assert stored["served"] == {"orders": RECORDED.digest}
+    assert stored.served == {"orders": RECORDED.digest}
     held = {RECORDED.digest: RECORDED.document()}
     assert ToolContract.from_stored(stored, held) == contract
     with pytest.raises(LookupError, match="'orders' is gone"):

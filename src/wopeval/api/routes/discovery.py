@@ -15,23 +15,24 @@ from wopeval.engine.catalog.catalog import Catalog
 from wopeval.settings import Settings
 from wopeval.wire import limits
 from wopeval.wire.events import EVENT_LOG_SCHEMA_VERSION
+from wopeval.wire.json_text import JsonObject
 
 router = APIRouter(tags=["discovery"])
 
 _SINCE = PROTOCOL_VERSION
 
 
-def _record(status: str = "stable", **facets: Any) -> dict[str, Any]:
-    record: dict[str, Any] = {"status": status, "since": _SINCE, "witness": "witnessable-gated"}
+def _record(status: str = "stable", **facets: Any) -> JsonObject:
+    record: JsonObject = {"status": status, "since": _SINCE, "witness": "witnessable-gated"}
     if status != "stable":
         record["until"] = "2027-12-31"
     record.update(facets)
     return record
 
 
-def eval_suite_facet(settings: Settings) -> dict[str, Any]:
+def eval_suite_facet(settings: Settings) -> JsonObject:
     features = settings.eval
-    facet: dict[str, Any] = {
+    facet: JsonObject = {
         "modes": list(features.modes),
         "maxTasksPerSuite": features.max_tasks_per_suite,
     }
@@ -47,8 +48,8 @@ def eval_suite_facet(settings: Settings) -> dict[str, Any]:
     return facet
 
 
-def build_discovery(settings: Settings, catalog: Catalog) -> dict[str, Any]:
-    document: dict[str, Any] = {
+def build_discovery(settings: Settings, catalog: Catalog) -> JsonObject:
+    document: JsonObject = {
         "protocolVersion": PROTOCOL_VERSION,
         "protocolVersions": [PROTOCOL_VERSION],
         "preferredVersion": PROTOCOL_VERSION,

@@ -231,7 +231,7 @@ async def get_eval_summary(runId: str, principal: PrincipalDep, host: HostDep) -
         )
     if record.summary is None:
         raise errors.NotFound("This eval run ended without a summary.")
-    return JSONResponse(record.summary)
+    return JSONResponse(record.summary.to_wire())
 
 
 @router.post("/runs/{runId}:fork", operation_id="forkRun", status_code=201)

@@ -25,7 +25,7 @@ from wopeval.reports._svg import Bar, Chart, delta_shapes
 from wopeval.store import OwnedRun, RunFilter, RunRecord
 from wopeval.wire import errors
 from wopeval.wire.runs import RunKind, RunStatus
-from wopeval.wire.summary import EvalSummary, TaskRegression, Verdict
+from wopeval.wire.summary import TaskRegression, Verdict
 from wopeval.wire.task_detail import TaskDetail, TrialDetail
 
 router = APIRouter(prefix="/ui", route_class=UiRoute, include_in_schema=False)
@@ -117,8 +117,10 @@ async def _finished(host: ServedHost, session: SessionDep, segment: str) -> Owne
 
 
 async def _compare(host: ServedHost, baseline: OwnedRun, candidate: OwnedRun) -> Comparison:
-    before = EvalSummary.model_validate(baseline.summary)
-    after = EvalSummary.model_validate(candidate.summary)
+    before, after = baseline.summary, candidate.summary
+    # `_finished` refused a run without a summary.
+    assert before is not None
+    assert after is not None
     if before.suiteId != after.suiteId:
         raise errors.ValidationFailed(
             "Only eval runs of one suiteId can be compared "
@@ -179,10 +181,9 @@ def _side_by_side(baseline: TaskDetail, candidate: TaskDetail) -> SideBySide:
 def _choices(finished: list[RunRecord]) -> dict[str, list[Choice]]:
     groups: dict[str, list[Choice]] = defaultdict(list)
     for record in finished:
-        summary = record.summary or {}
-        version = summary.get("suiteVersion", "?")
-        score = summary.get("aggregateScore")
-        figure = f"score {score:.2f}" if isinstance(score, int | float) else "no score"
+        summary = record.summary
+        version = "?" if summary is None else summary.suiteVersion
+        figure = "no score" if summary is None else f"score {summary.aggregateScore:.2f}"
         when = record.created_at.strftime("%Y-%m-%d %H:%M")
         label = f"{when} · {version} · {figure} · {record.run_id}"
         groups[str(record.suite_id)].append(Choice(record.run_id, label))

@@ -21,10 +21,9 @@ from wopeval.api.ui.deps import SessionDep
 from wopeval.api.ui.live import stream_url
 from wopeval.api.ui.run_page import RunFacts, load_run, run_facts
 from wopeval.engine.eval_runs.task_details import task_detail, task_list
-from wopeval.store import OwnedRun, RunRecord
+from wopeval.store import OwnedRun, RunRecord, StoredPlan
 from wopeval.wire import errors
 from wopeval.wire.runs import RunKind
-from wopeval.wire.summary import EvalSummary
 from wopeval.wire.task_detail import TaskDetail, TaskLine
 
 router = APIRouter(prefix="/ui", route_class=UiRoute, include_in_schema=False)
@@ -124,7 +123,7 @@ async def eval_page(
         raise errors.ValidationFailed("dir must be asc or desc.")
     record = await load_eval(host, session, runId)
     async with host.store.reading() as uow:
-        plan = await uow.runs.plan(record.handle) or {}
+        plan = await uow.runs.plan(record.handle)
         listed = await task_list(uow, record)
         live_calls = await uow.tool_calls.count_live(record.handle)
     facts = eval_facts(record, plan)
@@ -151,7 +150,7 @@ async def eval_page(
 async def task_page(runId: str, taskId: str, session: SessionDep, host: HostDep) -> Response:
     record = await load_eval(host, session, runId)
     async with host.store.reading() as uow:
-        plan = await uow.runs.plan(record.handle) or {}
+        plan = await uow.runs.plan(record.handle)
         detail = await task_detail(uow, record, taskId)
     facts = eval_facts(record, plan)
     failing = [trial.trial for trial in detail.trialDetails if not trial.passed]
@@ -166,24 +165,26 @@ async def task_page(runId: str, taskId: str, session: SessionDep, host: HostDep)
     return render("task.html", Chrome(session, "runs", title), view)
 
 
-def eval_facts(record: RunRecord, plan: dict[str, Any]) -> EvalFacts:
-    suite = plan.get("suite") or {}
-    regression = (record.summary or {}).get("regression") or {}
+def eval_facts(record: RunRecord, plan: StoredPlan | None) -> EvalFacts:
+    suite = {} if plan is None else plan.suite
+    tasks = suite.get("tasks")
+    regression = None if record.summary is None else record.summary.regression
+    verdict = None if regression is None else regression.verdict
     return EvalFacts(
         suite=f"{suite.get('suiteId', record.suite_id)}@{suite.get('version', '?')}",
-        agent_id=plan.get("agentId"),
-        modes=tuple(plan.get("modes") or ()),
-        baseline_run_id=plan.get("baselineRunId"),
-        fixture_runs=dict(plan.get("fixtureRuns") or {}),
-        task_count=len(suite.get("tasks") or ()),
-        verdict=regression.get("verdict"),
+        agent_id=None if plan is None else plan.agentId,
+        modes=() if plan is None else tuple(plan.modes),
+        baseline_run_id=None if plan is None else plan.baselineRunId,
+        fixture_runs=dict(plan.fixtureRuns or {}) if plan is not None else {},
+        task_count=len(tasks) if isinstance(tasks, list) else 0,
+        verdict=None if verdict is None else verdict.value,
     )
 
 
 def _cards(
     record: RunRecord, tasks: list[TaskLine], facts: EvalFacts, live_calls: int
 ) -> list[Card]:
-    summary = EvalSummary.model_validate(record.summary) if record.summary else None
+    summary = record.summary
     scored = [task for task in tasks if task.scored]
     if summary is None:
         cards = [

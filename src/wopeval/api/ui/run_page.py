@@ -76,7 +76,7 @@ class RunFacts:
     tags: tuple[str, ...]
     agents: tuple[str, ...]
     parent_run_id: str | None
-    error: dict[str, Any] | None
+    error: events.RunErrorInfo | None
     cancel_reason: str | None
     last_sequence: int
     idle: tuple[str, ...] = ()
@@ -98,7 +98,7 @@ class RunView:
 
 
 def run_facts(record: RunRecord) -> RunFacts:
-    agent = record.request.get("agentId")
+    agent = record.request.agentId
     agents = (agent,) if agent else tuple(record.agent_ids)
     return RunFacts(
         run_id=record.run_id,
@@ -109,14 +109,14 @@ def run_facts(record: RunRecord) -> RunFacts:
         created_at=record.created_at,
         started_at=record.started_at,
         completed_at=record.completed_at,
-        tags=tuple(record.request.get("tags") or ()),
-        agents=tuple(str(a) for a in agents),
+        tags=tuple(record.request.tags or ()),
+        agents=agents,
         parent_run_id=record.parent_run_id,
         error=record.error,
         cancel_reason=record.cancel_reason,
         last_sequence=record.last_sequence,
         idle=tuple(
-            f"{evals.describe_idle(idle['agentId'], idle['reasons'])} (node {idle['nodeId']})"
+            f"{evals.describe_idle(idle.agentId, idle.reasons)} (node {idle.nodeId})"
             for idle in record.idle or ()
         ),
     )
@@ -155,7 +155,7 @@ async def run_page(
     base = run_path(record.run_id)
     view = RunView(
         run=run_facts(record),
-        inputs=record.request.get("inputs"),
+        inputs=record.request.inputs,
         outputs=record.outputs,
         timeline=timeline,
         timeline_window=_timeline_window(base, timeline, record.last_sequence),

@@ -149,9 +149,10 @@ def _instant(value: str, name: str) -> datetime | None:
 
 
 def _row(record: RunRecord) -> RunRow:
-    summary = record.summary or {}
-    regression = summary.get("regression") or {}
-    agent = record.request.get("agentId") or ", ".join(record.agent_ids)
+    summary = record.summary
+    regression = None if summary is None else summary.regression
+    verdict = None if regression is None else regression.verdict
+    agent = record.request.agentId or ", ".join(record.agent_ids)
     duration = None
     if record.completed_at is not None and record.started_at is not None:
         duration = int((record.completed_at - record.started_at).total_seconds() * 1000)
@@ -162,11 +163,11 @@ def _row(record: RunRecord) -> RunRow:
         suite_id=record.suite_id,
         status=record.status.value,
         active=not record.status.is_terminal,
-        agent=str(agent),
-        tags=tuple(record.request.get("tags") or ()),
+        agent=agent,
+        tags=tuple(record.request.tags or ()),
         created_at=record.created_at,
         duration_ms=duration,
-        score=summary.get("aggregateScore"),
-        passed=summary.get("passed"),
-        verdict=regression.get("verdict"),
+        score=None if summary is None else summary.aggregateScore,
+        passed=None if summary is None else summary.passed,
+        verdict=None if verdict is None else verdict.value,
     )

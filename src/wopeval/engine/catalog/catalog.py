@@ -6,13 +6,13 @@ import json
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any
 
 from wopeval import evals
 from wopeval.agents import SCRIPTED_AGENT_ID, AgentRegistry, AgentSpec, ScriptedAgent
 from wopeval.engine.catalog.graders import CustomGrader
 from wopeval.engine.recording.redaction import Redactor
 from wopeval.tools import ToolRegistry
+from wopeval.wire.json_text import JsonObject
 from wopeval.wire.suite import Suite, parse_suite
 from wopeval.wire.workflows import Workflow
 
@@ -22,7 +22,7 @@ class GlobalSuite:
     """A suite every tenant can run: seeded, or loaded from the project directory."""
 
     fixture_id: str | None
-    document: dict[str, Any]
+    document: JsonObject
 
     @property
     def suite_id(self) -> str:
@@ -44,11 +44,9 @@ class ParsedSuites:
 
     def __init__(self, limit: int = 256) -> None:
         self._limit = limit
-        self._suites: OrderedDict[tuple[str, str, str], tuple[Suite, dict[str, Any]]] = (
-            OrderedDict()
-        )
+        self._suites: OrderedDict[tuple[str, str, str], tuple[Suite, JsonObject]] = OrderedDict()
 
-    def get(self, owner: str, document: dict[str, Any]) -> Suite:
+    def get(self, owner: str, document: JsonObject) -> Suite:
         key = (owner, str(document.get("suiteId")), str(document.get("version")))
         kept = self._suites.get(key)
         if kept is None:
@@ -58,7 +56,7 @@ class ParsedSuites:
         self._suites.move_to_end(key)
         return kept[0]
 
-    def keep(self, owner: str, suite: Suite, document: dict[str, Any]) -> None:
+    def keep(self, owner: str, suite: Suite, document: JsonObject) -> None:
         """Keep a version just validated, with its document as stored."""
         key = (owner, suite.suiteId, suite.version)
         self._suites[key] = (suite, document)
@@ -66,7 +64,7 @@ class ParsedSuites:
         if len(self._suites) > self._limit:
             self._suites.popitem(last=False)
 
-    def document(self, owner: str, suite_id: str, version: str) -> dict[str, Any] | None:
+    def document(self, owner: str, suite_id: str, version: str) -> JsonObject | None:
         """The document of a version parsed here before, if it still is kept."""
         kept = self._suites.get((owner, suite_id, version))
         return None if kept is None else kept[1]

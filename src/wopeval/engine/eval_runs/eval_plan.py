@@ -23,12 +23,13 @@ from wopeval.engine.recording.tool_contracts import (
     ToolContract,
     load_tool_contracts,
 )
-from wopeval.settings import EvalFeatures, ToolsChangedPolicy
-from wopeval.store import RunHandle, UnitOfWork
+from wopeval.settings import EvalFeatures
+from wopeval.store import RunHandle, StoredPlan, UnitOfWork
 from wopeval.wire import errors
 from wopeval.wire.runs import CreateRunRequest, EvalMode, RunKind
 from wopeval.wire.suite import OnMiss, Suite, Task, ToolResponse, parse_suite
 from wopeval.wire.summary import EvalSummary
+from wopeval.wire.task_detail import ToolsChangedPolicy
 
 # One message each, never carrying the id: every unusable baseline or source gets
 # the same status, code and body bytes (RFC 0251 §C, RFC 0252 §C).
@@ -93,28 +94,26 @@ class EvalPlan:
         """Whether the task fails closed: its tools changed, under `tools_changed = "fail"`."""
         return self.tools_changed_policy == "fail" and bool(task_plan.tools.changed)
 
-    def stored(self) -> dict[str, Any]:
+    def stored(self) -> StoredPlan:
         """What the run row keeps of the plan (derived entries live in their own table):
         with the derived copies, enough for `rebuild_plan` to make the plan again."""
-        return {
-            "suite": self.suite_document,
-            "agentId": self.agent.agent_id,
-            "modes": list(self.modes),
-            "baselineRunId": self.baseline_run_id,
-            "fixtureRuns": self.fixture_runs,
-            "baselineSummary": (
-                None if self.baseline_summary is None else self.baseline_summary.to_wire()
-            ),
-            "alpha": self.alpha,
-            "regressionVerdict": self.regression_verdict,
-            "modelReplay": self.model_replay,
-            "toolsChangedPolicy": self.tools_changed_policy,
-            "toolContracts": {
+        return StoredPlan(
+            suite=self.suite_document,
+            agentId=self.agent.agent_id,
+            modes=list(self.modes),
+            baselineRunId=self.baseline_run_id,
+            fixtureRuns=self.fixture_runs,
+            baselineSummary=self.baseline_summary,
+            alpha=self.alpha,
+            regressionVerdict=self.regression_verdict,
+            modelReplay=self.model_replay,
+            toolsChangedPolicy=self.tools_changed_policy,
+            toolContracts={
                 plan.task.taskId: plan.tools.stored()
                 for plan in self.tasks
                 if plan.tools != NO_CONTRACT
             },
-        }
+        )
 
     def pairs(self) -> list[tuple[str, int]]:
         """Every `(task_id, trial)` the run executes, task by task."""
@@ -246,7 +245,7 @@ class PlanUnavailable(Exception):
 
 
 def rebuild_plan(
-    stored: Mapping[str, Any],
+    stored: StoredPlan,
     copies: list[dict[str, Any]],
     catalog: Catalog,
     listings: Mapping[str, list[Any]],
@@ -258,12 +257,12 @@ def rebuild_plan(
     happened at create, so this only reassembles. The catalog must be the one the
     run was created under (the run's catalog digest says so).
     """
-    document = dict(stored["suite"])
+    document = dict(stored.suite)
     suite = parse_suite(document)
-    agent = catalog.agents.get(str(stored["agentId"]))
+    agent = catalog.agents.get(stored.agentId)
     if agent is None:
-        raise PlanUnavailable(f"agent {stored['agentId']!r} is not in this catalog")
-    modes: tuple[EvalMode, ...] = tuple(stored["modes"])
+        raise PlanUnavailable(f"agent {stored.agentId!r} is not in this catalog")
+    modes = tuple(stored.modes)
     derived: dict[str, DerivedSource] = {}
     answers: dict[str, tuple[evals.ModelFixture, ...]] = {}
     for copy in copies:
@@ -281,11 +280,10 @@ def rebuild_plan(
     try:
         contracts = {
             task_id: ToolContract.from_stored(contract, listings)
-            for task_id, contract in (stored.get("toolContracts") or {}).items()
+            for task_id, contract in stored.toolContracts.items()
         }
     except LookupError as gone:
         raise PlanUnavailable(str(gone)) from None
-    summary = stored.get("baselineSummary")
     return EvalPlan(
         suite=suite,
         suite_document=document,
@@ -299,14 +297,14 @@ def rebuild_plan(
             )
             for plan in (_task_plan(suite, task, modes, derived) for task in suite.tasks)
         ),
-        baseline_run_id=stored.get("baselineRunId"),
-        baseline_summary=None if summary is None else EvalSummary.model_validate(summary),
-        fixture_runs=stored.get("fixtureRuns"),
+        baseline_run_id=stored.baselineRunId,
+        baseline_summary=stored.baselineSummary,
+        fixture_runs=stored.fixtureRuns,
         graders={name: catalog.graders[name] for name in evals.graders_named(suite)},
-        alpha=float(stored.get("alpha", evals.DEFAULT_ALPHA)),
-        regression_verdict=bool(stored.get("regressionVerdict", True)),
-        model_replay=bool(stored.get("modelReplay", False)),
-        tools_changed_policy="fail" if stored.get("toolsChangedPolicy") == "fail" else "report",
+        alpha=stored.alpha,
+        regression_verdict=stored.regressionVerdict,
+        model_replay=stored.modelReplay,
+        tools_changed_policy=stored.toolsChangedPolicy,
     )
 
 
@@ -442,7 +440,9 @@ async def load_baseline(uow: UnitOfWork, tenant: str, run_id: str, suite_id: str
         )
     if record is None or not evals.is_usable_baseline(facts, tenant=tenant, suite_id=suite_id):
         raise errors.ValidationFailed(UNUSABLE_BASELINE)
-    return EvalSummary.model_validate(record.summary)
+    if record.summary is None:
+        raise errors.ValidationFailed(UNUSABLE_BASELINE)
+    return record.summary
 
 
 @dataclass(frozen=True)

@@ -193,8 +193,9 @@ def finish(
         )
     step = Step()
     step.emit(completed(summary))
-    wire = summary.to_wire()
-    return Terminal(RunStatus.COMPLETED, step, outputs={"evalSummary": wire}, summary=wire)
+    return Terminal(
+        RunStatus.COMPLETED, step, outputs={"evalSummary": summary.to_wire()}, summary=summary
+    )
 
 
 def completed(summary: EvalSummary) -> events.EvalCompleted:

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from wopeval import evals
 from wopeval.engine.catalog.graders import CustomGrader
+from wopeval.wire.json_text import JsonObject
 from wopeval.wire.suite import Expected, error_pointer
 
 ANSWER_SHAPE = "{passed: bool, score: 0..1, reason: str}"
@@ -65,7 +66,7 @@ async def grade_trial(
 
 
 async def _call(
-    grader: CustomGrader, decision: JsonValue, value: JsonValue, trace: list[dict[str, Any]]
+    grader: CustomGrader, decision: JsonValue, value: JsonValue, trace: list[JsonObject]
 ) -> evals.Grade:
     label = f"custom {grader.grader_id}"
     try:

@@ -15,6 +15,7 @@ from wopeval.engine.recording import content
 from wopeval.store import OwnedRun, RunHandle, RunRecord, StoredTrial, UnitOfWork
 from wopeval.wire import errors, events
 from wopeval.wire.runs import RunKind
+from wopeval.wire.summary import EvalSummary, TaskRegression
 from wopeval.wire.task_detail import TaskDetail, TaskLine, TaskList, ToolChange, TrialDetail
 
 
@@ -57,26 +58,24 @@ async def task_detail(uow: UnitOfWork, record: OwnedRun, task_id: str) -> TaskDe
 
 async def _tools_changed(uow: UnitOfWork, record: OwnedRun) -> dict[str, list[ToolChange]]:
     """Each task's MCP tool changes since its source, as compared at create (the plan's)."""
-    plan = await uow.runs.plan(record.handle) or {}
+    plan = await uow.runs.plan(record.handle)
+    if plan is None:
+        return {}
     return {
-        task_id: [ToolChange.model_validate(change) for change in contract["changed"]]
-        for task_id, contract in (plan.get("toolContracts") or {}).items()
-        if contract["changed"] is not None
+        task_id: list(contract.changed)
+        for task_id, contract in plan.toolContracts.items()
+        if contract.changed is not None
     }
 
 
 async def _source_model_calls(uow: UnitOfWork, record: OwnedRun) -> dict[str, int]:
     """Per task with a fixture source: the model exchanges its agent made there, to say so
     when a trial made none (evals/_idle.py)."""
-    plan = await uow.runs.plan(record.handle) or {}
-    agent_id = plan.get("agentId")
-    sources = {
-        task_id: source
-        for task_id, source in (plan.get("fixtureRuns") or {}).items()
-        if isinstance(source, str)
-    }
-    if not sources or not isinstance(agent_id, str):
+    plan = await uow.runs.plan(record.handle)
+    sources = {} if plan is None else plan.fixtureRuns or {}
+    if plan is None or not sources:
         return {}
+    agent_id = plan.agentId
     # The plan's sources passed RFC 0252 §C at create; their handles come from the same check.
     owned = await uow.runs.states(record.tenant, set(sources.values()))
     counts = await uow.model_calls.own_counts([run.handle for run in owned.values()], agent_id)
@@ -102,16 +101,18 @@ async def _scored(uow: UnitOfWork, run: RunHandle) -> dict[str, dict[str, Any]]:
     return {payload["taskId"]: payload for payload in payloads}
 
 
-def _verdicts(summary: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
-    regression = (summary or {}).get("regression") or {}
-    return {task["taskId"]: task for task in regression.get("tasks") or []}
+def _verdicts(summary: EvalSummary | None) -> dict[str, TaskRegression]:
+    regression = None if summary is None else summary.regression
+    if regression is None:
+        return {}
+    return {task.taskId: task for task in regression.tasks or []}
 
 
 def _line(
     task_id: str,
     scored: dict[str, Any] | None,
     trials: list[StoredTrial],
-    verdicts: dict[str, dict[str, Any]],
+    verdicts: dict[str, TaskRegression],
     source_model_calls: int | None,
     changed: dict[str, list[ToolChange]],
 ) -> TaskLine:
@@ -129,7 +130,7 @@ def _line(
             for t in trials
         ]
         reason = next((line for line in lines if line != "passed"), reason)
-    verdict = verdicts.get(task_id, {})
+    paired = verdicts.get(task_id)
     if scored is None:
         passed_so_far = sum(trial.passed for trial in trials)
         return TaskLine(
@@ -157,9 +158,9 @@ def _line(
         fixtureMissCount=scored.get("x-fixtureMissCount", 0),
         costUsd=scored.get("costUsd"),
         latencyMs=scored.get("latencyMs"),
-        verdict=verdict.get("verdict"),
-        pValue=verdict.get("pValue"),
-        flaky=verdict.get("flaky"),
+        verdict=None if paired is None else paired.verdict.value,
+        pValue=None if paired is None else paired.pValue,
+        flaky=None if paired is None else paired.flaky,
         reason=reason,
         toolsChanged=changed.get(task_id),
     )

@@ -26,6 +26,8 @@ from typing import Any
 
 from pydantic import JsonValue
 
+from wopeval.wire.json_text import JsonObject
+
 REDACTED = "[redacted]"
 KEPT_BYTES = 16 * 1024
 """What is kept of an agent's output: its last 16 KiB, after redaction."""
@@ -73,10 +75,10 @@ class Redactor:
         every credential-shaped string replaced by `[redacted]`."""
         return _shaped(text, self._known(also))
 
-    def redact_error(self, error: dict[str, Any], also: Iterable[str] = ()) -> dict[str, Any]:
+    def redact_error(self, error: JsonObject, also: Iterable[str] = ()) -> JsonObject:
         """A live tool's error (its message, its details) under `redact`, every string of it."""
         known = self._known(also)
-        redacted: dict[str, Any] = _each_string(error, lambda text: _shaped(text, known))
+        redacted: JsonObject = _each_string(error, lambda text: _shaped(text, known))
         return redacted
 
     def redact_known(self, value: JsonValue, also: Iterable[str] = ()) -> JsonValue:

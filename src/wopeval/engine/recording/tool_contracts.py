@@ -16,11 +16,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import JsonValue
-
 from wopeval import evals
 from wopeval.agents import AgentSpec
-from wopeval.store import ListingRow, RunHandle, UnitOfWork
+from wopeval.store import ListingRow, RunHandle, StoredToolContract, UnitOfWork
 from wopeval.tools import Offered, ToolListing, ToolRegistry, offer, permits
 from wopeval.wire.task_detail import ToolChange
 
@@ -61,29 +59,24 @@ class ToolContract:
     changed: tuple[ToolChange, ...] | None = None
     """The agent's MCP tools now against the recorded ones (None: not compared)."""
 
-    def stored(self) -> dict[str, JsonValue]:
+    def stored(self) -> StoredToolContract:
         """What the run's stored plan keeps: the served listings by digest, the changes."""
-        return {
-            "served": {listing.server: listing.digest for listing in self.served},
-            "changed": None
-            if self.changed is None
-            else [change.model_dump(mode="json") for change in self.changed],
-        }
+        return StoredToolContract(
+            served={listing.server: listing.digest for listing in self.served},
+            changed=None if self.changed is None else list(self.changed),
+        )
 
     @classmethod
-    def from_stored(cls, stored: Mapping[str, Any], held: Mapping[str, list[Any]]) -> ToolContract:
+    def from_stored(cls, stored: StoredToolContract, held: Mapping[str, list[Any]]) -> ToolContract:
         """`stored()` read back, with the listings the store holds (`held`, by digest);
         raises LookupError when a served one is gone (erased since)."""
         rows = []
-        for server, digest in sorted(stored["served"].items()):
+        for server, digest in sorted(stored.served.items()):
             if digest not in held:
                 raise LookupError(f"the recorded tool listing of MCP server {server!r} is gone")
             rows.append(ListingRow(server, digest, held[digest]))
-        changed = stored["changed"]
-        return cls(
-            server_listings(rows),
-            None if changed is None else tuple(ToolChange.model_validate(c) for c in changed),
-        )
+        changed = stored.changed
+        return cls(server_listings(rows), None if changed is None else tuple(changed))
 
 
 NO_CONTRACT = ToolContract()
@@ -114,12 +107,6 @@ async def load_tool_contracts(
         else:
             contracts[task_id] = ToolContract(served=listings)
     return contracts
-
-
-def served_digests(stored_plan: Mapping[str, Any]) -> set[str]:
-    """The digests of every listing a stored plan serves (a worker loads them to rebuild it)."""
-    contracts = stored_plan.get("toolContracts") or {}
-    return {digest for stored in contracts.values() for digest in stored["served"].values()}
 
 
 def server_listings(rows: Sequence[ListingRow]) -> tuple[evals.ServerListing, ...]:

@@ -27,7 +27,6 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from wopeval.engine.live.notifier import Notifier
 from wopeval.engine.runlog.fence import Fence, Locked
@@ -42,6 +41,7 @@ from wopeval.store import (
     UnitOfWork,
 )
 from wopeval.wire import events, json_text
+from wopeval.wire.json_text import JsonObject
 from wopeval.wire.runs import RunStatus
 
 log = logging.getLogger("wopeval.engine")
@@ -71,12 +71,12 @@ class _Queued:
 class _Group:
     """The rows of one transaction, gathered from its steps and written in bulk."""
 
-    events: list[dict[str, Any]] = field(default_factory=list)
-    calls: list[dict[str, Any]] = field(default_factory=list)
+    events: list[JsonObject] = field(default_factory=list)
+    calls: list[JsonObject] = field(default_factory=list)
     outcomes: list[tuple[str, int, ToolCallOutcome]] = field(default_factory=list)
-    model_calls: list[dict[str, Any]] = field(default_factory=list)
-    invocations: list[dict[str, Any]] = field(default_factory=list)
-    trials: list[dict[str, Any]] = field(default_factory=list)
+    model_calls: list[JsonObject] = field(default_factory=list)
+    invocations: list[JsonObject] = field(default_factory=list)
+    trials: list[JsonObject] = field(default_factory=list)
     listings: list[tuple[str, ListingRow]] = field(default_factory=list)
     unfenced_runs: set[str] = field(default_factory=set)
     """Runs with unfenced steps among these rows (numbered, not yet written)."""
@@ -243,7 +243,7 @@ class LogWriter:
             await asyncio.gather(self._flusher, return_exceptions=True)
 
 
-async def insert_run(uow: UnitOfWork, record: RunRecord, rows: list[dict[str, Any]]) -> None:
+async def insert_run(uow: UnitOfWork, record: RunRecord, rows: list[JsonObject]) -> None:
     """A new run's row and its first event rows: a run is never visible without its log."""
     await uow.runs.insert(record)
     await uow.events.append(rows)
@@ -315,7 +315,7 @@ class _FencedRun:
     locked: Locked
     first: LockedRun
     """The row as read under the lock, before this transaction moved it."""
-    values: dict[str, Any] = field(default_factory=dict)
+    values: JsonObject = field(default_factory=dict)
 
 
 class _FencedRuns:
@@ -430,7 +430,7 @@ def _number(run_id: str, step: Step, first: int, group: _Group) -> None:
 
 def render(run_id: str, staged: Staged) -> str:
     """The stored RunEventDoc, served byte for byte by poll, SSE and replays."""
-    doc: dict[str, Any] = {
+    doc: JsonObject = {
         "eventId": staged.event_id,
         "runId": run_id,
         "type": staged.type,

@@ -19,9 +19,12 @@ from wopeval.store import (
     ToolCallOutcome,
     ToolCallRow,
     TrialRow,
+    idle_column,
 )
 from wopeval.wire import events, ids
-from wopeval.wire.runs import RunStatus
+from wopeval.wire.json_text import JsonObject
+from wopeval.wire.runs import IdleAgent, RunStatus
+from wopeval.wire.summary import EvalSummary
 
 ACTIVE = frozenset({RunStatus.RUNNING, RunStatus.PAUSED, RunStatus.CANCELLING})
 """States in which a run's steps land: a paused run drains its executing unit, a
@@ -143,22 +146,22 @@ class RunUpdate:
     """Run-row columns a step sets besides its sequences and status."""
 
     completed_at: datetime | None = None
-    outputs: dict[str, Any] | None = None
-    summary: dict[str, Any] | None = None
-    error: dict[str, Any] | None = None
+    outputs: JsonObject | None = None
+    summary: EvalSummary | None = None
+    error: events.RunErrorInfo | None = None
     agent_ids: list[str] | None = None
     cancel_reason: str | None = None
-    idle: list[dict[str, Any]] | None = None
+    idle: list[IdleAgent] | None = None
 
     def values(self) -> dict[str, Any]:
         columns = {
             "completed_at": self.completed_at,
             "outputs": self.outputs,
-            "summary": self.summary,
-            "error": self.error,
+            "summary": None if self.summary is None else self.summary.to_wire(),
+            "error": None if self.error is None else self.error.to_wire(),
             "agent_ids": self.agent_ids,
             "cancel_reason": self.cancel_reason,
-            "idle": self.idle,
+            "idle": idle_column(self.idle),
         }
         return {name: value for name, value in columns.items() if value is not None}
 

@@ -45,7 +45,7 @@ class RunMaker:
             workflow_id=workflow_id,
             status=RunStatus.RUNNING,
             owner=principal.owner(),
-            request=request.model_dump(mode="json", exclude_none=True),
+            request=request,
             plan=None,
             created_at=at,
             started_at=at,

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+
+from pydantic import JsonValue
 
 from wopeval.engine.runlog.steps import Step
 from wopeval.wire import events
-from wopeval.wire.runs import RunStatus
+from wopeval.wire.json_text import JsonObject
+from wopeval.wire.runs import IdleAgent, RunStatus
+from wopeval.wire.summary import EvalSummary
 
 
 class RunFailure(Exception):
@@ -18,7 +21,7 @@ class RunFailure(Exception):
         code: str,
         message: str,
         step: Step | None = None,
-        details: dict[str, Any] | None = None,
+        details: dict[str, JsonValue] | None = None,
     ) -> None:
         super().__init__(message)
         self.code = code
@@ -31,11 +34,11 @@ class RunFailure(Exception):
 class Terminal:
     status: RunStatus
     step: Step = field(default_factory=Step)
-    outputs: dict[str, Any] | None = None
-    summary: dict[str, Any] | None = None
-    error: dict[str, Any] | None = None
+    outputs: JsonObject | None = None
+    summary: EvalSummary | None = None
+    error: events.RunErrorInfo | None = None
     reason: str | None = None
-    idle: list[dict[str, Any]] | None = None
+    idle: list[IdleAgent] | None = None
     """A completed workflow run's idle agents (`RunRecord.idle`)."""
 
     @classmethod
@@ -44,11 +47,9 @@ class Terminal:
         code: str,
         message: str,
         step: Step | None = None,
-        details: dict[str, Any] | None = None,
+        details: dict[str, JsonValue] | None = None,
     ) -> Terminal:
-        error: dict[str, Any] = {"code": code, "message": message}
-        if details:
-            error["details"] = details
+        error = events.RunErrorInfo(code=code, message=message, details=details or None)
         return cls(RunStatus.FAILED, step or Step(), error=error)
 
     def final_event(self) -> events.Payload:
@@ -56,5 +57,5 @@ class Terminal:
             return events.RunCompleted(outputs=self.outputs or {})
         if self.status is RunStatus.CANCELLED:
             return events.RunCancelled(reason=self.reason)
-        error = self.error or {"code": "internal_error", "message": "The run failed."}
-        return events.RunFailed(error=events.RunErrorInfo(**error))
+        error = self.error or events.RunErrorInfo(code="internal_error", message="The run failed.")
+        return events.RunFailed(error=error)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from pydantic import JsonValue
 
@@ -17,7 +16,8 @@ from wopeval.engine.runlog.runlog import Journal, RunLog
 from wopeval.engine.runs.control import RunControl
 from wopeval.engine.runs.outcome import RunFailure, Terminal
 from wopeval.wire import events
-from wopeval.wire.runs import RunStatus
+from wopeval.wire.json_text import JsonObject
+from wopeval.wire.runs import IdleAgent, RunStatus
 from wopeval.wire.workflows import Node, Workflow
 
 
@@ -31,15 +31,15 @@ class WorkflowContext:
     invoked: set[str]
     done: Mapping[str, dict[str, JsonValue]] = field(default_factory=dict)
     """Outputs of nodes an earlier attempt completed (a queue job run again): not re-run."""
-    idle: list[dict[str, Any]] = field(default_factory=list)
-    """The nodes whose agent recorded nothing a replay could test, as the run row keeps them
-    (`{agentId, nodeId, reasons}`): an earlier attempt's, then this one's."""
+    idle: list[IdleAgent] = field(default_factory=list)
+    """The nodes whose agent recorded nothing a replay could test: an earlier attempt's,
+    then this one's."""
 
 
 async def run_workflow(
     workflow: Workflow, inputs: dict[str, JsonValue], context: WorkflowContext
 ) -> Terminal:
-    outputs: dict[str, Any] = {}
+    outputs: JsonObject = {}
     for node in workflow.order():
         if node.id in context.done:
             outputs[node.id] = context.done[node.id]
@@ -94,7 +94,7 @@ async def _execute(
     if result.idle:
         # A false pass in the making: kept on the run row when it ends (docs/recordings.md).
         context.idle.append(
-            {"agentId": spec.agent_id, "nodeId": node.id, "reasons": list(result.idle)}
+            IdleAgent(agentId=spec.agent_id, nodeId=node.id, reasons=list(result.idle))
         )
     return {"decision": result.decision}
 

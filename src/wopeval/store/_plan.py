@@ -1,0 +1,69 @@
+"""What an eval run's row keeps of its plan (`run_plans.plan`): enough, with the run's derived
+fixture copies, for a worker in another process to make the same plan again."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, field_serializer
+
+from wopeval import evals
+from wopeval.wire.json_text import JsonObject
+from wopeval.wire.runs import EvalMode
+from wopeval.wire.summary import EvalSummary
+from wopeval.wire.task_detail import ToolChange, ToolsChangedPolicy
+
+
+class StoredToolContract(BaseModel):
+    """One task's MCP tool contract: the listings it serves and how they changed."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    served: dict[str, str]
+    """MCP server → the digest of the listing the task is served."""
+    changed: list[ToolChange] | None
+    """How the tools differ from the recording's; None: not compared."""
+
+
+class StoredPlan(BaseModel):
+    """The stored plan. The members added after the first release have their then-implied
+    defaults, so a plan stored before them reads as it ran."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    suite: JsonObject
+    """The suite document as it ran, never re-serialised (its `version` is filtered on)."""
+    agentId: str
+    """The agent under evaluation."""
+    modes: list[EvalMode]
+    """The eval modes the run exercises."""
+    baselineRunId: str | None
+    """The run compared against, if any."""
+    fixtureRuns: dict[str, str] | None
+    """Task id → the run its fixtures were derived from."""
+    baselineSummary: EvalSummary | None
+    """The baseline's summary as it was when the run was created."""
+    alpha: float = evals.DEFAULT_ALPHA
+    """The significance level of the regression verdict."""
+    regressionVerdict: bool = True
+    """Whether the regression block carries a verdict."""
+    modelReplay: bool = False
+    """Whether tasks with a fixture source replay its model answers too."""
+    toolsChangedPolicy: ToolsChangedPolicy = "report"
+    """`fail`: a task whose MCP tools changed since its source fails closed."""
+    toolContracts: dict[str, StoredToolContract] = {}
+    """Task id → its tool contract, for the tasks that have one."""
+
+    @field_serializer("baselineSummary")
+    def _summary_as_served(self, summary: EvalSummary | None) -> JsonObject | None:
+        # Kept as `/eval-summary` serves it: absent members omitted, not null.
+        return None if summary is None else summary.to_wire()
+
+    def served_digests(self) -> set[str]:
+        """The digests of every listing the plan serves (a worker loads them to rebuild it)."""
+        return {
+            digest
+            for contract in self.toolContracts.values()
+            for digest in contract.served.values()
+        }
+
+    def to_stored(self) -> JsonObject:
+        return self.model_dump(mode="json")
