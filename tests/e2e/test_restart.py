@@ -63,18 +63,29 @@ def test_a_finished_run_reads_back_unchanged_after_a_restart(
         assert read_counter(http, key) == 2
 
 
-async def _insert_active_run(url: str, tenant: str, api_key: str) -> str:
+_KILLED_EVAL = runs.CreateRunRequest(
+    mode="eval", evalSuiteRef="killed.evals.suite@1.0.0", agentId="killed.agent"
+)
+
+
+async def _insert_active_run(
+    url: str, tenant: str, api_key: str, kind: RunKind = RunKind.WORKFLOW
+) -> str:
     """What a host killed mid-run leaves behind: a `running` row and its `run.started`."""
     owner = Principal(tenant=tenant, key_id=key_id(api_key)).owner()
     at = now()
     record = RunRecord(
         run_id=ids.mint_run_id(tenant),
         tenant=tenant,
-        kind=RunKind.WORKFLOW,
+        kind=kind,
         workflow_id=COUNTER_WORKFLOW,
         status=RunStatus.RUNNING,
         owner=owner,
-        request=runs.CreateRunRequest(workflowId=COUNTER_WORKFLOW, inputs=counter_inputs("killed")),
+        request=(
+            runs.CreateRunRequest(workflowId=COUNTER_WORKFLOW, inputs=counter_inputs("killed"))
+            if kind is RunKind.WORKFLOW
+            else _KILLED_EVAL
+        ),
         plan=None,
         created_at=at,
         started_at=at,
@@ -117,6 +128,26 @@ def test_a_run_left_active_by_a_killed_host_fails_once_at_the_next_start(
     server.restart()
     assert types_of(wait_terminal(client, run_id)) == ["run.started", "run.failed"]
     assert run_id in {run.runId for run in client.runs_list(limit=200, status="failed").runs}
+
+
+def test_the_dashboard_shows_why_a_run_and_an_eval_run_failed(server: ServerHandle) -> None:
+    server.stop()
+    try:
+        run_id, eval_id = (
+            asyncio.run(_insert_active_run(server.database_url, TENANT_A, server.key_a, kind))
+            for kind in (RunKind.WORKFLOW, RunKind.EVAL)
+        )
+    finally:
+        server.start()
+    for failed in (run_id, eval_id):
+        wait_terminal(server.client(), failed)
+    with httpx.Client(base_url=server.base_url, trust_env=False, timeout=60.0) as browser:
+        signed_in = browser.post("/ui/sign-in", data={"key": server.key_a, "next": "/ui/runs"})
+        assert signed_in.status_code == 303, signed_in.text
+        for page in (f"/ui/runs/{project_id(run_id)}", f"/ui/evals/{project_id(eval_id)}"):
+            shown = browser.get(page)
+            assert shown.status_code == 200, shown.text
+            assert '<span class="mono">host_restarted</span>' in shown.text
 
 
 def test_a_run_active_when_the_host_stops_ends_failed_once(
