@@ -66,4 +66,5 @@ class StoredPlan(BaseModel):
         }
 
     def to_stored(self) -> JsonObject:
-        return self.model_dump(mode="json")
+        # The suite is JSON as it ran: stored as it is, not walked and copied again.
+        return {"suite": self.suite, **self.model_dump(mode="json", exclude={"suite"})}

@@ -97,7 +97,9 @@ class EvalPlan:
     def stored(self) -> StoredPlan:
         """What the run row keeps of the plan (derived entries live in their own table):
         with the derived copies, enough for `rebuild_plan` to make the plan again."""
-        return StoredPlan(
+        # Built from what resolving the plan validated already: validating the suite document
+        # again (a JSON tree of every task and its inline fixtures) cost a create tens of ms.
+        return StoredPlan.model_construct(
             suite=self.suite_document,
             agentId=self.agent.agent_id,
             modes=list(self.modes),
