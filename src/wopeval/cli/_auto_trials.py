@@ -24,7 +24,7 @@ from rich.console import Console
 from wopeval import client, evals, reports
 from wopeval.cli._exit import CliError
 from wopeval.wire.summary import EvalSummary, TaskRegression, TaskSummary
-from wopeval.wire.task_detail import TaskLine
+from wopeval.wire.task_detail import MoreTrialsView, TaskLine
 
 DEFAULT_BUDGET = 50
 """Extra trials `--trials auto` may add over all tasks when `--trials-budget` is not given."""
@@ -118,6 +118,20 @@ def _say(
     )
 
 
+def with_more_trials(why: reports.RunWhy, more: dict[str, evals.MoreTrials]) -> reports.RunWhy:
+    """The task lines with `more`'s counts in place of the host's, which judged the run
+    against its own baseline (`wopeval compare` pairs it with another)."""
+    lines = [
+        line.model_copy(update={"moreTrials": _view(more.get(line.taskId))})
+        for line in why.listing.tasks
+    ]
+    return reports.RunWhy(why.listing.model_copy(update={"tasks": lines}), why.details)
+
+
+def _view(more: evals.MoreTrials | None) -> MoreTrialsView | None:
+    return None if more is None else more.view()
+
+
 def rejudged(why: reports.RunWhy, auto: AutoTrials) -> reports.RunWhy:
     """The first run's task lines with the pooled figures and verdicts laid over them."""
     if not auto.runs:
@@ -147,6 +161,6 @@ def _line(
             "verdict": None if pair is None else pair.verdict.value,
             "pValue": None if pair is None else pair.pValue,
             "flaky": None if pair is None else pair.flaky,
-            "moreTrials": None if found is None else found.view(),
+            "moreTrials": _view(found),
         }
     )

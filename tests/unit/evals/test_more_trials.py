@@ -130,6 +130,7 @@ class TestAllocate:
         assert all(0 < n == min(needs[t], 100) for t, n in given_out.items())
 
 
+EXACT_ONE = {"strategy": "exact", "value": 1}
 SUITE = parse_suite(
     {
         "suiteId": "t.evals.s",
@@ -138,7 +139,7 @@ SUITE = parse_suite(
         "passPolicy": "majority",
         "thresholds": {"passScore": 0.5},
         "tasks": [
-            {"taskId": t, "input": {}, "expected": {"kind": "golden", "match": {"strategy": "exact", "value": 1}}}
+            {"taskId": t, "input": {}, "expected": {"kind": "golden", "match": EXACT_ONE}}
             for t in ("steady", "drop")
         ],
     }
