@@ -16,17 +16,21 @@ from __future__ import annotations
 
 import json
 import re
+import secrets
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+from openwop_client.wire_id import project_id
 from typer.testing import CliRunner
 
 from _backends import Backend
+from _processes import ServeOptions, ServeProcess
 from wopeval.cli.main import app
 
 from ._junit import outcomes
-from ._support import run_cli
+from ._support import Result, run_cli
 
 PROJECT = Path(__file__).parent / "trials_project"
 SUITE = "cli.test.evals.trials@1.0.0"
@@ -50,6 +54,19 @@ def _baseline(host: list[str], tmp_path: Path) -> str:
     return str(json.loads(out.read_text())["runId"])
 
 
+def _candidate(
+    tmp_path: Path, host: list[str], baseline: str, *args: str
+) -> tuple[Result, dict[str, Any]]:
+    """`trials.seeded` against `baseline` with `args`: the result and its `--json` document."""
+    out = tmp_path / "candidate.json"
+    result = run_cli(
+        "eval", SUITE, "--agent", "trials.seeded", "--baseline", baseline,
+        "--json", str(out), *args, *host,
+    )  # fmt: skip
+    document = json.loads(out.read_text()) if out.exists() else {}
+    return result, document
+
+
 def _tasks(document: dict[str, Any]) -> dict[str, tuple[int, int, str]]:
     """Task id → (passed trials, trials, verdict) from a `--json` document."""
     summary = document["summary"]
@@ -65,13 +82,12 @@ def test_an_inconclusive_task_says_how_many_more_trials_would_decide_it(
 ) -> None:
     host = _host(backend, tmp_path)
     baseline = _baseline(host, tmp_path)
-    out, junit, markdown = tmp_path / "c.json", tmp_path / "c.xml", tmp_path / "c.md"
-    result = run_cli(
-        "eval", SUITE, "--agent", "trials.seeded", "--baseline", baseline,
-        "--json", str(out), "--junit", str(junit), "--markdown", str(markdown), *host,
+    junit, markdown, html = tmp_path / "c.xml", tmp_path / "c.md", tmp_path / "c.html"
+    result, document = _candidate(
+        tmp_path, host, baseline, "--junit", str(junit), "--markdown", str(markdown),
+        "--html", str(html),
     )  # fmt: skip
     assert result.code == 0, result.stdout + result.stderr
-    document = json.loads(out.read_text())
     assert _tasks(document) == {
         "steady": (10, 10, "unchanged"),
         "drop": (5, 10, "inconclusive"),
@@ -87,6 +103,7 @@ def test_an_inconclusive_task_says_how_many_more_trials_would_decide_it(
     assert found["wobble"][1].endswith(f"; {WOBBLE_NOTE}")
     assert found["steady"][0] == "passed"
     assert f"— {DROP_NOTE}" in markdown.read_text()
+    assert f" · {DROP_NOTE}</td>" in html.read_text()
     explained = run_cli("explain", document["runId"], "--json", *host)
     assert explained.code == 0, explained.stdout + explained.stderr
     lines = {line["taskId"]: line for line in json.loads(explained.stdout)["tasks"]}
@@ -102,14 +119,12 @@ def test_trials_auto_adds_trials_to_exactly_the_decidable_inconclusive_tasks(
 ) -> None:
     host = _host(backend, tmp_path)
     baseline = _baseline(host, tmp_path)
-    out, junit = tmp_path / "c.json", tmp_path / "c.xml"
-    result = run_cli(
-        "eval", SUITE, "--agent", "trials.seeded", "--baseline", baseline, "--trials", "auto",
-        "--json", str(out), "--junit", str(junit), *host,
-    )  # fmt: skip
+    junit = tmp_path / "c.xml"
+    result, document = _candidate(
+        tmp_path, host, baseline, "--trials", "auto", "--junit", str(junit)
+    )
     # 6/12 against 10/10 is a proven drop: the run regressed (exit 2).
     assert result.code == 2, result.stdout + result.stderr
-    document = json.loads(out.read_text())
     assert _tasks(document) == {
         "steady": (10, 10, "unchanged"),
         "drop": (6, 12, "regressed"),
@@ -129,16 +144,46 @@ def test_trials_auto_adds_trials_to_exactly_the_decidable_inconclusive_tasks(
 def test_trials_auto_keeps_within_its_budget(backend: Backend, tmp_path: Path) -> None:
     host = _host(backend, tmp_path)
     baseline = _baseline(host, tmp_path)
-    out = tmp_path / "c.json"
-    result = run_cli(
-        "eval", SUITE, "--agent", "trials.seeded", "--baseline", baseline,
-        "--trials", "auto", "--trials-budget", "1", "--json", str(out), *host,
-    )  # fmt: skip
+    result, document = _candidate(
+        tmp_path, host, baseline, "--trials", "auto", "--trials-budget", "1"
+    )
     assert result.code == 0, result.stdout + result.stderr
     # `drop` needs 2: a budget of 1 buys nothing that would decide it, so nothing runs.
     assert "Extra trials" not in result.stderr
     assert "0 of 1 extra trials in 0 run(s); 2 task(s) still inconclusive" in result.stderr
-    assert _tasks(json.loads(out.read_text()))["drop"] == (5, 10, "inconclusive")
+    assert _tasks(document)["drop"] == (5, 10, "inconclusive")
+
+
+def test_the_compare_page_shows_the_count(backend: Backend, tmp_path: Path) -> None:
+    data_dir = tmp_path / "served"
+    key = "trials_" + secrets.token_urlsafe(24)
+    options = ServeOptions(data_dir, backend.new_database(), (f"t={key}",), PROJECT)
+    serve = ServeProcess(options, tmp_path / "serve.log")
+    try:
+        serve.wait_up()
+        remote = ["--url", serve.url, "--api-key", key]
+        baseline = _baseline(remote, tmp_path)
+        result, document = _candidate(tmp_path, remote, baseline)
+        assert result.code == 0, result.stdout + result.stderr
+        with httpx.Client(base_url=serve.url, trust_env=False, timeout=60.0) as browser:
+            signed = browser.post("/ui/sign-in", data={"key": key, "next": "/ui/runs"})
+            assert signed.status_code == 303, signed.text
+            page = browser.get(
+                "/ui/compare",
+                params={
+                    "baseline": project_id(baseline),
+                    "candidate": project_id(document["runId"]),
+                },
+            )
+    finally:
+        serve.stop()
+    assert page.status_code == 200, page.text
+    rows = re.findall(r'<tr data-task-id="([a-z]+)".*?</tr>', page.text, re.S)
+    assert rows == ["drop", "wobble", "steady"]
+    drop = re.search(r'<tr data-task-id="drop".*?</tr>', page.text, re.S)
+    assert drop is not None
+    assert f'<div class="more-trials muted">{DROP_NOTE}</div>' in drop.group()
+    assert "more-trials" not in page.text.split('data-task-id="steady"')[1].split("</tr>")[0]
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -125,17 +125,27 @@ def with_trials(document: dict[str, Any], trials: int) -> dict[str, Any]:
 
 def publish_trials_variant(client: WireClient, suite_ref: str, trials: int) -> str:
     """Fetch the suite, publish its `trials` variant, and return the ref that names it."""
+    return _publish_variant(client, suite_ref, "--trials", lambda doc: with_trials(doc, trials))
+
+
+def _publish_variant(
+    client: WireClient,
+    suite_ref: str,
+    option: str,
+    derive: Callable[[dict[str, Any]], dict[str, Any]],
+) -> str:
+    """Fetch the suite, publish the variant `derive` makes of it, return the ref naming it."""
     document = client.get_suite(suite_ref)
     if document is None:
         raise ClientError(
-            "--trials needs the host's suite routes (GET/PUT /host/wopeval/suites) and a "
+            f"{option} needs the host's suite routes (GET/PUT /host/wopeval/suites) and a "
             f"suite it holds; {suite_ref!r} could not be fetched"
         )
-    derived = with_trials(document, trials)
+    derived = derive(document)
     try:
         parse_suite(derived)
     except errors.ValidationFailed as exc:
-        raise ClientError(f"the --trials variant is not a valid suite: {exc}") from None
+        raise ClientError(f"the {option} variant is not a valid suite: {exc}") from None
     client.put_suite(derived)
     return f"{derived['suiteId']}@{derived['version']}"
 
@@ -178,19 +188,9 @@ def publish_extra_trials_variant(
     client: WireClient, suite_ref: str, allocation: Mapping[str, int]
 ) -> str:
     """Publish the suite's `--trials auto` variant for `allocation`; the ref that names it."""
-    document = client.get_suite(suite_ref)
-    if document is None:
-        raise ClientError(
-            "--trials auto needs the host's suite routes (GET/PUT /host/wopeval/suites) and a "
-            f"suite it holds; {suite_ref!r} could not be fetched"
-        )
-    derived = with_extra_trials(document, allocation)
-    try:
-        parse_suite(derived)
-    except errors.ValidationFailed as exc:
-        raise ClientError(f"the --trials auto variant is not a valid suite: {exc}") from None
-    client.put_suite(derived)
-    return f"{derived['suiteId']}@{derived['version']}"
+    return _publish_variant(
+        client, suite_ref, "--trials auto", lambda doc: with_extra_trials(doc, allocation)
+    )
 
 
 def readable_suite(client: WireClient, suite_ref: str) -> Suite | None:
