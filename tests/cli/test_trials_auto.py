@@ -121,7 +121,7 @@ def test_trials_auto_adds_trials_to_exactly_the_decidable_inconclusive_tasks(
     baseline = _baseline(host, tmp_path)
     junit = tmp_path / "c.xml"
     result, document = _candidate(
-        tmp_path, host, baseline, "--trials", "auto", "--junit", str(junit)
+        tmp_path, host, baseline, "--trials", "auto", "--junit", str(junit), "--tag", "pr"
     )
     # 6/12 against 10/10 is a proven drop: the run regressed (exit 2).
     assert result.code == 2, result.stdout + result.stderr
@@ -139,6 +139,13 @@ def test_trials_auto_adds_trials_to_exactly_the_decidable_inconclusive_tasks(
     # The extra trials are an eval run of their own, judged honestly over its own trials.
     runs = run_cli("runs", "show", extra[0][0], "--json", *host)
     assert runs.code == 0, runs.stdout + runs.stderr
+    shown = json.loads(runs.stdout)
+    # Untagged, so `--baseline latest:pr` never picks a part of the suite.
+    assert not shown["run"].get("tags")
+    own = shown["evalSummary"]
+    assert [(t["taskId"], t["passedTrials"], t["trials"]) for t in own["tasks"]] == [("drop", 1, 2)]
+    assert own["suiteVersion"].startswith("1.0.2")
+    assert own["regression"]["baselineRunId"] == baseline
 
 
 def test_trials_auto_keeps_within_its_budget(backend: Backend, tmp_path: Path) -> None:
@@ -187,15 +194,20 @@ def test_the_compare_page_shows_the_count(backend: Backend, tmp_path: Path) -> N
 
 
 @pytest.mark.parametrize(
-    "args",
+    ("args", "message"),
     [
-        pytest.param(["--trials", "sometimes"], id="trials-word"),
-        pytest.param(["--trials", "101"], id="trials-range"),
-        pytest.param(["--trials-budget", "5"], id="budget-without-auto"),
-        pytest.param(["--trials", "3", "--trials-budget", "5"], id="budget-with-fixed-trials"),
-        pytest.param(["--trials", "auto", "--trials-budget", "-1"], id="negative-budget"),
+        pytest.param(["--trials", "sometimes"], "must be 1-100 or auto", id="trials-word"),
+        pytest.param(["--trials", "101"], "must be 1-100 or auto", id="trials-range"),
+        pytest.param(["--trials-budget", "5"], "only with --trials auto", id="budget-alone"),
+        pytest.param(
+            ["--trials", "3", "--trials-budget", "5"], "only with --trials auto", id="budget-fixed"
+        ),
+        pytest.param(
+            ["--trials", "auto", "--trials-budget", "-1"], "Invalid value for", id="negative-budget"
+        ),
     ],
 )
-def test_trials_usage_errors_exit_4(args: list[str]) -> None:
+def test_trials_usage_errors_exit_4(args: list[str], message: str) -> None:
     result = CliRunner().invoke(app, ["eval", SUITE, "--agent", "a", *args])
     assert result.exit_code == 4, result.output
+    assert message in result.output
