@@ -86,8 +86,13 @@ def add_trials(
         left -= sum(allocation.values())
         runs.append(ExtraRun(run_id, allocation))
         more = evals.inconclusive_more_trials(baseline, pooled, alpha=alpha)
-    _say(err, runs, budget, more)
-    return AutoTrials(pooled, tuple(runs), more)
+    auto = AutoTrials(pooled, tuple(runs), more)
+    err.print(
+        f"--trials auto: {auto.spent} of {budget} extra trials in {len(runs)} run(s); "
+        f"{len(more)} task(s) still inconclusive",
+        highlight=False,
+    )
+    return auto
 
 
 def _run_extra(
@@ -105,17 +110,6 @@ def _run_extra(
     err.print(f"Extra trials: eval run {run_id} ({added})", highlight=False)
     client.require_completed(host, client.follow(host, run_id, agent_id=request.agent_id))
     return run_id
-
-
-def _say(
-    err: Console, runs: list[ExtraRun], budget: int, more: dict[str, evals.MoreTrials]
-) -> None:
-    spent = sum(n for run in runs for n in run.allocation.values())
-    err.print(
-        f"--trials auto: {spent} of {budget} extra trials in {len(runs)} run(s); "
-        f"{len(more)} task(s) still inconclusive",
-        highlight=False,
-    )
 
 
 def with_more_trials(why: reports.RunWhy, more: dict[str, evals.MoreTrials]) -> reports.RunWhy:
