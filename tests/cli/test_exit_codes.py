@@ -21,9 +21,11 @@ BETA_REGRESSED = (
 )
 COIN_FLAKY = (
     "  coin  inconclusive · p=0.429 · flaky — passed (2 of 4 trials failed: exact: the decision "
-    '"wrong" differs from the expected value "heads")'
+    '"wrong" differs from the expected value "heads") · more trials of this run alone would '
+    "not decide it (up to 200); 6 more on each side, the baseline too, would"
 )
-"""The reason line of the coin task, 2/4 against 4/4: Fisher's p ≈ 0.43, Holm over one task."""
+"""The reason line of the coin task, 2/4 against 4/4: Fisher's p ≈ 0.43, Holm over one task;
+no number of candidate trials alone outweighs a baseline of 4 (evals/_more_trials.py)."""
 
 
 @pytest.fixture(scope="module")

@@ -43,6 +43,9 @@ def reason_lines(summary: EvalSummary, why: reports.RunWhy, run_id: str) -> Grou
             row.append(" · ".join(notes), style="yellow")
             row.append(" — ")
         row.append(line.reason)
+        more = reports.more_trials_text(line)
+        if more is not None:
+            row.append(f" · {more}", style="yellow")
         rows.append(row)
     rows.append(
         Text(f"  wopeval explain {run_id} shows the diffs and the tool traces.", style="dim")
@@ -57,6 +60,9 @@ def nothing_to_explain(run_id: str) -> Text:
 def explanation(detail: TaskDetail, *, every_trial: bool) -> Group:
     """One task: its headline and reason, then its failing trials (or all) in full."""
     rows: list[RenderableType] = [_headline(detail), _field("reason", Text(detail.reason))]
+    more = reports.more_trials_text(detail)
+    if more is not None:
+        rows.append(_field("verdict", Text(f"inconclusive: {more}", style="yellow")))
     changed = reports.tools_changed_text(detail)
     if changed is not None:
         rows.append(_field("tools", Text(changed, style="yellow")))

@@ -7,7 +7,8 @@ from typing import Annotated, Any
 
 import typer
 
-from wopeval import client
+from wopeval import client, evals
+from wopeval.cli._auto_trials import with_more_trials
 from wopeval.cli._exit import EXIT_CODES_HELP, Command, ExitCode, exit_code_for
 from wopeval.cli._options import (
     DEFAULT_DATA_DIR,
@@ -85,6 +86,10 @@ def run_compare(
         # The report names the baseline compared here, not the one the run was created with.
         facts = replace(facts, baseline=client.baseline_facts(host, baseline_run))
         why = read_why(host, candidate_run, summary, files)
+        if why is not None:
+            baseline = client.fetch_summary(host, baseline_run)
+            more = evals.inconclusive_more_trials(baseline, summary, alpha=alpha)
+            why = with_more_trials(why, more)
     code = exit_code_for(summary, strict=strict)
     written = write_reports(files, summary, facts, code, why)
     result = result_lines(summary, run_id=candidate_run, exit_code=code, revision=facts.revision)

@@ -17,6 +17,7 @@ import typer
 from rich.console import Console
 
 from wopeval import client, evals
+from wopeval.cli._auto_trials import DEFAULT_BUDGET, add_trials, rejudged
 from wopeval.cli._eval_choice import EvalChoice, EvalFlags, choose_eval
 from wopeval.cli._exit import EXIT_CODES_HELP, CliError, Command, ExitCode, exit_code_for
 from wopeval.cli._options import (
@@ -129,13 +130,26 @@ def evaluate(
         ),
     ] = None,
     trials: Annotated[
-        int | None,
+        str | None,
         typer.Option(
             "--trials",
-            min=1,
-            max=100,
-            help="Run every task N times: publishes the suite as version "
-            "X.Y.(1000000+1000·Z+N) with trials N (needs the host's suite routes).",
+            metavar="N|auto",
+            help="Run every task N times (1-100): publishes the suite as version "
+            "X.Y.(1000000+1000·Z+N) with trials N (needs the host's suite routes). "
+            "auto: run the suite as it is, then add trials to exactly the tasks whose "
+            "verdict against the baseline is inconclusive, within --trials-budget, and "
+            "judge all their trials together.",
+            show_default=False,
+        ),
+    ] = None,
+    trials_budget: Annotated[
+        int | None,
+        typer.Option(
+            "--trials-budget",
+            min=0,
+            help=f"With --trials auto: extra trials over all tasks at most "
+            f"[default: {DEFAULT_BUDGET}].",
+            show_default=False,
         ),
     ] = None,
     strict: Annotated[
@@ -168,11 +182,12 @@ def evaluate(
         pairs = client.parse_fixture_runs(from_run or [])
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--from-run") from None
+    fixed_trials, budget = _trials(trials, trials_budget)
     flags = EvalFlags(
         agent=agent,
         baseline=baseline,
         modes=chosen_modes,
-        trials=trials,
+        trials=fixed_trials,
         offline=offline,
         tools_changed=tools_changed,
         fixture_runs_file=fixture_runs,
@@ -194,13 +209,35 @@ def evaluate(
             offline=choice.offline,
             tools_changed=choice.tools_changed,
         )
-        return run_eval(target, choice, strict=strict, files=files)
+        return run_eval(target, choice, strict=strict, files=files, auto_budget=budget)
 
     raise typer.Exit(guarded(execute))
 
 
-def run_eval(target: Target, choice: EvalChoice, *, strict: bool, files: ReportFiles) -> ExitCode:
-    """Create the run, show progress, print the verdict, write reports; return the exit code."""
+def _trials(text: str | None, budget: int | None) -> tuple[int | None, int | None]:
+    """`--trials N|auto` and `--trials-budget`: (N, None), or (None, the budget) for auto."""
+    if text == "auto":
+        return None, DEFAULT_BUDGET if budget is None else budget
+    if budget is not None:
+        raise typer.BadParameter("only with --trials auto", param_hint="--trials-budget")
+    if text is None:
+        return None, None
+    if not text.isdigit() or not 1 <= int(text) <= 100:
+        raise typer.BadParameter(f"must be 1-100 or auto, got {text!r}", param_hint="--trials")
+    return int(text), None
+
+
+def run_eval(
+    target: Target,
+    choice: EvalChoice,
+    *,
+    strict: bool,
+    files: ReportFiles,
+    auto_budget: int | None = None,
+) -> ExitCode:
+    """Create the run, show progress, print the verdict, write reports; return the exit code.
+
+    `auto_budget`: `--trials auto` with that many extra trials at most (`_auto_trials.py`)."""
     err = stderr_console()
     with connect(target) as host:
         # What the host must support is known from the choice alone: check it before
@@ -235,8 +272,14 @@ def run_eval(target: Target, choice: EvalChoice, *, strict: bool, files: ReportF
             watch = client.follow(host, run_id, agent_id=request.agent_id, on_update=bar.update)
         client.require_completed(host, watch)
         summary = client.ensure_verdict(host, client.fetch_summary(host, run_id))
+        auto = None
+        if auto_budget is not None:
+            auto = add_trials(host, request, summary, budget=auto_budget, err=err)
+            summary = auto.summary
         facts = client.run_facts(host, run_id)
         why = read_why(host, run_id, summary, files)
+        if auto is not None and why is not None:
+            why = rejudged(why, auto)
     code = exit_code_for(summary, strict=strict)
     written = write_reports(files, summary, facts, code, why)
     result = result_lines(

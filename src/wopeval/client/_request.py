@@ -6,8 +6,10 @@ suite (see `trials_version`) and runs that.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -123,19 +125,72 @@ def with_trials(document: dict[str, Any], trials: int) -> dict[str, Any]:
 
 def publish_trials_variant(client: WireClient, suite_ref: str, trials: int) -> str:
     """Fetch the suite, publish its `trials` variant, and return the ref that names it."""
+    return _publish_variant(client, suite_ref, "--trials", lambda doc: with_trials(doc, trials))
+
+
+def _publish_variant(
+    client: WireClient,
+    suite_ref: str,
+    option: str,
+    derive: Callable[[dict[str, Any]], dict[str, Any]],
+) -> str:
+    """Fetch the suite, publish the variant `derive` makes of it, return the ref naming it."""
     document = client.get_suite(suite_ref)
     if document is None:
         raise ClientError(
-            "--trials needs the host's suite routes (GET/PUT /host/wopeval/suites) and a "
+            f"{option} needs the host's suite routes (GET/PUT /host/wopeval/suites) and a "
             f"suite it holds; {suite_ref!r} could not be fetched"
         )
-    derived = with_trials(document, trials)
+    derived = derive(document)
     try:
         parse_suite(derived)
     except errors.ValidationFailed as exc:
-        raise ClientError(f"the --trials variant is not a valid suite: {exc}") from None
+        raise ClientError(f"the {option} variant is not a valid suite: {exc}") from None
     client.put_suite(derived)
     return f"{derived['suiteId']}@{derived['version']}"
+
+
+EXTRA_PATCH_BASE = 2_000_000_000
+"""`--trials auto` publishes its extra trials as `X.Y.(2000000000 + a digest)`: see
+`extra_trials_version`."""
+
+
+def extra_trials_version(version: str, allocation: Mapping[str, int]) -> str:
+    """The version the `--trials auto` variant running `allocation` is published under.
+
+    Which tasks and how many trials vary run to run, so no readable code fits in
+    a patch number as `trials_version`'s does: the patch is 2000000000 plus nine
+    decimal digits of the SHA-256 of the base version and the allocation. It is
+    deterministic (the same extra trials republish the identical document) and above
+    both hand-written and `--trials` patches; a collision would be refused by the host
+    as a different document under a published version, never run.
+    """
+    if not re.fullmatch(SEMVER_PATTERN, version):
+        raise ClientError(f"suite version {version!r} is not X.Y.Z")
+    major, minor, _ = version.split(".")
+    digest = hashlib.sha256(json.dumps([version, sorted(allocation.items())]).encode()).hexdigest()
+    return f"{major}.{minor}.{EXTRA_PATCH_BASE + int(digest, 16) % 1_000_000_000}"
+
+
+def with_extra_trials(document: dict[str, Any], allocation: Mapping[str, int]) -> dict[str, Any]:
+    """The document with only the tasks of `allocation`, each run as many times as it says."""
+    derived = dict(document)
+    derived["version"] = extra_trials_version(str(document["version"]), allocation)
+    derived["tasks"] = [
+        {**task, "trials": allocation[task["taskId"]]}
+        for task in document["tasks"]
+        if task["taskId"] in allocation
+    ]
+    return derived
+
+
+def publish_extra_trials_variant(
+    client: WireClient, suite_ref: str, allocation: Mapping[str, int]
+) -> str:
+    """Publish the suite's `--trials auto` variant for `allocation`; the ref that names it."""
+    return _publish_variant(
+        client, suite_ref, "--trials auto", lambda doc: with_extra_trials(doc, allocation)
+    )
 
 
 def readable_suite(client: WireClient, suite_ref: str) -> Suite | None:

@@ -2,12 +2,20 @@
 
 Suite references, the fixture matcher and its miss analysis, derived fixtures
 (RFC 0252 §D), graders and their reasons, structural JSON diffs, pass
-policies, the summary, the paired verdict (RFC 0244 §F), the create-time
+policies, the summary, the paired verdict (RFC 0244 §F) and the trials that
+would decide an inconclusive one, a judge's agreement with people, the create-time
 rules of RFC 0251 / RFC 0252 §B–§C, the diff of two run logs (RFC 0054) and
 what changed in the tools an agent is offered since a recording.
 Call sites use `evals.<name>`.
 """
 
+from wopeval.evals._calibration import (
+    Calibration,
+    CalibrationFloor,
+    Confusion,
+    LabelledVerdict,
+    calibrate,
+)
 from wopeval.evals._canonical import args_hash, canonical_json, compact_json, json_equal
 from wopeval.evals._create_rules import (
     BaselineFacts,
@@ -64,6 +72,14 @@ from wopeval.evals._models import (
     exchange_cost,
     model_request_hash,
 )
+from wopeval.evals._more_trials import (
+    MORE_TRIALS_CAP,
+    MoreTrials,
+    PassCounts,
+    Undecided,
+    inconclusive_more_trials,
+    more_trials_needed,
+)
 from wopeval.evals._policy import (
     DEFAULT_POLICY,
     DEFAULT_TRIALS,
@@ -72,6 +88,7 @@ from wopeval.evals._policy import (
     effective_trials,
     trials_pass,
 )
+from wopeval.evals._pool import MAX_TRIALS_PER_RUN, allocate_trials, pool_summaries
 from wopeval.evals._run_diff import LoggedRun, diff_logs
 from wopeval.evals._suite_ref import (
     SUITE_REF_PATTERN,
@@ -100,6 +117,7 @@ from wopeval.evals._verdict import (
     DEFAULT_ALPHA,
     PairedVerdict,
     TaskVerdict,
+    fisher_p,
     holm_adjust,
     paired_verdict,
 )
@@ -111,9 +129,14 @@ __all__ = [
     "DEFAULT_PASS_SCORE",
     "DEFAULT_POLICY",
     "DEFAULT_TRIALS",
+    "MAX_TRIALS_PER_RUN",
+    "MORE_TRIALS_CAP",
     "SUITE_REF_PATTERN",
     "BaselineFacts",
+    "Calibration",
+    "CalibrationFloor",
     "CallStatus",
+    "Confusion",
     "ExecutedCall",
     "FixtureCursor",
     "FixtureHit",
@@ -123,6 +146,7 @@ __all__ = [
     "GoLive",
     "Grade",
     "IdleReason",
+    "LabelledVerdict",
     "ListedTool",
     "LoggedRun",
     "MissDetail",
@@ -132,7 +156,9 @@ __all__ = [
     "ModelPrice",
     "ModelReplayCursor",
     "ModelServedBy",
+    "MoreTrials",
     "PairedVerdict",
+    "PassCounts",
     "PassPolicy",
     "PathChange",
     "RecordedCall",
@@ -146,10 +172,13 @@ __all__ = [
     "SuiteRef",
     "TaskVerdict",
     "TrialOutcome",
+    "Undecided",
     "Verdict",
     "VersionedSuiteRef",
+    "allocate_trials",
     "args_hash",
     "args_match",
+    "calibrate",
     "canonical_json",
     "check_baseline_fields",
     "check_eval_only_fields",
@@ -166,6 +195,7 @@ __all__ = [
     "effective_policy",
     "effective_trials",
     "exchange_cost",
+    "fisher_p",
     "fixtures_of",
     "grade_golden",
     "grade_task",
@@ -174,6 +204,7 @@ __all__ = [
     "has_failed_call",
     "holm_adjust",
     "idle_reasons",
+    "inconclusive_more_trials",
     "is_json_subset",
     "is_usable_baseline",
     "is_usable_source",
@@ -182,10 +213,12 @@ __all__ = [
     "listing_digest",
     "missing_model_calls",
     "model_request_hash",
+    "more_trials_needed",
     "own_calls",
     "p95",
     "paired_verdict",
     "parse_suite_ref",
+    "pool_summaries",
     "resolve_eval_modes",
     "select_entry",
     "stringify",

@@ -152,6 +152,10 @@ def _flaky(task: TaskSummary) -> bool:
 
 
 def _fisher_p(base: TaskSummary, cand: TaskSummary) -> float:
+    return fisher_p(_passed_trials(base), _trials(base), _passed_trials(cand), _trials(cand))
+
+
+def fisher_p(base_passed: int, base_trials: int, cand_passed: int, cand_trials: int) -> float:
     """Two-sided Fisher exact p on [[passed, failed] per side].
 
     The rows are sorted first, so swapping the sides gives the identical float.
@@ -160,10 +164,7 @@ def _fisher_p(base: TaskSummary, cand: TaskSummary) -> float:
     from scipy.stats import fisher_exact
 
     rows = sorted(
-        [
-            [_passed_trials(base), _trials(base) - _passed_trials(base)],
-            [_passed_trials(cand), _trials(cand) - _passed_trials(cand)],
-        ]
+        [[base_passed, base_trials - base_passed], [cand_passed, cand_trials - cand_passed]]
     )
     result = fisher_exact(rows, alternative="two-sided")
     return min(1.0, float(result.pvalue))

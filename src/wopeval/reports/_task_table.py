@@ -13,7 +13,7 @@ from __future__ import annotations
 from html import escape
 
 from wopeval.reports._drilldown import drilldown
-from wopeval.reports._why import RunWhy, paired
+from wopeval.reports._why import RunWhy, more_trials_text, paired
 from wopeval.reports.junit import cost_text
 from wopeval.wire.summary import EvalSummary, TaskRegression, TaskSummary
 
@@ -83,6 +83,8 @@ def _task(
     line = why.line(task.taskId) if why is not None else None
     if why is not None:
         reason = line.reason if line is not None else "—"
+        more = more_trials_text(line)
+        reason += "" if more is None else f" · {more}"
         tds += f'<td class="reason" data-sort="{escape(reason)}">{escape(reason)}</td>'
     detail = why.details.get(task.taskId) if why is not None else None
     drill = ""

@@ -51,8 +51,20 @@ class RunWhy:
 
 
 def needs_explaining(line: TaskLine, verdict: Verdict | str | None) -> bool:
-    """A task worth a reason: it failed, regressed, or some of its trials failed."""
-    return not line.passed or verdict == Verdict.REGRESSED or line.passedTrials < line.trials
+    """A task worth a reason: it failed, regressed, was inconclusive, or some of its
+    trials failed."""
+    return (
+        not line.passed
+        or verdict in (Verdict.REGRESSED, Verdict.INCONCLUSIVE)
+        or line.passedTrials < line.trials
+    )
+
+
+def more_trials_text(line: TaskLine | None) -> str | None:
+    """For an inconclusive task: how many more trials would decide it (the host's line)."""
+    if line is None or line.moreTrials is None:
+        return None
+    return line.moreTrials.note
 
 
 def paired(summary: EvalSummary) -> dict[str, TaskRegression]:

@@ -4,7 +4,9 @@ The shape is the common Jenkins / Surefire one (`testsuites > testsuite >
 testcase`): one `testsuite` per run, one `testcase` per task the run scored,
 `classname` = the suiteId. A task that failed, or that regressed against the
 baseline, carries a `<failure>`; a task whose only news is an inconclusive
-difference is `<skipped>` (a CI server shows it without failing the build).
+difference is `<skipped>` (a CI server shows it without failing the build), its
+message saying how many more trials would decide it when the host's task routes
+said so.
 `errors` is always 0: an eval that hit an infrastructure error produces no
 summary, hence no report (exit code 4). A testcase's `time` is its trials'
 wall time; a run whose model calls were priced adds `totalCostUsd` to the
@@ -26,7 +28,13 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from wopeval.reports._why import RunWhy, decisions_text, detail_text, tools_changed_text
+from wopeval.reports._why import (
+    RunWhy,
+    decisions_text,
+    detail_text,
+    more_trials_text,
+    tools_changed_text,
+)
 from wopeval.wire.summary import EvalSummary, TaskRegression, TaskSummary, Verdict
 from wopeval.wire.task_detail import TaskDetail, TaskLine
 
@@ -148,7 +156,11 @@ def _testcase(
         message = reason if reason is not None else f"failed: score {task.score:.2f}{verdict}"
         _child(case, "failure", {"type": "failed", "message": message}, body)
     elif pair is not None and pair.verdict is Verdict.INCONCLUSIVE:
-        _child(case, "skipped", {"message": f"inconclusive: {_movement(pair)}"}, body)
+        message = f"inconclusive: {_movement(pair)}"
+        more = more_trials_text(why.line)
+        if more is not None:
+            message += f"; {more}"
+        _child(case, "skipped", {"message": message}, body)
     out = [] if why.detail is None else [decisions_text(why.detail)]
     changed = None if why.line is None else tools_changed_text(why.line)
     if changed is not None:
@@ -211,6 +223,9 @@ def _body(task: TaskSummary, pair: TaskRegression | None, why: _Why) -> str:
             lines.append(f"p-value (Holm-adjusted): {pair.pValue:.3g}")
         if pair.flaky:
             lines.append("flaky: a side passed some trials and failed others")
+        more = more_trials_text(why.line)
+        if more is not None:
+            lines.append(f"more trials: {more}")
     if why.detail is not None:
         lines.extend(["", detail_text(why.detail)])
     return "\n".join(lines)

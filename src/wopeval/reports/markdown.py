@@ -3,7 +3,8 @@
 Sized for `$GITHUB_STEP_SUMMARY` and a PR comment (GitHub takes 65,536
 characters): the verdict line first, then the baseline (its id, tags and age),
 the task table with regressed and inconclusive tasks first, each failing or
-regressed task's reason as the host gave it, the tasks whose MCP tools changed since
+regressed task's reason as the host gave it (an inconclusive one's with how many more
+trials would decide it), the tasks whose MCP tools changed since
 their recording, fixture misses and live calls. A
 table longer than the budget keeps its first rows and says how many it left out.
 """
@@ -13,7 +14,14 @@ from __future__ import annotations
 from datetime import datetime
 
 from wopeval.reports._age import age_text, parse_instant
-from wopeval.reports._why import RunWhy, marks, needs_explaining, paired, tools_changed_text
+from wopeval.reports._why import (
+    RunWhy,
+    marks,
+    more_trials_text,
+    needs_explaining,
+    paired,
+    tools_changed_text,
+)
 from wopeval.reports.html import RunFacts
 from wopeval.reports.junit import cost_text
 from wopeval.wire.summary import EvalSummary, Regression, TaskRegression, TaskSummary, Verdict
@@ -146,10 +154,14 @@ def _reasons(
     for line in listed:
         pair = pairs.get(line.taskId)
         tags = (
-            [pair.verdict.value] if pair is not None and pair.verdict is Verdict.REGRESSED else []
+            [pair.verdict.value]
+            if pair is not None and pair.verdict in (Verdict.REGRESSED, Verdict.INCONCLUSIVE)
+            else []
         )
         note = " ".join(f"_{tag}_" for tag in [*tags, *marks(pair)])
-        out.append(f"- `{line.taskId}` {note}".rstrip() + f": {_escape(line.reason)}")
+        more = more_trials_text(line)
+        tail = "" if more is None else f" — {_escape(more)}"
+        out.append(f"- `{line.taskId}` {note}".rstrip() + f": {_escape(line.reason)}{tail}")
     return out
 
 

@@ -191,6 +191,19 @@ class TrialDetail(_Shape):
     """The tool content of this trial was erased (RFC 0252 erasure)."""
 
 
+class MoreTrialsView(_Shape):
+    """What more trials would do for an inconclusive task, at its observed pass rates
+    (docs/graders.md, "More trials needed")."""
+
+    trials: int | None = None
+    """More trials of this run alone that would decide it; absent when none up to the cap
+    would (`wopeval eval --trials auto` adds these)."""
+    eachSide: int | None = None
+    """More trials on each side, the baseline run again too; absent when none would."""
+    note: str
+    """One line saying so, or why it cannot be decided."""
+
+
 class TaskLine(_Shape):
     taskId: str
     """The task."""
@@ -216,6 +229,8 @@ class TaskLine(_Shape):
     """The Holm-adjusted p-value (multi-trial tasks)."""
     flaky: bool | None = None
     """Whether the task's trials disagreed."""
+    moreTrials: MoreTrialsView | None = None
+    """For an `inconclusive` task: the trials that would decide it."""
     reason: str
     """The first failing trial's reason, or `passed`."""
     toolsChanged: list[ToolChange] | None = None

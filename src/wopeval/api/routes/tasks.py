@@ -22,7 +22,7 @@ async def list_tasks(runId: str, principal: PrincipalDep, host: HostDep) -> Task
     """Per task: its figures, its verdict against the baseline, and one reason line."""
     record = await host.engine.get_run(principal, path_run_id(runId, principal))
     async with host.store.reading() as uow:
-        return await task_list(uow, record)
+        return await task_list(uow, record, alpha=host.settings.eval.alpha)
 
 
 @router.get(
@@ -32,4 +32,4 @@ async def get_task(runId: str, taskId: str, principal: PrincipalDep, host: HostD
     """Every trial of one task: decision, expected value, grade, trace and misses."""
     record = await host.engine.get_run(principal, path_run_id(runId, principal))
     async with host.store.reading() as uow:
-        return await task_detail(uow, record, taskId)
+        return await task_detail(uow, record, taskId, alpha=host.settings.eval.alpha)

@@ -65,6 +65,8 @@ class Comparison:
     candidate_score: float
     rows: list[TaskRegression]
     """Paired tasks, regressed first, then inconclusive, improved, unchanged."""
+    more_trials: dict[str, str]
+    """Inconclusive task id → what more trials would do (`evals.MoreTrials.text`)."""
     baseline_only: list[str]
     candidate_only: list[str]
     chart: Chart
@@ -126,9 +128,8 @@ async def _compare(host: ServedHost, baseline: OwnedRun, candidate: OwnedRun) ->
             "Only eval runs of one suiteId can be compared "
             f"({before.suiteId} and {after.suiteId} differ)."
         )
-    judged = evals.with_regression(
-        after, baseline.run_id, before, host.settings.eval.alpha
-    ).regression
+    alpha = host.settings.eval.alpha
+    judged = evals.with_regression(after, baseline.run_id, before, alpha).regression
     # with_regression always judges (include_verdict defaults to True).
     assert judged is not None
     assert judged.verdict is not None
@@ -140,8 +141,8 @@ async def _compare(host: ServedHost, baseline: OwnedRun, candidate: OwnedRun) ->
     async with host.store.reading() as uow:
         traces = [
             _side_by_side(
-                await task_detail(uow, baseline, task_id),
-                await task_detail(uow, candidate, task_id),
+                await task_detail(uow, baseline, task_id, alpha=alpha),
+                await task_detail(uow, candidate, task_id, alpha=alpha),
             )
             for task_id in regressed
         ]
@@ -156,6 +157,10 @@ async def _compare(host: ServedHost, baseline: OwnedRun, candidate: OwnedRun) ->
         baseline_score=before.aggregateScore,
         candidate_score=after.aggregateScore,
         rows=rows,
+        more_trials={
+            task_id: more.text
+            for task_id, more in evals.inconclusive_more_trials(before, after, alpha=alpha).items()
+        },
         baseline_only=list(judged.baselineOnlyTaskIds or []),
         candidate_only=list(judged.candidateOnlyTaskIds or []),
         chart=delta_shapes(bars),

@@ -124,7 +124,7 @@ async def eval_page(
     record = await load_eval(host, session, runId)
     async with host.store.reading() as uow:
         plan = await uow.runs.plan(record.handle)
-        listed = await task_list(uow, record)
+        listed = await task_list(uow, record, alpha=host.settings.eval.alpha)
         live_calls = await uow.tool_calls.count_live(record.handle)
     facts = eval_facts(record, plan)
     tasks = [task for task in listed.tasks if _KEEPS[show](task)]
@@ -151,7 +151,7 @@ async def task_page(runId: str, taskId: str, session: SessionDep, host: HostDep)
     record = await load_eval(host, session, runId)
     async with host.store.reading() as uow:
         plan = await uow.runs.plan(record.handle)
-        detail = await task_detail(uow, record, taskId)
+        detail = await task_detail(uow, record, taskId, alpha=host.settings.eval.alpha)
     facts = eval_facts(record, plan)
     failing = [trial.trial for trial in detail.trialDetails if not trial.passed]
     view = TaskView(

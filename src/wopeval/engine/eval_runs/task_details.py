@@ -11,21 +11,31 @@ import json
 from collections import defaultdict
 from typing import Any
 
+from wopeval import evals
 from wopeval.engine.recording import content
 from wopeval.store import OwnedRun, RunHandle, RunRecord, StoredTrial, UnitOfWork
 from wopeval.wire import errors, events
 from wopeval.wire.runs import RunKind
 from wopeval.wire.summary import EvalSummary, TaskRegression
-from wopeval.wire.task_detail import TaskDetail, TaskLine, TaskList, ToolChange, TrialDetail
+from wopeval.wire.task_detail import (
+    MoreTrialsView,
+    TaskDetail,
+    TaskLine,
+    TaskList,
+    ToolChange,
+    TrialDetail,
+)
 
 
-async def task_list(uow: UnitOfWork, record: OwnedRun) -> TaskList:
+async def task_list(uow: UnitOfWork, record: OwnedRun, *, alpha: float) -> TaskList:
+    """`alpha`: the host's, as the run's verdict was judged at."""
     _require_eval(record)
     trials = _by_task(await uow.trials.of_run(record.handle))
     scored = await _scored(uow, record.handle)
     verdicts = _verdicts(record.summary)
     sources = await _source_model_calls(uow, record)
     changed = await _tools_changed(uow, record)
+    more = await _more_trials(uow, record, alpha)
     order = list(scored) + [task_id for task_id in trials if task_id not in scored]
     return TaskList(
         runId=record.run_id,
@@ -37,13 +47,16 @@ async def task_list(uow: UnitOfWork, record: OwnedRun) -> TaskList:
                 verdicts,
                 sources.get(task_id),
                 changed,
+                more,
             )
             for task_id in order
         ],
     )
 
 
-async def task_detail(uow: UnitOfWork, record: OwnedRun, task_id: str) -> TaskDetail:
+async def task_detail(
+    uow: UnitOfWork, record: OwnedRun, task_id: str, *, alpha: float
+) -> TaskDetail:
     _require_eval(record)
     trials = await uow.trials.of_run(record.handle, task_id)
     if not trials:
@@ -51,7 +64,9 @@ async def task_detail(uow: UnitOfWork, record: OwnedRun, task_id: str) -> TaskDe
     scored = (await _scored(uow, record.handle)).get(task_id)
     source_model_calls = (await _source_model_calls(uow, record)).get(task_id)
     changed = await _tools_changed(uow, record)
-    line = _line(task_id, scored, trials, _verdicts(record.summary), source_model_calls, changed)
+    more = await _more_trials(uow, record, alpha)
+    verdicts = _verdicts(record.summary)
+    line = _line(task_id, scored, trials, verdicts, source_model_calls, changed, more)
     views: list[TrialDetail] = [content.trial_view(t, source_model_calls) for t in trials]
     return TaskDetail(**line.model_dump(), runId=record.run_id, trialDetails=views)
 
@@ -66,6 +81,20 @@ async def _tools_changed(uow: UnitOfWork, record: OwnedRun) -> dict[str, list[To
         for task_id, contract in plan.toolContracts.items()
         if contract.changed is not None
     }
+
+
+async def _more_trials(
+    uow: UnitOfWork, record: OwnedRun, alpha: float
+) -> dict[str, MoreTrialsView]:
+    """Each inconclusive task's trials to decide it, against the baseline the plan judged."""
+    plan = await uow.runs.plan(record.handle)
+    summary = record.summary
+    if plan is None or plan.baselineSummary is None or summary is None:
+        return {}
+    if summary.regression is None or summary.regression.verdict is None:
+        return {}  # `regressionVerdict` switched off: no task is called inconclusive
+    found = evals.inconclusive_more_trials(plan.baselineSummary, summary, alpha=alpha)
+    return {task_id: more.view() for task_id, more in found.items()}
 
 
 async def _source_model_calls(uow: UnitOfWork, record: OwnedRun) -> dict[str, int]:
@@ -115,6 +144,7 @@ def _line(
     verdicts: dict[str, TaskRegression],
     source_model_calls: int | None,
     changed: dict[str, list[ToolChange]],
+    more: dict[str, MoreTrialsView],
 ) -> TaskLine:
     failing = [trial for trial in trials if not trial.passed]
     reason = "passed"
@@ -161,6 +191,7 @@ def _line(
         verdict=None if paired is None else paired.verdict.value,
         pValue=None if paired is None else paired.pValue,
         flaky=None if paired is None else paired.flaky,
+        moreTrials=more.get(task_id),
         reason=reason,
         toolsChanged=changed.get(task_id),
     )
