@@ -40,6 +40,7 @@ from wopeval.evals._graders import (
 )
 from wopeval.evals._idle import IdleReason, describe_idle, idle_reasons, missing_model_calls
 from wopeval.evals._jsondiff import Found, PathChange, json_diff, subset_diff, value_at
+from wopeval.evals._judge_part import CriterionGrade, JudgePart
 from wopeval.evals._live_tasks import tasks_reaching_live_tools
 from wopeval.evals._matcher import (
     FixtureCursor,
@@ -71,6 +72,20 @@ from wopeval.evals._policy import (
     effective_policy,
     effective_trials,
     trials_pass,
+)
+from wopeval.evals._rubric import (
+    ANSWER_FORMAT,
+    DEFAULT_TEMPLATE,
+    TEMPLATE_FIELDS,
+    JudgementUnreadable,
+    JudgeRules,
+    JudgeScale,
+    judge_prompt,
+    judged_output,
+    read_judgement,
+    rubric_grade,
+    unjudged_grade,
+    weighted_score,
 )
 from wopeval.evals._run_diff import LoggedRun, diff_logs
 from wopeval.evals._suite_ref import (
@@ -106,14 +121,18 @@ from wopeval.evals._verdict import (
 from wopeval.wire.summary import Verdict
 
 __all__ = [
+    "ANSWER_FORMAT",
     "DEFAULT_ALPHA",
     "DEFAULT_API",
     "DEFAULT_PASS_SCORE",
     "DEFAULT_POLICY",
+    "DEFAULT_TEMPLATE",
     "DEFAULT_TRIALS",
     "SUITE_REF_PATTERN",
+    "TEMPLATE_FIELDS",
     "BaselineFacts",
     "CallStatus",
+    "CriterionGrade",
     "ExecutedCall",
     "FixtureCursor",
     "FixtureHit",
@@ -123,6 +142,10 @@ __all__ = [
     "GoLive",
     "Grade",
     "IdleReason",
+    "JudgePart",
+    "JudgeRules",
+    "JudgeScale",
+    "JudgementUnreadable",
     "ListedTool",
     "LoggedRun",
     "MissDetail",
@@ -179,6 +202,8 @@ __all__ = [
     "is_usable_source",
     "json_diff",
     "json_equal",
+    "judge_prompt",
+    "judged_output",
     "listing_digest",
     "missing_model_calls",
     "model_request_hash",
@@ -186,7 +211,9 @@ __all__ = [
     "p95",
     "paired_verdict",
     "parse_suite_ref",
+    "read_judgement",
     "resolve_eval_modes",
+    "rubric_grade",
     "select_entry",
     "stringify",
     "subset_diff",
@@ -195,6 +222,8 @@ __all__ = [
     "tasks_reaching_live_tools",
     "tools_changed",
     "trials_pass",
+    "unjudged_grade",
     "value_at",
+    "weighted_score",
     "with_regression",
 ]

@@ -106,8 +106,8 @@ def model_upstream(where: str, fields: LlmFields, timeout_seconds: float) -> Mod
     """Where the agent's model proxy forwards, each key read now and revealed at egress."""
     return ModelUpstream(
         {
-            "openai": _endpoint(where, "openai", fields.base_url, fields.api_key_env),
-            "anthropic": _endpoint(
+            "openai": endpoint_of(where, "openai", fields.base_url, fields.api_key_env),
+            "anthropic": endpoint_of(
                 where, "anthropic", fields.anthropic_base_url, fields.anthropic_api_key_env
             ),
         },
@@ -115,7 +115,7 @@ def model_upstream(where: str, fields: LlmFields, timeout_seconds: float) -> Mod
     )
 
 
-def _endpoint(
+def endpoint_of(
     where: str, provider: Provider, base_url: str | None, key_env: str | None
 ) -> Endpoint:
     """A provider's server: the URL given, else its variable, else the provider's own; the
@@ -148,7 +148,7 @@ def llm_lane(
             prompt = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise ValueError(f"{where}: `system_prompt_file` {path}: {exc.strerror}") from exc
-    endpoint = _endpoint(where, provider, fields.base_url, fields.api_key_env)
+    endpoint = endpoint_of(where, provider, fields.base_url, fields.api_key_env)
     return LlmLane(
         provider=provider,
         model=fields.model,
