@@ -50,6 +50,7 @@ class JudgeEntry(BaseModel):
     suites: list[str] | None = None
     gate: bool = False
     temperature: float = Field(default=0.0, ge=0, le=1)
+    """At most 1, which every API the judge may speak accepts (Anthropic's bound)."""
     max_tokens: int = Field(default=DEFAULT_JUDGE_MAX_TOKENS, gt=0)
     timeout_seconds: float = Field(default=DEFAULT_JUDGE_TIMEOUT_SECONDS, gt=0)
     retries: int = Field(default=2, ge=0, le=10)
@@ -101,8 +102,6 @@ def load_judge(entry: JudgeEntry, directory: Path) -> Judge:
         choices=None if entry.choices is None else tuple(entry.choices),
     )
     api = APIS[entry.api]
-    if api.name == "messages" and entry.temperature > 1:
-        raise ValueError(f"{where}: Anthropic's `temperature` is at most 1")
     return Judge(
         rules=evals.JudgeRules(
             judge_id=entry.id,
