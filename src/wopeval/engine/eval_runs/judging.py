@@ -101,9 +101,8 @@ async def judge_trial(
     try:
         answer = await recorder.call(request, lambda: _ask(judge, request), via="judge")
     except ModelReplayMiss:
-        # The miss is recorded (with the nearest recorded judgement) but is no fixture miss
-        # of the agent's: the trial is unjudged, not failed by the agent.
-        ledger.misses -= 1
+        # Recorded as a miss (with the nearest recorded judgement); the runner counted the
+        # agent's misses before the judge was asked, so it is none of the agent's.
         source = plan.source_run_id or "no judge source"
         why = f"no recorded judgement for this request ({source}) and this run calls no judge"
         return evals.unjudged_grade(rules, rubric, why, exchange)
