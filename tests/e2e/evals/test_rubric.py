@@ -18,12 +18,17 @@ from typing import Any
 import httpx
 import pytest
 from openwop_client.wire_id import project_id
+from rich.console import Console
 
 from _backends import Backend
 from _model_server import ModelServer
+from wopeval import reports
+from wopeval.cli._why import explanation
+from wopeval.reports._drilldown import drilldown
 from wopeval.settings import EvalFeatures
+from wopeval.wire.task_detail import TaskDetail
 
-from .._server import TENANT_B, ServerHandle, host_settings, running_host
+from .._server import TENANT_A, TENANT_B, ServerHandle, host_settings, running_host
 from ._evals import (
     assert_content_free,
     eval_body,
@@ -137,6 +142,32 @@ def rubric_suite(http: httpx.Client, good: str, bad: str) -> str:
     )
 
 
+def shown_everywhere(host: ServerHandle, http: httpx.Client, run_id: str) -> None:
+    """Each criterion's grade, with the exchange that graded it, in `wopeval explain`, the
+    HTML report's drill-down and the dashboard's task page."""
+    response = http.get(f"/host/wopeval/runs/{project_id(run_id)}/tasks/bad")
+    assert response.status_code == 200, response.text
+    detail = TaskDetail.model_validate(response.json())
+    criterion = "FAIL 0.00 (weight 0.75) cites the 30-day window — judge says 1:0"
+    console = Console(width=400, record=True)
+    console.print(explanation(detail, every_trial=True))
+    explained = console.export_text()
+    assert f"judge {JUDGE_ID} (sha256:" in explained
+    assert f"{criterion}  exchange #0 live" in explained
+    assert f"{criterion} [exchange #0 live, " in reports.detail_text(detail)
+    html = drilldown(detail)
+    assert '<table class="rubric">' in html
+    assert '<td class="exchange">#0 live, ' in html
+    with httpx.Client(base_url=host.base_url, trust_env=False) as browser:
+        signed = browser.post("/ui/sign-in", data={"key": host.keys[TENANT_A], "next": "/ui/runs"})
+        assert signed.status_code == 303, signed.text
+        page = browser.get(f"/ui/evals/{project_id(run_id)}/tasks/bad")
+        assert page.status_code == 200, page.text
+    assert "judge says 1:0" in page.text
+    assert '<a href="#trial-0-exchange-0">#0 live, ' in page.text
+    assert 'id="trial-0-exchange-0"' in page.text
+
+
 def test_a_rubric_eval_is_judged_live_then_replayed_with_no_judge_call(
     judged_host: ServerHandle, model_server: ModelServer, judge_key: str
 ) -> None:
@@ -185,6 +216,8 @@ def test_a_rubric_eval_is_judged_live_then_replayed_with_no_judge_call(
             f"rubric ({JUDGE_ID}): score 0.25 < threshold 0.7; "
             "failed: 'cites the 30-day window' (0.00: judge says 1:0)"
         )
+
+        shown_everywhere(judged_host, http, first.run_id)
 
         # Content-free wire: no rubric prose, judge words or output in the summary or events.
         markers = (*CRITERIA, "judge says", tag)
