@@ -17,6 +17,12 @@ EXAMPLE = Path(__file__).parents[2] / "examples" / "rubric-judge"
 BASE_URL = "http://127.0.0.1:8792/v1"
 
 
+def run_id(stderr: str) -> str:
+    found = re.search(r"Eval run (\S+)", stderr)
+    assert found is not None, stderr
+    return found.group(1)
+
+
 def test_the_rubric_example_is_judged_live_then_replayed_with_no_judge_call(
     backend: Backend, tmp_path: Path
 ) -> None:
@@ -46,9 +52,13 @@ def test_the_rubric_example_is_judged_live_then_replayed_with_no_judge_call(
         assert "unchanged" in again.stdout, again.stdout
         assert len(script.received) == 2, "a repeated eval asked the judge again"
 
-        found = re.search(r"Eval run (\S+)", again.stderr)
-        assert found is not None, again.stderr
-        explained = run_cli("explain", found.group(1), *store, env=env)
+        # Named as the judge source, with no baseline: still no judge call.
+        named = run_cli("eval", "support-replies", "--label", "v1",
+                        "--judge-source", run_id(first.stderr), *store, env=env)  # fmt: skip
+        assert named.code == 1, named.stdout + named.stderr
+        assert len(script.received) == 2, "a named judge source did not answer"
+
+        explained = run_cli("explain", run_id(named.stderr), *store, env=env)
         assert explained.code == 0, explained.stdout + explained.stderr
         shown = " ".join(explained.stdout.split())
         assert "judge support.judge (sha256:" in shown, shown

@@ -25,7 +25,7 @@ from string import Template
 from pydantic import BaseModel, ConfigDict, Field
 
 from wopeval import evals
-from wopeval.engine.catalog.project_llm import endpoint_of
+from wopeval.engine.catalog.project_llm import endpoint_of, read_prompt
 from wopeval.models import APIS, ApiName, Endpoint, ModelApi
 
 DEFAULT_JUDGE_MAX_TOKENS = 1024
@@ -77,19 +77,12 @@ class Judge:
 def load_judge(entry: JudgeEntry, directory: Path) -> Judge:
     """An entry resolved: its prompt file read, its template and scale checked, its key read."""
     where = f"judges {entry.id}"
-    if entry.prompt is not None and entry.prompt_file is not None:
-        raise ValueError(f"{where}: give `prompt` or `prompt_file`, not both")
     if entry.scale is not None and entry.choices is not None:
         raise ValueError(f"{where}: give `scale` or `choices`, not both")
     if entry.choices is not None and len(set(entry.choices)) != len(entry.choices):
         raise ValueError(f"{where}: `choices` are not distinct")
-    template = entry.prompt or evals.DEFAULT_TEMPLATE
-    if entry.prompt_file is not None:
-        path = directory / entry.prompt_file
-        try:
-            template = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ValueError(f"{where}: `prompt_file` {path}: {exc.strerror}") from exc
+    read = read_prompt(where, "prompt", entry.prompt, entry.prompt_file, directory)
+    template = evals.DEFAULT_TEMPLATE if read is None else read
     parsed = Template(template)
     unknown = set(parsed.get_identifiers()) - evals.TEMPLATE_FIELDS
     if unknown or not parsed.is_valid():
