@@ -57,8 +57,6 @@ class StoredPlan(BaseModel):
     """The run whose recorded judgements the run replays."""
     judgeLive: bool = True
     """False: a judgement no recording holds is not asked (the trial is unjudged)."""
-    judgeRecorded: list[JsonObject] = []
-    """The judge source's recorded judgements (`ModelFixture` documents), copied at create."""
 
     @field_serializer("baselineSummary")
     def _summary_as_served(self, summary: EvalSummary | None) -> JsonObject | None:

@@ -251,6 +251,40 @@ def test_a_rubric_eval_is_judged_live_then_replayed_with_no_judge_call(
         )
 
 
+def test_erasing_a_judge_source_erases_the_copies_of_its_judgements(
+    judged_host: ServerHandle, model_server: ModelServer
+) -> None:
+    answer = f"Within 30 days ({uuid.uuid4().hex[:8]})."
+    script_judgement(model_server, answer, 4, 4)
+    client = judged_host.client()
+    with judged_host.http() as http:
+        ref = publish(http, suite(new_suite_id("erased"),
+                                  [task("t", answer=answer, expected=rubric(0.5, 0.5))],
+                                  modes=("rubric",)))  # fmt: skip
+
+        def judged_from(source: str | None) -> str:
+            body = eval_body(ref)
+            if source is not None:
+                extension = {"judgeSourceRunId": source}
+                body["configurable"] = {"version": 1, "extensions": {"wopeval": extension}}
+            response = http.post("/runs", json=body)
+            assert response.status_code == 201, response.text
+            run_id: str = finish(client, http, response.json()["runId"]).run_id
+            return run_id
+
+        source = judged_from(None)
+        taker = judged_from(source)
+        assert judge_calls(model_server, answer) == 1
+        erased = http.post(f"/host/wopeval/runs/{project_id(source)}:erase-tool-content")
+        assert erased.status_code == 200, erased.text
+        # The source and the run that copied its judgements, each with its copy erased.
+        assert (erased.json()["erasedRuns"], erased.json()["erasedCopies"]) == (2, 1)
+        assert trial(http, taker, "t")["modelCalls"][0].get("response") is None
+        # An erased judgement answers nothing: the judge is asked again.
+        judged_from(source)
+        assert judge_calls(model_server, answer) == 2
+
+
 def test_a_judgement_the_judge_cannot_give_leaves_the_trial_unjudged(
     judged_host: ServerHandle, model_server: ModelServer
 ) -> None:

@@ -18,7 +18,7 @@ from wopeval.agents import AgentSpec
 from wopeval.engine.catalog.catalog import Catalog
 from wopeval.engine.catalog.graders import CustomGrader
 from wopeval.engine.catalog.judges import judge_for
-from wopeval.engine.eval_runs.judging import JudgePlan, judge_agent_id
+from wopeval.engine.eval_runs.judging import JudgePlan, judge_agent_id, judge_fixtures
 from wopeval.engine.recording.tool_contracts import (
     NO_CONTRACT,
     RecordedTools,
@@ -38,6 +38,9 @@ from wopeval.wire.task_detail import ToolsChangedPolicy
 UNUSABLE_BASELINE = "baselineRunId does not name a usable baseline run."
 UNUSABLE_SOURCE = "fixtureRuns names a run that cannot serve as a fixture source."
 UNUSABLE_JUDGE_SOURCE = "judgeSourceRunId does not name a run of this host."
+JUDGE_COPY = "#judge"
+"""The derived-copy row (`derived_fixtures`) of the judge source's judgements: no task id
+has a `#`. Kept there, not in the plan, so erasing the source erases the copy too."""
 JUDGE_EXTENSION = "wopeval"
 """`configurable.extensions.wopeval.judgeSourceRunId`: the run whose recorded judgements an
 eval replays (docs/graders.md, "Its replay"); by default its baseline."""
@@ -126,9 +129,6 @@ class EvalPlan:
             judgeId=None if self.judge is None else self.judge.judge.judge_id,
             judgeSourceRunId=None if self.judge is None else self.judge.source_run_id,
             judgeLive=True if self.judge is None else self.judge.live,
-            judgeRecorded=[]
-            if self.judge is None
-            else [fixture.to_json() for fixture in self.judge.recorded],
         )
 
     def pairs(self) -> list[tuple[str, int]]:
@@ -168,6 +168,23 @@ class EvalPlan:
         await uow.derived_fixtures.store(eval_run_id, self.derived_copies())
 
     def derived_copies(self) -> list[dict[str, Any]]:
+        return self._task_copies() + self._judge_copy()
+
+    def _judge_copy(self) -> list[dict[str, Any]]:
+        judge = self.judge
+        if judge is None or judge.source_run_id is None or not judge.recorded:
+            return []
+        entries = [fixture.to_json() for fixture in judge.recorded]
+        return [
+            {
+                "task_id": JUDGE_COPY,
+                "source_run_id": judge.source_run_id,
+                "entries": [],
+                "model_entries": entries,
+            }
+        ]
+
+    def _task_copies(self) -> list[dict[str, Any]]:
         return [
             {
                 "task_id": plan.task.taskId,
@@ -296,7 +313,7 @@ async def _judge_plan(
             raise errors.ValidationFailed(UNUSABLE_JUDGE_SOURCE)
         agent_id = judge_agent_id(judge.judge_id)
         exchanges, _ = await uow.model_calls.held_exchanges(state.handle, agent_id)
-        recorded = tuple(evals.derive_model_fixtures(exchanges, agent_id))
+        recorded = judge_fixtures(exchanges, judge.judge_id)
     return JudgePlan(judge, recorded, source, live)
 
 
@@ -341,7 +358,13 @@ def rebuild_plan(
     modes = tuple(stored.modes)
     derived: dict[str, DerivedSource] = {}
     answers: dict[str, tuple[evals.ModelFixture, ...]] = {}
+    judged: tuple[evals.ModelFixture, ...] = ()
     for copy in copies:
+        if copy["task_id"] == JUDGE_COPY:
+            # Erased since: the judge is asked again (or, offline, the trials go unjudged).
+            entries = copy.get("model_entries") or []
+            judged = tuple(evals.ModelFixture.from_json(entry) for entry in entries)
+            continue
         if copy["entries"] is None:
             raise PlanUnavailable(f"the recorded fixtures of task {copy['task_id']!r} were erased")
         entries = tuple(ToolResponse.model_validate(entry) for entry in copy["entries"])
@@ -365,8 +388,7 @@ def rebuild_plan(
         declared = catalog.judges.get(stored.judgeId)
         if declared is None:
             raise PlanUnavailable(f"judge {stored.judgeId!r} is not in this catalog")
-        recorded = tuple(evals.ModelFixture.from_json(entry) for entry in stored.judgeRecorded)
-        judge = JudgePlan(declared, recorded, stored.judgeSourceRunId, stored.judgeLive)
+        judge = JudgePlan(declared, judged, stored.judgeSourceRunId, stored.judgeLive)
     return EvalPlan(
         suite=suite,
         suite_document=document,

@@ -160,6 +160,8 @@ def _json(response: httpx.Response) -> object:
 
 def judge_fixtures(
     exchanges: Sequence[evals.RecordedExchange], judge_id: str
-) -> list[evals.ModelFixture]:
-    """A judge source's recorded judgements: the judge's answered exchanges."""
-    return evals.derive_model_fixtures(exchanges, judge_agent_id(judge_id))
+) -> tuple[evals.ModelFixture, ...]:
+    """A judge source's recorded judgements: the judge's answered exchanges whose answer is
+    still held (an erased one answers nothing: the judge is asked again)."""
+    fixtures = evals.derive_model_fixtures(exchanges, judge_agent_id(judge_id))
+    return tuple(f for f in fixtures if isinstance(f.response, dict))
