@@ -143,7 +143,7 @@ async def run_trial(
             result.decision,
             journal,
             result.models,
-            dict(context.live.prices),
+            context.live.prices,
         )
     elif not result.failed:
         grade = await grade_trial(expected, result.decision, result.executed, plan.graders)

@@ -19,7 +19,7 @@ pure functions in evals/_rubric.py; this module does the I/O.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import httpx
@@ -65,7 +65,7 @@ async def judge_trial(
     decision: JsonValue,
     journal: Journal,
     ledger: ModelLedger,
-    prices: dict[str, evals.ModelPrice] | None = None,
+    prices: Mapping[str, evals.ModelPrice],
 ) -> evals.Grade:
     """The trial's grade by its judge; every exchange recorded into `ledger` (its index
     there is the criterion grades' `exchange`)."""
@@ -94,7 +94,7 @@ async def judge_trial(
         is_delegate=False,
         journal=journal,
         ledger=ledger,
-        prices=prices or {},
+        prices=prices,
         replay=replay,
     )
     exchange = len(ledger.exchanges)
