@@ -21,7 +21,7 @@ class EvalFeatures(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="WOPEVAL_EVAL_", extra="forbid")
 
     enabled: bool = True
-    modes: tuple[EvalMode, ...] = ("golden", "regression", "live-shadow")
+    modes: tuple[EvalMode, ...] = ("golden", "rubric", "regression", "live-shadow")
     max_tasks_per_suite: int = Field(default=1000, ge=1)
     fixture_matching: bool = True
     fixture_errors: bool = True

@@ -84,3 +84,51 @@ def test_a_command_agent_on_a_worker_reaches_its_tools_and_model_through_the_wor
     assert [
         r.body["messages"][0]["content"] for r in model_server.script.requests_with(QUESTION)
     ] == [QUESTION]
+
+
+JUDGED = "Order 7 is on shelf B."
+
+
+def test_a_rubric_task_on_a_worker_is_judged_through_the_worker(fleet: Fleet) -> None:
+    script = ModelScript()
+    verdict = {"criteria": [{"criterion": 1, "score": 1, "reason": "it names the shelf"}]}
+    script.add(JUDGED, [{"json": verdict}], system_contains="Score the answer")
+    document = {
+        "suiteId": "scale-agents.evals.rubric",
+        "version": "1.0.0",
+        "modes": ["rubric"],
+        "targetAgentId": "scale.agent",
+        "tasks": [
+            {
+                "taskId": "shelf",
+                "input": {"answer": JUDGED},
+                "expected": {
+                    "kind": "rubric",
+                    "rubric": [{"criterion": "names the shelf", "weight": 1}],
+                },
+            }
+        ],
+    }
+    with ModelServer(script) as server:
+        api = fleet.serve()
+        fleet.worker(env=(("OPENAI_BASE_URL", server.base_url), ("OPENAI_API_KEY", "sk-w")))
+        with fleet.http(api) as http:
+            assert http.put("/host/wopeval/suites", json=document).status_code == 201
+            body = {"mode": "eval", "evalSuiteRef": "scale-agents.evals.rubric@1.0.0",
+                    "agentId": "scale.agent"}  # fmt: skip
+            created = http.post("/runs", json=body)
+            assert created.status_code == 201, created.text
+            run_id = created.json()["runId"]
+            final = wait_terminal(http, run_id)
+            detail = http.get(f"/host/wopeval/runs/{project_id(run_id)}/tasks/shelf").json()
+    assert final["status"] == "completed", final
+    grade = detail["trialDetails"][0]["grade"]
+    assert (grade["passed"], grade["score"]) == (True, 1.0), grade
+    assert grade["judge"]["criteria"][0]["reason"] == "it names the shelf"
+    (judged,) = fleet.rows("model_calls", run_id=run_id)
+    assert (judged["via"], judged["api"], judged["agent_id"]) == (
+        "judge",
+        "responses",
+        "judge:scale.judge",
+    )
+    assert len(script.requests_with(JUDGED)) == 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from wopeval.agents._dialect import DEFAULT_MAX_TURNS, DEFAULT_RETRIES, LlmLane
+from wopeval.agents._retry import Refusal, retried, status_refusal, transport_refusal
 from wopeval.agents.base import (
     LLM_LANES,
     Agent,
@@ -61,8 +62,12 @@ __all__ = [
     "NamedBy",
     "ProcessLaunch",
     "PythonAgent",
+    "Refusal",
     "ScriptedAgent",
     "ToolCallError",
     "ToolSpec",
     "WireContent",
+    "retried",
+    "status_refusal",
+    "transport_refusal",
 ]

@@ -42,6 +42,7 @@ class EvalFlags:
     from_runs: dict[str, str] = field(default_factory=dict)
     tags: tuple[str, ...] = ()
     label: str | None = None
+    judge_source: str | None = None
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,8 @@ class EvalChoice:
     """The `[[evals]]` entry it came from."""
     suite_document: dict[str, Any] | None = None
     """A suite read from a file (`*.json`): published to the host before the run."""
+    judge_source: str | None = None
+    """`--judge-source`: the run whose recorded judgements answer the judge's requests."""
 
 
 def choose_eval(name_or_suite: str, flags: EvalFlags, project: Path | None) -> EvalChoice:
@@ -95,6 +98,7 @@ def choose_eval(name_or_suite: str, flags: EvalFlags, project: Path | None) -> E
             revision=revision,
             tools_changed=flags.tools_changed or "report",
             suite_document=document,
+            judge_source=flags.judge_source,
         )
     if flags.fixture_runs_file is not None:
         base_runs = client.read_fixture_map(flags.fixture_runs_file)
@@ -120,6 +124,7 @@ def choose_eval(name_or_suite: str, flags: EvalFlags, project: Path | None) -> E
         tools_changed=flags.tools_changed or entry.tools_changed,
         entry=entry.name,
         suite_document=document,
+        judge_source=flags.judge_source,
     )
 
 

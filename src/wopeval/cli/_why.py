@@ -14,13 +14,14 @@ from rich.text import Text
 
 from wopeval import reports
 from wopeval.wire.summary import EvalSummary
-from wopeval.wire.task_detail import MissView, TaskDetail, TaskLine, TrialDetail
+from wopeval.wire.task_detail import JudgeView, MissView, TaskDetail, TaskLine, TrialDetail
 
 VALUE_LIMIT = 300
 """Characters of one value on the terminal before it is cut (`--json` has them whole)."""
 
 SERVED_STYLES = {"fixture": "green", "live": "yellow", "miss": "bold red"}
 SIGN_STYLES = {"added": "green", "removed": "red", "changed": "yellow"}
+CRITERION_STYLES = {"pass": "green", "FAIL": "bold red", "—": "yellow"}
 LABEL_WIDTH = 10
 
 
@@ -118,6 +119,8 @@ def _trial(trial: TrialDetail, task_reason: str) -> Group:
         rows.append(_field("diff", _diff(reports.change_rows(trial.grade.diff, VALUE_LIMIT))))
     if trial.grade is not None and trial.grade.traceback:
         rows.append(_field("grader", Text(trial.grade.traceback, style="dim")))
+    if trial.grade is not None and trial.grade.judge is not None:
+        rows.append(_field("judge", _judge(trial.grade.judge, reports.criterion_rows(trial))))
     if trial.calls:
         rows.append(_field("trace", _trace(reports.trace_rows(trial.calls, VALUE_LIMIT))))
     else:
@@ -126,6 +129,25 @@ def _trial(trial: TrialDetail, task_reason: str) -> Group:
     if trial.contentErased:
         rows.append(_field("", Text("the tool content of this trial was erased", style="dim")))
     return Group(*rows)
+
+
+def _judge(judge: JudgeView, rows: Sequence[reports.CriterionRow]) -> Group:
+    """The judge, then each criterion: its mark, score, weight, the judge's words and the
+    exchange (`modelCalls[#]` of the trial) that graded it."""
+    lines: list[RenderableType] = [Text(reports.judge_headline(judge))]
+    for row in rows:
+        line = Text.assemble(
+            (f"{row.mark:<4} ", CRITERION_STYLES[row.mark]),
+            f"{row.score} ",
+            (f"(weight {row.weight}) ", "dim"),
+            row.criterion,
+        )
+        if row.reason:
+            line.append(f" — {row.reason}", style="italic")
+        if row.exchange:
+            line.append(f"  exchange {row.exchange}", style="dim")
+        lines.append(line)
+    return Group(*lines)
 
 
 def _miss(miss: MissView) -> RenderableType:

@@ -152,6 +152,15 @@ def evaluate(
             show_default=False,
         ),
     ] = None,
+    judge_source: Annotated[
+        str | None,
+        typer.Option(
+            "--judge-source",
+            metavar="RUN_ID",
+            help="A run whose recorded judgements answer a rubric judge's identical requests "
+            "(default: the baseline); see docs/graders.md.",
+        ),
+    ] = None,
     strict: Annotated[
         bool, typer.Option("--strict", help="Exit 3 when the only differences are inconclusive.")
     ] = False,
@@ -194,6 +203,7 @@ def evaluate(
         from_runs=pairs,
         tags=tuple(tag or ()),
         label=label,
+        judge_source=judge_source,
     )
     files = ReportFiles(junit=junit, json=json_file, html=html, markdown=markdown)
 
@@ -259,6 +269,9 @@ def run_eval(
             draft,
             fixture_runs=_under_own_tenant(host, choice.fixture_runs),
             baseline_run_id=_baseline_run(host, choice, suite, err),
+            judge_source_run_id=_under_own_tenant(host, {"": choice.judge_source})[""]
+            if choice.judge_source
+            else None,
         )
         _check_live_tools(suite, request, offline=choice.offline, err=err)
         if choice.trials is not None:

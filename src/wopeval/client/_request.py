@@ -36,6 +36,8 @@ class EvalRequest:
     tags: tuple[str, ...] = ()
     revision: str | None = None
     """The agent's code under evaluation (git commit or label), kept in the run's metadata."""
+    judge_source_run_id: str | None = None
+    """The run whose recorded judgements a rubric eval replays (default: the baseline)."""
 
     def body(self) -> dict[str, Any]:
         """The closed createRun body; RFC 0251/0252 members only when used (never sent empty)."""
@@ -54,6 +56,10 @@ class EvalRequest:
             body["tags"] = list(self.tags)
         if self.revision:
             body["metadata"] = {REVISION_KEY: self.revision}
+        if self.judge_source_run_id:
+            # This host's extension (docs/graders.md, "Its replay"), under its org's name.
+            extension = {"judgeSourceRunId": self.judge_source_run_id}
+            body["configurable"] = {"version": 1, "extensions": {"wopeval": extension}}
         return body
 
 

@@ -48,6 +48,7 @@ from wopeval.evals._graders import (
 )
 from wopeval.evals._idle import IdleReason, describe_idle, idle_reasons, missing_model_calls
 from wopeval.evals._jsondiff import Found, PathChange, json_diff, subset_diff, value_at
+from wopeval.evals._judge_part import CriterionGrade, JudgePart
 from wopeval.evals._live_tasks import tasks_reaching_live_tools
 from wopeval.evals._matcher import (
     FixtureCursor,
@@ -89,6 +90,20 @@ from wopeval.evals._policy import (
     trials_pass,
 )
 from wopeval.evals._pool import MAX_TRIALS_PER_RUN, allocate_trials, pool_summaries
+from wopeval.evals._rubric import (
+    ANSWER_FORMAT,
+    DEFAULT_TEMPLATE,
+    TEMPLATE_FIELDS,
+    JudgementUnreadable,
+    JudgeRules,
+    JudgeScale,
+    judge_prompt,
+    judged_output,
+    read_judgement,
+    rubric_grade,
+    unjudged_grade,
+    weighted_score,
+)
 from wopeval.evals._run_diff import LoggedRun, diff_logs
 from wopeval.evals._suite_ref import (
     SUITE_REF_PATTERN,
@@ -124,19 +139,23 @@ from wopeval.evals._verdict import (
 from wopeval.wire.summary import Verdict
 
 __all__ = [
+    "ANSWER_FORMAT",
     "DEFAULT_ALPHA",
     "DEFAULT_API",
     "DEFAULT_PASS_SCORE",
     "DEFAULT_POLICY",
+    "DEFAULT_TEMPLATE",
     "DEFAULT_TRIALS",
     "MAX_TRIALS_PER_RUN",
     "MORE_TRIALS_CAP",
     "SUITE_REF_PATTERN",
+    "TEMPLATE_FIELDS",
     "BaselineFacts",
     "Calibration",
     "CalibrationFloor",
     "CallStatus",
     "Confusion",
+    "CriterionGrade",
     "ExecutedCall",
     "FixtureCursor",
     "FixtureHit",
@@ -146,6 +165,10 @@ __all__ = [
     "GoLive",
     "Grade",
     "IdleReason",
+    "JudgePart",
+    "JudgeRules",
+    "JudgeScale",
+    "JudgementUnreadable",
     "LabelledVerdict",
     "ListedTool",
     "LoggedRun",
@@ -210,6 +233,8 @@ __all__ = [
     "is_usable_source",
     "json_diff",
     "json_equal",
+    "judge_prompt",
+    "judged_output",
     "listing_digest",
     "missing_model_calls",
     "model_request_hash",
@@ -219,7 +244,9 @@ __all__ = [
     "paired_verdict",
     "parse_suite_ref",
     "pool_summaries",
+    "read_judgement",
     "resolve_eval_modes",
+    "rubric_grade",
     "select_entry",
     "stringify",
     "subset_diff",
@@ -228,6 +255,8 @@ __all__ = [
     "tasks_reaching_live_tools",
     "tools_changed",
     "trials_pass",
+    "unjudged_grade",
     "value_at",
+    "weighted_score",
     "with_regression",
 ]

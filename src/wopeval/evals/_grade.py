@@ -17,6 +17,7 @@ from pydantic import JsonValue
 
 from wopeval.evals._canonical import compact_json
 from wopeval.evals._jsondiff import PathChange
+from wopeval.evals._judge_part import JudgePart
 
 SHOWN_CHARS = 100
 """The most characters of one value a reason shows."""
@@ -37,6 +38,13 @@ class Grade:
     """The structural differences behind a JSON strategy's verdict (empty otherwise)."""
     traceback: str | None = None
     """The formatted exception when a custom grader raised."""
+    judge: JudgePart | None = None
+    """A rubric trial's judge and its per-criterion grades (evals/_rubric.py)."""
+
+    @property
+    def unjudged(self) -> bool:
+        """A rubric trial its judge did not grade: its task's verdict is inconclusive."""
+        return self.judge is not None and self.judge.unjudged is not None
 
     @classmethod
     def passing(cls, reason: str) -> Grade:
@@ -47,7 +55,7 @@ class Grade:
         return cls(passed=False, score=0.0, reason=reason, diff=tuple(diff))
 
     def to_json(self) -> dict[str, Any]:
-        """`{passed, score, reason, diff, traceback?}` for a task detail."""
+        """`{passed, score, reason, diff, traceback?, judge?}` for a task detail."""
         document: dict[str, Any] = {
             "passed": self.passed,
             "score": self.score,
@@ -56,6 +64,8 @@ class Grade:
         }
         if self.traceback is not None:
             document["traceback"] = self.traceback
+        if self.judge is not None:
+            document["judge"] = self.judge.to_json()
         return document
 
 

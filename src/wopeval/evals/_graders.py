@@ -25,14 +25,15 @@ from wopeval.wire.suite import Expected, Suite
 def grade_task(expected: Expected, decision: JsonValue, calls: Sequence[ExecutedCall]) -> Grade:
     """Grade one trial by its task's `expected.kind` with a built-in strategy.
 
-    Raises ValueError for a `custom` match: only the engine can call a project's grader.
+    Raises ValueError for a `custom` match or a rubric: only the engine can call a
+    project's grader or a judge.
     """
     if expected.kind == "golden" and expected.match is not None:
         return grade_golden(expected.match, decision)
     if expected.kind == "trajectory":
         return grade_trajectory(expected, calls)
-    # Rubric tasks are refused at create (docs/decisions.md); nothing here can pass one.
-    return Grade.failing("rubric: this host does not grade rubric tasks")
+    # A rubric needs its judge, which the engine asks (engine/eval_runs/judging.py).
+    raise ValueError("a rubric task is graded by its judge, not by a built-in rule")
 
 
 def check_known_graders(suite: Suite, known: Collection[str]) -> None:

@@ -170,7 +170,11 @@ def inconclusive_more_trials(
     alpha: float = DEFAULT_ALPHA,
     cap: int = MORE_TRIALS_CAP,
 ) -> dict[str, MoreTrials]:
-    """For each task the paired verdict calls inconclusive: its `more_trials_needed`."""
+    """For each task the paired verdict calls inconclusive: its `more_trials_needed`.
+
+    A task with unjudged trials is left out: it is inconclusive for want of a judgement
+    (docs/graders.md), which more trials under the same conditions would not give.
+    """
     judged = paired_verdict(baseline, candidate, alpha=alpha)
     tests = sum(task.p_value is not None for task in judged.tasks)
     base = {task.taskId: task for task in baseline.tasks}
@@ -184,5 +188,5 @@ def inconclusive_more_trials(
             cap=cap,
         )
         for task in judged.tasks
-        if task.verdict is Verdict.INCONCLUSIVE
+        if task.verdict is Verdict.INCONCLUSIVE and not cand[task.task_id].unjudgedTrials
     }

@@ -32,6 +32,8 @@ class TrialOutcome:
     fixture_miss_count: int = 0
     cost_usd: float | None = None
     """Model cost the trial reported; `None` when the agent reports none."""
+    unjudged: bool = False
+    """A rubric trial its judge did not grade (evals/_rubric.py): failed, and inconclusive."""
 
 
 def summarise(suite: Suite, outcomes: Mapping[str, Sequence[TrialOutcome]]) -> EvalSummary:
@@ -76,6 +78,7 @@ def summarise_task(suite: Suite, task: Task, trials: Sequence[TrialOutcome]) -> 
         trials=len(trials),
         passedTrials=sum(results),
         fixtureMissCount=sum(o.fixture_miss_count for o in trials),
+        unjudgedTrials=sum(o.unjudged for o in trials) or None,
     )
 
 

@@ -92,7 +92,10 @@ def _task_verdict(
 ) -> TaskVerdict:
     delta = cand.score - base.score  # both scores are in 0..1
     flaky: bool | None = None
-    if p_value is None:
+    if cand.unjudgedTrials:
+        # docs/graders.md: a trial no judge graded decides nothing, never a pass or a drop.
+        verdict = Verdict.INCONCLUSIVE
+    elif p_value is None:
         # "with one trial on both sides the sign of the delta decides".
         verdict = _by_sign(delta)
     else:

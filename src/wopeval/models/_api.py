@@ -12,6 +12,8 @@ of them asks which provider is behind it. Adding an API is adding an adapter.
     served_whole a recorded answer as this API's response body
     served_stream a recorded answer as this API's SSE events
     usage, reported_model   what an answer says it cost and which model gave it
+    single_turn, answer_text   a one-turn request (system text, one user message) and the
+                 text of its answer: what a judge asks and reads (engine/eval_runs/judging.py)
     error_body, error_fields   this API's error shape, written and read
     egress_headers   the real key in this API's header, added at egress only
 """
@@ -133,6 +135,17 @@ class ModelApi(ABC):
     @abstractmethod
     def usage(self, answer: ModelAnswer) -> Usage | None:
         """The tokens the answer reports; None when it reports none."""
+
+    @abstractmethod
+    def single_turn(
+        self, model: str, system: str, user: str, *, max_tokens: int, temperature: float
+    ) -> dict[str, JsonValue]:
+        """A one-turn request body of this API: `system` as its instructions, `user` as the
+        one user message."""
+
+    @abstractmethod
+    def answer_text(self, answer: ModelAnswer) -> str | None:
+        """The text an answer carries (its text parts joined); None when it has none."""
 
     def reported_model(self, answer: ModelAnswer) -> str | None:
         model = answer.document.get("model")

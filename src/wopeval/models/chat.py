@@ -118,6 +118,22 @@ class ChatCompletions(OpenAIApi):
             }
         return ModelAnswer(document)
 
+    def single_turn(
+        self, model: str, system: str, user: str, *, max_tokens: int, temperature: float
+    ) -> dict[str, JsonValue]:
+        return {
+            "model": model,
+            "messages": [
+                {"role": "system", "content": system},
+                {"role": "user", "content": user},
+            ],
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+        }
+
+    def answer_text(self, answer: ModelAnswer) -> str | None:
+        return ChatAnswer(answer.document).content
+
     def assembler(self) -> StreamedChat:
         return StreamedChat(self)
 

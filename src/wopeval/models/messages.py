@@ -64,6 +64,25 @@ class Messages(ModelApi):
             raise ValueError("the answer is not a message")
         return ModelAnswer(copy.deepcopy(dict(body)))
 
+    def single_turn(
+        self, model: str, system: str, user: str, *, max_tokens: int, temperature: float
+    ) -> dict[str, JsonValue]:
+        return {
+            "model": model,
+            "system": system,
+            "messages": [{"role": "user", "content": user}],
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+        }
+
+    def answer_text(self, answer: ModelAnswer) -> str | None:
+        texts = [
+            found
+            for block in _blocks_of(answer.document.get("content"))
+            if block.get("type") == "text" and isinstance(found := block.get("text"), str)
+        ]
+        return "".join(texts) if texts else None
+
     def assembler(self) -> StreamedMessage:
         return StreamedMessage(self)
 
@@ -190,3 +209,7 @@ class StreamedMessage:
             self._blocks[index]["input"] = json.loads(pieces) if pieces else {}
         message = {**(self.message or {}), "content": [b for _, b in sorted(self._blocks.items())]}
         return self.api.answer(message)
+
+
+def _blocks_of(content: object) -> list[dict[str, Any]]:
+    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []

@@ -58,6 +58,29 @@ class Responses(OpenAIApi):
             raise ValueError("the answer is not a response")
         return ModelAnswer(copy.deepcopy(dict(body)))
 
+    def single_turn(
+        self, model: str, system: str, user: str, *, max_tokens: int, temperature: float
+    ) -> dict[str, JsonValue]:
+        return {
+            "model": model,
+            "instructions": system,
+            "input": user,
+            "max_output_tokens": max_tokens,
+            "temperature": temperature,
+        }
+
+    def answer_text(self, answer: ModelAnswer) -> str | None:
+        # The `output_text` parts of the answer's message items, in order.
+        texts = [
+            part["text"]
+            for item in _list(answer.document.get("output"))
+            if json_object(item).get("type") == "message"
+            for part in _list(json_object(item).get("content"))
+            if json_object(part).get("type") == "output_text"
+            and isinstance(json_object(part).get("text"), str)
+        ]
+        return "".join(texts) if texts else None
+
     def assembler(self) -> StreamedResponse:
         return StreamedResponse(self)
 
@@ -168,3 +191,7 @@ class _Replay:
         event = {"type": kind, "sequence_number": self._sequence, **members}
         self._sequence += 1
         return _sse.named_event(event)
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []

@@ -16,13 +16,15 @@ from wopeval.reports._why import (
     ChangeRow,
     actual_text,
     change_rows,
+    criterion_rows,
     expected_text,
     json_text,
+    judge_headline,
     miss_headline,
     tools_changed_text,
     trace_rows,
 )
-from wopeval.wire.task_detail import MissView, TaskDetail, TraceCall, TrialDetail
+from wopeval.wire.task_detail import JudgeView, MissView, TaskDetail, TraceCall, TrialDetail
 
 VALUE_LIMIT = 4000
 """Characters of one value in the report before it is cut (the route has the whole)."""
@@ -64,6 +66,8 @@ def _trial(trial: TrialDetail) -> str:
     if trial.grade is not None and trial.grade.traceback:
         traceback = escape(trial.grade.traceback)
         parts.append(f'<h5>Grader traceback</h5><pre class="traceback">{traceback}</pre>')
+    if trial.grade is not None and trial.grade.judge is not None:
+        parts.append(_judge(trial, trial.grade.judge))
     parts.append(_trace(trial.calls))
     parts.extend(_miss(miss) for miss in trial.misses)
     if trial.contentErased:
@@ -90,6 +94,23 @@ def _trace(calls: Sequence[TraceCall]) -> str:
     return (
         '<h5>Tool trace</h5><table class="trace">'
         f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+def _judge(trial: TrialDetail, judge: JudgeView) -> str:
+    """The rubric judge and each criterion's grade, with the exchange that graded it."""
+    names = ("", "Criterion", "Weight", "Score", "The judge's words", "Exchange")
+    head = "".join(f"<th>{name}</th>" for name in names)
+    rows = "".join(
+        f'<tr class="criterion"><td>{escape(row.mark)}</td><td>{escape(row.criterion)}</td>'
+        f"<td>{row.weight}</td><td>{row.score}</td><td>{escape(row.reason)}</td>"
+        f'<td class="exchange">{escape(row.exchange)}</td></tr>'
+        for row in criterion_rows(trial)
+    )
+    headline = escape(judge_headline(judge))
+    return (
+        f'<h5>Rubric</h5><p class="judge">{headline}</p><table class="rubric">'
+        f"<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
     )
 
 

@@ -19,7 +19,9 @@ from typing import Any
 from wopeval import evals
 from wopeval.wire.summary import EvalSummary, TaskRegression, Verdict
 from wopeval.wire.task_detail import (
+    JudgeView,
     MissView,
+    ModelCallView,
     PathChange,
     ServedAs,
     TaskDetail,
@@ -204,6 +206,62 @@ def _result_text(call: TraceCall, limit: int | None) -> str:
     return "" if call.status == "ok" else call.status
 
 
+def judge_headline(judge: JudgeView) -> str:
+    """`judge support-judge (sha256:1a2b3c4d5e6f…), advisory` — or `gate` — and why it gave
+    no judgement, when it gave none."""
+    role = "gate" if judge.gate else "advisory"
+    text = f"judge {judge.judgeId} ({judge.digest[:19]}…), {role}"
+    return text if judge.unjudged is None else f"{text}: unjudged: {judge.unjudged}"
+
+
+@dataclass(frozen=True)
+class CriterionRow:
+    """One rubric criterion as the judge graded it, and the exchange that graded it."""
+
+    mark: str
+    """`pass`, `FAIL` or `—` (unjudged)."""
+    criterion: str
+    weight: str
+    score: str
+    reason: str
+    exchange: str
+    """`#3 live, 812 tokens, $0.00041` — the trial's model call it links to."""
+    exchange_index: int | None
+
+
+def criterion_rows(trial: TrialDetail) -> list[CriterionRow]:
+    """The trial's rubric criteria (none for a trial without a judge part)."""
+    judge = trial.grade.judge if trial.grade is not None else None
+    if judge is None:
+        return []
+    calls = {call.index: call for call in trial.modelCalls}
+    return [
+        CriterionRow(
+            mark="—" if c.score is None else "pass" if c.passed else "FAIL",
+            criterion=c.criterion,
+            weight=f"{c.weight:g}",
+            score="—" if c.score is None else f"{c.score:.2f}",
+            reason=c.reason or "",
+            exchange=_exchange_text(c.exchange, calls),
+            exchange_index=c.exchange,
+        )
+        for c in judge.criteria
+    ]
+
+
+def _exchange_text(index: int | None, calls: Mapping[int, ModelCallView]) -> str:
+    call = None if index is None else calls.get(index)
+    if call is None:
+        return "" if index is None else f"#{index}"
+    facts: list[str] = [call.servedBy]
+    tokens = (call.promptTokens or 0) + (call.completionTokens or 0)
+    if tokens:
+        facts.append(f"{tokens} tokens")
+    if call.costUsd is not None:
+        facts.append(f"${call.costUsd:.6g}")
+    return f"#{index} " + ", ".join(facts)
+
+
 def miss_headline(miss: MissView) -> str:
     """`call #1 to shop:order: closest recording toolResponses[0]` (or why there is none)."""
     head = f"call #{miss.callIndex} to {miss.tool}"
@@ -242,6 +300,14 @@ def trial_lines(trial: TrialDetail, limit: int | None = PLAIN_LIMIT) -> list[str
     if trial.grade is not None and trial.grade.traceback:
         lines.append("  grader traceback:")
         lines.extend(f"    {row}" for row in trial.grade.traceback.splitlines())
+    if trial.grade is not None and trial.grade.judge is not None:
+        lines.append(f"  {judge_headline(trial.grade.judge)}")
+        lines.extend(
+            f"    {row.mark} {row.score} (weight {row.weight}) {row.criterion}"
+            + (f" — {row.reason}" if row.reason else "")
+            + (f" [exchange {row.exchange}]" if row.exchange else "")
+            for row in criterion_rows(trial)
+        )
     if trial.calls:
         lines.append("  trace:")
         for row in trace_rows(trial.calls, limit):

@@ -24,7 +24,7 @@ from wopeval.store._rows import shallow_fields
 from wopeval.store._runs import RunHandle
 from wopeval.store.tables import model_calls, runs
 
-ModelVia = Literal["lane", "proxy"]
+ModelVia = Literal["lane", "proxy", "judge"]
 
 
 @dataclass(frozen=True, slots=True)

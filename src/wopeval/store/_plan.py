@@ -51,6 +51,12 @@ class StoredPlan(BaseModel):
     """`fail`: a task whose MCP tools changed since its source fails closed."""
     toolContracts: dict[str, StoredToolContract] = {}
     """Task id → its tool contract, for the tasks that have one."""
+    judgeId: str | None = None
+    """The judge of the suite's rubric tasks."""
+    judgeSourceRunId: str | None = None
+    """The run whose recorded judgements the run replays."""
+    judgeLive: bool = True
+    """False: a judgement no recording holds is not asked (the trial is unjudged)."""
 
     @field_serializer("baselineSummary")
     def _summary_as_served(self, summary: EvalSummary | None) -> JsonObject | None:

@@ -53,6 +53,9 @@ class TaskSummary(_Closed):
     """docs/design.md §3: trials that passed."""
     fixtureMissCount: int | None = Field(default=None, ge=0)
     """docs/design.md §3 (RFC 0252 §E): fixture misses under `onMiss: fail`, over all trials."""
+    unjudgedTrials: int | None = Field(default=None, ge=1)
+    """docs/graders.md: rubric trials no judge graded (absent when none); the task's
+    paired verdict is then `inconclusive`."""
 
 
 class TaskRegression(_Closed):

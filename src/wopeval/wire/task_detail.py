@@ -48,6 +48,34 @@ class ToolChange(_Shape):
     """For `changed`: which of its `description` and `inputSchema` differ."""
 
 
+class CriterionView(_Shape):
+    criterion: str
+    """The rubric criterion as the suite writes it (RFC 0081 §A)."""
+    weight: float
+    """Its weight in the trial's score."""
+    score: float | None = None
+    """The judge's score for it, 0..1; absent when it went unjudged."""
+    passed: bool
+    """Its score reached the judge's threshold."""
+    reason: str | None = None
+    """The judge's words (`full` only)."""
+    exchange: int | None = None
+    """The judge's exchange (`ModelCallView.index`) that graded it."""
+
+
+class JudgeView(_Shape):
+    judgeId: str
+    """The project's `[[judges]]` entry that graded the trial."""
+    digest: str
+    """`sha256:` of its model, API, prompt template, scale and threshold."""
+    gate: bool
+    """Whether the project lets this judge gate a verdict (docs/graders.md)."""
+    criteria: list[CriterionView]
+    """Each criterion's grade, in rubric order."""
+    unjudged: str | None = None
+    """Why no judgement was given (the task's verdict is then inconclusive)."""
+
+
 class GradeView(_Shape):
     passed: bool
     """Whether the grader passed this trial."""
@@ -59,6 +87,8 @@ class GradeView(_Shape):
     """For JSON strategies: where the decision differs from the expected value."""
     traceback: str | None = None
     """A custom grader that raised: its traceback."""
+    judge: JudgeView | None = None
+    """A rubric trial: its judge and the grade of each criterion."""
 
 
 class TraceCall(_Shape):
@@ -122,8 +152,8 @@ class ModelCallView(_Shape):
     """Asked by a delegate of the agent (not replayed)."""
     api: Literal["chat", "responses", "messages"] = "chat"
     """The wire API: OpenAI Chat Completions, OpenAI Responses or Anthropic Messages."""
-    via: Literal["lane", "proxy"]
-    """An LLM lane's own loop, or the agent's model proxy."""
+    via: Literal["lane", "proxy", "judge"]
+    """An LLM lane's own loop, the agent's model proxy, or a rubric task's judge."""
     servedBy: Literal["live", "replay", "miss"]
     """The upstream answered, a recorded answer was replayed, or no recording matched."""
     status: Literal["ok", "error"]

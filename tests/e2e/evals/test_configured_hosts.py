@@ -74,7 +74,7 @@ def eval_facet(host: ServerHandle) -> dict[str, Any] | None:
 def test_the_default_host_advertises_every_eval_member(server: ServerHandle) -> None:
     facet = eval_facet(server)
     assert facet is not None
-    assert facet["modes"] == ["golden", "regression", "live-shadow"]
+    assert facet["modes"] == ["golden", "rubric", "regression", "live-shadow"]
     assert facet["maxTasksPerSuite"] == 1000
     assert all(facet[member] is True for member in MEMBERS)
     fixtures = server.client().discovery_capabilities().raw["fixtures"]

@@ -47,7 +47,7 @@ def test_an_agent_other_than_the_target_is_400(http_a: httpx.Client) -> None:
     [
         (("golden",), ["live-shadow"], "suite does not declare"),
         (("golden", "adversarial"), ["adversarial"], "host does not advertise"),
-        (("golden", "rubric"), ["golden", "rubric"], "host does not advertise"),
+        (("golden", "adversarial"), ["golden", "adversarial"], "host does not advertise"),
     ],
     ids=["outside-suite", "outside-host", "outside-host-with-golden"],
 )

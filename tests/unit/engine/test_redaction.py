@@ -97,6 +97,8 @@ def test_the_projects_configured_secrets() -> None:
                        "credential": {"value": "tool-literal"}}],
             "mcp_servers": [{"name": "m", "url": "http://m", "headers": {"Authorization": "h-v"},
                              "credential": {"env": "MCP_TOKEN"}}],
+            "judges": [{"id": "j", "model": "m", "api": "messages", "api_key_env": "JUDGE_KEY"},
+                       {"id": "k", "model": "m", "api": "responses"}],
         }
     )  # fmt: skip
     assert set(configured_secrets(project)) == {
@@ -109,6 +111,7 @@ def test_the_projects_configured_secrets() -> None:
         SecretSource(env="B_KEY"),
         SecretSource(env="B_ANTHROPIC_KEY"),
         SecretSource(value="h-v"),
+        SecretSource(env="JUDGE_KEY"),
     }
     assert "tool-literal" not in repr(configured_secrets(project))
 

@@ -30,6 +30,9 @@ CURRENT: dict[str, Any] = {
     "modelReplay": True,
     "toolsChangedPolicy": "fail",
     "toolContracts": {"t1": {"served": {"orders": "sha256:x"}, "changed": None}},
+    "judgeId": "unit.judge",
+    "judgeSourceRunId": "t/base",
+    "judgeLive": False,
 }
 """A plan as `EvalPlan.stored()` writes it today."""
 
@@ -48,8 +51,9 @@ def test_a_plan_stored_before_the_later_members_reads_as_it_ran() -> None:
         name: value
         for name, value in CURRENT.items()
         if name
-        not in ("alpha", "regressionVerdict", "modelReplay", "toolsChangedPolicy", "toolContracts")
-    }
+        not in ("alpha", "regressionVerdict", "modelReplay", "toolsChangedPolicy", "toolContracts",
+                "judgeId", "judgeSourceRunId", "judgeLive")
+    }  # fmt: skip
     plan = StoredPlan.model_validate(first)
     assert (plan.alpha, plan.regressionVerdict, plan.modelReplay) == (
         evals.DEFAULT_ALPHA,
@@ -58,6 +62,7 @@ def test_a_plan_stored_before_the_later_members_reads_as_it_ran() -> None:
     )
     assert (plan.toolsChangedPolicy, plan.toolContracts) == ("report", {})
     assert plan.served_digests() == set()
+    assert (plan.judgeId, plan.judgeSourceRunId, plan.judgeLive) == (None, None, True)
 
 
 def test_the_digests_a_plan_serves_are_every_tasks() -> None:

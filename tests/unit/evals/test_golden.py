@@ -259,6 +259,5 @@ def test_grade_task_routes_by_kind() -> None:
     rubric = Expected.model_validate(
         {"kind": "rubric", "rubric": [{"criterion": "polite", "weight": 1}]}
     )
-    assert evals.grade_task(rubric, "x", []) == evals.Grade.failing(
-        "rubric: this host does not grade rubric tasks"
-    )
+    with pytest.raises(ValueError, match="judge"):
+        evals.grade_task(rubric, "x", [])

@@ -152,12 +152,13 @@ class TestGradeTask:
         as_golden = Expected.model_validate({"kind": "golden", **both})
         assert evals.grade_task(as_golden, "done", [made_read()]).passed
 
-    def test_a_rubric_task_never_passes_here(self) -> None:
-        # Refused at create (eval_plan); should one reach the grader, it passes nothing.
+    def test_a_rubric_task_is_no_built_in_rule(self) -> None:
+        # Its judge grades it (engine/eval_runs/judging.py); no built-in rule may pass it.
         rubric = Expected.model_validate(
             {"kind": "rubric", "rubric": [{"criterion": "polite", "weight": 1}]}
         )
-        assert not evals.grade_task(rubric, "done", [made_inc()]).passed
+        with pytest.raises(ValueError, match="judge"):
+            evals.grade_task(rubric, "done", [made_inc()])
 
 
 def test_a_call_reaches_a_custom_grader_as_the_documented_trace() -> None:

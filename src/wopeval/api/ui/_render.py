@@ -18,6 +18,7 @@ from fastapi.responses import HTMLResponse
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from wopeval.api.ui.sessions import Session
+from wopeval.reports import criterion_rows, judge_headline
 from wopeval.wire import ids
 
 _ENVIRONMENT = Environment(
@@ -113,6 +114,8 @@ _ENVIRONMENT.filters.update(
     short_id=short_id,
     eval_path=eval_path,
     segment=segment,
+    criterion_rows=criterion_rows,
+    judge_headline=judge_headline,
 )
 _ENVIRONMENT.globals.update(task_path=task_path)
 

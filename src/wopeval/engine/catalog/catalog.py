@@ -10,6 +10,7 @@ from importlib import resources
 from wopeval import evals
 from wopeval.agents import SCRIPTED_AGENT_ID, AgentRegistry, AgentSpec, ScriptedAgent
 from wopeval.engine.catalog.graders import CustomGrader
+from wopeval.engine.catalog.judges import Judge
 from wopeval.engine.recording.redaction import Redactor
 from wopeval.tools import ToolRegistry
 from wopeval.wire.json_text import JsonObject
@@ -80,6 +81,8 @@ class Catalog:
     parsed_suites: ParsedSuites = field(default_factory=ParsedSuites)
     graders: dict[str, CustomGrader] = field(default_factory=dict)
     """The project's custom graders by id (seeded suites use none)."""
+    judges: dict[str, Judge] = field(default_factory=dict)
+    """The project's rubric judges by id (engine/catalog/judges.py)."""
     prices: dict[str, evals.ModelPrice] = field(default_factory=dict)
     """The project's model price table (`[models."<id>"]`), by model id."""
     redactor: Redactor = field(default_factory=Redactor)

@@ -39,6 +39,7 @@ def catalog_digest(catalog: Catalog, project: Path | None) -> str:
         ],
         "tools": catalog.tools.offered(None).digest,
         "graders": [name for name in sorted(catalog.graders)],
+        "judges": {name: catalog.judges[name].rules.digest for name in sorted(catalog.judges)},
         "workflows": [
             catalog.workflows[name].model_dump(mode="json") for name in sorted(catalog.workflows)
         ],

@@ -84,6 +84,7 @@ from wopeval.agents import (
 )
 from wopeval.engine.catalog.catalog import Catalog, GlobalSuite
 from wopeval.engine.catalog.graders import CustomGrader
+from wopeval.engine.catalog.judges import check_judges, load_judge
 from wopeval.engine.catalog.project_file import (
     AgentEntry,
     McpServerEntry,
@@ -156,6 +157,11 @@ def load_project(
         for grader in project.graders:
             function = load_callable(grader.callable)
             catalog.add_grader(CustomGrader(grader.id, function, grader.timeout_seconds))
+        for entry in project.judges:
+            if entry.id in catalog.judges:
+                raise ValueError(f"judge {entry.id!r} is defined twice")
+            catalog.judges[entry.id] = load_judge(entry, directory)
+        check_judges(catalog.judges)
         catalog.redactor = Redactor(configured_secrets(project))
         servers = [
             _mcp_server(entry, directory, tool_timeout, catalog.redactor)

@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from wopeval.engine.catalog.graders import DEFAULT_GRADER_TIMEOUT_SECONDS
+from wopeval.engine.catalog.judges import JudgeEntry
 from wopeval.engine.catalog.project_llm import LlmFields, ModelPriceEntry
 from wopeval.wire.suite import GRADER_ID_PATTERN
 from wopeval.wire.task_detail import ToolsChangedPolicy
@@ -117,6 +118,7 @@ class ProjectFile(_Closed):
     agents: list[AgentEntry] = Field(default_factory=list)
     tools: list[ToolEntry] = Field(default_factory=list)
     graders: list[GraderEntry] = Field(default_factory=list)
+    judges: list[JudgeEntry] = Field(default_factory=list)
     mcp_servers: list[McpServerEntry] = Field(default_factory=list)
     evals: list[EvalEntry] = Field(default_factory=list)
     models: dict[str, ModelPriceEntry] = Field(default_factory=dict)

@@ -106,8 +106,8 @@ def model_upstream(where: str, fields: LlmFields, timeout_seconds: float) -> Mod
     """Where the agent's model proxy forwards, each key read now and revealed at egress."""
     return ModelUpstream(
         {
-            "openai": _endpoint(where, "openai", fields.base_url, fields.api_key_env),
-            "anthropic": _endpoint(
+            "openai": endpoint_of(where, "openai", fields.base_url, fields.api_key_env),
+            "anthropic": endpoint_of(
                 where, "anthropic", fields.anthropic_base_url, fields.anthropic_api_key_env
             ),
         },
@@ -115,7 +115,7 @@ def model_upstream(where: str, fields: LlmFields, timeout_seconds: float) -> Mod
     )
 
 
-def _endpoint(
+def endpoint_of(
     where: str, provider: Provider, base_url: str | None, key_env: str | None
 ) -> Endpoint:
     """A provider's server: the URL given, else its variable, else the provider's own; the
@@ -137,18 +137,12 @@ def llm_lane(
     provider = LANE_PROVIDERS[lane]
     if not fields.model:
         raise ValueError(f"{where}: the {lane} lane needs `model`")
-    if fields.system_prompt is not None and fields.system_prompt_file is not None:
-        raise ValueError(f"{where}: give `system_prompt` or `system_prompt_file`, not both")
     if provider == "anthropic" and fields.temperature is not None and fields.temperature > 1:
         raise ValueError(f"{where}: Anthropic's `temperature` is at most 1")
-    prompt = fields.system_prompt
-    if fields.system_prompt_file is not None:
-        path = directory / fields.system_prompt_file
-        try:
-            prompt = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ValueError(f"{where}: `system_prompt_file` {path}: {exc.strerror}") from exc
-    endpoint = _endpoint(where, provider, fields.base_url, fields.api_key_env)
+    prompt = read_prompt(
+        where, "system_prompt", fields.system_prompt, fields.system_prompt_file, directory
+    )
+    endpoint = endpoint_of(where, provider, fields.base_url, fields.api_key_env)
     return LlmLane(
         provider=provider,
         model=fields.model,
@@ -163,6 +157,22 @@ def llm_lane(
         timeout_seconds=timeout_seconds,
         retries=fields.retries,
     )
+
+
+def read_prompt(
+    where: str, name: str, inline: str | None, file: str | None, directory: Path
+) -> str | None:
+    """A prompt given inline as `name`, or read from the file `name_file` names (relative to
+    the project); giving both is refused."""
+    if inline is not None and file is not None:
+        raise ValueError(f"{where}: give `{name}` or `{name}_file`, not both")
+    if file is None:
+        return inline
+    path = directory / file
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ValueError(f"{where}: `{name}_file` {path}: {exc.strerror}") from exc
 
 
 def check_lane_fields(where: str, lane: str, fields: LlmFields) -> None:

@@ -16,6 +16,7 @@ from collections.abc import Iterator, Mapping
 from wopeval.engine.catalog.project_file import ProjectFile
 from wopeval.engine.catalog.project_llm import DEFAULTS, LANE_PROVIDERS
 from wopeval.engine.recording.redaction import SecretSource, is_secret_name
+from wopeval.models import APIS
 
 PROXY_LANES = frozenset({"python", "command", "http"})
 """The lanes whose agents get the model proxy, with an OpenAI and an Anthropic upstream."""
@@ -42,6 +43,9 @@ def _secrets(project: ProjectFile) -> Iterator[SecretSource]:
             yield SecretSource(env=agent.api_key_env or DEFAULTS["openai"].key_env)
             yield SecretSource(env=agent.anthropic_api_key_env or DEFAULTS["anthropic"].key_env)
         yield from _named_secrets(agent.env)
+    for judge in project.judges:
+        # A judge's key is redacted like an agent's: it must never reach a record or a page.
+        yield SecretSource(env=judge.api_key_env or DEFAULTS[APIS[judge.api].provider].key_env)
     for server in project.mcp_servers:
         yield from _named_secrets(server.env)
         yield from _named_secrets(server.headers)

@@ -17,6 +17,8 @@ from wopeval import evals
 from wopeval.agents import AgentSpec
 from wopeval.engine.catalog.catalog import Catalog
 from wopeval.engine.catalog.graders import CustomGrader
+from wopeval.engine.catalog.judges import judge_for
+from wopeval.engine.eval_runs.judging import JudgePlan, judge_agent_id, judge_fixtures
 from wopeval.engine.recording.tool_contracts import (
     NO_CONTRACT,
     RecordedTools,
@@ -35,6 +37,13 @@ from wopeval.wire.task_detail import ToolsChangedPolicy
 # the same status, code and body bytes (RFC 0251 §C, RFC 0252 §C).
 UNUSABLE_BASELINE = "baselineRunId does not name a usable baseline run."
 UNUSABLE_SOURCE = "fixtureRuns names a run that cannot serve as a fixture source."
+UNUSABLE_JUDGE_SOURCE = "judgeSourceRunId does not name a run of this host."
+JUDGE_COPY = "#judge"
+"""The derived-copy row (`derived_fixtures`) of the judge source's judgements: no task id
+has a `#`. Kept there, not in the plan, so erasing the source erases the copy too."""
+JUDGE_EXTENSION = "wopeval"
+"""`configurable.extensions.wopeval.judgeSourceRunId`: the run whose recorded judgements an
+eval replays (docs/graders.md, "Its replay"); by default its baseline."""
 
 
 @dataclass(frozen=True)
@@ -89,6 +98,8 @@ class EvalPlan:
     """Tasks with a fixture source also replay its model answers (docs/llm.md)."""
     tools_changed_policy: ToolsChangedPolicy = "report"
     """`fail`: a task whose MCP tools changed since its source fails closed, unrun."""
+    judge: JudgePlan | None = None
+    """The judge of the suite's rubric tasks (None: the suite has none)."""
 
     def refuses(self, task_plan: TaskPlan) -> bool:
         """Whether the task fails closed: its tools changed, under `tools_changed = "fail"`."""
@@ -115,6 +126,9 @@ class EvalPlan:
                 for plan in self.tasks
                 if plan.tools != NO_CONTRACT
             },
+            judgeId=None if self.judge is None else self.judge.judge.judge_id,
+            judgeSourceRunId=None if self.judge is None else self.judge.source_run_id,
+            judgeLive=True if self.judge is None else self.judge.live,
         )
 
     def pairs(self) -> list[tuple[str, int]]:
@@ -154,6 +168,23 @@ class EvalPlan:
         await uow.derived_fixtures.store(eval_run_id, self.derived_copies())
 
     def derived_copies(self) -> list[dict[str, Any]]:
+        return self._task_copies() + self._judge_copy()
+
+    def _judge_copy(self) -> list[dict[str, Any]]:
+        judge = self.judge
+        if judge is None or judge.source_run_id is None or not judge.recorded:
+            return []
+        entries = [fixture.to_json() for fixture in judge.recorded]
+        return [
+            {
+                "task_id": JUDGE_COPY,
+                "source_run_id": judge.source_run_id,
+                "entries": [],
+                "model_entries": entries,
+            }
+        ]
+
+    def _task_copies(self) -> list[dict[str, Any]]:
         return [
             {
                 "task_id": plan.task.taskId,
@@ -218,6 +249,9 @@ async def resolve_eval(
     contracts = await load_tool_contracts(
         uow, tenant, source_runs, agent, catalog.tools, live_tools=live_tools
     )
+    judge = await _judge_plan(
+        request, suite, tenant, catalog, uow, live=live_tools and not features.model_replay
+    )
     return EvalPlan(
         suite=suite,
         suite_document=document,
@@ -239,7 +273,64 @@ async def resolve_eval(
         regression_verdict=features.regression_verdict,
         model_replay=model_replay,
         tools_changed_policy=features.tools_changed,
+        judge=judge,
     )
+
+
+async def _judge_plan(
+    request: CreateRunRequest,
+    suite: Suite,
+    tenant: str,
+    catalog: Catalog,
+    uow: UnitOfWork,
+    *,
+    live: bool,
+) -> JudgePlan | None:
+    """The judge of a suite with rubric tasks, with its source's recorded judgements.
+
+    The source (`configurable.extensions.wopeval.judgeSourceRunId`, else the baseline)
+    is read through one refusal path: the same answer for another tenant's run and for
+    none at all. The baseline has passed its own checks already.
+    """
+    rubric = [i for i, task in enumerate(suite.tasks) if task.expected.kind == "rubric"]
+    named = _judge_source(request)
+    if not rubric:
+        if named is not None:
+            raise errors.ValidationFailed("judgeSourceRunId is for suites with rubric tasks.")
+        return None
+    judge = judge_for(catalog.judges, suite.suiteId)
+    if judge is None:
+        raise errors.ValidationFailed(
+            f"tasks[{rubric[0]}].expected.kind: a rubric needs a judge, and this host "
+            f"declares none for suite {suite.suiteId!r} ([[judges]] in wopeval.toml)."
+        )
+    source = named or request.baselineRunId
+    recorded: tuple[evals.ModelFixture, ...] = ()
+    if source is not None:
+        states = await uow.runs.states(tenant, [source])
+        state = states.get(source)
+        if state is None:
+            raise errors.ValidationFailed(UNUSABLE_JUDGE_SOURCE)
+        agent_id = judge_agent_id(judge.judge_id)
+        exchanges, _ = await uow.model_calls.held_exchanges(state.handle, agent_id)
+        recorded = judge_fixtures(exchanges, judge.judge_id)
+    return JudgePlan(judge, recorded, source, live)
+
+
+def _judge_source(request: CreateRunRequest) -> str | None:
+    extensions = (request.configurable.extensions if request.configurable else None) or {}
+    ours = extensions.get(JUDGE_EXTENSION) or {}
+    unknown = sorted(set(ours) - {"judgeSourceRunId"})
+    if unknown:
+        raise errors.ValidationFailed(
+            f"configurable.extensions.{JUDGE_EXTENSION}: unknown members {unknown}."
+        )
+    source = ours.get("judgeSourceRunId")
+    if source is not None and (not isinstance(source, str) or not source):
+        raise errors.ValidationFailed(
+            f"configurable.extensions.{JUDGE_EXTENSION}.judgeSourceRunId must be a run id."
+        )
+    return source
 
 
 class PlanUnavailable(Exception):
@@ -267,7 +358,13 @@ def rebuild_plan(
     modes = tuple(stored.modes)
     derived: dict[str, DerivedSource] = {}
     answers: dict[str, tuple[evals.ModelFixture, ...]] = {}
+    judged: tuple[evals.ModelFixture, ...] = ()
     for copy in copies:
+        if copy["task_id"] == JUDGE_COPY:
+            # Erased since: the judge is asked again (or, offline, the trials go unjudged).
+            entries = copy.get("model_entries") or []
+            judged = tuple(evals.ModelFixture.from_json(entry) for entry in entries)
+            continue
         if copy["entries"] is None:
             raise PlanUnavailable(f"the recorded fixtures of task {copy['task_id']!r} were erased")
         entries = tuple(ToolResponse.model_validate(entry) for entry in copy["entries"])
@@ -286,6 +383,12 @@ def rebuild_plan(
         }
     except LookupError as gone:
         raise PlanUnavailable(str(gone)) from None
+    judge = None
+    if stored.judgeId is not None:
+        declared = catalog.judges.get(stored.judgeId)
+        if declared is None:
+            raise PlanUnavailable(f"judge {stored.judgeId!r} is not in this catalog")
+        judge = JudgePlan(declared, judged, stored.judgeSourceRunId, stored.judgeLive)
     return EvalPlan(
         suite=suite,
         suite_document=document,
@@ -307,6 +410,7 @@ def rebuild_plan(
         regression_verdict=stored.regressionVerdict,
         model_replay=stored.modelReplay,
         tools_changed_policy=stored.toolsChangedPolicy,
+        judge=judge,
     )
 
 
@@ -384,7 +488,8 @@ def _check_suite(suite: Suite, features: EvalFeatures) -> None:
             f"{features.max_tasks_per_suite} (maxTasksPerSuite)."
         )
     for index, task in enumerate(suite.tasks):
-        if task.expected.kind == "rubric":
+        # RFC 0081 §D: a host grades rubric tasks only while it advertises the mode.
+        if task.expected.kind == "rubric" and "rubric" not in features.modes:
             raise errors.ValidationFailed(
                 f"tasks[{index}].expected.kind: this host grades golden and trajectory tasks only."
             )

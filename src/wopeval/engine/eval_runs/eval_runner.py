@@ -15,6 +15,7 @@ from wopeval import evals
 from wopeval.agents import AgentRegistry
 from wopeval.engine.eval_runs.eval_plan import EvalPlan, TaskPlan
 from wopeval.engine.eval_runs.grading import grade_trial
+from wopeval.engine.eval_runs.judging import judge_trial
 from wopeval.engine.eval_runs.trial_detail import refused_trial_row, trial_row
 from wopeval.engine.recording.boundary import Boundary, FixtureServer, LiveTransport
 from wopeval.engine.recording.grants import InvocationGrants
@@ -133,10 +134,19 @@ async def run_trial(
     # A model request the source never made counts as a fixture miss (docs/llm.md).
     misses = (cursor.miss_count if cursor is not None else 0) + result.models.misses
     grade = None
-    if not result.failed:
-        grade = await grade_trial(
-            task_plan.task.expected, result.decision, result.executed, plan.graders
+    expected = task_plan.task.expected
+    if not result.failed and expected.kind == "rubric" and plan.judge is not None:
+        # Before the trial's row: the judge's exchange and cost belong to the trial.
+        grade = await judge_trial(
+            plan.judge,
+            task_plan.task,
+            result.decision,
+            journal,
+            result.models,
+            context.live.prices,
         )
+    elif not result.failed:
+        grade = await grade_trial(expected, result.decision, result.executed, plan.graders)
     # docs/design.md §3: a miss under `fail` fails the task, whatever the agent decided after it.
     passed = not result.failed and misses == 0 and grade is not None and grade.passed
     journal.record_trial(
@@ -156,6 +166,7 @@ async def run_trial(
         latency_ms=latency,
         fixture_miss_count=misses,
         cost_usd=result.models.cost_usd(),
+        unjudged=grade is not None and grade.unjudged,
     )
 
 

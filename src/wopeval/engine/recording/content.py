@@ -23,7 +23,9 @@ from wopeval.wire.invocations import InvocationError, InvocationLine, Invocation
 from wopeval.wire.task_detail import (
     AgentErrorView,
     ClosestEntry,
+    CriterionView,
     GradeView,
+    JudgeView,
     MissView,
     ModelCallView,
     PathChange,
@@ -154,6 +156,8 @@ def _failure_line(detail: dict[str, Any], full: bool) -> str:
 
 
 def _content_free_reason(expected: Any) -> str:
+    if isinstance(expected, dict) and expected.get("kind") == "rubric":
+        return "the judge's score did not reach its threshold, or it gave none (rubric)"
     if isinstance(expected, dict) and expected.get("kind") == "trajectory":
         return f"the calls did not match the expected trajectory ({expected.get('order')})"
     strategy = (expected or {}).get("match", {}).get("strategy", "exact")
@@ -209,15 +213,36 @@ def _grade_view(detail: dict[str, Any], full: bool) -> GradeView | None:
     grade = detail.get("grade")
     if grade is None:
         return None
+    judge = _judge_view(grade.get("judge"), full)
     if not full:
         reason = "passed" if grade["passed"] else _content_free_reason(detail.get("expected"))
-        return GradeView(passed=grade["passed"], score=grade["score"], reason=reason)
+        return GradeView(passed=grade["passed"], score=grade["score"], reason=reason, judge=judge)
     return GradeView(
         passed=grade["passed"],
         score=grade["score"],
         reason=grade["reason"],
         diff=[PathChange(**change) for change in grade.get("diff") or []] or None,
         traceback=grade.get("traceback"),
+        judge=judge,
+    )
+
+
+def _judge_view(judge: dict[str, Any] | None, full: bool) -> JudgeView | None:
+    """A rubric trial's judge part; without `full`, the judge's words stay in the host (they
+    may quote the output under judgement)."""
+    if judge is None:
+        return None
+    criteria = [
+        CriterionView(**{**criterion, "reason": criterion["reason"] if full else None})
+        for criterion in judge["criteria"]
+    ]
+    unjudged = judge.get("unjudged")
+    return JudgeView(
+        judgeId=judge["judgeId"],
+        digest=judge["digest"],
+        gate=judge["gate"],
+        criteria=criteria,
+        unjudged=None if unjudged is None else unjudged if full else "no judgement",
     )
 
 

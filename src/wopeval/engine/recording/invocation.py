@@ -197,7 +197,8 @@ class Invocation:
         """The invocation's model boundary (the LLM lanes' and the model proxy's)."""
         if self._models is None:
             self._models = ModelRecorder(
-                spec=self.spec,
+                agent_id=self.spec.agent_id,
+                record_model=self.spec.record_model,
                 invocation_id=self.invocation_id,
                 is_delegate=self.is_delegate,
                 journal=self.journal,

@@ -24,7 +24,6 @@ from typing import Any
 from pydantic import JsonValue
 
 from wopeval import evals
-from wopeval.agents import AgentSpec
 from wopeval.engine.runlog.runlog import Journal
 from wopeval.engine.runlog.steps import now
 from wopeval.models import (
@@ -71,7 +70,10 @@ class ModelLedger:
 class ModelRecorder:
     """One invocation's door to its model: replayed, or live and recorded."""
 
-    spec: AgentSpec
+    agent_id: str
+    """Whose exchanges: an agent's id, or a judge's (`judge:<id>`, docs/graders.md)."""
+    record_model: bool
+    """Keep the exchanges' content (`record_model`; a judge's is always kept)."""
     invocation_id: str
     is_delegate: bool
     journal: Journal
@@ -161,11 +163,11 @@ class ModelRecorder:
                 prompt_tokens=usage.input_tokens,
                 completion_tokens=usage.output_tokens,
             )
-        keep = self.spec.record_model
+        keep = self.record_model
         row = ModelCallRow(
             invocation_id=self.invocation_id,
             ordinal=self._ordinal,
-            agent_id=self.spec.agent_id,
+            agent_id=self.agent_id,
             is_delegate=self.is_delegate,
             api=api.name,
             via=via,
