@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +20,7 @@ import pytest
 from _processes import WOPEVAL, child_env
 from wopeval.cli.main import COMMANDS
 
+HOST_ERROR = 4
 AT_START_UP = (
     "fastapi",
     "starlette",
@@ -43,12 +45,18 @@ AT_START_UP = (
 )
 """Packages none of which `--version` or `--help` may import (a prefix names a package)."""
 
+NOT_FOR_A_REMOTE_HOST = tuple(
+    name
+    for name in AT_START_UP
+    if name not in ("pydantic", "httpx", "wopeval.client", "wopeval.wire")
+)
+"""A command given `--url` speaks the wire: it starts no host, so loads no server stack."""
 NOT_FOR_A_LISTING = ("alembic", "anthropic", "openai")
 """What an embedded `runs list` on a database at head, with no LLM agent, never loads."""
 
 
-def _imported(*args: str, cwd: Path | None = None) -> set[str]:
-    """The modules `wopeval ARGS` imported, read from `-X importtime`."""
+def _imported(*args: str, cwd: Path | None = None, code: int = 0) -> set[str]:
+    """The modules `wopeval ARGS` imported, read from `-X importtime`; it exits `code`."""
     done = subprocess.run(
         [sys.executable, "-X", "importtime", WOPEVAL, *args],
         capture_output=True,
@@ -58,7 +66,7 @@ def _imported(*args: str, cwd: Path | None = None) -> set[str]:
         timeout=120,
         check=False,
     )
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.returncode == code, done.stdout + done.stderr
     return {
         line.rsplit("|", 1)[1].strip()
         for line in done.stderr.splitlines()
@@ -91,6 +99,15 @@ def test_help_lists_every_command_with_its_own_first_paragraph() -> None:
     for deferred in COMMANDS:
         first_line = re.escape(deferred.summary.splitlines()[0])
         assert re.search(rf"│ {deferred.name} +{first_line}", listed), deferred.name
+
+
+def test_a_command_on_a_remote_host_loads_no_server_stack() -> None:
+    with socket.socket() as closed:  # bound, never listening: the connection is refused
+        closed.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{closed.getsockname()[1]}"
+        modules = _imported("runs", "list", "--url", url, "--api-key", "k", code=HOST_ERROR)
+    assert "wopeval.client" in modules
+    assert _within(modules, NOT_FOR_A_REMOTE_HOST) == []
 
 
 def test_an_embedded_listing_at_head_loads_neither_alembic_nor_a_model_sdk(
