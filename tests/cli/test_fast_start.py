@@ -51,9 +51,9 @@ NOT_FOR_A_REMOTE_HOST = tuple(
     if name not in ("pydantic", "httpx", "wopeval.client", "wopeval.wire")
 )
 """A command given `--url` speaks the wire: it starts no host, so loads no server stack."""
-NOT_FOR_A_LISTING = ("alembic", "anthropic", "openai", "mcp", "mcp_types")
-"""What an embedded `runs list` on a database at head, with no LLM agent and no MCP
-server, never loads."""
+NOT_FOR_A_LISTING = ("alembic", "anthropic", "openai", "mcp", "mcp_types", "psycopg")
+"""What an embedded `runs list` on SQLite at head, with no LLM agent and no MCP server,
+never loads."""
 
 
 def _imported(*args: str, cwd: Path | None = None, code: int = 0) -> set[str]:
