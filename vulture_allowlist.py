@@ -96,3 +96,9 @@ _.tb
 # Fixtures requested for their side effect (a PATH entry, built framework virtualenvs).
 _.on_path
 _.framework_venvs
+
+# CLI commands registered by "module:attribute" in cli/main.py's COMMANDS, imported
+# when they run.
+_.compare
+_.conformance
+_.explain

@@ -13,7 +13,9 @@ SCRIPT = textwrap.dedent(
     """
     import asyncio, sys
     from pathlib import Path
-    import wopeval.cli.main  # every command registered, `worker` and `serve` included
+    from wopeval.cli.main import COMMANDS
+    for deferred in COMMANDS:  # every command loaded, `worker` and `serve` included
+        deferred.load()
     from wopeval.hosting.host import Host
     from wopeval.settings import Settings
     from wopeval.wire.principal import Principal

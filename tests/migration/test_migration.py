@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from _backends import Backend
 from wopeval.store import create_engine, migrate
-from wopeval.store.db import alembic_config
+from wopeval.store.db import HEAD_REVISION, alembic_config
 from wopeval.store.queue_schema import is_queue_object
 from wopeval.store.tables import metadata
 
@@ -86,6 +86,13 @@ def _downgrade_to_base(connection: Connection) -> None:
     command.downgrade(config, "base")
 
 
+def _upgrade_to_previous(connection: Connection) -> None:
+    """The schema one revision below head, as an older wopeval left it."""
+    config = alembic_config()
+    config.attributes["connection"] = connection
+    command.upgrade(config, "head-1")
+
+
 async def test_an_empty_database_upgraded_to_head_equals_the_models(
     empty_database: AsyncEngine,
 ) -> None:
@@ -120,3 +127,24 @@ async def test_downgrade_to_base_and_back_up(empty_database: AsyncEngine) -> Non
     async with empty_database.connect() as connection:
         assert await connection.run_sync(_schema_diff) == []
         assert await connection.run_sync(_queue_tables) <= await connection.run_sync(_tables)
+
+
+def test_the_head_migrate_checks_for_is_alembics_head() -> None:
+    """`migrate` leaves a database stamped HEAD_REVISION to itself: adding a migration
+    without moving HEAD_REVISION would leave existing databases behind."""
+    assert _head() == HEAD_REVISION
+
+
+async def test_a_database_one_revision_behind_is_brought_to_head(
+    empty_database: AsyncEngine,
+) -> None:
+    async with empty_database.begin() as connection:
+        await connection.run_sync(_upgrade_to_previous)
+    async with empty_database.connect() as connection:
+        behind = await connection.run_sync(_current_revision)
+    assert behind is not None
+    assert behind != HEAD_REVISION
+    await migrate(empty_database)
+    async with empty_database.connect() as connection:
+        assert await connection.run_sync(_current_revision) == HEAD_REVISION
+        assert await connection.run_sync(_schema_diff) == []

@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import APIRouter, FastAPI
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from wopeval import __version__
 from wopeval.api import errors as error_handlers
@@ -69,7 +68,7 @@ def create_app(
         app.state.host = host
         app.state.health = host.health
         app.state.invocation_access = InvocationAccess(host.engine.grants, host.auth, host.http)
-        app.state.mcp_sessions = mcp.session_manager()
+        app.state.mcp_sessions = mcp.McpSessions()
         try:
             async with app.state.mcp_sessions.run():
                 yield
@@ -104,14 +103,14 @@ def create_app(
 
 def create_worker_app(
     report: HealthSource, access: InvocationAccess
-) -> tuple[FastAPI, StreamableHTTPSessionManager]:
+) -> tuple[FastAPI, mcp.McpSessions]:
     """A queue worker's app: its health, and the MCP endpoint and model proxy of each
     invocation it runs; with the MCP sessions, which the worker runs while it serves."""
     app = FastAPI(title="wopeval worker", docs_url=None, redoc_url=None, openapi_url=None)
     for router in (health.router, mcp.router, model_proxy.router):
         app.include_router(router)
     error_handlers.install(app)
-    sessions = mcp.session_manager()
+    sessions = mcp.McpSessions()
     app.state.health = report
     app.state.invocation_access = access
     app.state.mcp_sessions = sessions

@@ -22,15 +22,19 @@ classes below name typer's copy (pyproject pins a Typer that has it).
 from __future__ import annotations
 
 import enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from typer._click.core import Command as ClickCommand
 from typer._click.core import Context
 from typer._click.exceptions import UsageError
 from typer.core import TyperCommand, TyperGroup
 
-from wopeval.hosting.ownership import DATABASE_OWNED_EXIT
-from wopeval.wire.summary import EvalSummary, Verdict
+from wopeval.hosting.exits import DATABASE_OWNED_EXIT
+
+if TYPE_CHECKING:
+    # `wopeval --version` imports this module (main.py's root group) and must not load
+    # the wire models; `exit_code_for` imports `Verdict` when a verdict is decided.
+    from wopeval.wire.summary import EvalSummary, Verdict
 
 
 class ExitCode(enum.IntEnum):
@@ -59,6 +63,8 @@ def verdict_of(summary: EvalSummary) -> Verdict | None:
 
 def exit_code_for(summary: EvalSummary, *, strict: bool) -> ExitCode:
     """The exit code of a finished eval (or comparison), by the precedence above."""
+    from wopeval.wire.summary import Verdict
+
     verdict = verdict_of(summary)
     if verdict is Verdict.REGRESSED:
         return ExitCode.REGRESSED

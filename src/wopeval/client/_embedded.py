@@ -21,7 +21,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import uvicorn
 from pydantic import ValidationError
 
 from wopeval.client._wire import ClientError, WireClient
@@ -29,6 +28,9 @@ from wopeval.settings import Settings
 from wopeval.wire.task_detail import ToolsChangedPolicy
 
 if TYPE_CHECKING:
+    # uvicorn (with the server stack) is loaded by `start`: a `--url` command runs no host.
+    import uvicorn
+
     from wopeval.hosting.ownership import DatabaseOwned, Lease
 
 START_DEADLINE_SECONDS = 60.0

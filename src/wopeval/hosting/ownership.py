@@ -22,6 +22,7 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from wopeval.hosting.exits import DATABASE_OWNED_EXIT
 from wopeval.settings import Settings
 from wopeval.store import DatabaseUnreachable, Lease, LeaseHeld, database_name, take_lease
 
@@ -42,9 +43,6 @@ __all__ = [
 log = logging.getLogger("wopeval.host")
 
 ANNOUNCEMENT = "serve.json"
-DATABASE_OWNED_EXIT = 5
-"""The exit code of a process another one owns the database of: refused at start, or
-stopped when it finds its lease taken (`watch_lease`)."""
 
 
 @dataclass(frozen=True)

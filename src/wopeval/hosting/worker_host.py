@@ -19,10 +19,10 @@ from dataclasses import dataclass
 
 import httpx
 import uvicorn
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from wopeval.api.app import create_worker_app
 from wopeval.api.deps import InvocationAccess
+from wopeval.api.routes.mcp import McpSessions
 from wopeval.engine.catalog.catalog import Catalog
 from wopeval.engine.catalog.catalog_digest import catalog_digest
 from wopeval.engine.health import HealthSource
@@ -95,9 +95,7 @@ class WorkerHost:
         finally:
             lease.release()
 
-    async def http_server(
-        self, report: HealthSource
-    ) -> tuple[uvicorn.Server, StreamableHTTPSessionManager]:
+    async def http_server(self, report: HealthSource) -> tuple[uvicorn.Server, McpSessions]:
         """Its HTTP server (to serve on `sock`), reporting `report`, and the MCP sessions
         to run while it serves. An agent's key is checked against the serving processes'
         stored keys."""

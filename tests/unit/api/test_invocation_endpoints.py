@@ -176,7 +176,7 @@ async def endpoints(
         app.include_router(mcp.router)
         app.include_router(model_proxy.router)
         error_handlers.install(app)
-        sessions = mcp.session_manager()
+        sessions = mcp.McpSessions()
         keys = [(hash_key(KEY), "k1", TENANT), (hash_key(OTHER_KEY), "k2", "other-tenant")]
         app.state.invocation_access = InvocationAccess(grants, Authenticator(keys), egress)
         app.state.mcp_sessions = sessions

@@ -10,8 +10,9 @@ mapped back to the canonical name and handed to the invocation's
 closed exactly like a call the agent makes in-process.
 
 The server is the official `mcp` SDK's Streamable-HTTP server, stateless and
-answering in JSON: every request names its invocation by the token in its
-path, so there is no session to keep. The token is the capability
+answering in JSON (`_mcp_server.py`, started by the first MCP request): every
+request names its invocation by the token in its path, so there is no session
+to keep. The token is the capability
 (engine/recording/grants.py), checked as the model proxy checks it
 (api/invocation_token.py): a request that also carries an API key must be of
 the token's tenant; every refusal is the same 404, whatever the reason. Which
@@ -21,28 +22,25 @@ not this endpoint's.
 
 from __future__ import annotations
 
-import json
-from typing import Any
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
-import mcp_types
 from fastapi import APIRouter, Request
-from mcp.server import Server, ServerRequestContext
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from pydantic import JsonValue
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from wopeval.agents import ToolCallError
 from wopeval.api.deps import InvocationAccessDep
 from wopeval.api.invocation_token import invocation_for
 from wopeval.engine.recording.grants import MCP_PATH
 from wopeval.engine.recording.invocation import Invocation
-from wopeval.engine.runlog.steps import RunClosed
+
+if TYPE_CHECKING:
+    from wopeval.api.routes._mcp_server import Handler
 
 router = APIRouter(tags=["host"])
 
-_INVOCATION = "wopeval.invocation"
-"""The ASGI scope key under which a resolved request carries its invocation to the handlers."""
 REFUSED = "No such MCP endpoint."
 
 
@@ -50,88 +48,59 @@ REFUSED = "No such MCP endpoint."
 async def mcp_endpoint(token: str, request: Request, access: InvocationAccessDep) -> Response:
     """The MCP endpoint of one running invocation, for as long as it runs."""
     invocation = invocation_for(token, request, access, REFUSED)
-    sessions: StreamableHTTPSessionManager = request.app.state.mcp_sessions
+    sessions: McpSessions = request.app.state.mcp_sessions
     return _Exchange(sessions, invocation)
 
 
 class _Exchange(Response):
     """Hands the request, with its invocation, to the SDK's Streamable-HTTP server."""
 
-    def __init__(self, sessions: StreamableHTTPSessionManager, invocation: Invocation) -> None:
+    def __init__(self, sessions: McpSessions, invocation: Invocation) -> None:
         super().__init__()
         self._sessions = sessions
         self._invocation = invocation
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self._sessions.handle_request({**scope, _INVOCATION: self._invocation}, receive, send)
+        handle = await self._sessions.server()
+        await handle(self._invocation, scope, receive, send)
 
 
-def session_manager() -> StreamableHTTPSessionManager:
-    """The app's MCP server; `run()` it for the app's lifetime."""
-    server: Server[Any] = Server("wopeval", on_list_tools=_list_tools, on_call_tool=_call_tool)
-    return StreamableHTTPSessionManager(server, json_response=True, stateless=True)
+class McpSessions:
+    """The app's MCP server: `run()` it for the app's lifetime; it starts, importing the
+    `mcp` SDK, when the first MCP request needs it (`_mcp_server.py` says why)."""
 
+    def __init__(self) -> None:
+        self._wanted = asyncio.Event()
+        self._ready: asyncio.Future[Handler] | None = None
 
-def _invocation(context: ServerRequestContext[Any]) -> Invocation:
-    request = context.request
-    invocation = getattr(request, "scope", {}).get(_INVOCATION)
-    if not isinstance(invocation, Invocation):
-        raise RuntimeError("an MCP request reached the server without its invocation")
-    return invocation
+    @contextlib.asynccontextmanager
+    async def run(self) -> AsyncIterator[None]:
+        ready: asyncio.Future[Handler] = asyncio.get_running_loop().create_future()
+        self._ready = ready
+        serving = asyncio.create_task(self._serve(ready), name="mcp-sessions")
+        try:
+            yield
+        finally:
+            serving.cancel()
+            await asyncio.gather(serving, return_exceptions=True)
 
+    async def server(self) -> Handler:
+        """The running server's request handler, started on the first call."""
+        if self._ready is None:
+            raise RuntimeError("the MCP sessions are not running")
+        self._wanted.set()
+        # Shielded: a request that gives up waiting must not cancel the start for the others.
+        return await asyncio.shield(self._ready)
 
-async def _list_tools(
-    context: ServerRequestContext[Any], params: mcp_types.PaginatedRequestParams | None
-) -> mcp_types.ListToolsResult:
-    invocation = _invocation(context)
-    names = invocation.tool_names()
-    return mcp_types.ListToolsResult(
-        tools=[
-            mcp_types.Tool(
-                name=names.offered(name),
-                description=listing.description or None,
-                input_schema=listing.input_schema,
-            )
-            for name, listing in invocation.offered().tools
-        ]
-    )
+    async def _serve(self, ready: asyncio.Future[Handler]) -> None:
+        await self._wanted.wait()
+        try:
+            from wopeval.api.routes._mcp_server import serving
 
-
-async def _call_tool(
-    context: ServerRequestContext[Any], params: mcp_types.CallToolRequestParams
-) -> mcp_types.CallToolResult:
-    invocation = _invocation(context)
-    try:
-        # The boundary refuses a tool the agent is not granted (`tool_not_offered`).
-        value = await invocation.call_tool(params.name, params.arguments or {}, named_by="offered")
-    except ToolCallError as failure:
-        return _error(failure.error)
-    except RunClosed:
-        # The run ended under the call (a cancel): the agent sees a plain tool error.
-        return _error({"code": "invocation_ended", "message": "the invocation has ended"})
-    if invocation.is_mcp_tool(params.name):
-        return _as_recorded(value)
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return mcp_types.CallToolResult(
-        content=[mcp_types.TextContent(type="text", text=text)],
-        structured_content=value if isinstance(value, dict) else None,
-    )
-
-
-def _as_recorded(value: JsonValue) -> mcp_types.CallToolResult:
-    """An MCP tool's result as its server gave it (the boundary records content blocks)."""
-    if isinstance(value, dict):
-        return mcp_types.CallToolResult.model_validate(value)
-    return mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text=str(value))])
-
-
-def _error(error: dict[str, Any]) -> mcp_types.CallToolResult:
-    """A tool error as an `isError` result: an MCP tool's own content, else the error as JSON."""
-    details = error.get("details")
-    if error.get("code") == "mcp_tool_error" and isinstance(details, dict):
-        result = mcp_types.CallToolResult.model_validate(details)
-        return result.model_copy(update={"is_error": True})
-    text = json.dumps(error, ensure_ascii=False)
-    return mcp_types.CallToolResult(
-        content=[mcp_types.TextContent(type="text", text=text)], is_error=True
-    )
+            async with serving() as handle:
+                ready.set_result(handle)
+                await asyncio.Event().wait()  # until `run()` ends and cancels this
+        except Exception as failure:  # the requests waiting get it
+            if not ready.done():
+                ready.set_exception(failure)
+            raise

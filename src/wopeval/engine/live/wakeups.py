@@ -22,7 +22,6 @@ import logging
 import time
 from dataclasses import dataclass
 
-import psycopg
 from sqlalchemy.engine import make_url
 
 from wopeval.engine.live.notifier import Notifier
@@ -78,6 +77,10 @@ class Wakeups:
             await asyncio.gather(self._task, return_exceptions=True)
 
     async def _run(self) -> None:
+        # Imported by the listener, which only a PostgreSQL host starts: a SQLite host
+        # (every CLI command's embedded one) need not load the driver.
+        import psycopg
+
         pause = FIRST_RETRY_SECONDS
         while True:
             try:
@@ -94,6 +97,8 @@ class Wakeups:
             pause = min(pause * 2, MAX_RETRY_SECONDS)
 
     async def _listen(self) -> None:
+        import psycopg
+
         async with await psycopg.AsyncConnection.connect(
             self._dsn, autocommit=True, application_name="wopeval listener"
         ) as connection:

@@ -1,0 +1,122 @@
+"""Commands load only what they need (issue 28 §3): modules checked, not seconds.
+
+`wopeval --version` and `--help` import no command module, so none of the client,
+the store, the server stack or a model SDK; `--help` still lists every command with
+the first paragraph of its own help. An embedded command on a database already at
+the newest revision loads neither Alembic nor a model SDK it has no agent for.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from _processes import WOPEVAL, child_env
+from wopeval.cli.main import COMMANDS
+
+HOST_ERROR = 4
+AT_START_UP = (
+    "fastapi",
+    "starlette",
+    "uvicorn",
+    "sqlalchemy",
+    "alembic",
+    "pydantic",
+    "httpx",
+    "openwop_client",
+    "anthropic",
+    "openai",
+    "mcp",
+    "procrastinate",
+    "wopeval.engine",
+    "wopeval.store",
+    "wopeval.client",
+    "wopeval.api",
+    "wopeval.agents",
+    "wopeval.wire",
+    "wopeval.hosting.ownership",
+    "wopeval.hosting.host",
+)
+"""Packages none of which `--version` or `--help` may import (a prefix names a package)."""
+
+NOT_FOR_A_REMOTE_HOST = tuple(
+    name
+    for name in AT_START_UP
+    if name not in ("pydantic", "httpx", "wopeval.client", "wopeval.wire")
+)
+"""A command given `--url` speaks the wire: it starts no host, so loads no server stack."""
+NOT_FOR_A_LISTING = ("alembic", "anthropic", "openai", "mcp", "mcp_types", "psycopg")
+"""What an embedded `runs list` on SQLite at head, with no LLM agent and no MCP server,
+never loads."""
+
+
+def _imported(*args: str, cwd: Path | None = None, code: int = 0) -> set[str]:
+    """The modules `wopeval ARGS` imported, read from `-X importtime`; it exits `code`."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", WOPEVAL, *args],
+        capture_output=True,
+        text=True,
+        env=child_env(),
+        cwd=cwd,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == code, done.stdout + done.stderr
+    return {
+        line.rsplit("|", 1)[1].strip()
+        for line in done.stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
+
+
+def _within(modules: set[str], packages: tuple[str, ...]) -> list[str]:
+    return sorted(
+        name for name in modules for package in packages if (name + ".").startswith(package + ".")
+    )
+
+
+@pytest.mark.parametrize("option", ["--version", "--help"])
+def test_version_and_help_import_no_heavy_module(option: str) -> None:
+    modules = _imported(option)
+    assert "wopeval.cli.main" in modules  # the command really was timed
+    assert _within(modules, AT_START_UP) == []
+    assert _within(modules, tuple(d.target.partition(":")[0] for d in COMMANDS)) == []
+
+
+def test_help_lists_every_command_with_its_own_first_paragraph() -> None:
+    for deferred in COMMANDS:
+        command = deferred.load()
+        own = inspect.cleandoc(command.short_help or command.help or "").split("\n\n")[0]
+        assert deferred.summary == own.strip(), deferred.name
+    listed = subprocess.run(
+        [WOPEVAL, "--help"], capture_output=True, text=True, env=child_env(), check=True
+    ).stdout
+    for deferred in COMMANDS:
+        first_line = re.escape(deferred.summary.splitlines()[0])
+        assert re.search(rf"│ {deferred.name} +{first_line}", listed), deferred.name
+
+
+def test_a_command_on_a_remote_host_loads_no_server_stack() -> None:
+    with socket.socket() as closed:  # bound, never listening: the connection is refused
+        closed.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{closed.getsockname()[1]}"
+        modules = _imported("runs", "list", "--url", url, "--api-key", "k", code=HOST_ERROR)
+    assert "wopeval.client" in modules
+    assert _within(modules, NOT_FOR_A_REMOTE_HOST) == []
+
+
+def test_an_embedded_listing_at_head_loads_neither_alembic_nor_a_model_sdk(
+    tmp_path: Path,
+) -> None:
+    listing = ("runs", "list", "--data-dir", str(tmp_path / "data"))
+    first = _imported(*listing, cwd=tmp_path)  # a new database: Alembic builds it
+    assert "alembic" in first
+    again = _imported(*listing, cwd=tmp_path)
+    assert "wopeval.hosting.host" in again  # an embedded host did start
+    assert _within(again, NOT_FOR_A_LISTING) == []
