@@ -71,7 +71,7 @@ def test_this_host_writes_format_2_with_every_record_kind(exported: Path) -> Non
         text = archive.read("manifest.json").decode()
     manifest = json.loads(text)
     # Written for a person to read, too: indented by two.
-    assert text.startswith('{\n  "format": "wopeval.recordings/2",\n')
+    assert text.startswith('{\n  "format": "wopeval.recordings/3",\n')
     for run in manifest["runs"]:
         assert list(run["files"]) == [
             "runs", "run_plans", "events", "tool_calls", "invocations", "model_calls",

@@ -22,6 +22,7 @@ from wopeval.api.routes import (
     catalog,
     discovery,
     events,
+    feedback,
     health,
     host_routes,
     invocations,
@@ -40,6 +41,7 @@ from wopeval.settings import Settings
 
 ROUTERS = (
     discovery.router,
+    feedback.router,
     run_diff.router,
     runs.router,
     events.router,
@@ -120,4 +122,6 @@ def create_worker_app(
 
 def _described(router: APIRouter, settings: Settings) -> bool:
     """An OPTIONAL operation switched off is absent, from `/openapi.json` too."""
+    if router is feedback.router:
+        return settings.feedback
     return router is not run_diff.router or settings.run_diff

@@ -69,6 +69,9 @@ class Retenant:
             row["plan"] = self._eval_refs(row["plan"])
         elif table == "events":
             row["doc"] = self._event(row["doc"], own)
+        elif table == "annotations" and isinstance(row["doc"], dict):
+            target = row["doc"].get("target")
+            row["doc"] = {**row["doc"], "target": {**(target or {}), "runId": own}}
         return row
 
     def _tenant(self, value: Any) -> str:
