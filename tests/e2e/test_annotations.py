@@ -9,8 +9,11 @@ left behind by erasure.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
+import zipfile
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +23,9 @@ from openwop_client.types import CreateAnnotationRequest, ForkRunRequest
 from openwop_client.wire_id import project_id
 
 from _backends import Backend
+from wopeval import recordings
 from wopeval.engine.runs.feedback import task_labels
-from wopeval.store import Store, create_engine
+from wopeval.store import Store
 
 from ._gate import start_gated_run
 from ._server import TENANT_A, TENANT_B, ServerHandle, host_settings, running_host
@@ -116,11 +120,11 @@ def test_a_task_of_an_eval_run_is_labelled_pass_or_fail_and_read_back_for_calibr
 
 
 async def _labels(url: str, tenant: str, since: Any = None) -> list[Any]:
-    store = Store(create_engine(url))
+    store = await Store.open(url)
     try:
         return await task_labels(store, tenant, since)
     finally:
-        await store.engine.dispose()
+        await store.close()
 
 
 def test_an_annotation_is_never_an_event_of_the_run(
@@ -303,3 +307,75 @@ def test_followers_of_an_active_run_are_told_live_and_a_resumed_stream_is_not(
     with project_server.http(TENANT_A) as http:
         again = http.get(f"/runs/{project_id(run.run_id)}/events", timeout=60)
     assert "run.annotated" not in again.text
+
+
+# ── recording bundles ────────────────────────────────────────────────
+
+
+async def _export(url: str, run_id: str, path: Path) -> None:
+    store = await Store.open(url)
+    try:
+        async with store.reading() as uow:
+            origin = recordings.Origin(host="test", tenant=TENANT_A)
+            await recordings.export_runs(uow.connection, [run_id], origin, datetime.now(UTC), path)
+    finally:
+        await store.close()
+
+
+async def _import(url: str, path: Path, tenant: str) -> None:
+    store = await Store.open(url)
+    try:
+        async with store.transaction() as uow:
+            await recordings.import_bundle(uow.connection, recordings.read_bundle(path), tenant)
+    finally:
+        await store.close()
+
+
+def _forged(path: Path, target: Path, change: Any) -> Path:
+    """The bundle with its annotation rows changed, its checksums made to match again."""
+    with zipfile.ZipFile(path) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    manifest = json.loads(members["manifest.json"])
+    (run,) = manifest["runs"]
+    member = f"runs/{run['id']}/annotations.jsonl"
+    rows = [json.loads(line) for line in members[member].splitlines()]
+    change(rows[0])
+    members[member] = b"".join(json.dumps(row).encode() + b"\n" for row in rows)
+    run["files"]["annotations"] = hashlib.sha256(members[member]).hexdigest()
+    members["manifest.json"] = json.dumps(manifest).encode()
+    with zipfile.ZipFile(target, "w") as archive:
+        for name, content in members.items():
+            archive.writestr(name, content)
+    return target
+
+
+def test_annotations_travel_in_a_bundle_under_the_importing_tenant(
+    server: ServerHandle, an_eval_run: str, tmp_path: Path
+) -> None:
+    made = server.client().create_annotation(
+        an_eval_run,
+        CreateAnnotationRequest(
+            signal={"kind": "label", "label": "fail"}, target={"nodeId": "t-two"}, note="wrong"
+        ),
+    )
+    path = tmp_path / "annotated.zip"
+    asyncio.run(_export(server.database_url, an_eval_run, path))
+    forgeries = {
+        "a label the columns do not say": lambda row: row["doc"]["signal"].update(label="pass"),
+        "another tenant": lambda row: row.update(tenant=TENANT_B),
+        "no annotation document": lambda row: row["doc"].pop("actor"),
+    }
+    for case, change in forgeries.items():
+        forged = _forged(path, tmp_path / f"{len(case)}.zip", change)
+        with store_unchanged(server.database_url), pytest.raises(recordings.BundleError):
+            asyncio.run(_import(server.database_url, forged, TENANT_B))
+
+    asyncio.run(_import(server.database_url, path, TENANT_B))
+    moved = f"{TENANT_B}/{an_eval_run.partition('/')[2]}"
+    (carried,) = server.client(TENANT_B).list_annotations(moved) or []
+    assert carried.target == {"runId": moved, "nodeId": "t-two"}
+    assert (carried.annotationId, carried.signal, carried.note, carried.actor) == (
+        made.annotationId, made.signal, made.note, made.actor
+    )  # fmt: skip
+    labels = asyncio.run(_labels(server.database_url, TENANT_B))
+    assert [(x.run_id, x.node_id, x.label) for x in labels] == [(moved, "t-two", "fail")]
