@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+import wopeval.cli.annotate as annotate
 import wopeval.cli.compare as compare
 import wopeval.cli.demo as demo
 import wopeval.cli.evaluate as evaluate
@@ -41,6 +42,7 @@ app.command("eval", **evaluate.SETTINGS)(evaluate.evaluate)
 app.command("compare", **compare.SETTINGS)(compare.compare)
 app.command("report", **report.SETTINGS)(report.report)
 app.command("explain", **explain.SETTINGS)(explain.explain)
+app.command("annotate", **annotate.SETTINGS)(annotate.annotate)
 app.add_typer(runs.app, name="runs")
 app.add_typer(suites.app, name="suites")
 app.add_typer(recordings.app, name="recordings")

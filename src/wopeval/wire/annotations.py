@@ -102,6 +102,12 @@ class Annotation(_Closed):
         return self.model_dump(mode="json", exclude_none=True)
 
 
+class AnnotationList(_Closed):
+    """`listAnnotations`' answer: `{annotations: [...]}`, oldest first."""
+
+    annotations: list[Annotation]
+
+
 def principal_ref(key_id: str) -> str:
     """The `actor.principalRef` of a caller: its API key's subject (wire/runs.py `owner_for`)."""
     return f"urn:wopeval:api-key:{key_id}"
