@@ -39,6 +39,7 @@ from ._support import (
     wait_terminal,
 )
 from .evals._evals import new_suite_id, publish, run_eval, suite, task
+from .test_dashboard_http import _browser, _sign_in
 
 SECRET = "sk-" + "a1B2c3D4e5F6g7H8i9J0"
 
@@ -105,8 +106,14 @@ def test_a_task_of_an_eval_run_is_labelled_pass_or_fail_and_read_back_for_calibr
             signal={"kind": "label", "label": "fail"}, target={"nodeId": "t-two"}
         ),
     )
-    # Another signal, and the other tenant's label, are not what calibration reads.
+    # Another signal, or another label, is not what calibration reads.
     client.create_annotation(an_eval_run, CreateAnnotationRequest(signal={"kind": "flag"}))
+    client.create_annotation(
+        an_eval_run,
+        CreateAnnotationRequest(
+            signal={"kind": "label", "label": "vague"}, target={"nodeId": "t-one"}
+        ),
+    )
     assert passed.target == {"runId": an_eval_run, "nodeId": "t-one"}
 
     labels = asyncio.run(_labels(server.database_url, TENANT_A))
@@ -379,3 +386,40 @@ def test_annotations_travel_in_a_bundle_under_the_importing_tenant(
     )  # fmt: skip
     labels = asyncio.run(_labels(server.database_url, TENANT_B))
     assert [(x.run_id, x.node_id, x.label) for x in labels] == [(moved, "t-two", "fail")]
+
+
+# ── the dashboard's label form ───────────────────────────────────────
+
+
+def test_the_dashboards_label_form_takes_pass_or_fail_on_a_task_and_nothing_else(
+    server: ServerHandle, an_eval_run: str
+) -> None:
+    form = f"/ui/evals/{project_id(an_eval_run)}/tasks/t-one/label"
+    with _browser(server) as browser:
+        csrf = _sign_in(browser, server, TENANT_A)
+        origin = {"Origin": server.base_url}
+        refused = [
+            ({"label": "pass"}, 403),
+            ({"csrf": csrf, "label": "maybe"}, 400),
+            ({"csrf": csrf, "label": "pass", "note": "n" * 4001}, 400),
+        ]
+        with store_unchanged(server.database_url):
+            for fields, status in refused:
+                assert browser.post(form, data=fields, headers=origin).status_code == status
+            unknown = form.replace("/t-one/", "/t-nine/")
+            answer = browser.post(unknown, data={"csrf": csrf, "label": "pass"}, headers=origin)
+            assert answer.status_code == 400
+            assert "names no task of this eval run" in answer.text
+        done = browser.post(
+            form,
+            data={"csrf": csrf, "label": "fail", "note": " wrong ", "back": "https://elsewhere/"},
+            headers=origin,
+        )
+        assert done.status_code == 303
+        assert done.headers["location"] == "/ui/runs"  # never back to another site
+        page = browser.get(f"/ui/evals/{project_id(an_eval_run)}")
+        assert 'data-review="fail"' in page.text
+    (label,) = server.client().list_annotations(an_eval_run) or []
+    assert (label.target, label.signal, label.note) == (
+        {"runId": an_eval_run, "nodeId": "t-one"}, {"kind": "label", "label": "fail"}, "wrong"
+    )  # fmt: skip

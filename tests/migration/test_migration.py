@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -120,3 +120,31 @@ async def test_downgrade_to_base_and_back_up(empty_database: AsyncEngine) -> Non
     async with empty_database.connect() as connection:
         assert await connection.run_sync(_schema_diff) == []
         assert await connection.run_sync(_queue_tables) <= await connection.run_sync(_tables)
+
+
+def _to(revision: str, *, down: bool = False) -> Callable[[Connection], None]:
+    def move(connection: Connection) -> None:
+        config = alembic_config()
+        config.attributes["connection"] = connection
+        (command.downgrade if down else command.upgrade)(config, revision)
+
+    return move
+
+
+async def test_0011_adds_the_annotations_side_table_and_takes_it_away_again(
+    empty_database: AsyncEngine,
+) -> None:
+    """RFC 0056 annotations live beside the runs: the upgrade adds their table and touches no
+    other; the downgrade drops it and nothing else."""
+    async with empty_database.begin() as connection:
+        await connection.run_sync(_to("0010_invocation_stderr"))
+        before = await connection.run_sync(_tables)
+    assert "annotations" not in before
+    async with empty_database.begin() as connection:
+        await connection.run_sync(_to("0011_annotations"))
+        assert await connection.run_sync(_tables) == before | {"annotations"}
+        indexes = await connection.run_sync(lambda sync: inspect(sync).get_indexes("annotations"))
+        assert [index["column_names"] for index in indexes] == [["tenant", "kind", "created_at"]]
+    async with empty_database.begin() as connection:
+        await connection.run_sync(_to("0010_invocation_stderr", down=True))
+        assert await connection.run_sync(_tables) == before
