@@ -402,6 +402,7 @@ def test_the_dashboards_label_form_takes_pass_or_fail_on_a_task_and_nothing_else
             ({"label": "pass"}, 403),
             ({"csrf": csrf, "label": "maybe"}, 400),
             ({"csrf": csrf, "label": "pass", "note": "n" * 4001}, 400),
+            ({"csrf": csrf, "label": "pass", "note": "a\x00b"}, 400),
         ]
         with store_unchanged(server.database_url):
             for fields, status in refused:
