@@ -199,6 +199,9 @@ BAD_BODIES: list[tuple[str, Any]] = [
     ("another run", {"signal": {"kind": "flag"}, "target": {"runId": f"{TENANT_A}/{'0' * 32}"}}),
     ("unknown task", {"signal": {"kind": "flag"}, "target": {"nodeId": "t-nine"}}),
     ("not JSON", "{"),
+    # `[redacted]` is longer than `x`: a label at its limit would pass it once redacted.
+    ("a label too long once redacted", {"signal": {"kind": "label", "label": "Bearer x " * 28}}),
+    ("a note too long once redacted", {"signal": {"kind": "flag"}, "note": "Bearer x " * 444}),
 ]
 
 

@@ -15,6 +15,8 @@ import secrets
 from collections.abc import Callable
 from datetime import datetime
 
+from pydantic import ValidationError
+
 from wopeval.engine.catalog.catalog import Catalog
 from wopeval.engine.live.notifier import Notifier
 from wopeval.engine.runlog.steps import now, timestamp
@@ -22,6 +24,7 @@ from wopeval.store import AnnotationRow, OwnedRun, Store, StoredLabel, UnitOfWor
 from wopeval.wire import errors
 from wopeval.wire.annotations import (
     FAIL,
+    NOTE_MAX,
     PASS,
     Actor,
     Annotation,
@@ -64,7 +67,7 @@ async def create_annotation(
         target=AnnotationTarget(runId=run_id, nodeId=node_id),
         signal=_redacted(request.signal, redact),
         actor=Actor(principalRef=principal_ref(principal.key_id)),
-        note=None if request.note is None else redact(request.note),
+        note=_redacted_note(request.note, redact),
         createdAt=timestamp(now()),
     )
     async with store.transaction() as uow:
@@ -119,11 +122,29 @@ async def _check_node(uow: UnitOfWork, catalog: Catalog, record: OwnedRun, node_
 
 
 def _redacted(signal: Signal, redact: Redact) -> Signal:
-    if isinstance(signal, CorrectionSignal):
-        return CorrectionSignal(kind="correction", correction=redact(signal.correction))
-    if isinstance(signal, LabelSignal):
-        return LabelSignal(kind="label", label=redact(signal.label))
+    """The signal with its text redacted, held to the same limits: `[redacted]` may be longer
+    than what it replaces, and a text over its limit is refused, never cut."""
+    try:
+        if isinstance(signal, CorrectionSignal):
+            return CorrectionSignal(kind="correction", correction=redact(signal.correction))
+        if isinstance(signal, LabelSignal):
+            return LabelSignal(kind="label", label=redact(signal.label))
+    except ValidationError:
+        raise errors.ValidationFailed(
+            f"The {signal.kind} is too long once the credentials in it are redacted."
+        ) from None
     return signal
+
+
+def _redacted_note(note: str | None, redact: Redact) -> str | None:
+    if note is None:
+        return None
+    kept = redact(note)
+    if len(kept) > NOTE_MAX:
+        raise errors.ValidationFailed(
+            "The note is too long once the credentials in it are redacted."
+        )
+    return kept
 
 
 def _row(annotation: Annotation) -> AnnotationRow:
