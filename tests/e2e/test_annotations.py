@@ -190,6 +190,8 @@ BAD_BODIES: list[tuple[str, Any]] = [
     ("unknown kind", {"signal": {"kind": "thumbs"}}),
     ("rating out of range", {"signal": {"kind": "rating", "rating": 6}}),
     ("rating not an integer", {"signal": {"kind": "rating", "rating": "5"}}),
+    ("rating with a fraction", {"signal": {"kind": "rating", "rating": 4.5}}),
+    ("rating a boolean", {"signal": {"kind": "rating", "rating": True}}),
     ("label missing", {"signal": {"kind": "label"}}),
     ("empty label", {"signal": {"kind": "label", "label": ""}}),
     ("no signal", {"note": "hi"}),

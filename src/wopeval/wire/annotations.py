@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 SignalKind = Literal["rating", "correction", "label", "flag"]
 SIGNAL_KINDS: tuple[SignalKind, ...] = ("rating", "correction", "label", "flag")
@@ -32,9 +32,17 @@ class _Closed(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+def _json_integer(value: object) -> object:
+    """A JSON integer as JSON Schema reads one: a number without a fraction (`4` or `4.0`),
+    never a string or a boolean ("4" is not 4)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("must be an integer")
+    return value
+
+
 class RatingSignal(_Closed):
     kind: Literal["rating"]
-    rating: int = Field(ge=1, le=5, strict=True)
+    rating: Annotated[int, BeforeValidator(_json_integer)] = Field(ge=1, le=5)
     """RFC 0056 §B: an integer 1..5, required iff `kind` is `rating`."""
 
 

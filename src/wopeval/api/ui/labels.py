@@ -34,6 +34,9 @@ async def label_task(
     note = fields.get("note", "").strip() or None
     if fields.get("label") not in (PASS, FAIL):
         raise RequestValidationError([{"loc": ("label",), "msg": "pass or fail", "type": "enum"}])
+    # The wire's bodies are held to strict JSON (api/request_guard.py); a form is not JSON.
+    if note is not None and "\x00" in note:
+        raise RequestValidationError([{"loc": ("note",), "msg": "no NUL", "type": "string"}])
     try:
         body = CreateAnnotationRequest.model_validate(
             {
