@@ -94,6 +94,9 @@ class Settings(BaseSettings):
     run_list: bool = True
     run_diff: bool = True
     """`GET /runs/{runId}:diff` (runs.md `diffRun`, OPTIONAL); off, it answers 404."""
+    feedback: bool = True
+    """RFC 0056 run annotations (`POST`/`GET /runs/{runId}/annotations`, the `feedback`
+    family); off, both answer 404 and discovery leaves the family out."""
     retention_days: int | None = Field(default=None, ge=1)
     purge_interval_seconds: float = Field(default=3600.0, gt=0)
     lease_check_seconds: float = Field(default=5.0, gt=0)

@@ -646,3 +646,79 @@ def test_another_tenant_gets_the_wires_refusal_whether_or_not_the_run_exists(
         assert run_ids(page) == []
     finally:
         page.close()
+
+
+# ── labelling a task's output ────────────────────────────────────────
+
+
+def _labels_of(dashboard: Dashboard, run_id: str) -> list[Any]:
+    return dashboard.server.client(DEV).list_annotations(run_id) or []
+
+
+def test_a_reviewer_labels_a_tasks_output_from_the_eval_page(
+    dashboard: Dashboard, page: Page
+) -> None:
+    run_id = dashboard.base.run_id
+    page.goto(dashboard.url(eval_page(run_id) + "?show=failed"))
+    row = page.locator('#task-table tbody tr[data-task-id="base-only"]')
+    row.get_by_label("Note on base-only").fill("the answer is right; the grader is wrong")
+    row.get_by_role("button", name="Label base-only pass").click()
+    # Back on the page it came from, the filter kept, the label shown.
+    page.wait_for_url("**show=failed**")
+    row = page.locator('#task-table tbody tr[data-task-id="base-only"]')
+    expect(row.locator(".review")).to_have_attribute("data-review", "pass")
+    expect(row.locator(".review-note")).to_have_text("the answer is right; the grader is wrong")
+    check_page(page, dashboard, "eval-labelled")
+    (label,) = [a for a in _labels_of(dashboard, run_id) if a.target.get("nodeId") == "base-only"]
+    assert label.signal == {"kind": "label", "label": "pass"}
+    assert label.actor["principalRef"].startswith("urn:wopeval:api-key:")
+    # A label is no event: the run's log is as it was.
+    assert [e.type for e in wait_terminal(dashboard.server.client(DEV), run_id)] == [
+        e.type for e in dashboard.base.events
+    ]
+
+
+def test_a_reviewer_labels_the_candidates_output_from_the_compare_page(
+    dashboard: Dashboard, page: Page
+) -> None:
+    demo = dashboard.demo
+    query = (
+        f"baseline={project_id(demo.baseline_run_id)}&candidate={project_id(demo.candidate_run_id)}"
+    )
+    page.goto(dashboard.url(f"/ui/compare?{query}"))
+    row = page.locator(f'#compare-table tbody tr[data-task-id="{DEMO_REGRESSION}"]')
+    row.get_by_role("button", name=f"Label {DEMO_REGRESSION} fail").click()
+    page.wait_for_url(f"**/ui/compare?{query}")
+    row = page.locator(f'#compare-table tbody tr[data-task-id="{DEMO_REGRESSION}"]')
+    expect(row.locator(".review")).to_have_attribute("data-review", "fail")
+    with dashboard.server.http(DEV) as http:
+        listed = http.get(f"/runs/{project_id(demo.candidate_run_id)}/annotations").json()
+    (label,) = listed["annotations"]
+    assert label["target"] == {"runId": demo.candidate_run_id, "nodeId": DEMO_REGRESSION}
+    assert label["signal"] == {"kind": "label", "label": "fail"}
+    assert "note" not in label
+
+
+def test_a_label_form_from_another_tenant_gets_the_wires_refusal(
+    dashboard: Dashboard, tenant_b: Session
+) -> None:
+    page = tenant_b.page()
+    try:
+        page.goto(dashboard.url("/ui/runs"))
+        csrf = page.locator('input[name="csrf"]').first.get_attribute("value")
+        answers = []
+        for run_id in (dashboard.base.run_id, f"{DEV}/{uuid.uuid4().hex}"):
+            response = page.request.post(
+                dashboard.url(eval_page(run_id) + "/tasks/base-only/label"),
+                form={"csrf": str(csrf), "label": "fail"},
+                headers={"Origin": dashboard.base_url},
+            )
+            answers.append((response.status, response.text()))
+        assert {status for status, _ in answers} == {403}
+        assert answers[0][1] == answers[1][1]
+    finally:
+        page.close()
+    labels = [
+        a for a in _labels_of(dashboard, dashboard.base.run_id) if a.signal["label"] == "fail"
+    ]
+    assert labels == []

@@ -112,7 +112,7 @@ def test_runs_travel_to_another_store_and_serve_as_sources_and_baselines_there(
     assert "exported 3 runs" in done.stdout
     with zipfile.ZipFile(bundle) as archive:
         manifest = json.loads(archive.read("manifest.json"))
-    assert manifest["format"] == "wopeval.recordings/2"
+    assert manifest["format"] == "wopeval.recordings/3"
     assert manifest["origin"]["tenant"] == PROD
     assert {run["id"] for run in manifest["runs"]} == {
         run_id.partition("/")[2]

@@ -95,6 +95,8 @@ EXTRAS: dict[Route, Extra] = {
     ("POST", "/runs/{runId}:fork"): Extra(body={"mode": "replay"}),
     ("POST", "/runs:bulk-cancel"): Extra(body={"runIds": ["{runId}"]}),
     ("POST", "/ui/runs/{runId}/cancel"): Extra(form=True),
+    ("POST", "/runs/{runId}/annotations"): Extra(body={"signal": {"kind": "flag"}}),
+    ("POST", "/ui/evals/{runId}/tasks/{taskId}/label"): Extra(form=True),
     ("GET", "/ui/compare"): Extra(query={"baseline": "{runId}", "candidate": "{runId}"}),
     ("GET", "/ui/live"): Extra(query={"run": "{runId}:-1"}),
 }

@@ -71,12 +71,29 @@ def test_this_host_writes_format_2_with_every_record_kind(exported: Path) -> Non
         text = archive.read("manifest.json").decode()
     manifest = json.loads(text)
     # Written for a person to read, too: indented by two.
-    assert text.startswith('{\n  "format": "wopeval.recordings/2",\n')
+    assert text.startswith('{\n  "format": "wopeval.recordings/3",\n')
     for run in manifest["runs"]:
         assert list(run["files"]) == [
             "runs", "run_plans", "events", "tool_calls", "invocations", "model_calls",
             "task_trials", "derived_fixtures", "run_tool_listings", "tool_listings",
+            "annotations",
         ]  # fmt: skip
+
+
+def test_a_format_2_bundle_reads_as_one_without_annotations(exported: Path, tmp_path: Path) -> None:
+    def as_format_2(members: Members) -> None:
+        manifest = json.loads(members["manifest.json"])
+        manifest["format"] = "wopeval.recordings/2"
+        for run in manifest["runs"]:
+            del run["files"]["annotations"]
+            del members[f"runs/{run['id']}/annotations.jsonl"]
+        members["manifest.json"] = json.dumps(manifest).encode()
+
+    older = recordings.read_bundle(rebuilt(exported, tmp_path / "2.zip", as_format_2, rehash=False))
+    newer = recordings.read_bundle(exported)
+    assert older.manifest.format == "wopeval.recordings/2"
+    assert [run.records for run in older.runs] == [run.records for run in newer.runs]
+    assert all(run.records["annotations"] == [] for run in older.runs)
 
 
 def test_a_format_1_bundle_reads_as_the_same_records_format_2_carries(exported: Path) -> None:

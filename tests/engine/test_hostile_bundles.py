@@ -259,8 +259,8 @@ HOSTILE: dict[str, tuple[Build, str]] = {
     ),
     "a format that is a number": (manifest_changed(lambda m: m.update(format=2)), "in format '2'"),
     "an unknown format": (
-        manifest_changed(lambda m: m.update(format="wopeval.recordings/3")),
-        "is in format 'wopeval.recordings/3'",
+        manifest_changed(lambda m: m.update(format="wopeval.recordings/99")),
+        "is in format 'wopeval.recordings/99'",
     ),
     "runs that are no list": (
         manifest_changed(lambda m: m.update(runs={"id": SOURCE})),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -148,3 +148,31 @@ async def test_a_database_one_revision_behind_is_brought_to_head(
     async with empty_database.connect() as connection:
         assert await connection.run_sync(_current_revision) == HEAD_REVISION
         assert await connection.run_sync(_schema_diff) == []
+
+
+def _to(revision: str, *, down: bool = False) -> Callable[[Connection], None]:
+    def move(connection: Connection) -> None:
+        config = alembic_config()
+        config.attributes["connection"] = connection
+        (command.downgrade if down else command.upgrade)(config, revision)
+
+    return move
+
+
+async def test_0011_adds_the_annotations_side_table_and_takes_it_away_again(
+    empty_database: AsyncEngine,
+) -> None:
+    """RFC 0056 annotations live beside the runs: the upgrade adds their table and touches no
+    other; the downgrade drops it and nothing else."""
+    async with empty_database.begin() as connection:
+        await connection.run_sync(_to("0010_invocation_stderr"))
+        before = await connection.run_sync(_tables)
+    assert "annotations" not in before
+    async with empty_database.begin() as connection:
+        await connection.run_sync(_to("0011_annotations"))
+        assert await connection.run_sync(_tables) == before | {"annotations"}
+        indexes = await connection.run_sync(lambda sync: inspect(sync).get_indexes("annotations"))
+        assert [index["column_names"] for index in indexes] == [["tenant", "kind", "created_at"]]
+    async with empty_database.begin() as connection:
+        await connection.run_sync(_to("0010_invocation_stderr", down=True))
+        assert await connection.run_sync(_tables) == before

@@ -29,6 +29,9 @@ KEEPALIVE = ": keep-alive\n\n"
 _UPDATES = re.compile(r"^run\.|^eval\.|^node\.(completed|failed|suspended|dispatched)$")
 # events.md: a batch MUST flush on a terminal event and on `node.suspended` (and on close).
 _ENDS_A_BATCH = events.TERMINAL_TYPES | {"node.suspended"}
+LIVE_MODES = {"updates", "debug"}
+"""RFC 0056 §B: the modes a live notification (`run.annotated`) goes out on. It has no `id:`
+line: it is no event of the log, and a resumed stream does not get it again."""
 
 
 def wanted(event_type: str, modes: set[str]) -> bool:
@@ -106,7 +109,12 @@ async def follow(follower: Follower, modes: set[str], buffer_ms: int | None) -> 
                 yield rest
             return
         now = loop.time()
-        chunk = framer.add((e for e in delivered if wanted(e.type, modes)), now)
+        chunk = "".join(
+            f"event: {name}\ndata: {data}\n\n"
+            for name, data in follower.take_live()
+            if modes & LIVE_MODES
+        )
+        chunk += framer.add((e for e in delivered if wanted(e.type, modes)), now)
         if follower.ended:
             chunk += framer.flush()
         if not chunk and now >= quiet_until:

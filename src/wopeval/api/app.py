@@ -21,6 +21,7 @@ from wopeval.api.routes import (
     catalog,
     discovery,
     events,
+    feedback,
     health,
     host_routes,
     invocations,
@@ -39,6 +40,7 @@ from wopeval.settings import Settings
 
 ROUTERS = (
     discovery.router,
+    feedback.router,
     run_diff.router,
     runs.router,
     events.router,
@@ -119,4 +121,6 @@ def create_worker_app(
 
 def _described(router: APIRouter, settings: Settings) -> bool:
     """An OPTIONAL operation switched off is absent, from `/openapi.json` too."""
+    if router is feedback.router:
+        return settings.feedback
     return router is not run_diff.router or settings.run_diff

@@ -103,6 +103,11 @@ COMMANDS = (
         "wopeval.cli.explain:explain",
         "Why RUN_ID's tasks failed: reason, expected/actual diff, tool trace, fixture misses.",
     ),
+    Deferred(
+        "annotate",
+        "wopeval.cli.annotate:annotate",
+        "Label RUN_ID (or its TASK_ID) pass or fail, or --list its annotations.",
+    ),
     Deferred("runs", "wopeval.cli.runs:app", "List runs, show one, or print its events."),
     Deferred(
         "suites",

@@ -31,6 +31,7 @@ from wopeval.client._answers import (
     SuiteListing,
 )
 from wopeval.wire import ids
+from wopeval.wire.annotations import Annotation, AnnotationList, CreateAnnotationRequest
 from wopeval.wire.invocations import InvocationList, InvocationStderr
 from wopeval.wire.json_text import JsonObject
 from wopeval.wire.suite import error_pointer
@@ -159,6 +160,18 @@ class WireClient:
     def eval_summary(self, run_id: str) -> JsonObject:
         """The summary document as sent (`client.summary_from_wire` reads it leniently)."""
         return self._json("GET", f"/runs/{ids.project(run_id)}/eval-summary")
+
+    def annotate(self, run_id: str, body: CreateAnnotationRequest) -> Annotation:
+        """`POST /runs/{id}/annotations` (RFC 0056): the annotation as the host recorded it."""
+        path = f"/runs/{ids.project(run_id)}/annotations"
+        payload = body.model_dump(mode="json", exclude_none=True)
+        return self._read(Annotation, "annotation", "POST", path, json=payload)
+
+    def annotations(self, run_id: str) -> list[Annotation] | None:
+        """The run's annotations, oldest first; None when the host does not offer them (a host
+        without the `feedback` family answers 404)."""
+        body = self._optional("GET", f"/runs/{ids.project(run_id)}/annotations")
+        return None if body is None else read_shape(AnnotationList, body, "annotations").annotations
 
     # ── wopeval host routes (optional on other hosts) ────────────────
 

@@ -9,6 +9,7 @@ A run's lifecycle (launch, execution, end, cancel, pause, fork, erasure) lives i
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime
 from typing import Any
 
 from wopeval.engine.catalog.catalog import Catalog
@@ -20,7 +21,7 @@ from wopeval.engine.recording.grants import InvocationGrants
 from wopeval.engine.recording.invocation import Invocation
 from wopeval.engine.runlog.log_writer import LogWriter, OnInsert
 from wopeval.engine.runlog.runlog import RunLog
-from wopeval.engine.runs import commands
+from wopeval.engine.runs import commands, feedback
 from wopeval.engine.runs.control import RunControl
 from wopeval.engine.runs.create_workflow import create_workflow_run
 from wopeval.engine.runs.erasure import Erasure, erase_run_tool_content
@@ -30,7 +31,8 @@ from wopeval.engine.runs.outcome import Terminal
 from wopeval.engine.runs.replay import fork_run
 from wopeval.engine.runs.run_queue import RunQueue
 from wopeval.settings import Settings
-from wopeval.store import OwnedRun, RunRecord, Store
+from wopeval.store import OwnedRun, RunRecord, Store, StoredLabel
+from wopeval.wire.annotations import Annotation, CreateAnnotationRequest
 from wopeval.wire.principal import Principal
 from wopeval.wire.runs import CreateRunRequest, DrainPolicy, ForkRunRequest
 
@@ -144,7 +146,22 @@ class Engine:
         """Publish a suite version for the caller's tenant (catalog/suites.py)."""
         return await publish_suite(self.store, self.catalog, principal, document)
 
+    async def annotate(
+        self, principal: Principal, run_id: str, request: CreateAnnotationRequest
+    ) -> Annotation:
+        """Record an annotation beside the caller's run (RFC 0056; runs/feedback.py)."""
+        return await feedback.create_annotation(
+            self.store, self.notifier, self.catalog, principal, run_id, request
+        )
+
     # ── reads ────────────────────────────────────────────────────────
+
+    async def annotations(self, principal: Principal, run_id: str) -> list[Annotation]:
+        return await feedback.list_annotations(self.store, principal, run_id)
+
+    async def task_labels(self, tenant: str, since: datetime | None = None) -> list[StoredLabel]:
+        """The tenant's pass/fail labels on its eval runs' tasks (what calibration reads)."""
+        return await feedback.task_labels(self.store, tenant, since)
 
     async def get_run(self, principal: Principal, run_id: str) -> OwnedRun:
         return await self.executor.get_run(principal, run_id)

@@ -18,6 +18,7 @@ from typing import Any
 
 from wopeval.store import bundle
 from wopeval.wire import events, ids
+from wopeval.wire.annotations import Annotation, LabelSignal
 
 _RUN_COLUMNS = ("run_id", "eval_run_id", "source_run_id", "parent_run_id")
 """Columns of the run records that name a run."""
@@ -69,6 +70,8 @@ class Retenant:
             row["plan"] = self._eval_refs(row["plan"])
         elif table == "events":
             row["doc"] = self._event(row["doc"], own)
+        elif table == "annotations":
+            row["doc"] = _annotation(row, own)
         return row
 
     def _tenant(self, value: Any) -> str:
@@ -121,3 +124,17 @@ class Retenant:
         if isinstance(owner.get("subject"), dict):
             moved["subject"] = {**owner["subject"], "tenant": self.tenant}
         return moved
+
+
+def _annotation(row: dict[str, Any], own: str) -> dict[str, Any]:
+    """An annotation row's document under the run `own`: a whole `annotation.schema.json`
+    object that says what the row's columns say (the label reads go by the columns, the
+    wire by the document), or the bundle is refused."""
+    doc = row["doc"]
+    moved = Annotation.model_validate({**doc, "target": {**doc["target"], "runId": own}})
+    signal = moved.signal
+    label = signal.label if isinstance(signal, LabelSignal) else None
+    said = (moved.annotationId, moved.target.nodeId, signal.kind, label)
+    if said != (row["annotation_id"], row["node_id"], row["kind"], row["label"]):
+        raise bundle.BundleError("an annotation row whose columns are not what its document says")
+    return moved.to_wire()

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from wopeval.store._annotations import AnnotationRow, AnnotationsRepo, StoredLabel
 from wopeval.store._checkpoints import WalCheckpointer
 from wopeval.store._details import (
     InvocationRow,
@@ -104,6 +105,10 @@ class UnitOfWork:
     @property
     def model_calls(self) -> ModelCallsRepo:
         return ModelCallsRepo(self.connection)
+
+    @property
+    def annotations(self) -> AnnotationsRepo:
+        return AnnotationsRepo(self.connection)
 
     @property
     def idempotency(self) -> IdempotencyRepo:
@@ -219,6 +224,8 @@ __all__ = [
     "EVENTS_PAGE_SIZE",
     "IDEMPOTENCY_RETENTION",
     "RUN_CHANNEL",
+    "AnnotationRow",
+    "AnnotationsRepo",
     "CountersRepo",
     "DatabaseUnreachable",
     "DerivedFixturesRepo",
@@ -246,6 +253,7 @@ __all__ = [
     "Store",
     "StoredEvent",
     "StoredInvocation",
+    "StoredLabel",
     "StoredPlan",
     "StoredToolContract",
     "StoredTrial",

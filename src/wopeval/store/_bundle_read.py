@@ -35,8 +35,10 @@ from wopeval.store._bundle_records import (
 )
 from wopeval.wire import ids
 
-FORMAT = "wopeval.recordings/2"
+FORMAT = "wopeval.recordings/3"
 """The bundle format this host writes."""
+FORMAT_2 = "wopeval.recordings/2"
+"""The second format, still read: it carried no annotations."""
 FORMAT_1 = "wopeval.recordings/1"
 """The first format, still read: it carried no model exchanges and no tool listings, and
 kept a run's plan in its run row."""
@@ -44,6 +46,7 @@ MANIFEST = "manifest.json"
 
 _MEMBERS = {
     FORMAT_1: ("runs", "events", "tool_calls", "invocations", "task_trials", "derived_fixtures"),
+    FORMAT_2: tuple(kind.name for kind in RUN_RECORDS if kind.name != "annotations"),
     FORMAT: tuple(kind.name for kind in RUN_RECORDS),
 }
 """The members each run has, by format."""
@@ -266,6 +269,8 @@ def _run_records(
         records[name] = _rows(members, member, run.files[name])
     if manifest.format == FORMAT_1:
         records = _upgrade_format_1(records)
+    elif manifest.format == FORMAT_2:
+        records["annotations"] = []
     return records
 
 

@@ -36,6 +36,7 @@ from wopeval.store.tables import (
     events,
     invocations,
     model_calls,
+    run_annotations,
     run_plans,
     run_tool_listings,
     runs,
@@ -87,10 +88,13 @@ RUN_RECORDS: tuple[RecordKind, ...] = (
     # The MCP listings the run was offered (its tool contract), and the listings themselves.
     RecordKind(run_tool_listings),
     RecordKind(tool_listings, named_by=run_tool_listings.c.digest, digest=_listing_digest),
+    # What reviewers said of the run (RFC 0056 §D: a flagged run travels with its notes).
+    RecordKind(run_annotations),
 )
 """Everything an eval reads of a recorded run: the run as a source (its state, event
 log, tool and model exchanges, invocations, the tools it was offered), as a baseline
-(its row and summary), and an eval run's own trial details and derived copies."""
+(its row and summary), and an eval run's own trial details and derived copies; and the
+annotations people made of it."""
 
 
 def exported(row: dict[str, Any]) -> dict[str, Any]:

@@ -216,6 +216,23 @@ derived_fixtures = Table(
     Index("ix_derived_fixtures_source", "source_run_id"),
 )
 
+# RFC 0056 annotations: a side resource of a run, never one of its events. `doc` is the
+# annotation as the wire shows it; `kind` and `label` are kept apart for the label reads
+# calibration makes (engine/runs/feedback.py `task_labels`).
+run_annotations = Table(
+    "annotations",
+    metadata,
+    Column("run_id", String(300), primary_key=True),
+    Column("annotation_id", String(64), primary_key=True),
+    Column("tenant", String(128), nullable=False),
+    Column("node_id", String(128), nullable=True),
+    Column("kind", String(16), nullable=False),
+    Column("label", String(256), nullable=True),
+    Column("doc", JSON, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Index("ix_annotations_tenant_kind_created", "tenant", "kind", "created_at"),
+)
+
 suites = Table(
     "suites",
     metadata,

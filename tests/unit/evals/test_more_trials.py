@@ -114,7 +114,6 @@ def test_only_inconclusive_tasks_get_a_count() -> None:
     assert found["wobble"].trials is None
 
 
-
 def test_a_task_with_unjudged_trials_gets_no_count() -> None:
     # More trials cannot decide a task whose trials no judge graded: it needs a judgement.
     baseline = _summary(("drop", 10, 10), ("judged", 10, 10))
@@ -123,6 +122,7 @@ def test_a_task_with_unjudged_trials_gets_no_count() -> None:
     candidate = candidate.model_copy(update={"tasks": [unjudged, candidate.tasks[1]]})
     found = evals.inconclusive_more_trials(baseline, candidate)
     assert sorted(found) == ["judged"]
+
 
 class TestAllocate:
     def test_smallest_needs_first_each_whole(self) -> None:

@@ -14,6 +14,7 @@ from wopeval.api.middleware import PROTOCOL_VERSION
 from wopeval.engine.catalog.catalog import Catalog
 from wopeval.settings import Settings
 from wopeval.wire import limits
+from wopeval.wire.annotations import SIGNAL_KINDS, TARGETS
 from wopeval.wire.events import EVENT_LOG_SCHEMA_VERSION
 from wopeval.wire.json_text import JsonObject
 
@@ -65,6 +66,13 @@ def build_discovery(settings: Settings, catalog: Catalog) -> JsonObject:
     if settings.replay:
         document["replay"] = _record(
             "experimental", modes=["replay"], effectSeamsManifest="/host/effect-seams"
+        )
+    if settings.feedback:
+        # RFC 0056 §A's facets: the granularities and the signal kinds this host accepts.
+        document["feedback"] = _record(
+            "experimental",
+            targets=list(TARGETS),
+            signals=list(SIGNAL_KINDS),
         )
     agents = _record("experimental")
     if settings.eval.enabled:

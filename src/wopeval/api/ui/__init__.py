@@ -16,6 +16,7 @@ from starlette.staticfiles import StaticFiles
 from wopeval.api.ui import (
     compare_page,
     eval_page,
+    labels,
     live,
     run_page,
     runs_page,
@@ -32,6 +33,7 @@ ROUTERS = (
     runs_page.router,
     run_page.router,
     eval_page.router,
+    labels.router,
     compare_page.router,
     suites_page.router,
     live.router,

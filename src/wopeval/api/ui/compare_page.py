@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Response
 
@@ -17,6 +18,7 @@ from wopeval import evals
 from wopeval.api.deps import HostDep
 from wopeval.api.served import ServedHost
 from wopeval.api.ui._render import Chrome, render
+from wopeval.api.ui._reviews import Review, task_reviews
 from wopeval.api.ui._route import UiRoute
 from wopeval.api.ui.deps import SessionDep
 from wopeval.api.ui.eval_page import load_eval
@@ -80,19 +82,22 @@ class CompareView:
     baseline: str
     candidate: str
     comparison: Comparison | None
+    reviews: dict[str, Review]
+    """The candidate's tasks' latest pass/fail labels (`labels.py`)."""
+    back: str
+    """This page, where a label's form comes back to."""
 
 
 @router.get("/compare")
 async def compare_page(
     session: SessionDep, host: HostDep, baseline: str = "", candidate: str = ""
 ) -> Response:
-    comparison = None
+    comparison, reviews = None, {}
     if baseline and candidate:
-        comparison = await _compare(
-            host,
-            await _finished(host, session, baseline),
-            await _finished(host, session, candidate),
-        )
+        before = await _finished(host, session, baseline)
+        after = await _finished(host, session, candidate)
+        comparison = await _compare(host, before, after)
+        reviews = await task_reviews(host, session, after)
     async with host.store.reading() as uow:
         finished = await uow.runs.page(
             session.principal.tenant,
@@ -101,7 +106,12 @@ async def compare_page(
             where=RunFilter(kind=RunKind.EVAL.value, status=RunStatus.COMPLETED.value),
         )
     view = CompareView(
-        groups=_choices(finished), baseline=baseline, candidate=candidate, comparison=comparison
+        groups=_choices(finished),
+        baseline=baseline,
+        candidate=candidate,
+        comparison=comparison,
+        reviews=reviews,
+        back="/ui/compare?" + urlencode({"baseline": baseline, "candidate": candidate}),
     )
     return render("compare.html", Chrome(session, "compare", "Compare eval runs"), view)
 

@@ -16,6 +16,7 @@ from fastapi import APIRouter, Response
 
 from wopeval.api.deps import HostDep
 from wopeval.api.ui._render import Chrome, eval_path, render
+from wopeval.api.ui._reviews import Review, task_reviews
 from wopeval.api.ui._route import UiRoute
 from wopeval.api.ui.deps import SessionDep
 from wopeval.api.ui.live import stream_url
@@ -91,6 +92,10 @@ class EvalView:
     tasks: list[TaskLine]
     scored: int
     stream: str | None
+    reviews: dict[str, Review]
+    """Each task's latest pass/fail label (`labels.py`)."""
+    back: str
+    """This page, where a label's form comes back to."""
 
 
 @dataclass(frozen=True)
@@ -142,6 +147,8 @@ async def eval_page(
         tasks=tasks,
         scored=sum(task.scored for task in listed.tasks),
         stream=stream_url([record]) if not record.status.is_terminal else None,
+        reviews=await task_reviews(host, session, record),
+        back=_href(base, show, sort, dir),
     )
     return render("eval.html", Chrome(session, "runs", f"Eval run {record.run_id}"), view)
 

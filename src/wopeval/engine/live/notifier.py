@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import weakref
+from collections.abc import Callable
 
 from wopeval.engine.live.read_cache import ReadCache
 
@@ -28,6 +29,7 @@ class Notifier:
             weakref.WeakValueDictionary()
         )
         self.cache = cache
+        self._announced: list[Callable[[str, str, str], None]] = []
 
     def subscribe(self, run_id: str) -> asyncio.Event:
         signal = self._signals.get(run_id)
@@ -45,6 +47,17 @@ class Notifier:
         signal = self._signals.pop(run_id, None)
         if signal is not None:
             signal.set()
+
+    def on_announce(self, listener: Callable[[str, str, str], None]) -> None:
+        """Have `listener(run_id, name, data)` told of every live notification."""
+        self._announced.append(listener)
+
+    def announce(self, run_id: str, name: str, data: str) -> None:
+        """A live notification about a run that is no event of its log (`run.annotated`):
+        handed to the run's followers in this process as it is, never stored, never
+        replayed. Nothing of the run's log changed, so no answer kept of its reads goes."""
+        for listener in self._announced:
+            listener(run_id, name, data)
 
     def rewritten(self) -> None:
         """Stored events were rewritten without a step (an erasure): no answer kept of any

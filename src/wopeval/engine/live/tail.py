@@ -102,6 +102,8 @@ class _Tail:
         self.error: BaseException | None = None
         self.followers = 0
         self.most_followers = 0
+        self.listening: set[Follower] = set()
+        """The followers live notifications (`Notifier.announce`) are handed to."""
         self.changed = asyncio.Event()
         self._reader: asyncio.Task[None] | None = None
         if not self.finished:
@@ -148,6 +150,12 @@ class _Tail:
         self.changed.set()
         self.changed = asyncio.Event()
 
+    def announce(self, name: str, data: str) -> None:
+        """Hand a live notification to every follower, and wake them."""
+        for follower in self.listening:
+            follower.live.append((name, data))
+        self._wake()
+
     def fail(self, error: BaseException) -> None:
         self.error = error
         self._wake()
@@ -165,6 +173,9 @@ class Follower:
     def __init__(self, tail: _Tail, after: int) -> None:
         self._tail = tail
         self.cursor = after
+        self.live: list[tuple[str, str]] = []
+        """Live notifications `(name, data)` not yet taken: no events of the log, so they
+        carry no sequence and are handed over as they come, ahead of any event."""
         self._terminal_seen = False
         self._kept_up = False
         """Whether the cursor has been within the window (a follower that has not yet, a
@@ -181,7 +192,7 @@ class Follower:
         `until` (the loop's clock) or the stream has ended. Raises `TailBroken` if the reader
         stopped, `LeftBehind` if the follower fell out of the window."""
         loop = asyncio.get_running_loop()
-        while not self.ended:
+        while not self.ended and not self.live:
             tail = self._tail
             if tail.error is not None:
                 raise TailBroken(f"the log of run {tail.run_id} can no longer be followed")
@@ -199,6 +210,11 @@ class Follower:
             if not await wait_for_signal(tail.changed, until - loop.time()):
                 break
         return []
+
+    def take_live(self) -> list[tuple[str, str]]:
+        """The live notifications handed over since the last take."""
+        taken, self.live = self.live, []
+        return taken
 
 
 class Tails:
@@ -219,6 +235,7 @@ class Tails:
         self._delivery_chars = delivery_chars
         self._trim_delay = trim_delay
         self._tails: dict[str, _Tail] = {}
+        notifier.on_announce(self._announce)
         self.memory_returns = 0
         """Times a crowd's leaving handed freed memory back to the system."""
 
@@ -240,9 +257,12 @@ class Tails:
             )
         tail.followers += 1
         tail.most_followers = max(tail.most_followers, tail.followers)
+        follower = Follower(tail, after)
+        tail.listening.add(follower)
         try:
-            yield Follower(tail, after)
+            yield follower
         finally:
+            tail.listening.discard(follower)
             tail.followers -= 1
             if tail.followers == 0:
                 tail.stop()
@@ -250,6 +270,12 @@ class Tails:
                     del self._tails[record.run_id]
                 if tail.most_followers >= CROWD:
                     asyncio.get_running_loop().call_later(self._trim_delay, self._trim)
+
+    def _announce(self, run_id: str, name: str, data: str) -> None:
+        tail = self._tails.get(run_id)
+        if tail is None:
+            return
+        tail.announce(name, data)
 
     def _trim(self) -> None:
         if return_free_memory():

@@ -14,7 +14,9 @@ each table by the store):
   cost and `requestHash`; never the request or the answer;
 - what the run's agents said (their stderr), which may quote any of it: nothing;
 - the MCP tool listings the runs were offered: a listing no run of the tenant
-  holds any more is deleted.
+  holds any more is deleted;
+- the runs' annotations (RFC 0056), whose notes and corrections may quote any of it:
+  deleted (docs/decisions.md, "Annotations").
 """
 
 from __future__ import annotations
@@ -81,6 +83,7 @@ async def erase_tool_content(uow: UnitOfWork, tenant: str, run_id: str) -> Erasu
         await uow.model_calls.erase(current, at)
         await uow.invocations.erase_said(current)
         await uow.tool_listings.erase(tenant, current)
+        await uow.annotations.erase(current)
         await _scrub_events(uow, run.handle)
         await _scrub_trials(uow, run.handle, at)
         pending.extend(await uow.derived_fixtures.takers(current))
