@@ -28,10 +28,12 @@ $(INSTALLED): pyproject.toml | $(BIN)/python
 	touch $(INSTALLED)
 
 # The examples' frameworks (PydanticAI), for the test suite only: `make demo` stays lean.
+# One pip run installs both extras (and so stands for $(INSTALLED) too): a second run after
+# `.[dev]` would resolve the whole tree again (CI starts from no venv).
 EXAMPLES := $(VENV)/.examples-installed
-$(EXAMPLES): $(INSTALLED)
+$(EXAMPLES): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,examples]'
-	touch $(EXAMPLES)
+	touch $(INSTALLED) $(EXAMPLES)
 
 install: $(INSTALLED)
 
@@ -79,9 +81,14 @@ lint: $(EXAMPLES)
 # Two pytest workers, each taking whole test files (their module fixtures stay shared); the
 # files that take minutes go first (tests/conftest.py, LONG_FILES), so short ones fill the end
 # of the run. Three workers on two cores were slower (1,604 s of pytest against 1,339 s).
+#
+# PYTHONDONTWRITEBYTECODE is set on some machines (CI's among them): every `wopeval`, agent and
+# server process the suite starts (hundreds) would compile the project's modules afresh.
+# Unset for the run, the first process writes them to __pycache__ (git-ignored) and the
+# rest read them; nothing a test proves depends on it.
 test: lint frameworks
-	$(BIN)/pytest -n 2 --dist loadfile --no-loadscope-reorder
-	$(BIN)/python scripts/conformance_self_check.py
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest -n 2 --dist loadfile --no-loadscope-reorder
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python scripts/conformance_self_check.py
 
 ## mutation: mutation testing (mutmut) of src/wopeval/evals/, engine/runlog/runlog.py,
 ## engine/recording/boundary.py, engine/runs/erasure.py, the bundles, the MCP endpoint and the

@@ -12,8 +12,6 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-import openai
-from openai.types.chat import ChatCompletion
 from pydantic import JsonValue
 
 import wopeval.agents._retry as _retry
@@ -42,6 +40,11 @@ class ChatDialect:
 
     @asynccontextmanager
     async def session(self) -> AsyncIterator[Ask]:
+        # Imported here, not with the module: the SDK's pydantic models cost every host
+        # process its start-up time, and only an openai-lane agent needs them.
+        import openai
+        from openai.types.chat import ChatCompletion
+
         reveal = self.lane.api_key
 
         async def key() -> str:
@@ -130,6 +133,8 @@ class ChatDialect:
 
 
 def _refusal(exc: Exception) -> _retry.Refusal | None:
+    import openai  # loaded by `session` already (see there)
+
     if isinstance(exc, openai.APIStatusError):
         error: dict[str, JsonValue] = {
             k: v for k, v in (("type", exc.type), ("code", exc.code)) if v

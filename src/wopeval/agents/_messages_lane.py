@@ -15,7 +15,6 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-import anthropic
 import httpx2
 from pydantic import JsonValue
 
@@ -41,6 +40,10 @@ class MessagesDialect:
 
     @asynccontextmanager
     async def session(self) -> AsyncIterator[Ask]:
+        # Imported here, not with the module: the SDK's ~1,000 pydantic models cost every
+        # host process a second at start, and only an anthropic-lane agent needs them.
+        import anthropic
+
         reveal = self.lane.api_key
         # An explicit key keeps the SDK from looking for one of its own (the host's
         # environment, a profile on disk).
@@ -148,6 +151,8 @@ def _param(block: dict[str, Any]) -> JsonValue:
 
 
 def _refusal(exc: Exception) -> _retry.Refusal | None:
+    import anthropic  # loaded by `session` already (see there)
+
     if isinstance(exc, anthropic.APIStatusError):
         found = exc.body.get("error") if isinstance(exc.body, dict) else None
         kind = found.get("type") if isinstance(found, dict) else None
