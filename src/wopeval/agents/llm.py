@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Callable
 
 from pydantic import JsonValue
 
+from wopeval.agents._chat_lane import ChatDialect
 from wopeval.agents._dialect import (
     Dialect,
     FunctionCall,
@@ -30,30 +32,21 @@ from wopeval.agents._dialect import (
     ResponseFormat,
     ToolReply,
 )
+from wopeval.agents._messages_lane import MessagesDialect
 from wopeval.agents.base import AgentContext, AgentFailed, ToolCallError
-from wopeval.models import ModelRequest
+from wopeval.models import ModelRequest, Provider
 
-
-def dialect_of(lane: LlmLane) -> Dialect:
-    """The dialect of the lane's provider: `lane = "openai"` or `lane = "anthropic"`.
-
-    Its SDK is imported here, when an agent of that lane is built: `openai` and
-    `anthropic` take seconds to import, which a host with no LLM agent, and
-    every CLI command, would otherwise pay at start-up.
-    """
-    if lane.provider == "openai":
-        from wopeval.agents._chat_lane import ChatDialect
-
-        return ChatDialect(lane)
-    from wopeval.agents._messages_lane import MessagesDialect
-
-    return MessagesDialect(lane)
+DIALECTS: dict[Provider, Callable[[LlmLane], Dialect]] = {
+    "openai": ChatDialect,
+    "anthropic": MessagesDialect,
+}
+"""The dialect of each lane's provider: `lane = "openai"` and `lane = "anthropic"`."""
 
 
 class LlmAgent:
     def __init__(self, lane: LlmLane) -> None:
         self._lane = lane
-        self._dialect = dialect_of(lane)
+        self._dialect = DIALECTS[lane.provider](lane)
 
     @property
     def lane(self) -> LlmLane:
