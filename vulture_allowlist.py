@@ -24,6 +24,7 @@ _.completionTokens
 _.credentialRef
 _.criterion
 _.distillation
+_.eachSide
 _.escalationThreshold
 _.exportedAt
 _.extensions
@@ -65,9 +66,11 @@ _.candidate_score
 _.candidate_trials
 _.candidate_version
 _.earlier_href
+_.exchange_index
 _.first_href
 _.later_href
 _.more_href
+_.more_trials
 _.show_hrefs
 _.shows
 _.timeline_window
