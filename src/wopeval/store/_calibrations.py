@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import and_, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from wopeval.store._rows import shallow_fields
 from wopeval.store.tables import judge_calibrations
 
 
@@ -31,18 +32,8 @@ class CalibrationsRepo:
         self._connection = connection
 
     async def add(self, row: CalibrationRow) -> None:
-        await self._connection.execute(
-            judge_calibrations.insert().values(
-                calibration_id=row.calibration_id,
-                tenant=row.tenant,
-                judge_id=row.judge_id,
-                digest=row.digest,
-                labels=row.labels,
-                kappa=row.kappa,
-                report=row.report,
-                created_at=row.created_at,
-            )
-        )
+        # The row's fields are the table's columns, one for one.
+        await self._connection.execute(judge_calibrations.insert(), shallow_fields(row))
 
     async def latest(self, tenant: str, judge_id: str, digest: str) -> CalibrationRow | None:
         """The tenant's newest calibration of the judge at this digest (another digest's

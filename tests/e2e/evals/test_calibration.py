@@ -27,41 +27,23 @@ from .._server import TENANT_A, TENANT_B, ServerHandle, host_settings, running_h
 from ._evals import new_suite_id, publish, run_eval, suite, task
 from .test_rubric import (  # noqa: F401 (module fixtures: the judge's server and key)
     JUDGE_ID,
-    JUDGE_MODEL,
-    KEY_ENV,
-    PHRASE,
     judge_calls,
     judge_key,
     model_server,
     rubric,
     script_judgement,
+    write_project,
 )
 
 UNCALIBRATED = f"advisory: judge {JUDGE_ID} is not calibrated (kappa n/a, n 0)"
 
 
-def write_project(directory: Path, model_url: str, *, prompt_tail: str = "") -> Path:
-    """A `gate = true` judge and a floor four labels can clear (kappa >= 0.5 over >= 4)."""
-    prompt = PHRASE + prompt_tail + " Task: $input\\nCriteria:\\n$criteria\\nScore each $scale."
-    (directory / "wopeval.toml").write_text(
-        f"""[[judges]]
-id = "{JUDGE_ID}"
-model = "{JUDGE_MODEL}"
-api = "chat"
-base_url = "{model_url}"
-api_key_env = "{KEY_ENV}"
-prompt = "{prompt}"
-scale = 4
-threshold = 0.7
-gate = true
-retries = 0
-
+FLOOR = """
 [calibration]
 kappa_min = 0.5
 min_labels = 4
 """
-    )
-    return directory
+"""A floor four labels can clear (kappa >= 0.5 over >= 4); the judge has `gate = true`."""
 
 
 def label(http: httpx.Client, run_id: str, task_id: str, verdict: str) -> None:
@@ -106,7 +88,9 @@ def test_a_gate_judge_gates_only_while_its_calibration_at_its_digest_clears_the_
     # The judge passes t1 and t2, fails t3 and t4.
     for task_id, answer in answers.items():
         script_judgement(model_server, answer, *((4, 4) if task_id in ("t1", "t2") else (0, 0)))
-    project = write_project(tmp_path_factory.mktemp("calibration"), model_server.base_url)
+    project = write_project(
+        tmp_path_factory.mktemp("calibration"), model_server.base_url, more=FLOOR
+    )
     data_dir = tmp_path_factory.mktemp(f"calibration-{backend.name}")
     settings = host_settings(backend, data_dir, project=project)
     document = suite(
@@ -187,7 +171,7 @@ def test_a_gate_judge_gates_only_while_its_calibration_at_its_digest_clears_the_
     # The same database, the judge's prompt changed: another digest, its calibration void.
     changed = write_project(
         tmp_path_factory.mktemp("calibration-changed"), model_server.base_url,
-        prompt_tail=" Be strict.",
+        prompt_tail=" Be strict.", more=FLOOR,
     )  # fmt: skip
     moved = settings.model_copy(update={"project": changed, "port": free_port()})
     with running_host(moved, backend) as host, host.http() as http:
