@@ -29,6 +29,7 @@ from wopeval.cli._options import (
     emit,
     guarded,
 )
+from wopeval.cli._render import short_time
 from wopeval.wire.calibration import CalibrationReport
 
 app = typer.Typer(
@@ -81,7 +82,8 @@ def render(report: CalibrationReport, base_url: str | None) -> Lines:
     accuracy = "n/a" if report.accuracy is None else f"{report.accuracy:.2f}"
     kappa = "n/a" if report.kappa is None else f"{report.kappa:.2f}"
     head = Text(
-        f"judge {report.judgeId} ({report.digest[:19]}…), gate = {str(report.gate).lower()}\n"
+        f"judge {report.judgeId} ({report.digest[:19]}…), gate = {str(report.gate).lower()}, "
+        f"calibrated {short_time(report.calibratedAt)}\n"
         f"labels {report.labels}   accuracy {accuracy}   kappa {kappa}"
     )
     table = Table(title="confusion", title_justify="left")

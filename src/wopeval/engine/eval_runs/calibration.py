@@ -135,7 +135,7 @@ async def _verdict(
 
 
 def _disagreement(case: evals.LabelledVerdict) -> Disagreement:
-    run_id, _, task_id = case.ref.rpartition("/")
+    run_id, _, task_id = case.ref.rpartition("/")  # a task id has no `/` (TASK_ID_PATTERN)
     return Disagreement(
         runId=run_id,
         taskId=task_id,
