@@ -176,3 +176,26 @@ async def test_0011_adds_the_annotations_side_table_and_takes_it_away_again(
     async with empty_database.begin() as connection:
         await connection.run_sync(_to("0010_invocation_stderr", down=True))
         assert await connection.run_sync(_tables) == before
+
+
+async def test_0012_adds_the_judge_calibrations_table_and_takes_it_away_again(
+    empty_database: AsyncEngine,
+) -> None:
+    """A judge's calibrations live in their own table: the upgrade adds it and touches no
+    other; the downgrade drops it and nothing else."""
+    async with empty_database.begin() as connection:
+        await connection.run_sync(_to("0011_annotations"))
+        before = await connection.run_sync(_tables)
+    assert "judge_calibrations" not in before
+    async with empty_database.begin() as connection:
+        await connection.run_sync(_to("0012_judge_calibrations"))
+        assert await connection.run_sync(_tables) == before | {"judge_calibrations"}
+        indexes = await connection.run_sync(
+            lambda sync: inspect(sync).get_indexes("judge_calibrations")
+        )
+        assert [index["column_names"] for index in indexes] == [
+            ["tenant", "judge_id", "digest", "created_at"]
+        ]
+    async with empty_database.begin() as connection:
+        await connection.run_sync(_to("0011_annotations", down=True))
+        assert await connection.run_sync(_tables) == before

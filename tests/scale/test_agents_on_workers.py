@@ -121,7 +121,12 @@ def test_a_rubric_task_on_a_worker_is_judged_through_the_worker(fleet: Fleet) ->
             run_id = created.json()["runId"]
             final = wait_terminal(http, run_id)
             detail = http.get(f"/host/wopeval/runs/{project_id(run_id)}/tasks/shelf").json()
+            summary = http.get(f"/runs/{project_id(run_id)}/eval-summary").json()
     assert final["status"] == "completed", final
+    # The judge's standing, decided at create, reached the worker in the stored plan: a
+    # `gate = false` judge's task is advisory (docs/graders.md, "Calibration").
+    advisory = {"judgeId": "scale.judge", "gate": False, "labels": 0}
+    assert summary["tasks"][0]["advisory"] == advisory, summary
     grade = detail["trialDetails"][0]["grade"]
     assert (grade["passed"], grade["score"]) == (True, 1.0), grade
     assert grade["judge"]["criteria"][0]["reason"] == "it names the shelf"

@@ -53,6 +53,7 @@ _ROUTE_REFUSALS: dict[str, frozenset[int]] = {
     "getAgent": frozenset({404}),
     "wopevalPutSuite": frozenset({409}),  # wopeval.suite_version_exists
     "wopevalGetSuite": frozenset({404}),
+    "wopevalCalibrateJudge": frozenset({404}),  # the project declares no such judge
     "wopevalEraseToolContent": frozenset({409}),  # the run is still active
     "getEffectSeamManifest": frozenset({404}),  # replay switched off
     "wopevalHealth": frozenset({503}),  # wopeval.not_ready

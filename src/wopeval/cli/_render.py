@@ -175,6 +175,7 @@ def result_lines(
             )
         )
     rows.append(_line("Fixture misses", str(summary.fixtureMissCount)))
+    rows.extend(_line("Advisory", note) for note in summary.advisory_notes())
     if summary.totalCostUsd is not None:
         rows.append(_line("Cost", f"${cost_text(summary.totalCostUsd)} (model calls, all tasks)"))
     latencies = [t.latencyMs for t in summary.tasks if t.latencyMs is not None]

@@ -108,6 +108,11 @@ COMMANDS = (
         "wopeval.cli.annotate:annotate",
         "Label RUN_ID (or its TASK_ID) pass or fail, or --list its annotations.",
     ),
+    Deferred(
+        "judges",
+        "wopeval.cli.judges:app",
+        "Calibrate a project's rubric judge against people's pass/fail labels.",
+    ),
     Deferred("runs", "wopeval.cli.runs:app", "List runs, show one, or print its events."),
     Deferred(
         "suites",

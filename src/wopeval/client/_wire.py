@@ -32,6 +32,7 @@ from wopeval.client._answers import (
 )
 from wopeval.wire import ids
 from wopeval.wire.annotations import Annotation, AnnotationList, CreateAnnotationRequest
+from wopeval.wire.calibration import CalibrationReport
 from wopeval.wire.invocations import InvocationList, InvocationStderr
 from wopeval.wire.json_text import JsonObject
 from wopeval.wire.suite import error_pointer
@@ -188,6 +189,12 @@ class WireClient:
         """Publish a suite version; `(created, listing)` — False when it already existed."""
         response = self._send("PUT", "/host/wopeval/suites", json=document)
         return response.status_code == 201, read_shape(SuiteLine, _body(response), "suite")
+
+    def calibrate_judge(self, judge_id: str, since: str | None = None) -> CalibrationReport:
+        """Calibrate a project judge against the caller's labels; the host records it."""
+        body = {} if since is None else {"since": since}
+        path = f"/host/wopeval/judges/{judge_id}/calibrations"
+        return self._read(CalibrationReport, "calibration", "POST", path, json=body)
 
     def live_calls(self, run_id: str) -> int | None:
         """Tool calls of the run that reached a live tool; None when the host cannot say."""

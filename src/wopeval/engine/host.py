@@ -14,6 +14,7 @@ from typing import Any
 
 from wopeval.engine.catalog.catalog import Catalog
 from wopeval.engine.catalog.suites import publish_suite
+from wopeval.engine.eval_runs.calibration import calibrate_judge
 from wopeval.engine.eval_runs.create_eval import create_eval_run
 from wopeval.engine.live.notifier import Notifier
 from wopeval.engine.recording.boundary import LiveTransport
@@ -33,6 +34,7 @@ from wopeval.engine.runs.run_queue import RunQueue
 from wopeval.settings import Settings
 from wopeval.store import OwnedRun, RunRecord, Store, StoredLabel
 from wopeval.wire.annotations import Annotation, CreateAnnotationRequest
+from wopeval.wire.calibration import CalibrationReport
 from wopeval.wire.principal import Principal
 from wopeval.wire.runs import CreateRunRequest, DrainPolicy, ForkRunRequest
 
@@ -153,6 +155,12 @@ class Engine:
         return await feedback.create_annotation(
             self.store, self.notifier, self.catalog, principal, run_id, request
         )
+
+    async def calibrate_judge(
+        self, principal: Principal, judge_id: str, since: datetime | None = None
+    ) -> CalibrationReport:
+        """Calibrate a judge against the caller's labels, recorded (eval_runs/calibration.py)."""
+        return await calibrate_judge(self.store, self.catalog, principal, judge_id, since)
 
     # ── reads ────────────────────────────────────────────────────────
 

@@ -77,6 +77,10 @@ class CalibrationFloor:
         if self.min_labels < 1:
             raise ValueError(f"min_labels must be at least 1, got {self.min_labels}")
 
+    def admits(self, labels: int, kappa: float | None) -> bool:
+        """Enough labels and κ at or above the floor (an undefined κ never clears)."""
+        return labels >= self.min_labels and kappa is not None and kappa >= self.kappa_min
+
 
 @dataclass(frozen=True, slots=True)
 class Calibration:
@@ -96,11 +100,7 @@ class Calibration:
 
     def clears(self, floor: CalibrationFloor) -> bool:
         """Enough labels and κ at or above the floor (an undefined κ never clears)."""
-        return (
-            self.labels >= floor.min_labels
-            and self.kappa is not None
-            and self.kappa >= floor.kappa_min
-        )
+        return floor.admits(self.labels, self.kappa)
 
 
 def calibrate(pairs: Iterable[LabelledVerdict]) -> Calibration:

@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping
 
 from wopeval.evals._policy import effective_policy, trials_pass
-from wopeval.evals._summary import DEFAULT_PASS_SCORE
+from wopeval.evals._summary import gating_score, meets_thresholds
 from wopeval.wire.suite import Suite
 from wopeval.wire.summary import EvalSummary, TaskSummary
 
@@ -61,10 +61,9 @@ def pool_summaries(suite: Suite, first: EvalSummary, extra: EvalSummary) -> Eval
     costs = [c for c in (first.totalCostUsd, extra.totalCostUsd) if c is not None]
     total_cost = math.fsum(costs) if costs else None
     bars = suite.thresholds
-    pass_score = bars.passScore if bars and bars.passScore is not None else DEFAULT_PASS_SCORE
-    passed = aggregate >= pass_score
-    if bars and bars.maxCostUsd is not None and (total_cost or 0.0) > bars.maxCostUsd:
-        passed = False
+    # The p95 bar needs every trial's latency, which a summary no longer holds: the first
+    # run's verdict on it stands.
+    passed = meets_thresholds(suite, gating_score(tasks), total_cost, [])
     if bars and bars.maxP95LatencyMs is not None and not first.passed:
         passed = False
     return first.model_copy(
@@ -104,6 +103,7 @@ def _pool_task(suite: Suite, first: TaskSummary, extra: TaskSummary) -> TaskSumm
         trials=trials,
         passedTrials=passed,
         fixtureMissCount=(first.fixtureMissCount or 0) + (extra.fixtureMissCount or 0),
+        advisory=first.advisory,
     )
 
 

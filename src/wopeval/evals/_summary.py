@@ -6,6 +6,12 @@ run: `aggregateScore` the mean task score, `totalCostUsd` the cost of every
 trial, `passed` when it reaches `thresholds.passScore` and the declared cost
 and p95-latency bars hold. Without `passScore` the host bar is 1.0: every task must
 pass (a suite that wants less says so).
+
+Advisory rubric tasks (docs/graders.md, "Calibration"; docs/decisions.md, "Advisory
+rubric tasks"): a rubric task whose judge may not gate carries `advisory`; its score is
+in `aggregateScore` and `passedCount` as shown, but the score bar is held against the
+mean of the other tasks only (met when there are none), and the run's paired verdict
+leaves it out. The cost and latency bars count every trial: the judge's cost is real.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from dataclasses import dataclass
 from wopeval.evals._policy import effective_policy, trials_pass
 from wopeval.evals._verdict import DEFAULT_ALPHA, paired_verdict
 from wopeval.wire.suite import Suite, Task
-from wopeval.wire.summary import EvalSummary, Regression, TaskRegression, TaskSummary
+from wopeval.wire.summary import Advisory, EvalSummary, Regression, TaskRegression, TaskSummary
 
 DEFAULT_PASS_SCORE = 1.0
 """The host default bar when a suite declares no `thresholds.passScore`."""
@@ -36,8 +42,13 @@ class TrialOutcome:
     """A rubric trial its judge did not grade (evals/_rubric.py): failed, and inconclusive."""
 
 
-def summarise(suite: Suite, outcomes: Mapping[str, Sequence[TrialOutcome]]) -> EvalSummary:
-    """RFC 0081 §C summary of a run of `suite` from each task's trial outcomes.
+def summarise(
+    suite: Suite,
+    outcomes: Mapping[str, Sequence[TrialOutcome]],
+    advisory: Advisory | None = None,
+) -> EvalSummary:
+    """RFC 0081 §C summary of a run of `suite` from each task's trial outcomes; `advisory`:
+    the suite's judge may not gate, so its rubric tasks are advisory.
 
     Every suite task needs at least one outcome and no other key may appear:
     a summary of tasks the run never ran would be a guess. Raises `ValueError`.
@@ -45,7 +56,9 @@ def summarise(suite: Suite, outcomes: Mapping[str, Sequence[TrialOutcome]]) -> E
     unknown = set(outcomes) - set(suite.task_ids)
     if unknown:
         raise ValueError(f"outcomes for tasks the suite does not have: {sorted(unknown)}")
-    tasks = [summarise_task(suite, task, outcomes.get(task.taskId, ())) for task in suite.tasks]
+    tasks = [
+        summarise_task(suite, task, outcomes.get(task.taskId, ()), advisory) for task in suite.tasks
+    ]
     trials = [o for task in suite.tasks for o in outcomes[task.taskId]]
     aggregate = math.fsum(t.score for t in tasks) / len(tasks)
     costs = [o.cost_usd for o in trials if o.cost_usd is not None]
@@ -54,7 +67,9 @@ def summarise(suite: Suite, outcomes: Mapping[str, Sequence[TrialOutcome]]) -> E
         suiteId=suite.suiteId,
         suiteVersion=suite.version,
         aggregateScore=aggregate,
-        passed=_meets_thresholds(suite, aggregate, total_cost, [o.latency_ms for o in trials]),
+        passed=meets_thresholds(
+            suite, gating_score(tasks), total_cost, [o.latency_ms for o in trials]
+        ),
         taskCount=len(tasks),
         passedCount=sum(t.passed for t in tasks),
         tasks=tasks,
@@ -63,8 +78,11 @@ def summarise(suite: Suite, outcomes: Mapping[str, Sequence[TrialOutcome]]) -> E
     )
 
 
-def summarise_task(suite: Suite, task: Task, trials: Sequence[TrialOutcome]) -> TaskSummary:
-    """One task's summary entry from its trials: score = passed / trials, `passed` by policy."""
+def summarise_task(
+    suite: Suite, task: Task, trials: Sequence[TrialOutcome], advisory: Advisory | None = None
+) -> TaskSummary:
+    """One task's summary entry from its trials: score = passed / trials, `passed` by policy;
+    a rubric task carries `advisory` when given."""
     if not trials:
         raise ValueError(f"no trial outcomes for task {task.taskId!r}")
     results = [o.passed for o in trials]
@@ -79,17 +97,25 @@ def summarise_task(suite: Suite, task: Task, trials: Sequence[TrialOutcome]) -> 
         passedTrials=sum(results),
         fixtureMissCount=sum(o.fixture_miss_count for o in trials),
         unjudgedTrials=sum(o.unjudged for o in trials) or None,
+        advisory=advisory if task.expected.kind == "rubric" else None,
     )
 
 
-def _meets_thresholds(
-    suite: Suite, aggregate: float, total_cost: float | None, latencies: Sequence[int]
+def gating_score(tasks: Sequence[TaskSummary]) -> float | None:
+    """The mean score of the tasks that gate (not advisory); None when none does."""
+    gating = [t.score for t in tasks if t.advisory is None]
+    return math.fsum(gating) / len(gating) if gating else None
+
+
+def meets_thresholds(
+    suite: Suite, score: float | None, total_cost: float | None, latencies: Sequence[int]
 ) -> bool:
-    """RFC 0081 §C `passed`: score bar, and the cost and p95-latency bars when declared."""
+    """RFC 0081 §C `passed`: score bar (over `gating_score`; met when no task gates), and
+    the cost and p95-latency bars when declared."""
     bars = suite.thresholds
     pass_score = bars.passScore if bars and bars.passScore is not None else DEFAULT_PASS_SCORE
-    # "aggregateScore ≥ passScore".
-    if aggregate < pass_score:
+    # "aggregateScore ≥ passScore", advisory tasks left out (docs/decisions.md).
+    if score is not None and score < pass_score:
         return False
     # "cost ≤ maxCostUsd" — a run that reported no cost incurred none we know of.
     if bars and bars.maxCostUsd is not None and (total_cost or 0.0) > bars.maxCostUsd:

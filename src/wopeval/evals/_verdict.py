@@ -75,7 +75,10 @@ def paired_verdict(
     adjusted = dict(zip(multi, holm_adjust([_fisher_p(*pairs[i]) for i in multi]), strict=True))
     tasks = tuple(_task_verdict(b, c, adjusted.get(i), alpha) for i, (b, c) in enumerate(pairs))
     return PairedVerdict(
-        verdict=_overall([t.verdict for t in tasks]),
+        # docs/graders.md, "Calibration": an advisory task's verdict is shown, never counted.
+        verdict=_overall(
+            [t.verdict for t, (_, c) in zip(tasks, pairs, strict=True) if c.advisory is None]
+        ),
         paired_task_count=len(tasks),
         baseline_only_task_ids=tuple(
             t.taskId for t in baseline.tasks if t.taskId not in candidate_ids

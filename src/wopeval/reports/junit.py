@@ -103,6 +103,9 @@ def _properties(summary: EvalSummary, run_id: str | None, revision: str | None) 
     }
     if summary.totalCostUsd is not None:
         props["totalCostUsd"] = cost_text(summary.totalCostUsd)
+    notes = summary.advisory_notes()
+    if notes:
+        props["advisory"] = "; ".join(notes)
     if run_id:
         props["runId"] = run_id
     if revision:
@@ -146,7 +149,12 @@ def _testcase(
     )
     body = _body(task, pair, why)
     reason = why.reason
-    if pair is not None and pair.verdict is Verdict.REGRESSED:
+    if task.advisory is not None:
+        # docs/graders.md, "Calibration": shown, never counted — so never a <failure>.
+        outcome = "passed" if task.passed else f"failed: score {task.score:.2f}"
+        message = f"{task.advisory.text()}; {outcome}"
+        _child(case, "skipped", {"message": message}, body)
+    elif pair is not None and pair.verdict is Verdict.REGRESSED:
         message = f"regressed: {_movement(pair)}"
         if reason is not None:
             message = f"regressed: {reason} ({_movement(pair)})"

@@ -76,6 +76,7 @@ def _facts(summary: EvalSummary, facts: RunFacts, now: datetime | None) -> list[
     if summary.regression is not None:
         rows.append(f"- **Baseline:** {_baseline(summary.regression, facts, now)}")
     rows.append(f"- **Fixture misses:** {summary.fixtureMissCount}")
+    rows.extend(f"- **Advisory:** {note}" for note in summary.advisory_notes())
     if facts.live_calls is not None:
         rows.append(f"- **Live tool calls:** {facts.live_calls}")
     if summary.totalCostUsd is not None:

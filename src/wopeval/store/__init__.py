@@ -11,6 +11,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from wopeval.store._annotations import AnnotationRow, AnnotationsRepo, StoredLabel
+from wopeval.store._calibrations import CalibrationRow, CalibrationsRepo
 from wopeval.store._checkpoints import WalCheckpointer
 from wopeval.store._details import (
     InvocationRow,
@@ -109,6 +110,10 @@ class UnitOfWork:
     @property
     def annotations(self) -> AnnotationsRepo:
         return AnnotationsRepo(self.connection)
+
+    @property
+    def calibrations(self) -> CalibrationsRepo:
+        return CalibrationsRepo(self.connection)
 
     @property
     def idempotency(self) -> IdempotencyRepo:
@@ -226,6 +231,7 @@ __all__ = [
     "RUN_CHANNEL",
     "AnnotationRow",
     "AnnotationsRepo",
+    "CalibrationRow",
     "CountersRepo",
     "DatabaseUnreachable",
     "DerivedFixturesRepo",

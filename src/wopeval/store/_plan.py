@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, field_serializer
 from wopeval import evals
 from wopeval.wire.json_text import JsonObject
 from wopeval.wire.runs import EvalMode
-from wopeval.wire.summary import EvalSummary
+from wopeval.wire.summary import Advisory, EvalSummary
 from wopeval.wire.task_detail import ToolChange, ToolsChangedPolicy
 
 
@@ -57,6 +57,8 @@ class StoredPlan(BaseModel):
     """The run whose recorded judgements the run replays."""
     judgeLive: bool = True
     """False: a judgement no recording holds is not asked (the trial is unjudged)."""
+    judgeAdvisory: Advisory | None = None
+    """The judge may not gate this run (decided at create): its rubric tasks are advisory."""
 
     @field_serializer("baselineSummary")
     def _summary_as_served(self, summary: EvalSummary | None) -> JsonObject | None:

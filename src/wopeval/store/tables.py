@@ -233,6 +233,22 @@ run_annotations = Table(
     Index("ix_annotations_tenant_kind_created", "tenant", "kind", "created_at"),
 )
 
+# A judge's calibrations (docs/graders.md, "Calibration"): one row per `judges calibrate`,
+# tied to the judge's digest at the time; the gate reads the newest for the current digest.
+judge_calibrations = Table(
+    "judge_calibrations",
+    metadata,
+    Column("calibration_id", String(64), primary_key=True),
+    Column("tenant", String(128), nullable=False),
+    Column("judge_id", String(128), nullable=False),
+    Column("digest", String(80), nullable=False),
+    Column("labels", Integer, nullable=False),
+    Column("kappa", Float, nullable=True),
+    Column("report", JSON, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Index("ix_judge_calibrations_latest", "tenant", "judge_id", "digest", "created_at"),
+)
+
 suites = Table(
     "suites",
     metadata,

@@ -33,6 +33,28 @@ class _Closed(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class Advisory(_Closed):
+    """Why a rubric task's result does not count toward the run's verdict (docs/graders.md,
+    "Calibration"): its judge does not gate, or its latest calibration for the judge's
+    current digest does not clear the project's floor. Ids and numbers only."""
+
+    judgeId: str = Field(min_length=1)
+    gate: bool
+    """The judge's `gate` setting; False: advisory whatever its calibration."""
+    kappa: float | None = Field(default=None, ge=-1, le=1)
+    """Cohen's kappa of its latest calibration for its current digest (absent: none, or
+    undefined)."""
+    labels: int = Field(default=0, ge=0)
+    """Labelled cases that calibration counted (0: never calibrated at this digest)."""
+
+    def text(self) -> str:
+        """What the summary, JUnit, Markdown and the dashboard say of it."""
+        if not self.gate:
+            return f"advisory: judge {self.judgeId} does not gate (gate = false)"
+        kappa = "n/a" if self.kappa is None else f"{self.kappa:.2f}"
+        return f"advisory: judge {self.judgeId} is not calibrated (kappa {kappa}, n {self.labels})"
+
+
 class TaskSummary(_Closed):
     """`tasks[]` of the summary (RFC 0081 §C; trial and miss counts per docs/design.md §3)."""
 
@@ -56,6 +78,9 @@ class TaskSummary(_Closed):
     unjudgedTrials: int | None = Field(default=None, ge=1)
     """docs/graders.md: rubric trials no judge graded (absent when none); the task's
     paired verdict is then `inconclusive`."""
+    advisory: Advisory | None = None
+    """docs/graders.md, "Calibration": a rubric task whose judge may not gate; its score is
+    shown, but it counts toward neither `passed` of the run nor its paired verdict."""
 
 
 class TaskRegression(_Closed):
@@ -106,7 +131,9 @@ class EvalSummary(_Closed):
     aggregateScore: float = Field(ge=0, le=1)
     """RFC 0081 §C: host-defined; here the mean task score."""
     passed: bool
-    """RFC 0081 §C: `aggregateScore >= passScore` and the declared cost and latency bars."""
+    """RFC 0081 §C: the score bar and the declared cost and latency bars; the score bar is
+    held against the mean score of the tasks that are not advisory (docs/decisions.md,
+    "Advisory rubric tasks")."""
     taskCount: int = Field(ge=0)
     """RFC 0081 §C: tasks scored."""
     passedCount: int = Field(ge=0)
@@ -119,6 +146,15 @@ class EvalSummary(_Closed):
     """docs/design.md §3 (RFC 0252 §E): fixture misses over the whole run."""
     regression: Regression | None = None
     """RFC 0251 §D: present when the run had a baseline."""
+
+    def advisory_notes(self) -> list[str]:
+        """One line per judge whose tasks are advisory: what the summary, JUnit, Markdown
+        and the dashboard say of them, with the tasks it concerns."""
+        notes: dict[str, list[str]] = {}
+        for task in self.tasks:
+            if task.advisory is not None:
+                notes.setdefault(task.advisory.text(), []).append(task.taskId)
+        return [f"{text} (tasks {', '.join(tasks)})" for text, tasks in notes.items()]
 
     def task(self, task_id: str) -> TaskSummary | None:
         """The summary entry for this task, if the run scored it."""

@@ -63,8 +63,11 @@ def judge_key() -> Iterator[str]:
         yield key
 
 
-def write_project(directory: Path, model_url: str) -> Path:
-    prompt = PHRASE + " Task: $input\\nCriteria:\\n$criteria\\nScore each $scale."
+def write_project(
+    directory: Path, model_url: str, *, prompt_tail: str = "", more: str = ""
+) -> Path:
+    """The judge's project; `prompt_tail` changes its prompt, `more` adds TOML tables."""
+    prompt = PHRASE + prompt_tail + " Task: $input\\nCriteria:\\n$criteria\\nScore each $scale."
     (directory / "wopeval.toml").write_text(
         f"""[[judges]]
 id = "{JUDGE_ID}"
@@ -81,7 +84,7 @@ retries = 0
 [models."{JUDGE_MODEL}"]
 input_per_mtok = 1.0
 output_per_mtok = 2.0
-"""
+{more}"""
     )
     return directory
 
@@ -369,7 +372,9 @@ def test_offline_a_new_judgement_fails_closed_as_unjudged_and_inconclusive(
     assert changed["fixtureMissCount"] == 0
     verdicts = {t["taskId"]: t["verdict"] for t in run.summary["regression"]["tasks"]}
     assert verdicts == {"same": "unchanged", "changed": "inconclusive"}
-    assert run.summary["regression"]["verdict"] == "inconclusive"
+    # Its judge was never calibrated: every task is advisory, so none counts toward the
+    # run's verdict (docs/graders.md, "Calibration").
+    assert run.summary["regression"]["verdict"] == "unchanged"
     with running_host(replaying, backend) as host, host.http() as http:
         grade = trial(http, run.run_id, "changed")["grade"]
     assert grade["reason"] == (

@@ -33,6 +33,7 @@ CURRENT: dict[str, Any] = {
     "judgeId": "unit.judge",
     "judgeSourceRunId": "t/base",
     "judgeLive": False,
+    "judgeAdvisory": {"judgeId": "unit.judge", "gate": True, "kappa": 0.25, "labels": 12},
 }
 """A plan as `EvalPlan.stored()` writes it today."""
 
@@ -52,7 +53,7 @@ def test_a_plan_stored_before_the_later_members_reads_as_it_ran() -> None:
         for name, value in CURRENT.items()
         if name
         not in ("alpha", "regressionVerdict", "modelReplay", "toolsChangedPolicy", "toolContracts",
-                "judgeId", "judgeSourceRunId", "judgeLive")
+                "judgeId", "judgeSourceRunId", "judgeLive", "judgeAdvisory")
     }  # fmt: skip
     plan = StoredPlan.model_validate(first)
     assert (plan.alpha, plan.regressionVerdict, plan.modelReplay) == (
@@ -63,6 +64,7 @@ def test_a_plan_stored_before_the_later_members_reads_as_it_ran() -> None:
     assert (plan.toolsChangedPolicy, plan.toolContracts) == ("report", {})
     assert plan.served_digests() == set()
     assert (plan.judgeId, plan.judgeSourceRunId, plan.judgeLive) == (None, None, True)
+    assert plan.judgeAdvisory is None
 
 
 def test_the_digests_a_plan_serves_are_every_tasks() -> None:

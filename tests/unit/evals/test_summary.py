@@ -8,7 +8,7 @@ import pytest
 
 from wopeval import evals
 from wopeval.evals import TrialOutcome, Verdict
-from wopeval.wire.summary import EvalSummary
+from wopeval.wire.summary import Advisory, EvalSummary
 
 from ._builders import golden_task, make_suite, summary_of
 
@@ -210,3 +210,43 @@ def test_summary_is_content_free() -> None:
     forbidden = {"taskOutput", "output", "rubric", "completion", "prompt", "body", "secret"}
     keys = set(wire) | {k for task in wire["tasks"] for k in task}
     assert not keys & forbidden
+
+
+def rubric_task(task_id: str) -> dict[str, Any]:
+    return {
+        "taskId": task_id,
+        "input": {},
+        "expected": {"kind": "rubric", "rubric": [{"criterion": "is polite", "weight": 1}]},
+    }
+
+
+def test_advisory_rubric_tasks_are_shown_but_hold_no_bar() -> None:
+    """docs/graders.md, "Calibration": an advisory task's score is in the aggregate, and the
+    score bar is held against the other tasks only."""
+    suite = make_suite(golden_task("g"), rubric_task("r"))
+    advisory = Advisory(judgeId="j", gate=True, kappa=0.4, labels=12)
+    summary = evals.summarise(suite, {"g": [ok()], "r": [bad()]}, advisory)
+    assert (summary.aggregateScore, summary.passedCount, summary.passed) == (0.5, 1, True)
+    assert summary.task("r").advisory == advisory  # type: ignore[union-attr]
+    assert summary.task("g").advisory is None  # type: ignore[union-attr]
+    assert summary.advisory_notes() == [
+        "advisory: judge j is not calibrated (kappa 0.40, n 12) (tasks r)"
+    ]
+    # The gating task still fails the run; without advisory the rubric task does too.
+    assert not evals.summarise(suite, {"g": [bad()], "r": [ok()]}, advisory).passed
+    assert not evals.summarise(suite, {"g": [ok()], "r": [bad()]}).passed
+    # Only advisory tasks: no score bar to hold.
+    only = make_suite(rubric_task("r"))
+    assert evals.summarise(only, {"r": [bad()]}, advisory).passed
+    off = Advisory(judgeId="j", gate=False)
+    assert off.text() == "advisory: judge j does not gate (gate = false)"
+
+
+def test_pooled_trials_keep_a_task_advisory() -> None:
+    suite = make_suite(golden_task("g"), rubric_task("r"))
+    advisory = Advisory(judgeId="j", gate=True)
+    first = evals.summarise(suite, {"g": [ok()], "r": [bad()]}, advisory)
+    extra = evals.summarise(suite, {"g": [ok()], "r": [bad()]}, advisory)
+    pooled = evals.pool_summaries(suite, first, extra)
+    assert pooled.task("r").advisory == advisory  # type: ignore[union-attr]
+    assert pooled.passed

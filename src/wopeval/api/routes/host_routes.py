@@ -10,6 +10,7 @@ from fastapi.responses import JSONResponse
 from wopeval.api.deps import HostDep, PrincipalDep, path_run_id
 from wopeval.engine.eval_runs.eval_plan import find_suite
 from wopeval.wire import errors
+from wopeval.wire.calibration import CalibrateRequest, CalibrationReport
 
 router = APIRouter(prefix="/host/wopeval", tags=["host"])
 
@@ -59,6 +60,25 @@ async def get_suite(ref: str, principal: PrincipalDep, host: HostDep) -> JSONRes
     if document is None:
         raise errors.NotFound("No such suite.")
     return JSONResponse(document)
+
+
+@router.post(
+    "/judges/{judgeId}/calibrations",
+    operation_id="wopevalCalibrateJudge",
+    status_code=201,
+    responses={201: {"model": CalibrationReport, "description": "The calibration, recorded"}},
+)
+async def calibrate_judge(
+    judgeId: str,
+    principal: PrincipalDep,
+    host: HostDep,
+    body: Annotated[CalibrateRequest | None, Body()] = None,
+) -> JSONResponse:
+    """Calibrate a project judge against the caller's pass/fail labels on its eval runs' tasks,
+    record it (tied to the judge's digest) and answer it (docs/graders.md, "Calibration")."""
+    since = None if body is None else body.since
+    report = await host.engine.calibrate_judge(principal, judgeId, since)
+    return JSONResponse(report.to_wire(), status_code=201)
 
 
 @router.get("/runs/{runId}/live-calls", operation_id="wopevalCountLiveCalls")

@@ -221,6 +221,9 @@ def _cards(
         cards.append(Card("Mean task latency", f"{sum(latencies) / len(latencies):.0f} ms"))
     if summary is not None and summary.totalCostUsd is not None:
         cards.append(Card("Cost", f"${summary.totalCostUsd:.4f}"))
+    if summary is not None:
+        # docs/graders.md, "Calibration": these tasks' scores count toward no verdict.
+        cards.extend(Card("Advisory", note) for note in summary.advisory_notes())
     return cards
 
 

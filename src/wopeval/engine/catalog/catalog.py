@@ -83,6 +83,8 @@ class Catalog:
     """The project's custom graders by id (seeded suites use none)."""
     judges: dict[str, Judge] = field(default_factory=dict)
     """The project's rubric judges by id (engine/catalog/judges.py)."""
+    calibration_floor: evals.CalibrationFloor = field(default_factory=evals.CalibrationFloor)
+    """What a `gate = true` judge's calibration must clear (`[calibration]`)."""
     prices: dict[str, evals.ModelPrice] = field(default_factory=dict)
     """The project's model price table (`[models."<id>"]`), by model id."""
     redactor: Redactor = field(default_factory=Redactor)

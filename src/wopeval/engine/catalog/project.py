@@ -71,6 +71,7 @@ from typing import Any
 import httpx
 from pydantic import ValidationError
 
+from wopeval import evals
 from wopeval.agents import (
     LLM_LANES,
     Agent,
@@ -162,6 +163,9 @@ def load_project(
                 raise ValueError(f"judge {entry.id!r} is defined twice")
             catalog.judges[entry.id] = load_judge(entry, directory)
         check_judges(catalog.judges)
+        catalog.calibration_floor = evals.CalibrationFloor(
+            kappa_min=project.calibration.kappa_min, min_labels=project.calibration.min_labels
+        )
         catalog.redactor = Redactor(configured_secrets(project))
         servers = [
             _mcp_server(entry, directory, tool_timeout, catalog.redactor)

@@ -114,11 +114,22 @@ class EvalEntry(_Closed):
     """Tags the eval run carries (a later `--baseline latest:TAG` finds it by them)."""
 
 
+class CalibrationEntry(_Closed):
+    """`[calibration]`: the floor a `gate = true` judge's latest calibration must clear
+    (docs/graders.md, "Calibration")."""
+
+    kappa_min: float = Field(default=0.6, ge=-1, le=1)
+    """Cohen's kappa at least this."""
+    min_labels: int = Field(default=30, ge=1)
+    """Over at least this many labelled cases."""
+
+
 class ProjectFile(_Closed):
     agents: list[AgentEntry] = Field(default_factory=list)
     tools: list[ToolEntry] = Field(default_factory=list)
     graders: list[GraderEntry] = Field(default_factory=list)
     judges: list[JudgeEntry] = Field(default_factory=list)
+    calibration: CalibrationEntry = Field(default_factory=CalibrationEntry)
     mcp_servers: list[McpServerEntry] = Field(default_factory=list)
     evals: list[EvalEntry] = Field(default_factory=list)
     models: dict[str, ModelPriceEntry] = Field(default_factory=dict)

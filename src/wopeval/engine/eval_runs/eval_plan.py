@@ -18,6 +18,7 @@ from wopeval.agents import AgentSpec
 from wopeval.engine.catalog.catalog import Catalog
 from wopeval.engine.catalog.graders import CustomGrader
 from wopeval.engine.catalog.judges import judge_for
+from wopeval.engine.eval_runs.calibration import judge_standing
 from wopeval.engine.eval_runs.judging import JudgePlan, judge_agent_id, judge_fixtures
 from wopeval.engine.recording.tool_contracts import (
     NO_CONTRACT,
@@ -129,6 +130,7 @@ class EvalPlan:
             judgeId=None if self.judge is None else self.judge.judge.judge_id,
             judgeSourceRunId=None if self.judge is None else self.judge.source_run_id,
             judgeLive=True if self.judge is None else self.judge.live,
+            judgeAdvisory=None if self.judge is None else self.judge.advisory,
         )
 
     def pairs(self) -> list[tuple[str, int]]:
@@ -314,7 +316,9 @@ async def _judge_plan(
         agent_id = judge_agent_id(judge.judge_id)
         exchanges, _ = await uow.model_calls.held_exchanges(state.handle, agent_id)
         recorded = judge_fixtures(exchanges, judge.judge_id)
-    return JudgePlan(judge, recorded, source, live)
+    # Decided once, at create: a calibration made while the run executes changes nothing.
+    advisory = await judge_standing(uow, tenant, judge, catalog.calibration_floor)
+    return JudgePlan(judge, recorded, source, live, advisory)
 
 
 def _judge_source(request: CreateRunRequest) -> str | None:
@@ -388,7 +392,9 @@ def rebuild_plan(
         declared = catalog.judges.get(stored.judgeId)
         if declared is None:
             raise PlanUnavailable(f"judge {stored.judgeId!r} is not in this catalog")
-        judge = JudgePlan(declared, judged, stored.judgeSourceRunId, stored.judgeLive)
+        judge = JudgePlan(
+            declared, judged, stored.judgeSourceRunId, stored.judgeLive, stored.judgeAdvisory
+        )
     return EvalPlan(
         suite=suite,
         suite_document=document,

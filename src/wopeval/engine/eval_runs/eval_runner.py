@@ -193,7 +193,8 @@ def finish(
     alpha: float,
     regression_verdict: bool,
 ) -> Terminal:
-    summary = evals.summarise(plan.suite, outcomes)
+    advisory = None if plan.judge is None else plan.judge.advisory
+    summary = evals.summarise(plan.suite, outcomes, advisory)
     if plan.baseline_run_id is not None and plan.baseline_summary is not None:
         summary = evals.with_regression(
             summary,

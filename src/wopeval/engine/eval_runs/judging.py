@@ -39,6 +39,7 @@ from wopeval.models import (
 )
 from wopeval.wire import ids
 from wopeval.wire.suite import Task
+from wopeval.wire.summary import Advisory
 
 
 def judge_agent_id(judge_id: str) -> str:
@@ -57,6 +58,8 @@ class JudgePlan:
     source_run_id: str | None = None
     live: bool = True
     """False (`--offline`, `--replay-model`): a judgement no recording holds is not asked."""
+    advisory: Advisory | None = None
+    """Why the judge may not gate this run (engine/eval_runs/calibration.py); None: it gates."""
 
 
 async def judge_trial(
