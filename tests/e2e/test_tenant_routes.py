@@ -44,6 +44,10 @@ EXEMPT: dict[Route, str] = {
     ),
     ("PUT", "/host/wopeval/suites"): "publishes to the caller's own tenant",
     ("GET", "/host/wopeval/suites"): "lists the caller's own suites",
+    ("POST", "/host/wopeval/judges/{judgeId}/calibrations"): (
+        "a judge of the shared catalog, calibrated on the caller's own labels and runs "
+        "(tests/e2e/evals/test_calibration.py: another tenant's labels are never paired)"
+    ),
     ("POST", "/runs"): (
         "creates in the caller's tenant; run ids in its body take RFC 0251/0252's uniform "
         "refusal (tests/e2e/evals/test_recorded_fixtures.py, test_regression.py)"
