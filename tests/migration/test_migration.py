@@ -159,43 +159,31 @@ def _to(revision: str, *, down: bool = False) -> Callable[[Connection], None]:
     return move
 
 
-async def test_0011_adds_the_annotations_side_table_and_takes_it_away_again(
-    empty_database: AsyncEngine,
+@pytest.mark.parametrize(
+    ("before_it", "revision", "table", "index"),
+    [
+        # RFC 0056 annotations live beside the runs.
+        ("0010_invocation_stderr", "0011_annotations", "annotations",
+         ["tenant", "kind", "created_at"]),
+        # A judge's calibrations live in their own table.
+        ("0011_annotations", "0012_judge_calibrations", "judge_calibrations",
+         ["tenant", "judge_id", "digest", "created_at"]),
+    ],
+)  # fmt: skip
+async def test_a_side_table_migration_adds_its_table_and_takes_it_away_again(
+    empty_database: AsyncEngine, before_it: str, revision: str, table: str, index: list[str]
 ) -> None:
-    """RFC 0056 annotations live beside the runs: the upgrade adds their table and touches no
-    other; the downgrade drops it and nothing else."""
+    """The upgrade adds its table (with its index) and touches no other; the downgrade drops
+    it and nothing else."""
     async with empty_database.begin() as connection:
-        await connection.run_sync(_to("0010_invocation_stderr"))
+        await connection.run_sync(_to(before_it))
         before = await connection.run_sync(_tables)
-    assert "annotations" not in before
+    assert table not in before
     async with empty_database.begin() as connection:
-        await connection.run_sync(_to("0011_annotations"))
-        assert await connection.run_sync(_tables) == before | {"annotations"}
-        indexes = await connection.run_sync(lambda sync: inspect(sync).get_indexes("annotations"))
-        assert [index["column_names"] for index in indexes] == [["tenant", "kind", "created_at"]]
+        await connection.run_sync(_to(revision))
+        assert await connection.run_sync(_tables) == before | {table}
+        indexes = await connection.run_sync(lambda sync: inspect(sync).get_indexes(table))
+        assert [found["column_names"] for found in indexes] == [index]
     async with empty_database.begin() as connection:
-        await connection.run_sync(_to("0010_invocation_stderr", down=True))
-        assert await connection.run_sync(_tables) == before
-
-
-async def test_0012_adds_the_judge_calibrations_table_and_takes_it_away_again(
-    empty_database: AsyncEngine,
-) -> None:
-    """A judge's calibrations live in their own table: the upgrade adds it and touches no
-    other; the downgrade drops it and nothing else."""
-    async with empty_database.begin() as connection:
-        await connection.run_sync(_to("0011_annotations"))
-        before = await connection.run_sync(_tables)
-    assert "judge_calibrations" not in before
-    async with empty_database.begin() as connection:
-        await connection.run_sync(_to("0012_judge_calibrations"))
-        assert await connection.run_sync(_tables) == before | {"judge_calibrations"}
-        indexes = await connection.run_sync(
-            lambda sync: inspect(sync).get_indexes("judge_calibrations")
-        )
-        assert [index["column_names"] for index in indexes] == [
-            ["tenant", "judge_id", "digest", "created_at"]
-        ]
-    async with empty_database.begin() as connection:
-        await connection.run_sync(_to("0011_annotations", down=True))
+        await connection.run_sync(_to(before_it, down=True))
         assert await connection.run_sync(_tables) == before

@@ -31,23 +31,17 @@ DEFAULT_BUDGET = 50
 
 
 @dataclass(frozen=True)
-class ExtraRun:
-    run_id: str
-    allocation: dict[str, int]
-    """Task id → the trials this run added."""
-
-
-@dataclass(frozen=True)
 class AutoTrials:
     summary: EvalSummary
     """The verdict over all trials (the first run's own summary when none were added)."""
-    runs: tuple[ExtraRun, ...]
+    added: tuple[dict[str, int], ...]
+    """Per extra run, in order: task id → the trials it added."""
     more: dict[str, evals.MoreTrials]
     """What more trials would do for each task still inconclusive at the end."""
 
     @property
     def spent(self) -> int:
-        return sum(n for run in self.runs for n in run.allocation.values())
+        return sum(n for allocation in self.added for n in allocation.values())
 
 
 def add_trials(
@@ -71,7 +65,7 @@ def add_trials(
             "(GET /host/wopeval/suites)"
         )
     alpha = evals.DEFAULT_ALPHA
-    pooled, left, runs = first, budget, []
+    pooled, left, added = first, budget, []
     more = evals.inconclusive_more_trials(baseline, pooled, alpha=alpha)
     while left > 0:
         needs = {task: m.trials for task, m in more.items() if m.trials is not None}
@@ -84,11 +78,11 @@ def add_trials(
             evals.pool_summaries(suite, pooled, extra), regression.baselineRunId, baseline, alpha
         )
         left -= sum(allocation.values())
-        runs.append(ExtraRun(run_id, allocation))
+        added.append(allocation)
         more = evals.inconclusive_more_trials(baseline, pooled, alpha=alpha)
-    auto = AutoTrials(pooled, tuple(runs), more)
+    auto = AutoTrials(pooled, tuple(added), more)
     err.print(
-        f"--trials auto: {auto.spent} of {budget} extra trials in {len(runs)} run(s); "
+        f"--trials auto: {auto.spent} of {budget} extra trials in {len(added)} run(s); "
         f"{len(more)} task(s) still inconclusive",
         highlight=False,
     )
@@ -128,7 +122,7 @@ def _view(more: evals.MoreTrials | None) -> MoreTrialsView | None:
 
 def rejudged(why: reports.RunWhy, auto: AutoTrials) -> reports.RunWhy:
     """The first run's task lines with the pooled figures and verdicts laid over them."""
-    if not auto.runs:
+    if not auto.added:
         return why
     tasks = {task.taskId: task for task in auto.summary.tasks}
     paired = reports.paired(auto.summary)
