@@ -17,7 +17,7 @@ MUTATION_TESTS ?=
 MUTATION_GROUPS ?=
 MUTATION_JOBS ?=
 
-.PHONY: install demo serve test lint format mutation clean frameworks
+.PHONY: install demo serve test lint format mutation clean frameworks reference
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -99,6 +99,11 @@ mutation: $(MUTATION_INSTALLED)
 	$(BIN)/python scripts/mutation.py $(if $(MUTATE),--mutate $(MUTATE) --tests $(MUTATION_TESTS)) \
 		$(foreach group,$(MUTATION_GROUPS),--group $(group)) \
 		$(if $(MUTATION_JOBS),--jobs $(MUTATION_JOBS))
+
+## reference: regenerate docs/reference.md (every field of wopeval.toml, workflow and suite
+## files) from the models the host validates with; tests/unit/test_reference.py fails until it is
+reference: install
+	$(BIN)/python scripts/reference.py
 
 ## format: rewrite the code in the house style
 format: install

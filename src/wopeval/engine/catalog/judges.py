@@ -38,22 +38,41 @@ class JudgeEntry(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: str = Field(pattern=r"^[A-Za-z0-9._-]+$")
+    """The judge's id; its exchanges are recorded as agent `judge:<id>`."""
     model: str = Field(min_length=1)
+    """The judge model, sent as the request's `model`."""
     api: ApiName = "chat"
+    """The API it is asked through: `chat` (Chat Completions), `responses`, `messages`
+    (Anthropic)."""
     base_url: str | None = None
+    """The server; default: the API's provider's, as for the LLM lanes."""
     api_key_env: str | None = None
+    """The variable holding the key (default: the provider's); read at start, sent at
+    egress only."""
     prompt: str | None = None
+    """The prompt template (`$input`, `$criteria`, `$scale`; `$$` for a dollar sign);
+    default: a built-in template. Give it or `prompt_file`."""
     prompt_file: str | None = None
+    """A file holding the prompt template, relative to the project."""
     scale: int | None = Field(default=None, ge=1, le=100)
+    """Each criterion is scored 0..scale (default 1); give `scale` or `choices`."""
     choices: list[str] | None = Field(default=None, min_length=2)
+    """Each criterion is one of these words, worst first (read as 0..1 evenly)."""
     threshold: float = Field(default=0.5, ge=0, le=1)
+    """A criterion, and a trial, pass at a score (0..1) at least this."""
     suites: list[str] | None = None
+    """The suiteIds it judges; absent, every suite no other judge names."""
     gate: bool = False
+    """May fail a run, once its latest calibration clears `[calibration]`; otherwise its
+    rubric tasks are advisory."""
     temperature: float = Field(default=0.0, ge=0, le=1)
     """At most 1, which every API the judge may speak accepts (Anthropic's bound)."""
     max_tokens: int = Field(default=DEFAULT_JUDGE_MAX_TOKENS, gt=0)
+    """Sent as the request's `max_tokens`."""
     timeout_seconds: float = Field(default=DEFAULT_JUDGE_TIMEOUT_SECONDS, gt=0)
+    """A judge request taking longer fails."""
     retries: int = Field(default=2, ge=0, le=10)
+    """Extra attempts after a 429, a 5xx, a timeout or a connection error."""
 
 
 @dataclass(frozen=True)

@@ -58,20 +58,45 @@ class LlmFields(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     model: str | None = Field(default=None, min_length=1)
+    """LLM lanes (required there): the model, sent as the request's `model`."""
     base_url: str | None = None
+    """An LLM lane's server (OpenAI's `/v1` URL; Anthropic's without `/v1`), or the
+    OpenAI upstream of another lane's model proxy; default: `$OPENAI_BASE_URL`
+    (`$ANTHROPIC_BASE_URL`), else the provider's own."""
     api_key_env: str | None = None
+    """The variable the key for `base_url` is read from at start and sent at egress only
+    (default `OPENAI_API_KEY`, or `ANTHROPIC_API_KEY` for the `anthropic` lane); a
+    variable named here must be set."""
     anthropic_base_url: str | None = None
+    """`python`, `command`, `http` lanes: the Anthropic upstream of the model proxy
+    (default: `$ANTHROPIC_BASE_URL`, else Anthropic's)."""
     anthropic_api_key_env: str | None = None
+    """`python`, `command`, `http` lanes: the variable holding the Anthropic key (default
+    `ANTHROPIC_API_KEY`)."""
     system_prompt: str | None = None
+    """LLM lanes: the system message (give it or `system_prompt_file`)."""
     system_prompt_file: str | None = None
+    """LLM lanes: a file holding the system message, relative to the project, read at start."""
     temperature: float | None = Field(default=None, ge=0, le=2)
+    """LLM lanes: sent as given (at most 1 for `anthropic`); absent, not sent."""
     max_tokens: int | None = Field(default=None, gt=0)
+    """LLM lanes: sent as given; absent, not sent (`anthropic`: 4096)."""
     max_turns: int = Field(default=DEFAULT_MAX_TURNS, ge=1, le=1000)
+    """LLM lanes: model requests per invocation at most."""
     parallel_tool_calls: bool | None = None
+    """LLM lanes: whether the model may ask for several tool calls at once; absent, not
+    sent."""
     response_format: Literal["text", "json"] = "text"
+    """LLM lanes: `text` (the decision is the final answer's text) or `json` (the answer
+    parsed as JSON)."""
     retries: int = Field(default=DEFAULT_RETRIES, ge=0, le=10)
+    """Extra attempts of a model request after a 429, a 5xx, a timeout or a connection
+    error."""
     record_model: bool = True
+    """Record each model exchange's content (false: listed, without content)."""
     model_replay: Literal["off", "recorded"] = "off"
+    """`recorded`: in an eval task with a source run, answer the agent's model requests
+    from the source's recorded exchanges (docs/llm.md); `off`: they run live."""
 
 
 _LLM_LANE_ONLY = (
@@ -92,7 +117,9 @@ class ModelPriceEntry(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     input_per_mtok: float = Field(ge=0)
+    """USD per million input (prompt) tokens."""
     output_per_mtok: float = Field(ge=0)
+    """USD per million output tokens."""
 
 
 def prices(entries: dict[str, ModelPriceEntry]) -> dict[str, evals.ModelPrice]:
