@@ -56,7 +56,6 @@ base_url = "https://api.openai.com/v1"
 api_key_env = "OPENAI_API_KEY"
 anthropic_base_url = "https://api.anthropic.com"
 anthropic_api_key_env = "ANTHROPIC_API_KEY"
-retries = 2
 record_model = true
 model_replay = "off"
 
@@ -84,6 +83,7 @@ max_tokens = 800
 max_turns = 10
 parallel_tool_calls = true
 response_format = "json"
+retries = 2
 tools = ["support:lookup", "orders:*"]
 
 [[agents]]
@@ -304,7 +304,7 @@ FORMATS = (
         model=Workflow,
         example=WORKFLOW_EXAMPLE,
         intro=(
-            "A workflow is what `wopeval run WORKFLOW` and `POST /runs` start: its nodes "
+            "A workflow is what `wopeval run WORKFLOW_ID` and `POST /runs` start: its nodes "
             "run in dependency order, each `core.agent` node invoking one agent of "
             "`[[agents]]`. The project's `workflows` globs name its workflow files (JSON, "
             "one workflow each). A node id repeated, an edge naming an unknown node, a "

@@ -56,8 +56,8 @@ class AgentEntry(LlmFields):
     credential: CredentialEntry | None = None
     """`http` lane: the header the host adds to each POST, at egress only."""
     timeout_seconds: float = Field(default=DEFAULT_AGENT_TIMEOUT_SECONDS, gt=0)
-    """An invocation (`command`, `http`) or a model request (LLM lanes) taking longer
-    fails."""
+    """An invocation (`command`, `http`), or a model request (an LLM lane's, or one the model
+    proxy forwards), taking longer fails."""
     tools: list[str] | None = None
     """The tools the agent is granted and offered: exact names or globs (`"orders:*"`);
     absent, every tool (the LLM lanes: none). An entry naming no tool stops the host."""
@@ -132,7 +132,7 @@ class McpServerEntry(_Closed):
 
 class GraderEntry(_Closed):
     id: str = Field(pattern=GRADER_ID_PATTERN)
-    """What a task's `expected.match.grader` names (docs/graders.md, "Custom graders")."""
+    """What a task's `expected.match.grader` names (docs/graders.md, `custom`)."""
     callable: str
     """`module:function`, `(decision, expected, calls) -> {passed, score, reason}`."""
     timeout_seconds: float = Field(default=DEFAULT_GRADER_TIMEOUT_SECONDS, gt=0)

@@ -90,8 +90,8 @@ class LlmFields(BaseModel):
     """LLM lanes: `text` (the decision is the final answer's text) or `json` (the answer
     parsed as JSON)."""
     retries: int = Field(default=DEFAULT_RETRIES, ge=0, le=10)
-    """Extra attempts of a model request after a 429, a 5xx, a timeout or a connection
-    error."""
+    """LLM lanes: extra attempts of a model request after a 429, a 5xx, a timeout or a
+    connection error."""
     record_model: bool = True
     """Record each model exchange's content (false: listed, without content)."""
     model_replay: Literal["off", "recorded"] = "off"
