@@ -177,10 +177,10 @@ WORKFLOW_EXAMPLE = """\
   "version": "1.2.0",
   "nodes": [
     {"id": "classify", "type": "core.agent", "agentId": "support.triage"},
-    {"id": "reply", "type": "core.agent", "agentId": "support.llm", "inputs": {"tone": "friendly"}},
+    {"id": "digest", "type": "core.agent", "agentId": "support.llm", "inputs": {"report": "daily"}},
     {"id": "done", "type": "core.noop"}
   ],
-  "edges": [{"from": "classify", "to": "reply"}, {"from": "reply", "to": "done"}]
+  "edges": [{"from": "classify", "to": "digest"}, {"from": "digest", "to": "done"}]
 }
 """
 
@@ -304,10 +304,17 @@ FORMATS = (
         model=Workflow,
         example=WORKFLOW_EXAMPLE,
         intro=(
-            "A workflow is what `wopeval run WORKFLOW_ID` and `POST /runs` start: its nodes "
-            "run in dependency order, each `core.agent` node invoking one agent of "
-            "`[[agents]]`. The project's `workflows` globs name its workflow files (JSON, "
-            "one workflow each). A node id repeated, an edge naming an unknown node, a "
+            "A workflow is what `wopeval run WORKFLOW_ID --input JSON` and `POST /runs` "
+            "(`workflowId`, `inputs`) start. The project's `workflows` globs name its "
+            "workflow files (JSON, one workflow each). Its nodes run one at a time in "
+            "dependency order (declaration order where the edges leave a choice): a "
+            "`core.agent` node invokes the agent of `[[agents]]` its `agentId` names, with "
+            "the node's `inputs`, else the run's `inputs`, and its output is "
+            '`{"decision": …}`; a `core.noop` node does nothing. Edges order the nodes '
+            "and pass nothing: a node does not see another's output. The run's outputs are "
+            "each node's output by node id; an agent that fails fails the run "
+            "(`agent_failed`), as does an `agentId` the project does not declare "
+            "(`agent_not_found`). A repeated node id, an edge naming an unknown node, a "
             "cycle, or a `core.agent` node without `agentId` stops the host at start."
         ),
         validate=Workflow.model_validate,

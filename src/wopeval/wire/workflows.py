@@ -14,6 +14,8 @@ class _Closed(BaseModel):
 
 
 class Node(_Closed):
+    """One step of a workflow: an agent's invocation, or nothing."""
+
     id: str = Field(pattern=r"^[A-Za-z0-9._~:-]{1,128}$")
     """The nodeId, unique in the workflow."""
     type: NodeType
@@ -25,6 +27,8 @@ class Node(_Closed):
 
 
 class Edge(_Closed):
+    """`from` runs before `to`; nothing passes along an edge."""
+
     from_: str = Field(alias="from")
     """The upstream nodeId."""
     to: str
@@ -32,6 +36,8 @@ class Edge(_Closed):
 
 
 class Workflow(_Closed):
+    """A workflow document: its nodes, run in dependency order, and the edges that order them."""
+
     id: str = Field(pattern=r"^[A-Za-z0-9._~:-]{1,128}$")
     """The workflowId."""
     name: str | None = None

@@ -25,6 +25,9 @@ class _Closed(BaseModel):
 
 
 class CredentialEntry(_Closed):
+    """A secret an `http` agent or tool sends as a header, added at egress only: never in a
+    record, an event or a log line."""
+
     header: str = "Authorization"
     """The HTTP header the secret is sent in, at egress only."""
     template: str = "Bearer {secret}"
@@ -37,6 +40,9 @@ class CredentialEntry(_Closed):
 
 
 class AgentEntry(LlmFields):
+    """An `[[agents]]` entry: one agent in one of six lanes (docs/agents.md); the LLM lanes'
+    fields are docs/llm.md's."""
+
     id: str
     """The agentId: what a workflow's `core.agent` node and an eval name."""
     lane: Literal["scripted", "python", "command", "http", "openai", "anthropic"]
@@ -71,6 +77,9 @@ class AgentEntry(LlmFields):
 
 
 class ToolEntry(_Closed):
+    """A `[[tools]]` entry: a python or HTTP tool (an MCP server's tools come from
+    `[[mcp_servers]]`)."""
+
     name: str
     """The tool's canonical name, e.g. `support:lookup`; what agents' `tools` name."""
     kind: Literal["python", "http"]
@@ -107,6 +116,9 @@ class McpCredentialEntry(_Closed):
 
 
 class McpServerEntry(_Closed):
+    """An `[[mcp_servers]]` entry: a stdio process (`command`) or a Streamable HTTP server
+    (`url`), listed at start (docs/agents.md, "MCP servers")."""
+
     name: str = Field(pattern=r"^[A-Za-z0-9._-]+$")
     """The server's name: its tools register as `<name>:<tool>`."""
     command: list[str] | None = Field(default=None, min_length=1)
@@ -131,6 +143,8 @@ class McpServerEntry(_Closed):
 
 
 class GraderEntry(_Closed):
+    """A `[[graders]]` entry: a custom grader a task's `custom` match names (docs/graders.md)."""
+
     id: str = Field(pattern=GRADER_ID_PATTERN)
     """What a task's `expected.match.grader` names (docs/graders.md, `custom`)."""
     callable: str
@@ -180,6 +194,8 @@ class CalibrationEntry(_Closed):
 
 
 class ProjectFile(_Closed):
+    """The manifest as written: every table and key is optional; an unknown one is refused."""
+
     agents: list[AgentEntry] = Field(default_factory=list)
     """The agents the host can invoke."""
     tools: list[ToolEntry] = Field(default_factory=list)
