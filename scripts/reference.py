@@ -474,9 +474,14 @@ def _rows(
             type=_type(fmt, node, definitions, places),
             default="—" if field.is_required() else _default(fmt, field),
             required=field.is_required(),
-            description=" ".join(description.split()),
+            description=_prose(description),
             example=example,
         )
+
+
+def _prose(text: str) -> str:
+    """A docstring as one line of the page, its `docs/x.md` citations made links."""
+    return re.sub(r"\bdocs/([\w-]+\.md)\b", r"[\1](\1)", " ".join(text.split()))
 
 
 def _rank(named: tuple[str, FieldInfo], own: dict[str, Any]) -> tuple[bool, bool]:
@@ -698,7 +703,7 @@ def _section(fmt: Format, section: Section) -> list[str]:
     ]
     doc = model.__dict__.get("__doc__")
     if doc:
-        out += [" ".join(inspect.cleandoc(doc).split("\n\n")[0].split()), ""]
+        out += [_prose(inspect.cleandoc(doc).split("\n\n")[0]), ""]
     out += [
         "| Field | Type | Default | Required | Description | Example |",
         "| --- | --- | --- | --- | --- | --- |",
