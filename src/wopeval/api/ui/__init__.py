@@ -11,6 +11,7 @@ from __future__ import annotations
 from importlib import resources
 
 from fastapi import FastAPI
+from starlette.routing import Router
 from starlette.staticfiles import StaticFiles
 
 from wopeval.api.ui import (
@@ -23,6 +24,7 @@ from wopeval.api.ui import (
     sign_in,
     suites_page,
 )
+from wopeval.api.ui._route import fallback
 from wopeval.api.ui._security import DashboardHeaders
 from wopeval.api.ui.sessions import Clock, Sessions
 from wopeval.api.ui.throttle import SignInThrottle
@@ -49,4 +51,6 @@ def install(app: FastAPI, settings: DashboardSettings, clock: Clock) -> None:
         app.include_router(router)
     static = resources.files("wopeval.api.ui").joinpath("static")
     app.mount("/ui/static", StaticFiles(directory=str(static)), name="ui-static")
+    # Last: it answers every other path under /ui (a page, never the wire's envelope).
+    app.include_router(fallback(Router(routes=[r for router in ROUTERS for r in router.routes])))
     app.add_middleware(DashboardHeaders)
