@@ -212,6 +212,25 @@ def test_a_bad_query_value_gets_a_400_page_saying_what_to_change(
     assert "2026-01-31T09:30" in page
 
 
+def test_what_the_host_refuses_before_any_page_runs_is_a_page_too(
+    server: ServerHandle, browser_a: httpx.Client
+) -> None:
+    too_large = "key=" + "a" * (server.settings.max_body_bytes + 1)
+    refused = browser_a.post(
+        "/ui/sign-in",
+        content=too_large,
+        headers={"Content-Type": "application/x-www-form-urlencoded"},
+    )
+    page = _page(refused, 413)
+    assert "payload_too_large" in page
+    assert "send less" in page
+    assert int(refused.headers["content-length"]) == len(refused.content)
+    assert "NUL" in _page(browser_a.get("/ui/runs?kind=%00"), 400)
+    assert "not_found" in _page(browser_a.get("/ui/static/no-such-file.css"), 404)
+    other_major = browser_a.get("/ui/runs", headers={"OpenWOP-Version": "3.0"})
+    assert "protocol_version_unsupported" in _page(other_major, 406)
+
+
 # ── sessions ─────────────────────────────────────────────────────────
 
 
@@ -247,7 +266,7 @@ def test_a_missing_or_ended_session_lands_on_a_sign_in_page_naming_the_key_file(
 
 
 def test_the_wire_keeps_its_json_envelope(
-    http_b: httpx.Client, http_anonymous: httpx.Client, a_run: str
+    server: ServerHandle, http_b: httpx.Client, http_anonymous: httpx.Client, a_run: str
 ) -> None:
     _envelope(http_b.get(f"/runs/{project_id(a_run)}"), 403, "id_tenant_mismatch")
     _envelope(http_b.get(f"/runs/{project_id(f'{TENANT_B}/{uuid.uuid4().hex}')}"), 404, "not_found")
@@ -257,6 +276,9 @@ def test_the_wire_keeps_its_json_envelope(
     _envelope(http_b.get("/uix"), 404, "not_found")
     _envelope(http_b.delete("/runs"), 405, "wopeval.method_not_allowed")
     _envelope(http_anonymous.get(f"/runs/{project_id(a_run)}"), 401, "unauthenticated")
+    _envelope(http_b.get("/runs?tag=%00"), 400, "validation_error")
+    too_large = b"{" + b" " * server.settings.max_body_bytes + b"}"
+    _envelope(http_b.post("/runs", content=too_large), 413, "payload_too_large")
 
 
 # ── the compare page reflects its query ──────────────────────────────

@@ -24,7 +24,7 @@ from wopeval.api.ui import (
     sign_in,
     suites_page,
 )
-from wopeval.api.ui._route import fallback
+from wopeval.api.ui._route import EnvelopePages, fallback
 from wopeval.api.ui._security import DashboardHeaders
 from wopeval.api.ui.sessions import Clock, Sessions
 from wopeval.api.ui.throttle import SignInThrottle
@@ -44,7 +44,11 @@ ROUTERS = (
 
 def install(app: FastAPI, settings: DashboardSettings, clock: Clock) -> None:
     """Mount the dashboard on `app`: its pages, its static files, its sessions, its sign-in
-    throttle and its headers; `clock` times sessions and the throttle."""
+    throttle, its headers and its refusal pages; `clock` times sessions and the throttle.
+
+    Called after the host's own middleware is added, so the dashboard's two wrap it: a
+    refusal under `/ui` that the request guard answers still gets a page and the headers.
+    """
     app.state.ui_sessions = Sessions(settings, clock)
     app.state.ui_throttle = SignInThrottle(settings, clock)
     for router in ROUTERS:
@@ -54,3 +58,4 @@ def install(app: FastAPI, settings: DashboardSettings, clock: Clock) -> None:
     # Last: it answers every other path under /ui (a page, never the wire's envelope).
     app.include_router(fallback(Router(routes=[r for router in ROUTERS for r in router.routes])))
     app.add_middleware(DashboardHeaders)
+    app.add_middleware(EnvelopePages)
