@@ -40,6 +40,7 @@ from e2e.evals._evals import (
     start_eval,
     suite,
 )
+from wopeval.api.ui import compare_page
 from wopeval.demo import DemoResult, run_demo
 from wopeval.settings import Settings
 
@@ -583,6 +584,38 @@ def test_compare_the_demo_baseline_and_candidate_puts_the_regressed_task_first(
     check_page(page, dashboard, "compare")
 
 
+def test_the_compare_pickers_show_the_runs_the_query_names(
+    dashboard: Dashboard, page: Page, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    demo = dashboard.demo
+    # The pickers offer only the newest eval run: the demo's are older.
+    monkeypatch.setattr(compare_page, "CHOICES", 1)
+    page.goto(dashboard.url("/ui/compare"))
+    offered = page.locator("#pick-baseline option").evaluate_all("(os) => os.map(o => o.value)")
+    assert project_id(demo.baseline_run_id) not in offered
+    # Named as `wopeval` prints them, and in the address's own form.
+    query = f"baseline={demo.baseline_run_id}&candidate={project_id(demo.candidate_run_id)}"
+    page.goto(dashboard.url(f"/ui/compare?{query}"))
+    expect(page.locator("#pick-baseline")).to_have_value(project_id(demo.baseline_run_id))
+    expect(page.locator("#pick-candidate")).to_have_value(project_id(demo.candidate_run_id))
+    expect(page.locator("#run-verdict")).to_have_text("regressed")
+    check_page(page, dashboard, "compare-query")
+    # The form sends what it shows.
+    with page.expect_navigation():
+        page.click("form.filters button[type=submit]")
+    expect(page.locator("#run-verdict")).to_have_text("regressed")
+    expect(page.locator("#pick-baseline")).to_have_value(project_id(demo.baseline_run_id))
+    # A run the query names that is not among one's own: the page of an unknown run.
+    unknown = page.goto(
+        dashboard.url(
+            f"/ui/compare?{query.replace(demo.baseline_run_id, DEV + '/' + uuid.uuid4().hex)}"
+        )
+    )
+    assert unknown is not None
+    assert unknown.status == 404
+    expect(page.locator("#refusal-message")).to_have_text("No run with this id is among your runs.")
+
+
 # ── suites ───────────────────────────────────────────────────────────
 
 
@@ -612,40 +645,87 @@ def run_ids_of(section: Any) -> list[str]:
 # ── tenants ──────────────────────────────────────────────────────────
 
 
-def test_another_tenant_gets_the_wires_refusal_whether_or_not_the_run_exists(
+def test_another_tenants_run_and_an_unknown_one_get_one_page_saying_what_to_do(
     dashboard: Dashboard, tenant_b: Session
 ) -> None:
     page = tenant_b.page()
     try:
         existing = dashboard.markup_run
         unknown = f"{DEV}/{uuid.uuid4().hex}"
+        own_unknown = f"{TENANT_B}/{uuid.uuid4().hex}"
         answers = []
         for path in (
             run_page(existing),
             run_page(unknown),
+            run_page(own_unknown),
+            f"/ui/runs/{existing}",  # pasted as `wopeval runs list` prints it
             eval_page(dashboard.markup_eval.run_id),
             eval_page(unknown),
             eval_page(dashboard.markup_eval.run_id) + "/tasks/markup",
             eval_page(unknown) + "/tasks/markup",
+            f"/ui/compare?baseline={project_id(dashboard.base.run_id)}",
         ):
             response = page.goto(dashboard.url(path))
             assert response is not None
+            assert response.headers["content-type"].startswith("text/html")
             answers.append((response.status, response.text()))
-        assert {status for status, _ in answers} == {403}
+        assert {status for status, _ in answers} == {404}
         assert len({body for _, body in answers}) == 1, "a refusal differs with the run"
-        with dashboard.server.http(TENANT_B) as http:
-            wire = http.get(f"/runs/{project_id(existing)}").json()
-        expect(page.locator("main")).to_contain_text(wire["error"])
-        expect(page.locator("main")).to_contain_text(wire["message"])
         assert existing.partition("/")[2] not in answers[0][1]
-
-        own_unknown = page.goto(dashboard.url(run_page(f"{TENANT_B}/{uuid.uuid4().hex}")))
-        assert own_unknown is not None
-        assert own_unknown.status == 404
-        page.goto(dashboard.url("/ui/runs"))
+        main = page.locator("main")
+        expect(main.locator("h1")).to_have_text("404 not_found")
+        expect(main).to_contain_text("No run with this id is among your runs.")
+        expect(main.locator("#refusal-advice")).to_contain_text("wopeval runs list")
+        expect(main.locator("#refusal-advice strong")).to_have_text(TENANT_B)
+        check_page(page, dashboard, "refusal-run")
+        main.locator("#refusal-advice a", has_text="runs list").click()
+        page.wait_for_url(dashboard.url("/ui/runs"))
         assert run_ids(page) == []
     finally:
         page.close()
+
+
+def test_a_pasted_run_id_opens_its_page_and_an_unknown_page_says_where_to_go(
+    dashboard: Dashboard, page: Page
+) -> None:
+    run_id = dashboard.markup_run
+    page.goto(dashboard.url(f"/ui/runs/{run_id}"))
+    expect(page).to_have_url(dashboard.url(run_page(run_id)))
+    expect(page.locator("h1")).to_contain_text(run_id)
+    bad_form = page.goto(dashboard.url(f"/ui/runs/{run_id.partition('/')[2]}"))
+    assert bad_form is not None
+    assert bad_form.status == 400
+    expect(page.locator("#refusal-advice")).to_contain_text("~2F")
+    check_page(page, dashboard, "refusal-run-id")
+    missing = page.goto(dashboard.url("/ui/no-such-page"))
+    assert missing is not None
+    assert missing.status == 404
+    expect(page.locator("#refusal-message")).to_have_text("No such page.")
+    check_page(page, dashboard, "refusal-page")
+    page.locator("#refusal-advice a", has_text="suites").click()
+    page.wait_for_url(dashboard.url("/ui/suites"))
+
+
+def test_an_ended_session_lands_on_the_sign_in_page_saying_so_and_naming_the_key_file(
+    browser: Browser, dashboard: Dashboard
+) -> None:
+    context, _ = _context(browser)
+    try:
+        context.add_cookies(
+            [{"name": "wopeval_session", "value": "ended", "url": dashboard.url("/ui/")}]
+        )
+        page = context.new_page()
+        page.goto(dashboard.url("/ui/compare"))
+        expect(page).to_have_url(dashboard.url("/ui/sign-in?next=%2Fui%2Fcompare"))
+        expect(page.locator("#session-ended")).to_contain_text("Your session has ended")
+        expect(page.locator("#key-file")).to_contain_text(".wopeval-demo/dev-api-key")
+        expect(page.locator("#key-file")).to_contain_text("<data-dir>/dev-api-key")
+        check_page(page, dashboard, "sign-in-ended")
+        page.fill("#key", dashboard.server.keys[DEV])
+        page.click("form.stack button[type=submit]")
+        page.wait_for_url(dashboard.url("/ui/compare"))
+    finally:
+        context.close()
 
 
 # ── labelling a task's output ────────────────────────────────────────
@@ -699,7 +779,7 @@ def test_a_reviewer_labels_the_candidates_output_from_the_compare_page(
     assert "note" not in label
 
 
-def test_a_label_form_from_another_tenant_gets_the_wires_refusal(
+def test_a_label_form_from_another_tenant_gets_the_unknown_runs_refusal(
     dashboard: Dashboard, tenant_b: Session
 ) -> None:
     page = tenant_b.page()
@@ -714,7 +794,7 @@ def test_a_label_form_from_another_tenant_gets_the_wires_refusal(
                 headers={"Origin": dashboard.base_url},
             )
             answers.append((response.status, response.text()))
-        assert {status for status, _ in answers} == {403}
+        assert {status for status, _ in answers} == {404}
         assert answers[0][1] == answers[1][1]
     finally:
         page.close()

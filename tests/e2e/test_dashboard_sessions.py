@@ -158,6 +158,9 @@ def test_a_session_ends_at_its_lifetime(host: ServerHandle, clock: MovedClock) -
         assert _is_signed_in(browser)
         clock.advance(1)
         assert not _is_signed_in(browser)
+        # The sign-in page it lands on says the session has ended.
+        landing = browser.get("/ui/sign-in", params={"next": "/ui/runs"})
+        assert "Your session has ended" in landing.text
     finally:
         browser.close()
     with _browser(host) as replayed:

@@ -75,6 +75,14 @@ EXEMPT: dict[Route, str] = {
     ("GET", "/ui/runs"): "lists the caller's own runs",
     ("GET", "/ui/suites"): "lists the caller's own suites",
     ("GET", "/ui/static"): "the dashboard's static files, the same for every caller",
+    **{
+        (method, "/ui/{rest}"): (
+            "the dashboard's not-found page, the same for every caller; a run id pasted with "
+            "its slash is sent to that run's page, which is covered "
+            "(tests/e2e/test_dashboard_errors.py)"
+        )
+        for method in ("GET", "POST", "PUT", "PATCH", "DELETE")
+    },
 }
 
 PATH_IDS = ("runId", "taskId", "invocationId", "ref", "suiteId")
@@ -291,9 +299,12 @@ def test_tenant_a_invocation_ids_inside_tenant_b_runs_name_nothing(
 def expected_refusal(route: Route) -> tuple[int, str]:
     """The uniform refusal's status and error code: a run id of another tenant is refused by
     its tenant segment (403 `id_tenant_mismatch`, whether or not the run exists); other ids
-    are the caller's own or nothing (404). Bulk cancel answers each id in its entry."""
+    are the caller's own or nothing (404). Bulk cancel answers each id in its entry. The
+    dashboard answers another tenant's run as an unknown one of the caller's own (404)."""
     if route == ("POST", "/runs:bulk-cancel"):
         return 200, "id_tenant_mismatch"
+    if route[1].startswith("/ui/"):
+        return 404, "not_found"
     extra = EXTRAS.get(route, Extra())
     if "runId" in _names(route) or any("{runId}" in value for value in extra.query.values()):
         return 403, "id_tenant_mismatch"

@@ -87,7 +87,6 @@ def create_app(
     )
     for router in ROUTERS:
         app.include_router(router, include_in_schema=_described(router, settings))
-    install_dashboard(app, settings.dashboard, dashboard_clock)
     error_handlers.install(app)
     openapi_errors.install(app)
     # Invocations' MCP and model-proxy tokens are capabilities: never in a log line.
@@ -100,6 +99,8 @@ def create_app(
     app.add_middleware(LegacyPathIds)
     app.add_middleware(VersionNegotiation)
     app.add_middleware(ExpectedStartupFailures, failure=failure)
+    # Last, so its pages and headers wrap everything above (api/ui/__init__.py).
+    install_dashboard(app, settings.dashboard, dashboard_clock)
     return app
 
 

@@ -140,8 +140,10 @@ def render(
 
 @dataclass(frozen=True)
 class Refusal:
-    """An error page: the status and code the wire would answer, and its message."""
+    """An error page: the status and code the wire would answer, its message, and what to do
+    next (`_route.Advice`)."""
 
     status: int
     code: str
     message: str
+    advice: str

@@ -1,29 +1,74 @@
-"""How a dashboard route answers a refusal: the wire's status and code, as a page.
+"""How a dashboard route answers a refusal: the wire's status and code, as a page that says
+what to do next.
 
 A page reads through the same engine calls as the wire routes, so it is
-refused by the same rules (a foreign tenant's run 403, an unknown one 404, bad
-input 400). The answer is that status with a page saying the code and the
-message, never echoing the id asked for: two refusals that are alike on the
-wire are alike here, byte for byte.
+refused by the same rules: bad input 400, a forbidden form 403, an unknown
+suite 404. A run is the one difference: a run id of another tenant and an
+unknown one get one page, `404 not_found` (docs/decisions.md), so a person who
+pastes an id learns what to do and never whether another tenant's run exists.
+A refusal page never echoes the id asked for: two refusals that are alike are
+alike byte for byte. Every other path under `/ui` gets the not-found page too
+(`fallback`), never the wire's JSON envelope.
 """
 
 from __future__ import annotations
 
+import enum
+import json
+import re
 from collections.abc import Callable, Coroutine
 from typing import Any
 from urllib.parse import urlencode
 
-from fastapi import Request, Response
+from fastapi import APIRouter, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import RedirectResponse
 from fastapi.routing import APIRoute
+from starlette.datastructures import MutableHeaders
+from starlette.routing import Router
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from wopeval.api.errors import validation_refusal
+from wopeval.api.routing import allowed_methods
+from wopeval.api.served import ServedHost
 from wopeval.api.ui._render import Chrome, Refusal, render
-from wopeval.api.ui.deps import SignInRequired, session_of
-from wopeval.wire import errors
+from wopeval.api.ui.deps import SessionDep, SignInRequired, session_of
+from wopeval.store import OwnedRun
+from wopeval.wire import errors, ids
 
 SIGN_IN = "/ui/sign-in"
+
+
+class Advice(enum.Enum):
+    """What a refusal page tells its reader to do next (templates/refusal.html)."""
+
+    RUN = "run"
+    """No such run among the tenant's: how to find run ids, and how to see another tenant's."""
+    RUN_ID = "run-id"
+    """A run id of the wrong form: what one looks like."""
+    PAGE = "page"
+    """No such page: the pages there are."""
+    SUITE = "suite"
+    """No such suite: the suites page."""
+    INPUT = "input"
+    """A bad query value: the same page without the query."""
+    FORM = "form"
+    """A refused form: reload its page and send it again."""
+    SHORTER = "shorter"
+    """A form over the host's body limit: send less."""
+    OTHER = "other"
+
+
+class Refused(Exception):
+    """A refusal with the advice its page gives."""
+
+    def __init__(self, refusal: errors.WireError, advice: Advice) -> None:
+        super().__init__(refusal.message)
+        self.refusal = refusal
+        self.advice = advice
+
+
+NO_SUCH_RUN = "No run with this id is among your runs."
 
 
 class UiRoute(APIRoute):
@@ -38,17 +83,50 @@ class UiRoute(APIRoute):
             except SignInRequired:
                 return sign_in_redirect(request)
             except RequestValidationError as invalid:
-                return refusal_page(request, validation_refusal(list(invalid.errors())))
+                refused = validation_refusal(list(invalid.errors()))
+                return refusal_page(request, refused, Advice.INPUT)
+            except Refused as refused:
+                return refusal_page(request, refused.refusal, refused.advice)
             except errors.WireError as refused:
-                return refusal_page(request, refused)
+                return refusal_page(request, refused, _advice(refused))
 
         return answer
 
 
-def refusal_page(request: Request, refused: errors.WireError) -> Response:
-    refusal = Refusal(refused.status, refused.code.value, refused.message)
+def _advice(refused: errors.WireError) -> Advice:
+    if isinstance(refused, errors.ValidationFailed):
+        return Advice.INPUT
+    if isinstance(refused, errors.Forbidden):
+        return Advice.FORM
+    return Advice.OTHER
+
+
+def refusal_page(
+    request: Request,
+    refused: errors.WireError,
+    advice: Advice,
+    headers: dict[str, str] | None = None,
+) -> Response:
+    refusal = Refusal(refused.status, refused.code.value, refused.message, advice.value)
     chrome = Chrome(session_of(request), "none", f"{refused.status} {refused.code.value}")
-    return render("refusal.html", chrome, refusal, status=refused.status)
+    page = render("refusal.html", chrome, refusal, status=refused.status)
+    page.headers.update(headers or {})
+    return page
+
+
+async def load_run(host: ServedHost, session: SessionDep, segment: str) -> OwnedRun:
+    """The run a `{runId}` segment (or query value) names, read as `GET /runs/{runId}` reads it.
+
+    A foreign tenant's run and an unknown one are one refusal (`NO_SUCH_RUN`,
+    404); an id of the wrong form is the wire's 400 with advice on the form.
+    """
+    try:
+        run_id = ids.run_id_from_path(segment, session.principal.tenant)
+        return await host.engine.get_run(session.principal, run_id)
+    except (errors.IdTenantMismatch, errors.NotFound):
+        raise Refused(errors.NotFound(NO_SUCH_RUN), Advice.RUN) from None
+    except errors.ValidationFailed as wrong:
+        raise Refused(wrong, Advice.RUN_ID) from None
 
 
 def sign_in_redirect(request: Request) -> Response:
@@ -63,3 +141,90 @@ def safe_next(value: str | None) -> str:
     if value and value.startswith("/ui/") and not value.startswith("//") and "\\" not in value:
         return value
     return "/ui/runs"
+
+
+_PASTED_RUN = re.compile(r"^(runs|evals)/([^/]+/[^/]+)(/tasks/[^/]+)?$")
+"""A page path with a run id pasted as `wopeval` prints it, `<tenant>/<id>`, slash and all."""
+
+
+def fallback(pages: Router) -> APIRouter:
+    """The answer to every path under `/ui` that none of `pages` serves: a pasted run id's page,
+    else the not-found page (405 where a page serves the path with other methods). Mounted
+    after the pages and the static files."""
+    router = APIRouter(prefix="/ui", route_class=UiRoute, include_in_schema=False)
+
+    @router.api_route("/{rest:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"])
+    async def no_such_page(rest: str, request: Request) -> Response:
+        pasted = _PASTED_RUN.match(rest)
+        if request.method == "GET" and pasted and ids.is_run_id(pasted.group(2)):
+            # That run's page, its id as one path segment; the page refuses what it must.
+            page = f"/ui/{pasted.group(1)}/{ids.project(pasted.group(2))}{pasted.group(3) or ''}"
+            return RedirectResponse(page, status_code=303)
+        served = [method for method in allowed_methods(pages, request.scope) if method != "HEAD"]
+        if served:
+            # RFC 9110 §15.5.6: a 405 names every method the path does allow.
+            allow = {"Allow": ", ".join(served)}
+            return refusal_page(request, errors.MethodNotAllowed(), Advice.PAGE, allow)
+        raise Refused(errors.NotFound("No such page."), Advice.PAGE)
+
+    return router
+
+
+class EnvelopePages:
+    """Pure ASGI, outside the host's other middleware: a JSON error envelope answered under
+    `/ui` becomes its refusal page.
+
+    The routes answer with pages themselves; what reaches here is refused before any page
+    runs (a body over the limit or a NUL in the target, by the request guard; another
+    major's `OpenWOP-Version`; a missing static file), where a browser would otherwise
+    show raw JSON.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path: str = scope.get("path", "") if scope["type"] == "http" else ""
+        if path != "/ui" and not path.startswith("/ui/"):
+            await self.app(scope, receive, send)
+            return
+        held: Message | None = None
+        body = bytearray()
+
+        async def send_as_page(message: Message) -> None:
+            nonlocal held
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                if message["status"] >= 400 and headers.get("content-type") == "application/json":
+                    held = message
+                    return
+            elif held is not None and message["type"] == "http.response.body":
+                body.extend(message.get("body", b""))
+                if not message.get("more_body", False):
+                    await _send_page(held, bytes(body), send)
+                return
+            await send(message)
+
+        await self.app(scope, receive, send_as_page)
+
+
+async def _send_page(start: Message, envelope: bytes, send: Send) -> None:
+    """The refusal page of `envelope`, with the status and headers it was answered with."""
+    status: int = start["status"]
+    try:
+        said = json.loads(envelope)
+        code, message = str(said["error"]), str(said["message"])
+    except (ValueError, KeyError, TypeError):
+        code, message = "error", "The host could not answer this request."
+    refusal = Refusal(status, code, message, _ENVELOPE_ADVICE.get(status, Advice.OTHER).value)
+    page = render("refusal.html", Chrome(None, "none", f"{status} {code}"), refusal, status=status)
+    headers = MutableHeaders(scope=start)
+    del headers["content-type"]
+    del headers["content-length"]
+    headers["content-type"] = page.headers["content-type"]
+    headers["content-length"] = str(len(page.body))
+    await send(start)
+    await send({"type": "http.response.body", "body": page.body, "more_body": False})
+
+
+_ENVELOPE_ADVICE = {400: Advice.INPUT, 404: Advice.PAGE, 413: Advice.SHORTER}

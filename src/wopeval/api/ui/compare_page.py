@@ -25,7 +25,7 @@ from wopeval.api.ui.eval_page import load_eval
 from wopeval.engine.eval_runs.task_details import task_detail
 from wopeval.reports._svg import Bar, Chart, delta_shapes
 from wopeval.store import OwnedRun, RunFilter, RunRecord
-from wopeval.wire import errors
+from wopeval.wire import errors, ids
 from wopeval.wire.runs import RunKind, RunStatus
 from wopeval.wire.summary import TaskRegression, Verdict
 from wopeval.wire.task_detail import TaskDetail, TrialDetail
@@ -80,6 +80,7 @@ class CompareView:
     groups: dict[str, list[Choice]]
     """The pickers' choices by suiteId."""
     baseline: str
+    """The baseline named in the query, as its picker's value (its id's path segment)."""
     candidate: str
     comparison: Comparison | None
     reviews: dict[str, Review]
@@ -92,26 +93,39 @@ class CompareView:
 async def compare_page(
     session: SessionDep, host: HostDep, baseline: str = "", candidate: str = ""
 ) -> Response:
+    # Each run the query names, in whichever form it names it, is refused or shown selected.
+    before = await _finished(host, session, baseline) if baseline else None
+    after = await _finished(host, session, candidate) if candidate else None
     comparison, reviews = None, {}
-    if baseline and candidate:
-        before = await _finished(host, session, baseline)
-        after = await _finished(host, session, candidate)
+    if before is not None and after is not None:
         comparison = await _compare(host, before, after)
         reviews = await task_reviews(host, session, after)
     async with host.store.reading() as uow:
-        finished = await uow.runs.page(
-            session.principal.tenant,
-            limit=CHOICES,
-            before_seq=None,
-            where=RunFilter(kind=RunKind.EVAL.value, status=RunStatus.COMPLETED.value),
+        finished: list[RunRecord] = list(
+            await uow.runs.page(
+                session.principal.tenant,
+                limit=CHOICES,
+                before_seq=None,
+                where=RunFilter(kind=RunKind.EVAL.value, status=RunStatus.COMPLETED.value),
+            )
         )
+    offered = {record.run_id for record in finished}
+    # A named run older than the newest CHOICES is offered too, so its picker shows it.
+    for named in (before, after):
+        if named is not None and named.run_id not in offered:
+            finished.append(named)
+            offered.add(named.run_id)
+    picked = {
+        "baseline": "" if before is None else ids.project(before.run_id),
+        "candidate": "" if after is None else ids.project(after.run_id),
+    }
     view = CompareView(
         groups=_choices(finished),
-        baseline=baseline,
-        candidate=candidate,
+        baseline=picked["baseline"],
+        candidate=picked["candidate"],
         comparison=comparison,
         reviews=reviews,
-        back="/ui/compare?" + urlencode({"baseline": baseline, "candidate": candidate}),
+        back="/ui/compare?" + urlencode(picked),
     )
     return render("compare.html", Chrome(session, "compare", "Compare eval runs"), view)
 

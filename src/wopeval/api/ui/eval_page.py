@@ -17,10 +17,10 @@ from fastapi import APIRouter, Response
 from wopeval.api.deps import HostDep
 from wopeval.api.ui._render import Chrome, eval_path, render
 from wopeval.api.ui._reviews import Review, task_reviews
-from wopeval.api.ui._route import UiRoute
+from wopeval.api.ui._route import UiRoute, load_run
 from wopeval.api.ui.deps import SessionDep
 from wopeval.api.ui.live import stream_url
-from wopeval.api.ui.run_page import RunFacts, load_run, run_facts
+from wopeval.api.ui.run_page import RunFacts, run_facts
 from wopeval.engine.eval_runs.task_details import task_detail, task_list
 from wopeval.store import OwnedRun, RunRecord, StoredPlan
 from wopeval.wire import errors

@@ -29,7 +29,7 @@ from fastapi.responses import StreamingResponse
 from wopeval.api._sse import KEEPALIVE, KEEPALIVE_SECONDS
 from wopeval.api.deps import HostDep
 from wopeval.api.served import ServedHost
-from wopeval.api.ui._route import UiRoute
+from wopeval.api.ui._route import UiRoute, load_run
 from wopeval.api.ui.deps import SessionDep
 from wopeval.engine.live.tail import Follower, LeftBehind, TailBroken
 from wopeval.store import OwnedRun, RunRecord, StoredEvent
@@ -60,8 +60,7 @@ async def live(
     followed: list[tuple[OwnedRun, int]] = []
     for token in named:
         segment, _, after = token.rpartition(":")
-        run_id = ids.run_id_from_path(segment, session.principal.tenant)
-        record = await host.engine.get_run(session.principal, run_id)
+        record = await load_run(host, session, segment)
         followed.append((record, limits.parse_sequence(after, "run")))
     return StreamingResponse(
         changes(host, followed),

@@ -25,14 +25,14 @@ from wopeval.agents import WireContent
 from wopeval.api.deps import HostDep
 from wopeval.api.served import ServedHost
 from wopeval.api.ui._render import Chrome, eval_path, render, run_path
-from wopeval.api.ui._route import UiRoute
+from wopeval.api.ui._route import UiRoute, load_run
 from wopeval.api.ui._security import require_csrf
 from wopeval.api.ui.deps import SessionDep
 from wopeval.api.ui.live import stream_url
 from wopeval.engine.recording import content
 from wopeval.engine.recording.invocation_views import invocations_said
-from wopeval.store import OwnedRun, RunRecord
-from wopeval.wire import events, ids, limits
+from wopeval.store import RunRecord
+from wopeval.wire import events, limits
 from wopeval.wire.invocations import InvocationLine
 from wopeval.wire.runs import RunKind
 
@@ -120,12 +120,6 @@ def run_facts(record: RunRecord) -> RunFacts:
             for idle in record.idle or ()
         ),
     )
-
-
-async def load_run(host: ServedHost, session: SessionDep, segment: str) -> OwnedRun:
-    """The run a `{runId}` segment names, refused exactly as `GET /runs/{runId}` refuses."""
-    run_id = ids.run_id_from_path(segment, session.principal.tenant)
-    return await host.engine.get_run(session.principal, run_id)
 
 
 @router.get("/runs/{runId}")

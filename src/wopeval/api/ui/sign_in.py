@@ -31,13 +31,18 @@ class SignInView:
     next: str
     """Where the form returns to once signed in."""
     problem: str | None = None
+    ended: bool = False
+    """The browser came with a session that has ended (signed out, expired, host restarted)."""
 
 
 @router.get("/sign-in")
 async def sign_in_page(request: Request, next: str | None = None) -> Response:
     if session_of(request) is not None:
         return RedirectResponse(safe_next(next), status_code=303)
-    return _form(SignInView(safe_next(next)))
+    if not request.cookies.get(COOKIE):
+        return _form(SignInView(safe_next(next)))
+    # A session that has ended: say so once, and forget its cookie.
+    return _forget_cookie(request, _form(SignInView(safe_next(next), ended=True)))
 
 
 @router.post("/sign-in")
@@ -79,7 +84,10 @@ async def sign_in(request: Request, host: HostDep) -> Response:
 async def sign_out(request: Request, session: SessionDep) -> Response:
     await require_csrf(request, session)
     sessions(request).close(request.cookies.get(COOKIE))
-    response = RedirectResponse(SIGN_IN, status_code=303)
+    return _forget_cookie(request, RedirectResponse(SIGN_IN, status_code=303))
+
+
+def _forget_cookie(request: Request, response: Response) -> Response:
     response.delete_cookie(
         COOKIE,
         path=COOKIE_PATH,

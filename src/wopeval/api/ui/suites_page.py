@@ -15,7 +15,7 @@ from fastapi import APIRouter, Response
 
 from wopeval.api.deps import HostDep
 from wopeval.api.ui._render import Chrome, render
-from wopeval.api.ui._route import UiRoute
+from wopeval.api.ui._route import Advice, Refused, UiRoute
 from wopeval.api.ui.deps import SessionDep
 from wopeval.engine.eval_runs.eval_plan import find_suite
 from wopeval.store import RunFilter, RunRecord
@@ -78,7 +78,7 @@ async def suite_page(suiteId: str, session: SessionDep, host: HostDep) -> Respon
     tenant = session.principal.tenant
     versions = (await _known(host, tenant)).get(suiteId)
     if not versions:
-        raise errors.NotFound("No such suite.")
+        raise Refused(errors.NotFound("No such suite."), Advice.SUITE)
     details = []
     async with host.store.reading() as uow:
         for version in versions:
