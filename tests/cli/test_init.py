@@ -79,7 +79,9 @@ CASES = [
 
 def _service(script: Path, port: int) -> subprocess.Popen[bytes]:
     """One of the scaffold's services, started as its comment says, awaited on its port."""
-    process = subprocess.Popen([sys.executable, script.name, "--port", str(port)], cwd=script.parent)
+    process = subprocess.Popen(
+        [sys.executable, script.name, "--port", str(port)], cwd=script.parent
+    )
     deadline = time.monotonic() + SERVICE_START_SECONDS
     while True:
         try:
@@ -112,11 +114,12 @@ def test_the_scaffold_runs_records_and_replays_with_no_edit(
         env["WOPEVAL_DATABASE_URL"] = databases.create()
     if case.kind == "llm":
         env |= {"OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": "sk-local"}
-    services = []
+    services, tools = [], []
     if case.kind == "http":
         services.append(_service(project / "agent_service.py", agent_port))
     if case.tool == "http":
-        services.append(_service(project / "tool_service.py", tool_port))
+        tools.append(_service(project / "tool_service.py", tool_port))
+        services += tools
 
     def cli(*args: str) -> Result:
         return run_cli(*args, cwd=project, env=env)
@@ -125,10 +128,15 @@ def test_the_scaffold_runs_records_and_replays_with_no_edit(
         recorded = cli("run", "my-agent", "--input", json.dumps(INPUT), "--tag", "prod")
         assert recorded.code == 0, recorded.stdout + recorded.stderr
         assert f"completed decision={json.dumps(DECISION)}" in recorded.stdout
+        # As wopeval.toml's comment says: a command or http agent that asks no model has its
+        # runs flagged idle, kept by --include-idle.
+        idle = ["--include-idle"] if case.kind in ("command", "http") else []
+        assert ("--include-idle" in (project / "wopeval.toml").read_text()) == bool(idle)
         suite = cli("suites", "from-runs", "--tag", "prod", "--suite-id", "my-agent.evals.prod",
-                    "--version", "1.0.0", "--agent", "my-agent", "-o", "recorded/prod.json")  # fmt: skip
+                    "--version", "1.0.0", "--agent", "my-agent", *idle,
+                    "-o", "recorded/prod.json")  # fmt: skip
         assert suite.code == 0, suite.stdout + suite.stderr
-        for service in services:  # the replay must not need them
+        for service in tools:  # the replay must not need them
             service.terminate()
             service.wait(timeout=30)
         before = model.stats.requests

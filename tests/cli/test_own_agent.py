@@ -66,7 +66,7 @@ class Shell:
 
     def run(self, body: str) -> subprocess.CompletedProcess[str]:
         restore = f'[ -f "{self.state}" ] && . "{self.state}"\ncd "$(cat "{self.where}")"\n'
-        keep = f"trap 'declare -px > \"{self.state}\"; pwd > \"{self.where}\"' EXIT\n"
+        keep = f'trap \'declare -px > "{self.state}"; pwd > "{self.where}"\' EXIT\n'
         return subprocess.run(
             ["bash", "-e", "-o", "pipefail", "-c", restore + keep + body],
             env=self.env, capture_output=True, text=True, timeout=BLOCK_TIMEOUT_SECONDS,

@@ -88,7 +88,7 @@ def render(choices: Choices) -> dict[str, str]:
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
-        autoescape=False,  # noqa: S701 — the output is source code and TOML, not HTML
+        autoescape=False,  # the output is source code and TOML, not HTML
     )
     mcp = choices.tool == "mcp"
     tool_name = "orders:lookup_order" if mcp else "lookup_order"
@@ -107,10 +107,13 @@ def render(choices: Choices) -> dict[str, str]:
         "tool_port": choices.tool_port,
         # An MCP tool's result as the boundary records it: content blocks and the object.
         "fixture_response": (
-            {"content": [{"type": "text", "text": json.dumps(THE_ORDER)}],
-             "structuredContent": THE_ORDER}
-            if mcp else THE_ORDER
-        ),  # fmt: skip
+            {
+                "content": [{"type": "text", "text": json.dumps(THE_ORDER)}],
+                "structuredContent": THE_ORDER,
+            }
+            if mcp
+            else THE_ORDER
+        ),
         "extra_install": f' "{extra}"' if extra else "",
     }
     files = {

@@ -62,7 +62,9 @@ def init(
     """
     kind = _asked(kind, "The agent's kind", KINDS)
     if kind == "llm":
-        framework = _asked(framework, "Its framework", {n: t for n, (t, _, _) in FRAMEWORKS.items()})
+        framework = _asked(
+            framework, "Its framework", {n: t for n, (t, _, _) in FRAMEWORKS.items()}
+        )
     tool = _asked(tool, "Its tools", TOOLS)
     choices = Choices(kind, tool, framework, agent_port, tool_port)
     try:
@@ -78,4 +80,6 @@ def init(
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
         typer.echo(f"wrote {target}")
-    typer.echo(f"Next: cd {directory} and follow docs/own-agent.md (wopeval.toml says what to run).")
+    typer.echo(
+        f"Next: cd {directory} and follow docs/own-agent.md (wopeval.toml says what to run)."
+    )
