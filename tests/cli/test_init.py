@@ -173,6 +173,17 @@ def test_init_asks_what_no_flag_says(tmp_path: Path) -> None:
     assert "[[mcp_servers]]" in (tmp_path / "wopeval.toml").read_text()
 
 
+def test_init_with_nobody_to_ask_says_which_flag_answers(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [str(Path(sys.executable).with_name("wopeval")), "init", str(tmp_path / "p")],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == USAGE_ERROR
+    said = " ".join(done.stderr.split())
+    assert "The agent's kind: no answer on stdin; give it as a flag" in said
+    assert not (tmp_path / "p").exists()
+
+
 @pytest.mark.parametrize(
     ("flags", "said"),
     [

@@ -25,7 +25,10 @@ def _asked(value: str | None, question: str, choices: dict[str, str]) -> str:
         return value
     for name, meaning in choices.items():
         typer.echo(f"  {name:<14} {meaning}")
-    return Prompt.ask(question, choices=list(choices), default=next(iter(choices)))
+    try:
+        return Prompt.ask(question, choices=list(choices), default=next(iter(choices)))
+    except EOFError:  # no terminal to ask (a script, CI): say which flag answers it
+        fail(f"{question}: no answer on stdin; give it as a flag ({', '.join(choices)})")
 
 
 def init(
