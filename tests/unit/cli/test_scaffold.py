@@ -42,7 +42,10 @@ def test_each_file_parses_as_what_it_is(choices: Choices) -> None:
     assert suite.targetAgentId == "my-agent"
     assert json.loads(files["workflows/my-agent.json"])["id"] == "my-agent"
     workflow = yaml.safe_load(files[".github/workflows/wopeval.yml"])
+    steps = [step.get("name") for step in workflow["jobs"]["eval"]["steps"]]
     assert "wopeval eval prod --offline" in json.dumps(workflow)
+    # The replay runs the agent: a service agent must be up for it, nothing else.
+    assert ("Start the agent service" in steps) == (choices.kind == "http")
     for path, text in files.items():
         if path.endswith(".py"):
             compile(text, path, "exec")
