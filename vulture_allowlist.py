@@ -105,3 +105,4 @@ _.framework_venvs
 _.compare
 _.conformance
 _.explain
+_.init

@@ -11,7 +11,6 @@ agent changed between them as the README says.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -23,11 +22,10 @@ import pytest
 
 from _processes import child_env
 
+from ._doc_blocks import runnable_blocks
+
 REPOSITORY = Path(__file__).resolve().parents[2]
 README = REPOSITORY / "README.md"
-MARKED = re.compile(
-    r"<!-- readme: (runs [\w-]+|synopsis|illustrative) -->\n```(\w*)\n(.*?)\n```", re.S
-)
 DEFAULT_PORT = 8737
 TIMEOUT_SECONDS = 300.0
 REGRESSED = 2
@@ -38,12 +36,7 @@ WHOLE_TEST_TIMEOUT = pytest.mark.timeout(900)
 
 def blocks() -> dict[str, tuple[str, str]]:
     """Each runnable block by name: (language, text)."""
-    text = README.read_text(encoding="utf-8")
-    fences = text.count("\n```") // 2
-    marked = MARKED.findall(text)
-    assert len(marked) == fences, "every fenced block of README.md carries a readme marker"
-    return {kind.removeprefix("runs "): (language, body) for kind, language, body in marked
-            if kind.startswith("runs ")}  # fmt: skip
+    return runnable_blocks(README)
 
 
 def environment() -> dict[str, str]:

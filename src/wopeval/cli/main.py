@@ -79,6 +79,11 @@ COMMANDS = (
         "Record a support agent's runs, replay them to a changed agent, and show the verdict.",
     ),
     Deferred(
+        "init",
+        "wopeval.cli.init:init",
+        "Write a working project for your own agent: wopeval.toml, agent, tools, suite, CI.",
+    ),
+    Deferred(
         "run",
         "wopeval.cli.run:run",
         "Create a workflow run, follow it, and print its id, status and decision.",
