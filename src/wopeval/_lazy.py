@@ -18,6 +18,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+_GUARDS = ("TYPE_CHECKING", "typing.TYPE_CHECKING")
+
 
 def exports(package: str) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
     """The package's `__getattr__` and `__dir__`: each name imported in its
@@ -41,16 +43,12 @@ def exports(package: str) -> tuple[Callable[[str], object], Callable[[], list[st
 
 
 def _type_checking_imports(source: Path) -> dict[str, tuple[str, str]]:
-    """Each name the `if TYPE_CHECKING:` block at the module's top level imports, with the
-    module and the name it comes from."""
+    """Each name the `if [typing.]TYPE_CHECKING:` block at the module's top level imports,
+    with the module and the name it comes from."""
     tree = ast.parse(source.read_text(encoding="utf-8"))
     found: dict[str, tuple[str, str]] = {}
     for node in tree.body:
-        if not (
-            isinstance(node, ast.If)
-            and isinstance(node.test, ast.Name)
-            and node.test.id == "TYPE_CHECKING"
-        ):
+        if not (isinstance(node, ast.If) and ast.unparse(node.test) in _GUARDS):
             continue
         for statement in node.body:
             if isinstance(statement, ast.ImportFrom) and statement.module and not statement.level:

@@ -5,9 +5,9 @@ server stack only when an embedded host starts, and the eval domain only when
 it judges, so a command that just reads a remote host starts quickly.
 """
 
-from typing import TYPE_CHECKING
+import typing
 
-if TYPE_CHECKING:
+if typing.TYPE_CHECKING:
     from wopeval.client._answers import (
         EventsPage,
         RunCreated,
@@ -77,9 +77,9 @@ if TYPE_CHECKING:
     from wopeval.client._wire import ClientError, HostError, Unreachable, WireClient
 else:
     # Each name's module is imported when the name is first read (wopeval/_lazy.py).
-    from wopeval._lazy import exports
+    from wopeval import _lazy
 
-    __getattr__, __dir__ = exports(__name__)
+    __getattr__, __dir__ = _lazy.exports(__name__)
 
 __all__ = [
     "DEFAULT_ALPHA",

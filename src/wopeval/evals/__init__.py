@@ -9,9 +9,9 @@ what changed in the tools an agent is offered since a recording.
 Call sites use `evals.<name>`.
 """
 
-from typing import TYPE_CHECKING
+import typing
 
-if TYPE_CHECKING:
+if typing.TYPE_CHECKING:
     from wopeval.evals._calibration import (
         Calibration,
         CalibrationFloor,
@@ -142,9 +142,9 @@ if TYPE_CHECKING:
     from wopeval.wire.summary import Verdict
 else:
     # Each name's module is imported when the name is first read (wopeval/_lazy.py).
-    from wopeval._lazy import exports
+    from wopeval import _lazy
 
-    __getattr__, __dir__ = exports(__name__)
+    __getattr__, __dir__ = _lazy.exports(__name__)
 
 __all__ = [
     "ANSWER_FORMAT",

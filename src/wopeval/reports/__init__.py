@@ -1,8 +1,8 @@
 """Reports of an eval run: pure functions from a summary (and why its tasks failed) to text."""
 
-from typing import TYPE_CHECKING
+import typing
 
-if TYPE_CHECKING:
+if typing.TYPE_CHECKING:
     from wopeval.reports._age import age_text, parse_instant
     from wopeval.reports._why import (
         SERVED_LABELS,
@@ -33,9 +33,9 @@ if TYPE_CHECKING:
     from wopeval.reports.markdown import markdown_report
 else:
     # Each name's module is imported when the name is first read (wopeval/_lazy.py).
-    from wopeval._lazy import exports
+    from wopeval import _lazy
 
-    __getattr__, __dir__ = exports(__name__)
+    __getattr__, __dir__ = _lazy.exports(__name__)
 
 __all__ = [
     "SERVED_LABELS",
