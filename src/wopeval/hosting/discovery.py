@@ -53,33 +53,36 @@ class Owner:
 def serving_owner(data_dir: Path, database: Path) -> Owner | None:
     """The live `wopeval serve` that owns the SQLite file `database`, found without taking
     its lease: the lease's lock is held (`store/lease.py`: an exclusive flock on
-    `<database>.lock`), and `data_dir` holds a live announcement naming that database.
+    `<database>.lock`, the file holding its owner's pid), and `data_dir` holds a live
+    announcement naming that database, by that pid when the lock file names one.
 
     None when the lock is free, or when its holder did not announce itself here: the caller
     then takes the lease as usual, which tells those cases apart.
     """
-    if not _locked(database.with_name(database.name + ".lock")):
-        return None
+    held, holder = _lock_holder(database.with_name(database.name + ".lock"))
     found = read_announcement(data_dir)
-    if found is None or found.database != str(database) or not alive(found.pid):
+    if not held or found is None or found.database != str(database) or not alive(found.pid):
+        return None
+    if holder is not None and holder != found.pid:
         return None
     return Owner(found.database, found.pid, found.url)
 
 
-def _locked(lock_file: Path) -> bool:
-    """Whether another process holds an exclusive flock on `lock_file` now; a shared probe,
-    let go at once, so it can never hold the lease itself."""
+def _lock_holder(lock_file: Path) -> tuple[bool, int | None]:
+    """Whether another process holds an exclusive flock on `lock_file` now, and the pid the
+    file names; a shared probe, let go at once, so it can never hold the lease itself."""
     try:
         fd = os.open(lock_file, os.O_RDONLY)
     except OSError:  # none yet, or not ours to read: taking the lease will say
-        return False
+        return False, None
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:
-        return True
+        digits = os.read(fd, 32).decode(errors="replace").strip()
+        return True, int(digits) if digits.isdigit() else None
     finally:
         os.close(fd)  # closing the descriptor lets go of the probe's shared lock
-    return False
+    return False, None
 
 
 def read_announcement(data_dir: Path) -> Announcement | None:

@@ -44,8 +44,10 @@ def test_a_held_lease_without_a_live_announcement_of_this_database_is_left_to_th
         assert serving_owner(tmp_path, database) is None  # held, but nobody announced
         _announce(tmp_path, tmp_path / "other.db", os.getpid())
         assert serving_owner(tmp_path, database) is None  # announced for another database
-        dead = 2**22 + 1  # above the default pid_max: no such process
+        dead = 2**22 + 1  # above the largest pid_max: no such process
         _announce(tmp_path, database, dead)
         assert serving_owner(tmp_path, database) is None  # its writer is gone
+        _announce(tmp_path, database, os.getppid())
+        assert serving_owner(tmp_path, database) is None  # alive, but not the lock's holder
     finally:
         lease.release()
