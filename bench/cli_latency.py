@@ -3,7 +3,9 @@
 Each command is run `--runs` times in a fresh process, one after the other, and
 timed from the spawn to the exit (wall time, `time.perf_counter`); the median and
 the 90th percentile are printed beside the anchor, the same interpreter doing
-nothing (`python -c pass`), measured in the same run just before:
+nothing (`python -c pass`), measured in the same run just before. The median CPU
+time of the command's process (user + system, from `getrusage`) is printed too: on
+a busy machine the wall time waits for the other processes, its CPU time much less:
 
 - `wopeval --version` and `wopeval --help`: start-up alone (issue 28: ≤ 0.3 s);
 - `wopeval runs list --data-dir D` with no `serve` running: the command starts an
@@ -23,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -47,6 +50,9 @@ class Timing:
     ratio_to_anchor: float
     """The median over the anchor's median: what carries across machines."""
     runs_s: list[float]
+    cpu_median_s: float
+    """The median of the process's own user + system seconds (its children's included)."""
+    cpu_runs_s: list[float]
 
 
 @dataclass
@@ -67,13 +73,21 @@ def _environment() -> dict[str, str]:
     return env
 
 
-def _once(argv: list[str], cwd: Path) -> float:
+def _once(argv: list[str], cwd: Path) -> tuple[float, float]:
+    """Wall seconds from spawn to exit, and the CPU seconds the finished process used."""
+    before = _children_cpu()
     started = time.perf_counter()
     done = subprocess.run(argv, capture_output=True, text=True, cwd=cwd, env=_environment())
     took = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} exited {done.returncode}:\n{done.stdout}{done.stderr}")
-    return took
+    return took, _children_cpu() - before
+
+
+def _children_cpu() -> float:
+    """User + system seconds of this process's reaped children (the serve is reaped last)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _p90(values: list[float]) -> float:
@@ -85,7 +99,9 @@ def _p90(values: list[float]) -> float:
 def measure(
     label: str, argv: list[str], runs: int, cwd: Path, target: float | None, anchor: float | None
 ) -> Timing:
-    taken = [_once(argv, cwd) for _ in range(runs)]
+    measured = [_once(argv, cwd) for _ in range(runs)]
+    taken = [wall for wall, _ in measured]
+    cpu = [used for _, used in measured]
     median = statistics.median(taken)
     timing = Timing(
         command=label,
@@ -94,6 +110,8 @@ def measure(
         p90_s=_p90(taken),
         ratio_to_anchor=median / anchor if anchor else 1.0,
         runs_s=taken,
+        cpu_median_s=statistics.median(cpu),
+        cpu_runs_s=cpu,
     )
     verdict = (
         ""
@@ -102,7 +120,7 @@ def measure(
     )
     print(
         f"{label:44} median {median:6.3f} s  p90 {timing.p90_s:6.3f} s"
-        f"  {timing.ratio_to_anchor:5.1f}× the anchor{verdict}",
+        f"  {timing.ratio_to_anchor:5.1f}× the anchor  cpu {timing.cpu_median_s:5.3f} s{verdict}",
         flush=True,
     )
     return timing

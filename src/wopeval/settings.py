@@ -140,7 +140,11 @@ class Settings(BaseSettings):
     def resolved_database_url(self) -> str:
         if self.database_url:
             return self.database_url
-        return f"sqlite:///{(self.data_dir / 'wopeval.db').resolve()}"
+        return f"sqlite:///{self.default_database()}"
+
+    def default_database(self) -> Path:
+        """The SQLite file used when no `database_url` is given, in the data directory."""
+        return (self.data_dir / "wopeval.db").resolve()
 
 
 def parse_api_keys(pairs: list[str]) -> dict[str, str]:

@@ -4,6 +4,10 @@
 the store, the server stack or a model SDK; `--help` still lists every command with
 the first paragraph of its own help. An embedded command on a database already at
 the newest revision loads neither Alembic nor a model SDK it has no agent for.
+A listing against a running host, named by `--url` or found through the data
+directory it serves, loads the wire client and the listing's own modules: no server
+stack, no store, and none of the client's other parts (baselines, reports, the
+embedded host).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from _processes import WOPEVAL, child_env
+from _processes import WOPEVAL, ServeOptions, ServeProcess, child_env
 from wopeval.cli.main import COMMANDS
 
 HOST_ERROR = 4
@@ -51,6 +55,30 @@ NOT_FOR_A_REMOTE_HOST = tuple(
     if name not in ("pydantic", "httpx", "wopeval.client", "wopeval.wire")
 )
 """A command given `--url` speaks the wire: it starts no host, so loads no server stack."""
+NOT_FOR_A_REMOTE_LISTING = (
+    *NOT_FOR_A_REMOTE_HOST,
+    "wopeval.hosting.app",
+    "wopeval.hosting.credentials",
+    "wopeval.client._baselines",
+    "wopeval.client._embedded",
+    "wopeval.client._suite_from_runs",
+    "wopeval.client._request",
+    "wopeval.reports.html",
+    "wopeval.reports.markdown",
+    "wopeval.evals._verdict",
+    "wopeval.settings",
+    "pydantic_settings",
+)
+"""What `runs list --url` against a plain-http host never loads: the server stack, the
+client's parts a listing does not use (each package imports a name's module when it
+is read: wopeval/_lazy.py), nor the settings."""
+NOT_FOR_A_SERVED_LISTING = tuple(
+    name
+    for name in NOT_FOR_A_REMOTE_LISTING
+    if name not in ("wopeval.settings", "pydantic_settings", "wopeval.client._embedded")
+)
+"""`runs list --data-dir D` while a `wopeval serve` owns D's SQLite file: it reads the
+settings and finds the serve before it would take the lease (hosting/discovery.py)."""
 NOT_FOR_A_LISTING = ("alembic", "anthropic", "openai", "mcp", "mcp_types", "psycopg")
 """What an embedded `runs list` on SQLite at head, with no LLM agent and no MCP server,
 never loads."""
@@ -109,6 +137,24 @@ def test_a_command_on_a_remote_host_loads_no_server_stack() -> None:
         modules = _imported("runs", "list", "--url", url, "--api-key", "k", code=HOST_ERROR)
     assert "wopeval.client" in modules
     assert _within(modules, NOT_FOR_A_REMOTE_HOST) == []
+
+
+def test_a_listing_from_a_running_serve_loads_no_server_stack_nor_store(
+    tmp_path: Path,
+) -> None:
+    data_dir = tmp_path / "served"
+    serve = ServeProcess(ServeOptions(data_dir, None), tmp_path / "serve.log")
+    try:
+        serve.wait_up()
+        key = (data_dir / "dev-api-key").read_text().strip()
+        remote = _imported("runs", "list", "--url", serve.url, "--api-key", key)
+        assert "wopeval.cli._render" in remote  # it listed
+        assert _within(remote, NOT_FOR_A_REMOTE_LISTING) == []
+        served = _imported("runs", "list", "--data-dir", str(data_dir))
+        assert "wopeval.hosting.discovery" in served  # it found the serve through D
+        assert _within(served, NOT_FOR_A_SERVED_LISTING) == []
+    finally:
+        serve.stop()
 
 
 def test_an_embedded_listing_at_head_loads_neither_alembic_nor_a_model_sdk(

@@ -23,6 +23,7 @@ import wopeval
 PACKAGE = Path(wopeval.__file__).parent
 
 ALLOWED: dict[str, set[str]] = {
+    "_lazy": set(),
     "wire": set(),
     "evals": {"wire"},
     "settings": {"wire"},
@@ -109,8 +110,9 @@ def _imported_layers(path: Path) -> set[str]:
     found: set[str] = set()
     for module in _imported_modules(path):
         parts = module.split(".")
-        # `from wopeval import __version__` names the package's own version, not a layer.
-        if parts[0] == "wopeval" and len(parts) > 1 and not parts[1].startswith("__"):
+        # `from wopeval import __version__` names the package's own version, not a layer, and
+        # `wopeval._lazy` (how a package defers its names' imports) lies beneath every layer.
+        if parts[0] == "wopeval" and len(parts) > 1 and not parts[1].startswith("_"):
             found.add(parts[1])
     return found
 

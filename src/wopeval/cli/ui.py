@@ -88,7 +88,7 @@ def _show(url: str, settings: Settings, *, open_browser: bool) -> None:
 def _which_key(settings: Settings) -> str:
     if settings.api_keys:
         return "one of the API keys this host is configured with (WOPEVAL_API_KEYS)"
-    from wopeval.hosting.credentials import DEV_KEY_FILE  # the server stack loads only here
+    from wopeval.hosting.discovery import DEV_KEY_FILE
 
     key_file: Path = settings.data_dir / DEV_KEY_FILE
     return f"the API key of tenant 'dev', in {key_file}"

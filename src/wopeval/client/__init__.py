@@ -5,73 +5,81 @@ server stack only when an embedded host starts, and the eval domain only when
 it judges, so a command that just reads a remote host starts quickly.
 """
 
-from wopeval.client._answers import (
-    EventsPage,
-    RunCreated,
-    RunPage,
-    RunSnapshot,
-    SuiteLine,
-    SuiteListing,
-)
-from wopeval.client._baselines import LATEST_PREFIX, PickedBaseline, latest_baseline
-from wopeval.client._capabilities import (
-    MissingCapability,
-    missing_capability,
-    require_eval_capabilities,
-)
-from wopeval.client._embedded import (
-    DatabaseInUse,
-    EmbeddedHost,
-    configured_key,
-    embedded_client,
-    embedded_settings,
-)
-from wopeval.client._fixture_maps import read_fixture_map, under_tenant
-from wopeval.client._follow import (
-    POLL_WAIT_SECONDS,
-    RunWatch,
-    all_events,
-    follow,
-    require_completed,
-    run_outputs,
-)
-from wopeval.client._invocations import RunInvocations, fetch_invocations
-from wopeval.client._recorded_runs import runs_by_id, runs_by_tag
-from wopeval.client._request import (
-    DERIVED_PATCH_BASE,
-    EVAL_MODES,
-    EvalRequest,
-    default_modes,
-    parse_fixture_runs,
-    parse_modes,
-    planned_trials,
-    publish_extra_trials_variant,
-    publish_trials_variant,
-    readable_suite,
-    suite_id_of,
-    trials_version,
-    with_trials,
-)
-from wopeval.client._suite_from_runs import (
-    EXPECT_STRATEGIES,
-    ExpectStrategy,
-    RecordedRun,
-    SuiteFromRuns,
-    TaskIdRule,
-    build_suite,
-    recorded_run,
-)
-from wopeval.client._summaries import (
-    DEFAULT_ALPHA,
-    baseline_facts,
-    compare_runs,
-    ensure_verdict,
-    fetch_summary,
-    run_facts,
-    summary_from_wire,
-)
-from wopeval.client._tasks import fetch_why, with_details
-from wopeval.client._wire import ClientError, HostError, Unreachable, WireClient
+import typing
+
+if typing.TYPE_CHECKING:
+    from wopeval.client._answers import (
+        EventsPage,
+        RunCreated,
+        RunPage,
+        RunSnapshot,
+        SuiteLine,
+        SuiteListing,
+    )
+    from wopeval.client._baselines import LATEST_PREFIX, PickedBaseline, latest_baseline
+    from wopeval.client._capabilities import (
+        MissingCapability,
+        missing_capability,
+        require_eval_capabilities,
+    )
+    from wopeval.client._embedded import (
+        DatabaseInUse,
+        EmbeddedHost,
+        configured_key,
+        embedded_client,
+        embedded_settings,
+    )
+    from wopeval.client._fixture_maps import read_fixture_map, under_tenant
+    from wopeval.client._follow import (
+        POLL_WAIT_SECONDS,
+        RunWatch,
+        all_events,
+        follow,
+        require_completed,
+        run_outputs,
+    )
+    from wopeval.client._invocations import RunInvocations, fetch_invocations
+    from wopeval.client._recorded_runs import runs_by_id, runs_by_tag
+    from wopeval.client._request import (
+        DERIVED_PATCH_BASE,
+        EVAL_MODES,
+        EvalRequest,
+        default_modes,
+        parse_fixture_runs,
+        parse_modes,
+        planned_trials,
+        publish_extra_trials_variant,
+        publish_trials_variant,
+        readable_suite,
+        suite_id_of,
+        trials_version,
+        with_trials,
+    )
+    from wopeval.client._suite_from_runs import (
+        EXPECT_STRATEGIES,
+        ExpectStrategy,
+        RecordedRun,
+        SuiteFromRuns,
+        TaskIdRule,
+        build_suite,
+        recorded_run,
+    )
+    from wopeval.client._summaries import (
+        DEFAULT_ALPHA,
+        baseline_facts,
+        compare_runs,
+        ensure_verdict,
+        fetch_summary,
+        run_facts,
+        summary_from_wire,
+    )
+    from wopeval.client._tasks import fetch_why, with_details
+    from wopeval.client._wire import ClientError, HostError, Unreachable, WireClient
+else:
+    # Each name's module is imported when the name is first read (wopeval/_lazy.py).
+    from wopeval import _lazy
+
+    __getattr__, __dir__ = _lazy.exports(__name__)
 
 __all__ = [
     "DEFAULT_ALPHA",

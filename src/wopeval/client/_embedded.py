@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from wopeval.client._wire import ClientError, WireClient
+from wopeval.hosting.discovery import DEV_KEY_FILE, DEV_TENANT, Owner, serving_owner
 from wopeval.settings import Settings
 from wopeval.wire.task_detail import ToolsChangedPolicy
 
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     # uvicorn (with the server stack) is loaded by `start`: a `--url` command runs no host.
     import uvicorn
 
-    from wopeval.hosting.ownership import DatabaseOwned, Lease
+    from wopeval.hosting.ownership import Lease
 
 START_DEADLINE_SECONDS = 60.0
 STOP_DEADLINE_SECONDS = 30.0
@@ -40,7 +41,7 @@ STOP_DEADLINE_SECONDS = 30.0
 class DatabaseInUse(ClientError):
     """Another live process owns the database an embedded host would use; nothing started."""
 
-    def __init__(self, owner: DatabaseOwned) -> None:
+    def __init__(self, owner: Owner) -> None:
         super().__init__(f"{owner}; stop it first, or pass the --url of a host serving it")
         self.owner = owner
 
@@ -83,7 +84,7 @@ class EmbeddedHost:
         try:
             lease = claim(self.settings)
         except DatabaseOwned as owned:
-            raise DatabaseInUse(owned) from None
+            raise DatabaseInUse(owned.owner) from None
         except DatabaseUnreachable as unreachable:
             raise ClientError(f"the embedded host did not start: {unreachable}") from None
         try:
@@ -218,8 +219,6 @@ def configured_key(settings: Settings, api_key: str | None) -> str | None:
     dev's, or the only one); None when it has neither."""
     if api_key:
         return api_key
-    from wopeval.hosting.credentials import DEV_TENANT  # lazy, as in `EmbeddedHost.start`
-
     if not settings.api_keys:
         return None
     if DEV_TENANT in settings.api_keys:
@@ -237,13 +236,20 @@ def embedded_client(
 
     A live `wopeval serve` owns it: the client talks to that host (`notify` says so)
     and nothing is started. Nobody does: a host is started here and stopped after.
+    A serve that owns the default SQLite file is found before the lease is tried, from
+    its announcement and the held lock (`discovery`), so that case loads no store.
     """
     host = EmbeddedHost(settings)
-    owner: DatabaseOwned | None = None
-    try:
-        host.start()
-    except DatabaseInUse as in_use:
-        owner = in_use.owner
+    owner = (
+        None
+        if settings.database_url
+        else serving_owner(settings.data_dir, settings.default_database())
+    )
+    if owner is None:
+        try:
+            host.start()
+        except DatabaseInUse as in_use:
+            owner = in_use.owner
     if owner is not None:
         if not settings.live_tools:
             raise ClientError(
@@ -273,11 +279,9 @@ def embedded_client(
 
 
 def _owner_client(
-    settings: Settings, api_key: str | None, owner: DatabaseOwned, notify: Callable[[str], None]
+    settings: Settings, api_key: str | None, owner: Owner, notify: Callable[[str], None]
 ) -> WireClient:
     """A client on the live host that owns the database, with the key the command has."""
-    from wopeval.hosting.credentials import DEV_KEY_FILE
-
     if owner.url is None:
         raise ClientError(
             f"{owner}: let it finish or stop it, or pass the --url and --api-key of the host "

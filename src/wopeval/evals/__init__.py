@@ -9,134 +9,142 @@ what changed in the tools an agent is offered since a recording.
 Call sites use `evals.<name>`.
 """
 
-from wopeval.evals._calibration import (
-    Calibration,
-    CalibrationFloor,
-    Confusion,
-    LabelledVerdict,
-    calibrate,
-)
-from wopeval.evals._canonical import args_hash, canonical_json, compact_json, json_equal
-from wopeval.evals._create_rules import (
-    BaselineFacts,
-    SourceFacts,
-    check_baseline_fields,
-    check_eval_only_fields,
-    check_fixture_runs_fields,
-    is_usable_baseline,
-    is_usable_source,
-    resolve_eval_modes,
-)
-from wopeval.evals._derive import (
-    CallStatus,
-    RecordedCall,
-    RecordedStatus,
-    ServedBy,
-    derive_fixture_documents,
-    derive_fixtures,
-    fixtures_of,
-    has_failed_call,
-    own_calls,
-)
-from wopeval.evals._executed import ExecutedCall, ServedAs
-from wopeval.evals._golden import grade_golden, stringify
-from wopeval.evals._grade import Grade
-from wopeval.evals._graders import (
-    check_known_graders,
-    grade_task,
-    graders_named,
-)
-from wopeval.evals._idle import IdleReason, describe_idle, idle_reasons, missing_model_calls
-from wopeval.evals._jsondiff import Found, PathChange, json_diff, subset_diff, value_at
-from wopeval.evals._judge_part import CriterionGrade, JudgePart
-from wopeval.evals._live_tasks import tasks_reaching_live_tools
-from wopeval.evals._matcher import (
-    FixtureCursor,
-    FixtureHit,
-    FixtureMiss,
-    GoLive,
-    Missed,
-    Served,
-    args_match,
-    is_json_subset,
-    select_entry,
-)
-from wopeval.evals._miss import MissDetail, closest_entry
-from wopeval.evals._model_fixture import DEFAULT_API, ModelFixture
-from wopeval.evals._model_miss import ModelMiss
-from wopeval.evals._models import (
-    ModelPrice,
-    ModelReplayCursor,
-    ModelServedBy,
-    RecordedExchange,
-    derive_model_fixtures,
-    exchange_cost,
-    model_request_hash,
-)
-from wopeval.evals._more_trials import (
-    MORE_TRIALS_CAP,
-    MoreTrials,
-    PassCounts,
-    Undecided,
-    inconclusive_more_trials,
-    more_trials_needed,
-)
-from wopeval.evals._policy import (
-    DEFAULT_POLICY,
-    DEFAULT_TRIALS,
-    PassPolicy,
-    effective_policy,
-    effective_trials,
-    trials_pass,
-)
-from wopeval.evals._pool import MAX_TRIALS_PER_RUN, allocate_trials, pool_summaries
-from wopeval.evals._rubric import (
-    ANSWER_FORMAT,
-    DEFAULT_TEMPLATE,
-    TEMPLATE_FIELDS,
-    JudgementUnreadable,
-    JudgeRules,
-    JudgeScale,
-    judge_prompt,
-    judged_output,
-    read_judgement,
-    rubric_grade,
-    unjudged_grade,
-    weighted_score,
-)
-from wopeval.evals._run_diff import LoggedRun, diff_logs
-from wopeval.evals._suite_ref import (
-    SUITE_REF_PATTERN,
-    FixtureSuiteRef,
-    SuiteRef,
-    VersionedSuiteRef,
-    parse_suite_ref,
-)
-from wopeval.evals._summary import (
-    DEFAULT_PASS_SCORE,
-    TrialOutcome,
-    p95,
-    summarise,
-    summarise_task,
-    with_regression,
-)
-from wopeval.evals._tool_contracts import (
-    ListedTool,
-    ServerListing,
-    describe_tool_changes,
-    listing_digest,
-    tools_changed,
-)
-from wopeval.evals._trajectory import grade_trajectory
-from wopeval.evals._verdict import (
-    DEFAULT_ALPHA,
-    PairedVerdict,
-    TaskVerdict,
-    fisher_p,
-    holm_adjust,
-    paired_verdict,
-)
-from wopeval.wire.summary import Verdict
+import typing
+
+if typing.TYPE_CHECKING:
+    from wopeval.evals._calibration import (
+        Calibration,
+        CalibrationFloor,
+        Confusion,
+        LabelledVerdict,
+        calibrate,
+    )
+    from wopeval.evals._canonical import args_hash, canonical_json, compact_json, json_equal
+    from wopeval.evals._create_rules import (
+        BaselineFacts,
+        SourceFacts,
+        check_baseline_fields,
+        check_eval_only_fields,
+        check_fixture_runs_fields,
+        is_usable_baseline,
+        is_usable_source,
+        resolve_eval_modes,
+    )
+    from wopeval.evals._derive import (
+        CallStatus,
+        RecordedCall,
+        RecordedStatus,
+        ServedBy,
+        derive_fixture_documents,
+        derive_fixtures,
+        fixtures_of,
+        has_failed_call,
+        own_calls,
+    )
+    from wopeval.evals._executed import ExecutedCall, ServedAs
+    from wopeval.evals._golden import grade_golden, stringify
+    from wopeval.evals._grade import Grade
+    from wopeval.evals._graders import (
+        check_known_graders,
+        grade_task,
+        graders_named,
+    )
+    from wopeval.evals._idle import IdleReason, describe_idle, idle_reasons, missing_model_calls
+    from wopeval.evals._jsondiff import Found, PathChange, json_diff, subset_diff, value_at
+    from wopeval.evals._judge_part import CriterionGrade, JudgePart
+    from wopeval.evals._live_tasks import tasks_reaching_live_tools
+    from wopeval.evals._matcher import (
+        FixtureCursor,
+        FixtureHit,
+        FixtureMiss,
+        GoLive,
+        Missed,
+        Served,
+        args_match,
+        is_json_subset,
+        select_entry,
+    )
+    from wopeval.evals._miss import MissDetail, closest_entry
+    from wopeval.evals._model_fixture import DEFAULT_API, ModelFixture
+    from wopeval.evals._model_miss import ModelMiss
+    from wopeval.evals._models import (
+        ModelPrice,
+        ModelReplayCursor,
+        ModelServedBy,
+        RecordedExchange,
+        derive_model_fixtures,
+        exchange_cost,
+        model_request_hash,
+    )
+    from wopeval.evals._more_trials import (
+        MORE_TRIALS_CAP,
+        MoreTrials,
+        PassCounts,
+        Undecided,
+        inconclusive_more_trials,
+        more_trials_needed,
+    )
+    from wopeval.evals._policy import (
+        DEFAULT_POLICY,
+        DEFAULT_TRIALS,
+        PassPolicy,
+        effective_policy,
+        effective_trials,
+        trials_pass,
+    )
+    from wopeval.evals._pool import MAX_TRIALS_PER_RUN, allocate_trials, pool_summaries
+    from wopeval.evals._rubric import (
+        ANSWER_FORMAT,
+        DEFAULT_TEMPLATE,
+        TEMPLATE_FIELDS,
+        JudgementUnreadable,
+        JudgeRules,
+        JudgeScale,
+        judge_prompt,
+        judged_output,
+        read_judgement,
+        rubric_grade,
+        unjudged_grade,
+        weighted_score,
+    )
+    from wopeval.evals._run_diff import LoggedRun, diff_logs
+    from wopeval.evals._suite_ref import (
+        SUITE_REF_PATTERN,
+        FixtureSuiteRef,
+        SuiteRef,
+        VersionedSuiteRef,
+        parse_suite_ref,
+    )
+    from wopeval.evals._summary import (
+        DEFAULT_PASS_SCORE,
+        TrialOutcome,
+        p95,
+        summarise,
+        summarise_task,
+        with_regression,
+    )
+    from wopeval.evals._tool_contracts import (
+        ListedTool,
+        ServerListing,
+        describe_tool_changes,
+        listing_digest,
+        tools_changed,
+    )
+    from wopeval.evals._trajectory import grade_trajectory
+    from wopeval.evals._verdict import (
+        DEFAULT_ALPHA,
+        PairedVerdict,
+        TaskVerdict,
+        fisher_p,
+        holm_adjust,
+        paired_verdict,
+    )
+    from wopeval.wire.summary import Verdict
+else:
+    # Each name's module is imported when the name is first read (wopeval/_lazy.py).
+    from wopeval import _lazy
+
+    __getattr__, __dir__ = _lazy.exports(__name__)
 
 __all__ = [
     "ANSWER_FORMAT",

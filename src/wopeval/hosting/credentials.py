@@ -17,11 +17,10 @@ from pathlib import Path
 
 from wopeval.api.auth import Authenticator, hash_key, key_id
 from wopeval.engine.runlog.steps import now
+from wopeval.hosting.discovery import DEV_KEY_FILE, DEV_TENANT
 from wopeval.settings import Settings
 from wopeval.store import Store, replace_keys
 
-DEV_TENANT = "dev"
-DEV_KEY_FILE = "dev-api-key"
 Entry = tuple[str, str, str]
 """(key hash, key id, tenant), as the store keeps a key."""
 

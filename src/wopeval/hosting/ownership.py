@@ -7,21 +7,29 @@ The data directory is created 0700 (`private_directory`).
 A host that serves announces itself in `DATA_DIR/serve.json` (0600): pid, URL
 and database, written once it listens and withdrawn when it stops, so a CLI
 command on the same data directory can talk to it instead of starting a host
-of its own. A host that holds the lease watches it (`watch_lease`), and exits
-when another process has taken it.
+of its own (`discovery` finds it so, without loading the store). A host that
+holds the lease watches it (`watch_lease`), and exits when another process has
+taken it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import os
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
+from wopeval.hosting.discovery import (
+    ANNOUNCEMENT,
+    Announcement,
+    Owner,
+    alive,
+    read_announcement,
+    remove_announcement,
+)
 from wopeval.hosting.exits import DATABASE_OWNED_EXIT
 from wopeval.settings import Settings
 from wopeval.store import DatabaseUnreachable, Lease, LeaseHeld, database_name, take_lease
@@ -42,18 +50,6 @@ __all__ = [
 
 log = logging.getLogger("wopeval.host")
 
-ANNOUNCEMENT = "serve.json"
-
-
-@dataclass(frozen=True)
-class Announcement:
-    """What a serving host writes in its data directory."""
-
-    pid: int
-    url: str
-    database: str
-    """The database it owns, named as `database_name` names it."""
-
 
 class DatabaseOwned(LeaseHeld):
     """The database is owned by another live process; nothing was touched.
@@ -66,13 +62,12 @@ class DatabaseOwned(LeaseHeld):
         self.url = url
         """Where the owner serves, when it is a `wopeval serve` that announced itself."""
 
+    @property
+    def owner(self) -> Owner:
+        return Owner(self.database, self.pid, self.url)
+
     def __str__(self) -> str:
-        pid_text = f"pid {self.pid}" if self.pid is not None else "pid unknown"
-        if self.url is not None:
-            holder = f"a running `wopeval serve` ({pid_text}) at {self.url}"
-        else:
-            holder = f"another wopeval process ({pid_text}, no URL announced)"
-        return f"the database {self.database} is owned by {holder}"
+        return str(self.owner)
 
 
 def claim(settings: Settings) -> Lease:
@@ -90,10 +85,10 @@ def claim(settings: Settings) -> Lease:
             announced.pid if announced else held.pid,
             announced.url if announced else None,
         ) from None
-    stale = _read(settings.data_dir)
-    if stale is not None and (stale.database == database_name(url) or not _alive(stale.pid)):
+    stale = read_announcement(settings.data_dir)
+    if stale is not None and (stale.database == database_name(url) or not alive(stale.pid)):
         # Its writer no longer holds the lease: it was killed before it could withdraw it.
-        _remove(settings.data_dir)
+        remove_announcement(settings.data_dir)
     return lease
 
 
@@ -110,9 +105,9 @@ def announce(settings: Settings, url: str) -> None:
 
 def withdraw(settings: Settings) -> None:
     """Remove this process's announcement (another process's stays)."""
-    current = _read(settings.data_dir)
+    current = read_announcement(settings.data_dir)
     if current is not None and current.pid == os.getpid():
-        _remove(settings.data_dir)
+        remove_announcement(settings.data_dir)
 
 
 async def watch_lease(lease: Lease, interval: float) -> None:
@@ -149,34 +144,9 @@ def private_directory(path: Path) -> None:
 
 def _announcement_of(settings: Settings, pid: int | None) -> Announcement | None:
     """The live announcement of this database's owner in this data directory, if any."""
-    found = _read(settings.data_dir)
+    found = read_announcement(settings.data_dir)
     if found is None or found.database != database_name(settings.resolved_database_url()):
         return None
-    if not _alive(found.pid) or (pid is not None and pid != found.pid):
+    if not alive(found.pid) or (pid is not None and pid != found.pid):
         return None
     return found
-
-
-def _read(data_dir: Path) -> Announcement | None:
-    try:
-        document = json.loads((data_dir / ANNOUNCEMENT).read_text(encoding="utf-8"))
-        return Announcement(
-            pid=int(document["pid"]), url=str(document["url"]), database=str(document["database"])
-        )
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-def _remove(data_dir: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        (data_dir / ANNOUNCEMENT).unlink()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # alive, and someone else's
-        return True
-    return True

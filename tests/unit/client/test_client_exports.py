@@ -19,10 +19,11 @@ def _isort_key(name: str) -> tuple[int, list[int | str]]:
 
 @pytest.mark.parametrize("package", [client, demo, reports], ids=["client", "demo", "reports"])
 def test_all_is_complete_and_sorted(package: types.ModuleType) -> None:
+    # dir(), not vars(): a lazy front (wopeval/_lazy.py) holds a name once it is read.
     public = {
         name
-        for name, value in vars(package).items()
-        if not name.startswith("_") and not isinstance(value, types.ModuleType)
+        for name in dir(package)
+        if not name.startswith("_") and not isinstance(getattr(package, name), types.ModuleType)
     }
     assert set(package.__all__) == public
     assert package.__all__ == sorted(package.__all__, key=_isort_key)
