@@ -158,7 +158,9 @@ def test_by_default_a_json_decision_is_expected_by_its_paths_and_text_exactly(
         {"strategy": "exact", "value": "urgent"},
     ]
     # The agent now decides otherwise: the same tool calls, another answer.
-    for task, changed in zip(suite["tasks"], ({**ticket, "priority": "normal"}, "normal")):
+    for task, changed in zip(
+        suite["tasks"], ({**ticket, "priority": "normal"}, "normal"), strict=True
+    ):
         task["input"]["answer"] = changed
     suite["version"] = "1.0.1"
     out.write_text(json.dumps(suite), encoding="utf-8")

@@ -36,6 +36,11 @@ from wopeval.client._follow import (
     run_outputs,
 )
 from wopeval.client._invocations import RunInvocations, fetch_invocations
+from wopeval.client._outage import (
+    ModelUnavailable,
+    provider_unavailable,
+    require_models_answered,
+)
 from wopeval.client._recorded_runs import runs_by_id, runs_by_tag
 from wopeval.client._request import (
     DERIVED_PATCH_BASE,
@@ -88,6 +93,7 @@ __all__ = [
     "ExpectStrategy",
     "HostError",
     "MissingCapability",
+    "ModelUnavailable",
     "PickedBaseline",
     "RecordedRun",
     "RunCreated",
@@ -119,6 +125,7 @@ __all__ = [
     "parse_fixture_runs",
     "parse_modes",
     "planned_trials",
+    "provider_unavailable",
     "publish_extra_trials_variant",
     "publish_trials_variant",
     "read_fixture_map",
@@ -126,6 +133,7 @@ __all__ = [
     "recorded_run",
     "require_completed",
     "require_eval_capabilities",
+    "require_models_answered",
     "run_facts",
     "run_outputs",
     "runs_by_id",

@@ -298,7 +298,8 @@ def test_a_json_decision_expected_by_its_strategy_fails_with_every_path_bounded(
     grade = graded(evals.strategy_for_decision(wide), wide, other)
     assert grade.reason.startswith("json-match: 7 paths differ: $.k0: expected 0, got (absent); ")
     assert grade.reason.endswith("$.k4: expected 4, got -4; and 2 more")
-    assert grade.diff is not None and len(grade.diff) == 7
+    assert grade.diff is not None
+    assert len(grade.diff) == 7
     assert graded("json-match", wide, dict(reversed(list(other.items())))) == grade
 
 

@@ -26,7 +26,7 @@ from wopeval.engine.recording.models import ModelLedger, ModelRecorder
 from wopeval.engine.recording.tool_names import ToolNames, names_of
 from wopeval.engine.runlog.runlog import Journal
 from wopeval.engine.runlog.steps import RunClosed, now
-from wopeval.models import LiveModelCall, ModelAnswer, ModelRequest
+from wopeval.models import LiveModelCall, ModelAnswer, ModelCallFailed, ModelRequest
 from wopeval.store import InvocationRow, ToolCallOutcome, ToolCallRow
 from wopeval.tools import Offered, permits
 from wopeval.wire import events, ids, json_text
@@ -352,7 +352,8 @@ class Invocation:
 
 async def run_invocation(invocation: Invocation, *, source: Source) -> InvocationResult:
     """Emit the bracket around one agent run; an agent that raises ends the invocation
-    `failed`, its exception logged with its traceback and kept with the invocation."""
+    `failed`, its exception logged with its traceback (a model that did not answer: its
+    message only) and kept with the invocation."""
     journal, agent_id = invocation.journal, invocation.agent_id
     invocation.shared.invoked_agents.add(agent_id)
     started = now()
@@ -408,6 +409,9 @@ def _raised(invocation: Invocation, exc: Exception) -> dict[str, Any]:
     message = redact(str(exc), also)
     trace = redact("".join(traceback.format_exception(exc)), also)
     where = invocation.where
+    # A model that did not answer is no bug of the agent's: its message says which server
+    # and why, and a traceback through the lane's retry loop would bury that.
+    shown = message if isinstance(exc, ModelCallFailed) else trace
     log.error(
         "agent %s raised %s in run %s%s%s\n%s",
         invocation.agent_id,
@@ -415,7 +419,7 @@ def _raised(invocation: Invocation, exc: Exception) -> dict[str, Any]:
         where.run_id,
         "" if where.task_id is None else f", task {where.task_id}",
         "" if where.trial is None else f", trial {where.trial}",
-        trace,
+        shown,
     )
     return {"type": type(exc).__name__, "message": message, "traceback": trace}
 
