@@ -13,7 +13,7 @@ from _processes import free_port
 from wopeval.cli._exit import EXIT_CODES_HELP, ExitCode
 from wopeval.client import provider_unavailable
 
-from ._support import run_cli
+from ._support import ServedHost, run_cli
 
 DOCS = Path(__file__).parents[2] / "docs"
 SUITE = "cli.down.evals.one@1.0.0"
@@ -97,6 +97,16 @@ def test_a_host_url_that_nothing_answers_exits_4_with_the_fix() -> None:
             "  Is `wopeval serve` running there? Check --url (or WOPEVAL_URL), or drop it to "
             "start an embedded host."
         ]
+
+
+def test_a_key_the_host_does_not_accept_exits_4_with_the_fix(served: ServedHost) -> None:
+    result = run_cli("runs", "list", "--url", served.url, "--api-key", "wop_not_this_hosts")
+    assert result.code == ExitCode.ERROR, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        "error: the host refused: A valid bearer API key is required. (HTTP 401 unauthenticated).",
+        "  Check --api-key (or WOPEVAL_API_KEY): the host does not accept this key (a host "
+        "started without keys takes DATA_DIR/dev-api-key).",
+    ]
 
 
 def test_the_exit_codes_docs_ci_lists_are_the_commands_own() -> None:
