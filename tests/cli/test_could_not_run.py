@@ -64,10 +64,11 @@ def test_an_eval_whose_model_provider_is_down_exits_4_with_the_cause_and_the_fix
     assert result.code == ExitCode.ERROR, result.stdout + result.stderr
     assert "Traceback" not in result.stderr
     assert "thresholds" not in result.stdout + result.stderr
+    run_id = result.stderr.split("Eval run ", 1)[1].split()[0]
     error = result.stderr[result.stderr.index("error: ") :].splitlines()
     assert error == [
-        f"error: model provider at {url} refused the connection (task ticket, trial 0, "
-        "2 attempts); nothing was judged.",
+        f"error: model provider at {url} refused the connection (run {run_id}, task ticket, "
+        "trial 0, 2 attempts); nothing was judged.",
         "  Is it running? Or set agent down.desk's base_url (or OPENAI_BASE_URL) in "
         "wopeval.toml to a server that answers.",
     ]
@@ -77,6 +78,11 @@ def test_an_eval_whose_model_provider_is_down_exits_4_with_the_cause_and_the_fix
         f"the model API at {url} could not be reached: connection refused (after 2 attempts)"
         in result.stderr
     )
+
+    # The run is stored: comparing it with another says the same, whichever side it is on.
+    compared = run_cli("compare", run_id, run_id, *host)
+    assert compared.code == ExitCode.ERROR, compared.stdout + compared.stderr
+    assert f"refused the connection (run {run_id}, task ticket" in compared.stderr
 
     # A workflow run of the same agent records the same failure; its reason says where.
     run = run_cli("run", "desk", *host, env={"OPENAI_API_KEY": "sk-local"})

@@ -45,7 +45,7 @@ def require_models_answered(host: WireClient, run_id: str) -> None:
             continue
         found = _first_outage(host.task_detail(run_id, line.taskId))
         if found is not None:
-            raise ModelUnavailable(_described(line.taskId, *found))
+            raise ModelUnavailable(_described(run_id, line.taskId, *found))
 
 
 def _first_outage(detail: TaskDetail) -> tuple[int, ModelCallView] | None:
@@ -59,7 +59,7 @@ def _first_outage(detail: TaskDetail) -> tuple[int, ModelCallView] | None:
     return None
 
 
-def _described(task_id: str, trial: int, call: ModelCallView) -> str:
+def _described(run_id: str, task_id: str, trial: int, call: ModelCallView) -> str:
     """Two lines: what the provider did, where; then what to do about it."""
     error = call.error or {}
     url = error.get("url")
@@ -86,6 +86,7 @@ def _described(task_id: str, trial: int, call: ModelCallView) -> str:
         variable = _BASE_URL_VARIABLES.get(call.api, "ANTHROPIC_BASE_URL")
         setting = f"set agent {call.agentId}'s base_url (or {variable})"
     return (
-        f"{where} {what} (task {task_id}, trial {trial}{attempts}); nothing was judged.\n"
+        f"{where} {what} (run {run_id}, task {task_id}, trial {trial}{attempts}); nothing "
+        "was judged.\n"
         f"  {fix} Or {setting} in wopeval.toml to a server that answers."
     )
