@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import socket
+import sys
 from pathlib import Path
 
 from _backends import Backend
@@ -26,21 +27,36 @@ def _closed_port() -> int:
     return port
 
 
+AGENT_PROGRAM = """\
+import json, sys
+from openai import OpenAI
+
+json.loads(sys.stdin.read())
+asked = [{"role": "user", "content": "Decide."}]
+answer = OpenAI(max_retries=0).chat.completions.create(model="gpt-4.1-mini", messages=asked)
+print(json.dumps(answer.choices[0].message.content))
+"""
+"""A program of its own on the plain `openai` client: the host hands it its model proxy."""
+
+
 def _llm_project(root: Path, base_url: str) -> Path:
-    """An openai-lane agent whose model server is `base_url`, and a one-task suite of it."""
+    """An openai-lane agent whose model server is `base_url`, the same through the model
+    proxy for a command agent, and a one-task suite either is evaluated on."""
     (root / "workflows").mkdir(parents=True)
     (root / "suites").mkdir()
+    (root / "agent.py").write_text(AGENT_PROGRAM, encoding="utf-8")
     (root / "wopeval.toml").write_text(
         'workflows = ["workflows/*.json"]\nsuites = ["suites/*.json"]\n\n'
         f'[[agents]]\nid = "down.desk"\nlane = "openai"\nbase_url = "{base_url}"\n'
-        'model = "gpt-4.1-mini"\nsystem_prompt = "Decide."\nretries = 1\n',
+        'model = "gpt-4.1-mini"\nsystem_prompt = "Decide."\nretries = 1\n\n'
+        f'[[agents]]\nid = "down.program"\nlane = "command"\n'
+        f'command = ["{sys.executable}", "agent.py"]\nbase_url = "{base_url}"\n',
         encoding="utf-8",
     )
     workflow = {"id": "desk", "nodes": [{"id": "d", "type": "core.agent", "agentId": "down.desk"}]}
     (root / "workflows" / "desk.json").write_text(json.dumps(workflow), encoding="utf-8")
     suite = {
         "suiteId": "cli.down.evals.one", "version": "1.0.0", "modes": ["golden"],
-        "targetAgentId": "down.desk",
         "tasks": [{"taskId": "ticket", "input": {"text": "hello"},
                    "expected": {"kind": "golden", "match": {"strategy": "exact", "value": "ok"}}}],
     }  # fmt: skip
@@ -78,6 +94,16 @@ def test_an_eval_whose_model_provider_is_down_exits_4_with_the_cause_and_the_fix
         f"the model API at {url} could not be reached: connection refused (after 2 attempts)"
         in result.stderr
     )
+
+    # An agent program asking through the host's model proxy: the proxy recorded what the
+    # provider did, so the same two lines, with the program's own setting to change.
+    proxied = run_cli(
+        "eval", SUITE, "--agent", "down.program", *host, env={"OPENAI_API_KEY": "sk-local"}
+    )
+    assert proxied.code == ExitCode.ERROR, proxied.stdout + proxied.stderr
+    assert "Traceback" not in proxied.stderr  # the program's exit is said in one line
+    assert f"error: model provider at {url} refused the connection (run " in proxied.stderr
+    assert "Or set agent down.program's base_url (or OPENAI_BASE_URL)" in proxied.stderr
 
     # The run is stored: comparing it with another says the same, whichever side it is on.
     compared = run_cli("compare", run_id, run_id, *host)

@@ -12,6 +12,7 @@ from pydantic import JsonValue
 
 from wopeval import evals
 from wopeval.agents import (
+    AgentFailed,
     AgentOutput,
     AgentRegistry,
     AgentSpec,
@@ -352,8 +353,8 @@ class Invocation:
 
 async def run_invocation(invocation: Invocation, *, source: Source) -> InvocationResult:
     """Emit the bracket around one agent run; an agent that raises ends the invocation
-    `failed`, its exception logged with its traceback (a model that did not answer: its
-    message only) and kept with the invocation."""
+    `failed`, its exception logged with its traceback (a model that did not answer or an
+    agent outside the host that failed: its message only) and kept with the invocation."""
     journal, agent_id = invocation.journal, invocation.agent_id
     invocation.shared.invoked_agents.add(agent_id)
     started = now()
@@ -409,9 +410,10 @@ def _raised(invocation: Invocation, exc: Exception) -> dict[str, Any]:
     message = redact(str(exc), also)
     trace = redact("".join(traceback.format_exception(exc)), also)
     where = invocation.where
-    # A model that did not answer is no bug of the agent's: its message says which server
-    # and why, and a traceback through the lane's retry loop would bury that.
-    shown = message if isinstance(exc, ModelCallFailed) else trace
+    # A model that did not answer, or an agent outside the host that failed, is no bug in
+    # the host's lane: the message says which server or process and why, and a traceback
+    # through the lane's code would bury that. An in-process agent's own code gets one.
+    shown = message if isinstance(exc, ModelCallFailed | AgentFailed) else trace
     log.error(
         "agent %s raised %s in run %s%s%s\n%s",
         invocation.agent_id,
