@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from _backends import Backend
+from _model_server import ModelScript, ModelServer
 from _processes import free_port
 from wopeval.cli._exit import EXIT_CODES_HELP, ExitCode
 from wopeval.client import provider_unavailable
@@ -33,10 +34,11 @@ from openai import OpenAI
 
 json.loads(sys.stdin.read())
 asked = [{"role": "user", "content": "Decide."}]
-answer = OpenAI(max_retries=0).chat.completions.create(model="gpt-4.1-mini", messages=asked)
+answer = OpenAI(max_retries=1).chat.completions.create(model="gpt-4.1-mini", messages=asked)
 print(json.dumps(answer.choices[0].message.content))
 """
-"""A program of its own on the plain `openai` client: the host hands it its model proxy."""
+"""A program of its own on the plain `openai` client: the host hands it its model proxy, and
+its client tries once more after a failure, each attempt an exchange of its own."""
 
 
 def _llm_project(root: Path, base_url: str) -> Path:
@@ -114,6 +116,30 @@ def test_an_eval_whose_model_provider_is_down_exits_4_with_the_cause_and_the_fix
     run = run_cli("run", "desk", *host, env={"OPENAI_API_KEY": "sk-local"})
     assert f"the model API at {url} could not be reached: connection refused" in run.stdout
     assert "Traceback" not in run.stderr
+
+
+def test_a_provider_that_answers_on_a_retry_is_no_outage(tmp_path: Path) -> None:
+    """A 503, then the answer: the agent decided (wrongly here), so the verdict stands, exit 1,
+    for the lane's retry and for a program's own client's retry through the proxy alike."""
+    script = ModelScript()
+    with ModelServer(script) as server:
+        project = _llm_project(tmp_path / "project", server.base_url)
+        for agent in ("down.desk", "down.program"):
+            # A fresh conversation each, its first answer the 503: the lane's user message is
+            # the task's input, the program's its own.
+            for user in ('{"text":"hello"}', "Decide."):
+                script.add(user, [{"content": "normal", "fail_first": [{"status": 503}]}])
+            result = run_cli(
+                "eval", SUITE, "--agent", agent, "--project", str(project),
+                "--data-dir", str(tmp_path / "data"), "--json", "-",
+                env={"OPENAI_API_KEY": "sk-local"},
+            )  # fmt: skip
+            assert result.code == ExitCode.THRESHOLD_FAILED, (agent, result.stderr)
+            (task,) = json.loads(result.stdout)["tasks"]
+            assert task["reason"] == (
+                'exact: the decision "normal" differs from the expected value "ok"'
+            )
+            assert task["passedTrials"] == 0
 
 
 def test_a_host_url_that_nothing_answers_exits_4_with_the_fix() -> None:

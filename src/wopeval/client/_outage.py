@@ -49,13 +49,16 @@ def require_models_answered(host: WireClient, run_id: str) -> None:
 
 
 def _first_outage(detail: TaskDetail) -> tuple[int, ModelCallView] | None:
+    """The first failed trial whose last model exchange the provider did not answer. The
+    last only: an agent on the model proxy retries with its own client, each attempt an
+    exchange, and one that got its answer on a later attempt was not stopped by the provider
+    (an LLM lane records an exchange once its retries are spent, and then ends)."""
     for trial in detail.trialDetails:
-        if trial.passed:
+        if trial.passed or not trial.modelCalls:
             continue
-        for call in trial.modelCalls:
-            error = call.error
-            if call.servedBy == "live" and error is not None and provider_unavailable(error):
-                return trial.trial, call
+        last = trial.modelCalls[-1]
+        if last.servedBy == "live" and last.error is not None and provider_unavailable(last.error):
+            return trial.trial, last
     return None
 
 
