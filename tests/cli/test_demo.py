@@ -5,6 +5,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import httpx
+
+from _processes import ServeOptions, ServeProcess
+
 from ._support import run_cli
 
 DEMO_DEADLINE_SECONDS = 30.0
@@ -44,3 +48,24 @@ def test_demo_records_replays_and_compares(tmp_path: Path) -> None:
     assert html.count("<tr data-task-id=") == 5
     # The CRM credential is injected at egress: it never reaches the record or the report.
     assert "crm_" not in html
+
+    # The key the docs say to sign in to the dashboard with is there, private, before any
+    # `serve` or `ui` has run, and a host on the demo's data serves it (and makes no other).
+    key_file = tmp_path / ".wopeval-demo" / "dev-api-key"
+    assert key_file.stat().st_mode & 0o777 == 0o600
+    key = key_file.read_text(encoding="utf-8").strip()
+    assert key.startswith("wop_")
+    assert key not in out  # said once, on stderr, where a generated key is said
+    serve = ServeProcess(ServeOptions(tmp_path / ".wopeval-demo", None), tmp_path / "serve.log")
+    try:
+        serve.wait_up()
+        with httpx.Client(base_url=serve.url, trust_env=False, timeout=30.0) as browser:
+            signed_in = browser.post("/ui/sign-in", data={"key": key, "next": "/ui/runs"})
+            assert signed_in.status_code == 303, signed_in.text
+            assert browser.get("/ui/runs").status_code == 200
+            listed = browser.get("/runs", headers={"Authorization": f"Bearer {key}"})
+            assert listed.status_code == 200, listed.text
+            assert len(listed.json()["runs"]) >= 5  # the demo's recorded runs, as tenant dev
+    finally:
+        serve.stop()
+    assert "generated the API key" not in serve.output()

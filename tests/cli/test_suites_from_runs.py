@@ -107,6 +107,10 @@ def test_runs_named_by_id_with_each_expectation_pass_on_the_host(
     first = _record(served, COUNTER, {"calls": calls, "answer": answer})
     second = _record(served, COUNTER, {"calls": calls, "answer": {"action": "deny"}})
     expected: dict[str, list[dict[str, Any]]] = {
+        "auto": [{"strategy": "json-match", "value": answer},
+                 {"strategy": "json-match", "value": {"action": "deny"}}],
+        "json-match": [{"strategy": "json-match", "value": answer},
+                       {"strategy": "json-match", "value": {"action": "deny"}}],
         "exact": [{"strategy": "exact", "value": answer},
                   {"strategy": "exact", "value": {"action": "deny"}}],
         "json-subset": [{"strategy": "json-subset", "value": answer},
@@ -131,6 +135,47 @@ def test_runs_named_by_id_with_each_expectation_pass_on_the_host(
                                COUNTER_AGENT, "--fixture-runs",
                                str(out.with_name(f"{expect}.fixture-runs.json")))  # fmt: skip
         assert evaluated.code == 0, (expect, evaluated.stdout, evaluated.stderr)
+
+
+def test_by_default_a_json_decision_is_expected_by_its_paths_and_text_exactly(
+    served: ServedHost, tmp_path: Path
+) -> None:
+    """No --expect: the expectation follows the decision's type, so when the agent's decision
+    changes, a JSON one's reason names each differing path and a text one's stays exact."""
+    calls = [{"tool": "conformance.eval:counter", "args": {"op": "read", "key": _unique("auto")}}]
+    ticket = {"priority": "urgent", "queue": "billing"}
+    runs = [
+        _record(served, COUNTER, {"calls": calls, "answer": ticket}),
+        _record(served, COUNTER, {"calls": calls, "answer": "urgent"}),
+    ]
+    out = tmp_path / "auto.json"
+    done = served.cli("suites", "from-runs", *runs, "--suite-id", "cli.auto.evals.replay",
+                      "--version", "1.0.0", "--agent", COUNTER_AGENT, "-o", str(out))  # fmt: skip
+    assert done.code == 0, done.stderr
+    suite, fixture_runs = _written(out)
+    assert [task["expected"]["match"] for task in suite["tasks"]] == [
+        {"strategy": "json-match", "value": ticket},
+        {"strategy": "exact", "value": "urgent"},
+    ]
+    # The agent now decides otherwise: the same tool calls, another answer.
+    for task, changed in zip(
+        suite["tasks"], ({**ticket, "priority": "normal"}, "normal"), strict=True
+    ):
+        task["input"]["answer"] = changed
+    suite["version"] = "1.0.1"
+    out.write_text(json.dumps(suite), encoding="utf-8")
+    map_file = out.with_name("auto.fixture-runs.json")
+    evaluated = served.cli("eval", str(out), "--agent", COUNTER_AGENT,
+                           "--fixture-runs", str(map_file), "--json", "-")  # fmt: skip
+    assert evaluated.code == 1, evaluated.stdout + evaluated.stderr
+    reasons = {task["taskId"]: task["reason"] for task in json.loads(evaluated.stdout)["tasks"]}
+    json_task, text_task = fixture_runs
+    assert reasons[json_task] == (
+        'json-match: 1 path differs: $.priority: expected "urgent", got "normal"'
+    )
+    assert reasons[text_task] == (
+        'exact: the decision "normal" differs from the expected value "urgent"'
+    )
 
 
 def test_a_node_with_an_input_of_its_own_gives_the_task_that_input(
@@ -215,7 +260,7 @@ def test_unusable_runs_and_bad_usage_exit_4_naming_the_problem(
         ((good, "--tag", tag), "not both"),
         ((), "not both"),
         ((good, "--since", "1h"), "only with --tag"),
-        ((good, "--expect", "fuzzy"), "exact, json-subset, none"),
+        ((good, "--expect", "fuzzy"), "auto, exact, json-match, json-subset, none"),
     ]:
         done = _from_runs(served, out, *args)
         assert done.code == 4, args

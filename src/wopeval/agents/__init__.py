@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from wopeval.agents._dialect import DEFAULT_MAX_TURNS, DEFAULT_RETRIES, LlmLane
-from wopeval.agents._retry import Refusal, retried, status_refusal, transport_refusal
+from wopeval.agents._retry import (
+    Refusal,
+    retried,
+    shown_url,
+    status_refusal,
+    transport_refusal,
+)
 from wopeval.agents.base import (
     LLM_LANES,
     Agent,
@@ -68,6 +74,7 @@ __all__ = [
     "ToolSpec",
     "WireContent",
     "retried",
+    "shown_url",
     "status_refusal",
     "transport_refusal",
 ]

@@ -70,7 +70,7 @@ class ChatDialect:
                             {"code": "malformed"},
                         ) from None
 
-                return await _retry.retried(send, _refusal, self.lane.retries)
+                return await _retry.retried(send, _refusal, self.lane.retries, self.lane.base_url)
 
             yield ask
 
@@ -143,5 +143,5 @@ def _refusal(exc: Exception) -> _retry.Refusal | None:
             exc.status_code, error, exc.response.headers.get("retry-after")
         )
     if isinstance(exc, openai.APITimeoutError | openai.APIConnectionError):
-        return _retry.transport_refusal(isinstance(exc, openai.APITimeoutError))
+        return _retry.transport_refusal(exc, isinstance(exc, openai.APITimeoutError))
     return None

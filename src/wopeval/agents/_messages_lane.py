@@ -66,7 +66,7 @@ class MessagesDialect:
                             "the model API's answer is not a message", {"code": "malformed"}
                         ) from None
 
-                return await _retry.retried(send, _refusal, self.lane.retries)
+                return await _retry.retried(send, _refusal, self.lane.retries, self.lane.base_url)
 
             yield ask
 
@@ -161,5 +161,5 @@ def _refusal(exc: Exception) -> _retry.Refusal | None:
             exc.status_code, error, exc.response.headers.get("retry-after")
         )
     if isinstance(exc, anthropic.APITimeoutError | anthropic.APIConnectionError):
-        return _retry.transport_refusal(isinstance(exc, anthropic.APITimeoutError))
+        return _retry.transport_refusal(exc, isinstance(exc, anthropic.APITimeoutError))
     return None

@@ -11,8 +11,10 @@ retries of their own: every attempt is counted and recorded with the exchange.
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from pydantic import JsonValue
 
@@ -37,21 +39,48 @@ def status_refusal(status: int, error: dict[str, JsonValue], retry_after: str | 
     return Refusal(f"answered HTTP {status}", {"status": status, **error}, retryable, retry_after)
 
 
-def transport_refusal(timed_out: bool) -> Refusal:
+def transport_refusal(exc: BaseException, timed_out: bool) -> Refusal:
+    """A request that got no answer; `cause` says why in words a reader can act on
+    (refused, a name that does not resolve, no answer in time)."""
     if timed_out:
         return Refusal("did not answer in time", {"code": "timeout"}, retryable=True)
-    return Refusal("could not be reached", {"code": "unreachable"}, retryable=True)
+    cause = transport_cause(exc)
+    return Refusal("could not be reached", {"code": "unreachable", "cause": cause}, True)
+
+
+def transport_cause(exc: BaseException) -> str:
+    """Why a connection failed, from the OS error an SDK's or HTTPX's exception wraps."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(seen, socket.gaierror):
+            return "name not resolved"
+        seen = seen.__cause__ or seen.__context__
+    return "no connection"
+
+
+def shown_url(url: str) -> str:
+    """`url` as an error may show it: scheme, host, port and path (no user, password, query)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    port = f":{parts.port}" if parts.port is not None else ""
+    return f"{parts.scheme}://{host}{port}{parts.path}".rstrip("/")
 
 
 async def retried(
     send: Callable[[], Awaitable[ModelAnswer]],
     refused: Callable[[Exception], Refusal | None],
     retries: int,
+    base_url: str,
 ) -> LiveAnswer:
     """`send()` until it answers, or ModelCallFailed once it may not be tried again.
 
     `refused` reads the SDK's exceptions; any other exception (a ModelCallFailed for a
-    malformed answer) goes through unchanged.
+    malformed answer) goes through unchanged. The failure names `base_url` (as `shown_url`
+    shows it), so a reader knows which server did not answer.
     """
     attempts = 0
     while True:
@@ -64,8 +93,13 @@ async def retried(
                 raise
             if not refusal.retryable or attempts > retries:
                 after = "" if attempts == 1 else f" (after {attempts} attempts)"
+                url = shown_url(base_url)
+                cause = refusal.error.get("cause")
+                why = f": {cause}" if isinstance(cause, str) else ""
                 raise ModelCallFailed(
-                    f"the model API {refusal.reason}{after}", refusal.error, attempts
+                    f"the model API at {url} {refusal.reason}{why}{after}",
+                    {**refusal.error, "url": url},
+                    attempts,
                 ) from None
         await asyncio.sleep(delay(refusal.retry_after, attempts))
 

@@ -4,7 +4,8 @@
     1  the suite's thresholds failed (`EvalSummary.passed` is false)
     2  regression against the baseline (the paired verdict is `regressed`)
     3  only inconclusive differences (the verdict is `inconclusive`; only with --strict)
-    4  usage, connection or host error (nothing was judged)
+    4  could not run: a usage, connection or host error, a run that did not complete, a
+       model provider that did not answer (nothing was judged)
 
 Precedence, highest first: 4 > 2 > 1 > 3 > 0. An infrastructure error is 4
 whatever else happened, because a run that did not finish proves nothing either
@@ -51,7 +52,8 @@ DATABASE_OWNED = DATABASE_OWNED_EXIT
 EXIT_CODES_HELP = (
     "Exit codes: 0 passed and no regression; 1 the suite's thresholds failed; "
     "2 regression against the baseline; 3 only inconclusive differences (with --strict, "
-    "else 0); 4 usage, connection or host error. Precedence: 4 > 2 > 1 > 3 > 0."
+    "else 0); 4 could not run (a usage, connection or host error, a run that did not "
+    "complete, a model provider that did not answer). Precedence: 4 > 2 > 1 > 3 > 0."
 )
 """The table above in one paragraph, for `--help` epilogs."""
 

@@ -158,12 +158,24 @@ def fail(message: str) -> NoReturn:
     raise typer.Exit(ExitCode.ERROR)
 
 
+def _what_to_do(exc: client.HostError) -> str:
+    """The fix for a refusal whose cause is the caller's setup, not its request."""
+    if exc.status == 401:
+        return (
+            ".\n  Check --api-key (or WOPEVAL_API_KEY): the host does not accept this key "
+            "(a host started without keys takes DATA_DIR/dev-api-key)."
+        )
+    if exc.status >= 500:
+        return ".\n  The host failed: its log says why; the command can be run again."
+    return ""
+
+
 def guarded(action: Callable[[], T]) -> T:
     """Run a command body; usage, connection and host errors become one message and exit 4."""
     try:
         return action()
     except client.HostError as exc:
-        fail(f"the host refused: {exc}")
+        fail(f"the host refused: {exc}{_what_to_do(exc)}")
     except (CliError, client.ClientError) as exc:
         fail(str(exc))
     except OSError as exc:  # a file that cannot be read or written

@@ -82,6 +82,9 @@ def run_compare(
 ) -> ExitCode:
     with connect(target) as host:
         summary = client.compare_runs(host, baseline_run, candidate_run, alpha=alpha)
+        # A side whose model provider did not answer proves nothing of its agent.
+        for run_id in (baseline_run, candidate_run):
+            client.require_models_answered(host, run_id)
         facts = client.run_facts(host, candidate_run)
         # The report names the baseline compared here, not the one the run was created with.
         facts = replace(facts, baseline=client.baseline_facts(host, baseline_run))

@@ -88,7 +88,8 @@ def conclusion(result: DemoResult) -> Group:
                 f"         wopeval explain {result.candidate_run_id} --data-dir {result.data_dir}\n"
                 f"         wopeval compare {result.baseline_run_id} {result.candidate_run_id} "
                 f"--data-dir {result.data_dir}\n"
-                f"         wopeval ui --data-dir {result.data_dir}   (the dashboard)",
+                f"         wopeval ui --data-dir {result.data_dir}   (the dashboard: sign in "
+                f"with the key in {result.data_dir / 'dev-api-key'})",
                 style="dim",
             )
         )

@@ -284,6 +284,8 @@ def run_eval(
         with EvalProgress(err, request.agent_id, total) as bar:
             watch = client.follow(host, run_id, agent_id=request.agent_id, on_update=bar.update)
         client.require_completed(host, watch)
+        # A provider that did not answer failed trials that judge nothing of the agent.
+        client.require_models_answered(host, run_id)
         summary = client.ensure_verdict(host, client.fetch_summary(host, run_id))
         auto = None
         if auto_budget is not None:

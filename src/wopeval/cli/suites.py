@@ -277,10 +277,12 @@ def from_runs(
         str,
         typer.Option(
             "--expect",
-            help="exact: the recorded decision; json-subset: at least its members; none: "
-            "any decision passes (the tool calls are still replayed).",
+            help="auto: json-match for a JSON object or array decision (a failure names each "
+            "differing path), exact for text; exact: the recorded decision, stringified; "
+            "json-match: equal as JSON; json-subset: at least its members; none: any decision "
+            "passes (the tool calls are still replayed).",
         ),
-    ] = "exact",
+    ] = "auto",
     task_id_from: Annotated[
         str | None,
         typer.Option(

@@ -39,6 +39,11 @@ if typing.TYPE_CHECKING:
         run_outputs,
     )
     from wopeval.client._invocations import RunInvocations, fetch_invocations
+    from wopeval.client._outage import (
+        ModelUnavailable,
+        provider_unavailable,
+        require_models_answered,
+    )
     from wopeval.client._recorded_runs import runs_by_id, runs_by_tag
     from wopeval.client._request import (
         DERIVED_PATCH_BASE,
@@ -96,6 +101,7 @@ __all__ = [
     "ExpectStrategy",
     "HostError",
     "MissingCapability",
+    "ModelUnavailable",
     "PickedBaseline",
     "RecordedRun",
     "RunCreated",
@@ -127,6 +133,7 @@ __all__ = [
     "parse_fixture_runs",
     "parse_modes",
     "planned_trials",
+    "provider_unavailable",
     "publish_extra_trials_variant",
     "publish_trials_variant",
     "read_fixture_map",
@@ -134,6 +141,7 @@ __all__ = [
     "recorded_run",
     "require_completed",
     "require_eval_capabilities",
+    "require_models_answered",
     "run_facts",
     "run_outputs",
     "runs_by_id",

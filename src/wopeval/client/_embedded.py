@@ -53,8 +53,11 @@ class EmbeddedHost:
     process owns the database.
     """
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, leave_dev_key: bool = False) -> None:
         self.settings = settings
+        self.leave_dev_key = leave_dev_key
+        """Also write the `dev` tenant's key as `serve` would (`wopeval demo`: the key the
+        dashboard's docs name is there before any `serve` or `ui` has run)."""
         self.session_key = "wop_session_" + secrets.token_urlsafe(32)
         self._lease: Lease | None = None
         self._server: uvicorn.Server | None = None
@@ -105,7 +108,7 @@ class EmbeddedHost:
             # The kernel picked the port: agent processes reach their MCP endpoints there.
             public_url = f"http://127.0.0.1:{sock.getsockname()[1]}"
             settings = settings.model_copy(update={"public_url": public_url})
-        app = host_app(settings, role=Embedded(self.session_key), lease=lease)
+        app = host_app(settings, role=Embedded(self.session_key, self.leave_dev_key), lease=lease)
         server = quiet_server(app)
         failures = self._failures
         captured = _StartupLog()

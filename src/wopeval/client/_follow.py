@@ -13,8 +13,10 @@ from dataclasses import dataclass, field
 from wopeval.client._wire import ClientError, WireClient
 from wopeval.wire.events import EventDoc
 from wopeval.wire.json_text import JsonObject
+from wopeval.wire.runs import RunStatus
 
 POLL_WAIT_SECONDS = 5
+_TERMINAL = frozenset(status.value for status in RunStatus if status.is_terminal)
 
 
 @dataclass
@@ -96,7 +98,12 @@ def require_completed(client: WireClient, watch: RunWatch) -> None:
 
 
 def all_events(client: WireClient, run_id: str) -> list[EventDoc]:
-    """Every event the run has logged so far (poll pages until the last sequence)."""
+    """Every event the run has logged so far (poll pages until the last sequence).
+
+    A finished run is read to its terminal event: a poll page holds at most the host's
+    page size, and a page cut short answers as a run still going, its `lastSequence` the
+    page's own, so "caught up" alone would stop a long run's log at its first page."""
+    finished = client.get_run(run_id).status in _TERMINAL
     collected: list[EventDoc] = []
     after: int | None = None
     while True:
@@ -104,7 +111,8 @@ def all_events(client: WireClient, run_id: str) -> list[EventDoc]:
         collected.extend(page.events)
         if page.events:
             after = page.events[-1].sequence
-        if not page.events or (after if after is not None else -1) >= page.lastSequence:
+        caught_up = (after if after is not None else -1) >= page.lastSequence
+        if not page.events or (caught_up and (page.isTerminal or not finished)):
             return collected
 
 

@@ -20,7 +20,7 @@ from wopeval.client._wire import ClientError
 from wopeval.wire import errors
 from wopeval.wire.suite import TASK_ID_PATTERN, Suite, parse_suite
 
-ExpectStrategy = Literal["exact", "json-subset", "none"]
+ExpectStrategy = Literal["auto", "exact", "json-match", "json-subset", "none"]
 EXPECT_STRATEGIES: tuple[str, ...] = get_args(ExpectStrategy)
 SUITE_MODES = ("golden", "regression")
 """A suite made from runs is graded on their decisions, and compared with earlier eval runs."""
@@ -125,7 +125,8 @@ def _at_path(inputs: JsonValue, path: str) -> str | None:
 
 
 def expected_for(run: RecordedRun, expect: ExpectStrategy) -> dict[str, Any]:
-    """The task's `expected`: the run's decision as `exact` or `json-subset` (docs/graders.md),
+    """The task's `expected`: the run's decision as `exact`, `json-match` or `json-subset`
+    (docs/graders.md), `auto` choosing by the decision's type (`evals.strategy_for_decision`),
     or, with `none`, a `contains ""` that every decision passes (RFC 0081 §A strategies only,
     so any host grades it)."""
     if expect == "none":
@@ -136,7 +137,13 @@ def expected_for(run: RecordedRun, expect: ExpectStrategy) -> dict[str, Any]:
             "hash), so there is no value to expect: use --expect none to replay its tool "
             "calls without checking the decision"
         )
-    return {"kind": "golden", "match": {"strategy": expect, "value": run.decision}}
+    if expect == "auto":
+        from wopeval import evals  # the grading rules load only for a suite being made
+
+        strategy: str = evals.strategy_for_decision(run.decision)
+    else:
+        strategy = expect
+    return {"kind": "golden", "match": {"strategy": strategy, "value": run.decision}}
 
 
 @dataclass(frozen=True)

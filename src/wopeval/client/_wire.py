@@ -261,7 +261,11 @@ class WireClient:
         try:
             response = self._http.request(method, path, **kwargs)
         except httpx.TransportError as exc:
-            raise Unreachable(f"cannot reach the host at {self.base_url}: {exc}") from exc
+            raise Unreachable(
+                f"cannot reach the host at {self.base_url}: {exc or type(exc).__name__}.\n"
+                "  Is `wopeval serve` running there? Check --url (or WOPEVAL_URL), or drop it "
+                "to start an embedded host."
+            ) from exc
         if response.status_code >= 400:
             raise _host_error(response)
         return response

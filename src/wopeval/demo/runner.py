@@ -195,7 +195,8 @@ def _host(
         data_dir=data_dir, project=project_dir, database_url=database_url
     )
     with (
-        client.EmbeddedHost(settings) as embedded,
+        # The demo leaves the `dev` key its docs say to sign in to the dashboard with.
+        client.EmbeddedHost(settings, leave_dev_key=True) as embedded,
         embedded.client() as host,
     ):
         yield embedded, host

@@ -42,7 +42,7 @@ if typing.TYPE_CHECKING:
         own_calls,
     )
     from wopeval.evals._executed import ExecutedCall, ServedAs
-    from wopeval.evals._golden import grade_golden, stringify
+    from wopeval.evals._golden import grade_golden, strategy_for_decision, stringify
     from wopeval.evals._grade import Grade
     from wopeval.evals._graders import (
         check_known_graders,
@@ -256,6 +256,7 @@ __all__ = [
     "resolve_eval_modes",
     "rubric_grade",
     "select_entry",
+    "strategy_for_decision",
     "stringify",
     "subset_diff",
     "summarise",

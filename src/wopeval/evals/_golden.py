@@ -8,6 +8,8 @@ graded here: it calls the project's code, which the engine does
 
 from __future__ import annotations
 
+from typing import Literal
+
 import regex
 from pydantic import JsonValue
 
@@ -31,6 +33,14 @@ REGEX_TIMEOUT_SECONDS = 1.0
 def stringify(value: JsonValue) -> str:
     """RFC 0081 "stringified output": a string as itself, anything else as compact JSON."""
     return value if isinstance(value, str) else compact_json(value)
+
+
+def strategy_for_decision(decision: JsonValue) -> Literal["json-match", "exact"]:
+    """The strategy that expects `decision` itself: `json-match` for an object or array,
+    whose failures name each differing path (`$.priority: expected "urgent", got
+    "normal"`), `exact` for a string, number, boolean or null, where a path names nothing
+    (docs/recordings.md, `suites from-runs`)."""
+    return "json-match" if isinstance(decision, dict | list) else "exact"
 
 
 def grade_golden(match: Match, decision: JsonValue) -> Grade:

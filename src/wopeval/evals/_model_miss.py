@@ -31,7 +31,11 @@ class ModelMiss:
     """A model request no recorded answer served, beside the recorded request it came nearest."""
 
     ordinal: int
-    """The request's position among its invocation's exchanges, from 0."""
+    """The request's position among its invocation's exchanges, from 0 (what replay matches
+    recorded positions by)."""
+    index: int
+    """Its position among the trial's model exchanges, from 0: the number the task detail's
+    `modelCalls`, `explain`, the reports and the dashboard give it (docs/decisions.md)."""
     nearest_ordinal: int | None
     """The nearest recorded request's position in its own invocation; None when no recorded
     answer of the API is left."""
@@ -45,7 +49,7 @@ class ModelMiss:
     @property
     def reason(self) -> str:
         """One line without content (paths only): for any wire content mode."""
-        return f"{_LEAD} (model exchange {self.ordinal} of the invocation); {self.nearest_reason}"
+        return f"{_LEAD} (model exchange {self.index}); {self.nearest_reason}"
 
     @property
     def nearest_reason(self) -> str:
@@ -68,7 +72,7 @@ class ModelMiss:
             return self.reason
         changes = describe_changes(self.diff, expected="recorded", actual="sent")
         return (
-            f"{_LEAD} (model exchange {self.ordinal} of the invocation); nearest recorded "
+            f"{_LEAD} (model exchange {self.index}); nearest recorded "
             f"request: exchange {self.nearest_ordinal}, {changes}"
         )
 
@@ -94,20 +98,21 @@ def nearest_request(
     api: str,
     request: JsonValue,
     ordinal: int,
+    index: int,
 ) -> ModelMiss:
     """The nearest unconsumed recorded request of `api` to one that missed, with the diff."""
     best: tuple[tuple[bool, int, int], ModelFixture, list[PathChange]] | None = None
-    for index, fixture in enumerate(fixtures):
+    for position, fixture in enumerate(fixtures):
         # Only an unconsumed answer of the same API could have served the request.
-        if index in consumed or fixture.api != api:
+        if position in consumed or fixture.api != api:
             continue
         changes = [] if fixture.request is None else json_diff(fixture.request, request)
         # The same position first, then the fewest differing paths, then recording order.
-        key = (fixture.ordinal != ordinal, len(changes), index)
+        key = (fixture.ordinal != ordinal, len(changes), position)
         if best is None or key < best[0]:
             best = (key, fixture, changes)
-    used = sum(1 for index in consumed if fixtures[index].api == api)
+    used = sum(1 for position in consumed if fixtures[position].api == api)
     if best is None:
-        return ModelMiss(ordinal, None, None, (), used)
+        return ModelMiss(ordinal, index, None, None, (), used)
     _, fixture, changes = best
-    return ModelMiss(ordinal, fixture.ordinal, fixture.request_hash, tuple(changes), used)
+    return ModelMiss(ordinal, index, fixture.ordinal, fixture.request_hash, tuple(changes), used)

@@ -99,9 +99,10 @@ class ModelReplayCursor:
         self.miss_count += 1
         return None
 
-    def nearest(self, api: str, request: JsonValue, ordinal: int) -> ModelMiss:
+    def nearest(self, api: str, request: JsonValue, ordinal: int, *, index: int) -> ModelMiss:
         """What a request that missed came nearest (`_model_miss.nearest_request`)."""
-        return nearest_request(self.fixtures, frozenset(self._consumed), api, request, ordinal)
+        consumed = frozenset(self._consumed)
+        return nearest_request(self.fixtures, consumed, api, request, ordinal, index)
 
 
 @dataclass(frozen=True, slots=True)

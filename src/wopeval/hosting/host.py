@@ -53,10 +53,14 @@ class Serving:
 
 @dataclass(frozen=True)
 class Embedded:
-    """A CLI command's own in-process host: it reads the stored keys and writes none."""
+    """A CLI command's own in-process host: it reads the stored keys and writes none
+    (unless `leave_dev_key`)."""
 
     session_key: str
     """This command's credential for tenant `dev`, held in memory only."""
+    leave_dev_key: bool = False
+    """Also make the `dev` tenant's key as a serving host does, when there is none
+    (`wopeval demo`, whose docs say to sign in with it)."""
 
 
 Role = Serving | Embedded
@@ -115,7 +119,9 @@ class Host:
             # The project first: a start that fails on it writes no key either.
             catalog = await load_catalog(settings, store, http, mcp)
             if isinstance(role, Embedded):
-                auth = await embedded_keys(settings, store, role.session_key)
+                auth = await embedded_keys(
+                    settings, store, role.session_key, leave_dev_key=role.leave_dev_key
+                )
             else:
                 auth = await serving_keys(settings, store)
             digest = catalog_digest(catalog, settings.project)

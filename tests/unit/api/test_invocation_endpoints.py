@@ -422,7 +422,8 @@ async def test_an_upstream_error_is_relayed_as_it_came_and_recorded_failed(
     assert [status for status, _ in rows] == ["error", "error"]
     for _, error in rows:
         assert (error["status"], error["type"]) == (400, upstream_error["type"])
-        assert error["reason"] == "the model API answered HTTP 400"
+        assert error["reason"] == f"the model API at {stand_in.base_url} answered HTTP 400"
+        assert error["url"] == stand_in.base_url
 
 
 async def test_what_no_provider_answers_is_a_502_and_recorded(tmp_path: Path, odd: Odd) -> None:
@@ -456,11 +457,13 @@ async def test_an_upstream_that_cannot_be_reached_or_is_too_slow_is_a_502_or_504
         rows = await at.recorded(model_calls, "error")
     assert (whole.status_code, stream.status_code) == (502, 502)
     assert whole.json()["error"] == {
-        "message": "the model API could not be reached",
+        "message": "the model API at http://127.0.0.1:9 could not be reached: connection refused",
         "type": "api_error",
         "code": "unreachable",
     }
     assert [error["code"] for (error,) in rows] == ["unreachable", "unreachable"]
+    assert [error["url"] for (error,) in rows] == ["http://127.0.0.1:9"] * 2
+    assert [error["cause"] for (error,) in rows] == ["connection refused"] * 2
     slow = _upstream(odd.url + "/slow", odd.url, timeout=0.2)
     (tmp_path / "slow").mkdir()
     async with endpoints(tmp_path / "slow", slow) as at:
@@ -470,7 +473,9 @@ async def test_an_upstream_that_cannot_be_reached_or_is_too_slow_is_a_502_or_504
         )
     assert (late.status_code, late_stream.status_code) == (504, 504)
     assert late.json()["error"]["code"] == "timeout"
-    assert late.json()["error"]["message"] == "the model API did not answer in time"
+    assert (
+        late.json()["error"]["message"] == f"the model API at {odd.url}/slow did not answer in time"
+    )
 
 
 async def test_a_request_the_proxy_cannot_forward_is_refused_in_the_apis_shape(

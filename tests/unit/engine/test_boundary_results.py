@@ -246,7 +246,7 @@ async def test_under_model_replay_an_answer_serves_its_api_and_a_miss_names_the_
         with pytest.raises(models.ModelReplayMiss) as missed:
             await invocation.call_model(changed, upstream)
         assert str(missed.value).endswith(
-            "(model exchange 2 of the invocation); nearest recorded request: exchange 0, "
+            "(model exchange 2); nearest recorded request: exchange 0, "
             "1 path differs: $.max_tokens: recorded 8, sent 9"
         )
         await invocation.journal.flush()

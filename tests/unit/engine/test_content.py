@@ -64,7 +64,7 @@ MODEL_MISS: dict[str, Any] = {
     "response": None,
     "error": {
         "code": "model_replay_miss",
-        "reason": "model replay: … (model exchange 1 of the invocation); nearest recorded "
+        "reason": "model replay: … (model exchange 1); nearest recorded "
         "request: exchange 1, 1 path differs: $.system",
         "nearestReason": "nearest recorded request: exchange 1, 1 path differs: $.system",
         "nearest": {"ordinal": 1, "requestHash": "sha256:" + "1" * 64},

@@ -261,3 +261,48 @@ def test_grade_task_routes_by_kind() -> None:
     )
     with pytest.raises(ValueError, match="judge"):
         evals.grade_task(rubric, "x", [])
+
+
+@pytest.mark.parametrize(
+    ("decision", "strategy"),
+    [
+        ({"priority": "urgent"}, "json-match"),
+        ([1, 2], "json-match"),
+        ({}, "json-match"),
+        ("urgent", "exact"),
+        ('{"priority": "urgent"}', "exact"),  # a string that happens to hold JSON is text
+        (42, "exact"),
+        (True, "exact"),
+        (None, "exact"),
+    ],
+)
+def test_the_strategy_for_a_decision_follows_its_json_type(
+    decision: JsonValue, strategy: str
+) -> None:
+    assert evals.strategy_for_decision(decision) == strategy
+
+
+def test_a_json_decision_expected_by_its_strategy_fails_with_every_path_bounded() -> None:
+    recorded: JsonValue = {"priority": "urgent", "queue": "billing", "tags": ["a", "b"]}
+    changed: JsonValue = {"tags": ["a", "c"], "queue": "billing", "priority": "normal"}
+    grade = graded(evals.strategy_for_decision(recorded), recorded, changed)
+    assert not grade.passed
+    assert grade.reason == (
+        'json-match: 2 paths differ: $.priority: expected "urgent", got "normal"; '
+        '$.tags[1]: expected "b", got "c"'
+    )
+    # Seven differing members: the reason names five in path order and counts the rest;
+    # the diff has them all, the same whatever order the keys came in.
+    wide: dict[str, JsonValue] = {f"k{i}": i for i in range(7)}
+    other: dict[str, JsonValue] = {f"k{i}": -i for i in reversed(range(1, 7))}
+    grade = graded(evals.strategy_for_decision(wide), wide, other)
+    assert grade.reason.startswith("json-match: 7 paths differ: $.k0: expected 0, got (absent); ")
+    assert grade.reason.endswith("$.k4: expected 4, got -4; and 2 more")
+    assert grade.diff is not None
+    assert len(grade.diff) == 7
+    assert graded("json-match", wide, dict(reversed(list(other.items())))) == grade
+
+
+def test_a_text_decision_keeps_the_exact_reason() -> None:
+    grade = graded(evals.strategy_for_decision("urgent"), "urgent", "normal")
+    assert grade.reason == 'exact: the decision "normal" differs from the expected value "urgent"'

@@ -131,7 +131,7 @@ def test_a_miss_names_the_recorded_request_of_its_position_and_the_diff() -> Non
     cursor = evals.ModelReplayCursor(
         [_recorded(0, "a"), _recorded(1, "changed prompt"), _recorded(2, "b")]
     )
-    miss = cursor.nearest("chat", _sent("changed prompt!"), ordinal=2)
+    miss = cursor.nearest("chat", _sent("changed prompt!"), ordinal=2, index=2)
     # The same position wins over a request with fewer differences elsewhere: it is what
     # the source sent at this point.
     assert (miss.ordinal, miss.nearest_ordinal, miss.nearest_hash) == (2, 2, "h2-b")
@@ -140,7 +140,7 @@ def test_a_miss_names_the_recorded_request_of_its_position_and_the_diff() -> Non
          "actual": "changed prompt!"},
     ]  # fmt: skip
     assert miss.reason.endswith(
-        "(model exchange 2 of the invocation); nearest recorded request: exchange 2, "
+        "(model exchange 2); nearest recorded request: exchange 2, "
         "1 path differs: $.messages[0].content"
     )
     assert "changed prompt!" not in miss.reason, "the reason carries no content"
@@ -154,7 +154,7 @@ def test_without_its_position_a_miss_names_the_fewest_differences_among_unconsum
     cursor = evals.ModelReplayCursor(fixtures)
     assert cursor.serve("chat", "h1-near") is not None
     sent: JsonValue = {"model": "n", "messages": [{"role": "user", "content": "far away"}]}
-    miss = cursor.nearest("chat", sent, ordinal=5)
+    miss = cursor.nearest("chat", sent, ordinal=5, index=5)
     # `near` is consumed, the messages-API answer could never serve a chat request.
     assert (miss.nearest_ordinal, miss.nearest_hash, miss.consumed) == (1, "h1-far away", 1)
     assert [(c.path, c.kind) for c in miss.diff] == [("$.model", "changed")]
@@ -163,7 +163,7 @@ def test_without_its_position_a_miss_names_the_fewest_differences_among_unconsum
 def test_a_miss_with_nothing_left_says_how_many_were_served() -> None:
     cursor = evals.ModelReplayCursor([_recorded(0, "a")])
     assert cursor.serve("chat", "h0-a") is not None
-    miss = cursor.nearest("chat", _sent("a"), ordinal=1)
+    miss = cursor.nearest("chat", _sent("a"), ordinal=1, index=1)
     assert (miss.nearest_hash, miss.diff) == (None, ())
     assert miss.reason.endswith("; no recorded answer is left (1 served)")
     assert miss.to_json()["nearest"] is None

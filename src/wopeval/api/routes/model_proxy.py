@@ -38,6 +38,7 @@ from fastapi import APIRouter, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from wopeval import models
+from wopeval.agents import shown_url, transport_refusal
 from wopeval.api.deps import InvocationAccess, InvocationAccessDep
 from wopeval.api.invocation_token import invocation_for
 from wopeval.engine.recording.grants import ANTHROPIC_PATH, OPENAI_PATH
@@ -122,6 +123,8 @@ class _Forward:
         }
         self._request = request
         self._recorder = recorder
+        self._url = shown_url(target.url.removesuffix(request.api.upstream_path))
+        """The provider's base URL, as a failure names it."""
         self._started = time.perf_counter()
 
     async def whole(self) -> Response:
@@ -188,15 +191,23 @@ class _Forward:
             body: object = json.loads(content)
         except ValueError:
             body = None
-        error = {"status": status, **self._request.api.error_fields(body)}
-        self._record(None, models.ModelCallFailed(f"the model API answered HTTP {status}", error))
+        error = {"status": status, **self._request.api.error_fields(body), "url": self._url}
+        failure = models.ModelCallFailed(
+            f"the model API at {self._url} answered HTTP {status}", error
+        )
+        self._record(None, failure)
 
     def _unreachable(self, exc: httpx.HTTPError) -> Response:
         timed_out = isinstance(exc, httpx.TimeoutException)
-        code = "timeout" if timed_out else "unreachable"
-        reason = "did not answer in time" if timed_out else "could not be reached"
-        failure = _failure(f"the model API {reason}", code)
+        refusal = transport_refusal(exc, timed_out)
+        cause = refusal.error.get("cause")
+        why = f": {cause}" if isinstance(cause, str) else ""
+        failure = models.ModelCallFailed(
+            f"the model API at {self._url} {refusal.reason}{why}",
+            {**refusal.error, "url": self._url},
+        )
         self._record(None, failure)
+        code = str(refusal.error["code"])
         return _error(self._request.api, 504 if timed_out else 502, str(failure), code)
 
     def _record(

@@ -142,10 +142,10 @@ async def _ask(judge: Judge, request: ModelRequest) -> LiveAnswer:
                 retry_after = exc.response.headers.get("retry-after")
                 return status_refusal(exc.response.status_code, fields, retry_after)
             if isinstance(exc, httpx.HTTPError):
-                return transport_refusal(isinstance(exc, httpx.TimeoutException))
+                return transport_refusal(exc, isinstance(exc, httpx.TimeoutException))
             return None
 
-        return await retried(send, refused, judge.retries)
+        return await retried(send, refused, judge.retries, endpoint.base_url)
 
 
 class _Refused(Exception):

@@ -12,6 +12,7 @@ from pydantic import JsonValue
 
 from wopeval import evals
 from wopeval.agents import (
+    AgentFailed,
     AgentOutput,
     AgentRegistry,
     AgentSpec,
@@ -26,7 +27,7 @@ from wopeval.engine.recording.models import ModelLedger, ModelRecorder
 from wopeval.engine.recording.tool_names import ToolNames, names_of
 from wopeval.engine.runlog.runlog import Journal
 from wopeval.engine.runlog.steps import RunClosed, now
-from wopeval.models import LiveModelCall, ModelAnswer, ModelRequest
+from wopeval.models import LiveModelCall, ModelAnswer, ModelCallFailed, ModelRequest
 from wopeval.store import InvocationRow, ToolCallOutcome, ToolCallRow
 from wopeval.tools import Offered, permits
 from wopeval.wire import events, ids, json_text
@@ -352,7 +353,8 @@ class Invocation:
 
 async def run_invocation(invocation: Invocation, *, source: Source) -> InvocationResult:
     """Emit the bracket around one agent run; an agent that raises ends the invocation
-    `failed`, its exception logged with its traceback and kept with the invocation."""
+    `failed`, its exception logged with its traceback (a model that did not answer or an
+    agent outside the host that failed: its message only) and kept with the invocation."""
     journal, agent_id = invocation.journal, invocation.agent_id
     invocation.shared.invoked_agents.add(agent_id)
     started = now()
@@ -408,6 +410,10 @@ def _raised(invocation: Invocation, exc: Exception) -> dict[str, Any]:
     message = redact(str(exc), also)
     trace = redact("".join(traceback.format_exception(exc)), also)
     where = invocation.where
+    # A model that did not answer, or an agent outside the host that failed, is no bug in
+    # the host's lane: the message says which server or process and why, and a traceback
+    # through the lane's code would bury that. An in-process agent's own code gets one.
+    shown = message if isinstance(exc, ModelCallFailed | AgentFailed) else trace
     log.error(
         "agent %s raised %s in run %s%s%s\n%s",
         invocation.agent_id,
@@ -415,7 +421,7 @@ def _raised(invocation: Invocation, exc: Exception) -> dict[str, Any]:
         where.run_id,
         "" if where.task_id is None else f", task {where.task_id}",
         "" if where.trial is None else f", trial {where.trial}",
-        trace,
+        shown,
     )
     return {"type": type(exc).__name__, "message": message, "traceback": trace}
 

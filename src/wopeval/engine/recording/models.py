@@ -49,8 +49,10 @@ class ModelServer:
             return None
         return ModelAnswer(dict(fixture.response))
 
-    def nearest(self, api: ApiName, request: JsonValue, ordinal: int) -> evals.ModelMiss:
-        return self._cursor.nearest(api, request, ordinal)
+    def nearest(
+        self, api: ApiName, request: JsonValue, ordinal: int, *, index: int
+    ) -> evals.ModelMiss:
+        return self._cursor.nearest(api, request, ordinal, index=index)
 
 
 @dataclass
@@ -113,7 +115,10 @@ class ModelRecorder:
         canonical = request.canonical()
         answer = self.replay.serve(api, evals.model_request_hash(canonical))
         if answer is None:
-            miss = self.replay.nearest(api, canonical, self._ordinal)
+            # Matched by its place in the invocation, named by its place in the trial: the
+            # number the task detail, explain and the dashboard show for this exchange.
+            index = len(self.ledger.exchanges)
+            miss = self.replay.nearest(api, canonical, self._ordinal, index=index)
             self.ledger.misses += 1
             error = {"code": "model_replay_miss", **miss.to_json()}
             self._add(request, None, 0, via=via, served_by="miss", attempts=0, error=error)
