@@ -19,7 +19,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ import psutil
 from starlette.types import Receive, Scope, Send
 
 from queue_throughput import Processes, free_port, fresh_database, wait_ready
+from record_path import Latency
 from wopeval.hosting.loopback import loopback_socket, quiet_server
 
 TENANT = "bench"
@@ -219,3 +220,204 @@ def serve_quietly(app: Any, port: int) -> None:
     """An ASGI app on a loopback port in the foreground, as the benches' servers run."""
     server = quiet_server(app)
     server.run(sockets=[loopback_socket(port)])
+
+
+# ── timing: direct and through the host, interleaved ─────────────────
+
+
+@dataclass
+class Timing:
+    last: float
+    """Seconds to the whole answer (or to a stream's end)."""
+    first: float | None = None
+    """Streamed: seconds to the first text delta."""
+
+
+Call = Callable[[], Awaitable[Timing]]
+"""One timed request of one agent, to one side (the server directly, or the host)."""
+
+
+@dataclass
+class Side:
+    """One side's per-call latencies (ms)."""
+
+    last: Latency
+    first: Latency | None
+
+
+@dataclass
+class Overhead:
+    """1 agent: direct and through the host, interleaved; the host's side minus direct."""
+
+    calls: int
+    direct: Side
+    host: Side
+    added_p50_ms: float
+    added_p99_ms: float
+    added_first_p50_ms: float | None = None
+    added_first_p99_ms: float | None = None
+
+
+@dataclass
+class Phase:
+    """Every agent at once, each making `per_agent` calls one after the other."""
+
+    side: str
+    calls: int
+    seconds: float
+    rate: float
+    per_call: Latency
+    cpu_ms_per_call: dict[str, float]
+    """Per process (`bench` is this one): CPU ms over the phase ÷ its calls."""
+
+
+@dataclass
+class Concurrent:
+    agents: int
+    rounds: int
+    phases: list[Phase]
+    direct_rate: float
+    host_rate: float
+    ratio: float
+    """Calls/s through the host ÷ direct, over all rounds."""
+    cpu_ms_per_call: dict[str, dict[str, float]]
+    """Per side, per process, over all rounds."""
+
+
+def side_of(timings: list[Timing]) -> Side:
+    firsts = [t.first for t in timings if t.first is not None]
+    return Side(Latency.of([t.last for t in timings]), Latency.of(firsts) if firsts else None)
+
+
+async def overhead(direct: Call, via_host: Call, pairs: int) -> Overhead:
+    """`pairs` calls to each side, interleaved, each pair's order alternating, after a warm-up."""
+    for _ in range(warm_up_calls(pairs)):
+        await direct()
+        await via_host()
+    direct_timings: list[Timing] = []
+    host_timings: list[Timing] = []
+    for index in range(pairs):
+        if index % 2:
+            host_timings.append(await via_host())
+            direct_timings.append(await direct())
+        else:
+            direct_timings.append(await direct())
+            host_timings.append(await via_host())
+    d, h = side_of(direct_timings), side_of(host_timings)
+    result = Overhead(pairs, d, h, h.last.p50_ms - d.last.p50_ms, h.last.p99_ms - d.last.p99_ms)
+    if d.first is not None and h.first is not None:
+        result.added_first_p50_ms = h.first.p50_ms - d.first.p50_ms
+        result.added_first_p99_ms = h.first.p99_ms - d.first.p99_ms
+    return result
+
+
+def warm_up_calls(pairs: int) -> int:
+    """The untimed pairs before `overhead`'s timed ones: connections open, caches warm."""
+    return max(5, pairs // 10)
+
+
+WARM_UP_PER_AGENT = 2
+"""The untimed calls of each agent before `concurrent`'s rounds."""
+
+
+async def phase(side: str, agents: list[Call], per_agent: int, pids: dict[str, int]) -> Phase:
+    """Every agent making `per_agent` calls, all agents at once; wall time and CPU."""
+
+    async def agent(call: Call) -> list[float]:
+        return [(await call()).last for _ in range(per_agent)]
+
+    cpu_before = {process: cpu_seconds(pid) for process, pid in pids.items()}
+    own_before = time.process_time()
+    started = time.perf_counter()
+    latencies = await asyncio.gather(*(agent(call) for call in agents))
+    seconds = time.perf_counter() - started
+    made = len(agents) * per_agent
+    cpu = {process: cpu_seconds(pid) - cpu_before[process] for process, pid in pids.items()}
+    cpu["bench"] = time.process_time() - own_before
+    return Phase(
+        side=side,
+        calls=made,
+        seconds=seconds,
+        rate=made / seconds,
+        per_call=Latency.of([s for agent in latencies for s in agent]),
+        cpu_ms_per_call={process: used / made * 1000 for process, used in cpu.items()},
+    )
+
+
+async def concurrent(
+    direct: list[Call], via_host: list[Call], per_agent: int, rounds: int, pids: dict[str, int]
+) -> Concurrent:
+    """`rounds` rounds of a direct and a through-the-host phase, their order alternating."""
+    await phase("warm-up", via_host, WARM_UP_PER_AGENT, pids)
+    await phase("warm-up", direct, WARM_UP_PER_AGENT, pids)
+    phases: list[Phase] = []
+    for index in range(rounds):
+        sides = [("direct", direct), ("host", via_host)]
+        for side, agents in sides if index % 2 == 0 else reversed(sides):
+            phases.append(await phase(side, agents, per_agent, pids))
+
+    def total(side: str) -> tuple[float, dict[str, float]]:
+        ran = [p for p in phases if p.side == side]
+        made = sum(p.calls for p in ran)
+        cpu = {
+            process: sum(p.cpu_ms_per_call[process] * p.calls for p in ran) / made
+            for process in ran[0].cpu_ms_per_call
+        }
+        return made / sum(p.seconds for p in ran), cpu
+
+    (direct_rate, direct_cpu), (host_rate, host_cpu) = total("direct"), total("host")
+    return Concurrent(
+        agents=len(direct),
+        rounds=rounds,
+        phases=phases,
+        direct_rate=direct_rate,
+        host_rate=host_rate,
+        ratio=host_rate / direct_rate,
+        cpu_ms_per_call={"direct": direct_cpu, "host": host_cpu},
+    )
+
+
+def calls_made(pairs: int, agents: int, per_agent: int, rounds: int) -> int:
+    """How many calls one figure makes through the host, warm-ups included."""
+    return pairs + warm_up_calls(pairs) + agents * (WARM_UP_PER_AGENT + per_agent * rounds)
+
+
+def print_figures(
+    label: str,
+    lone: Overhead,
+    crowd: Concurrent,
+    *,
+    server: str,
+    target_ms: float,
+    target_ratio: float,
+) -> None:
+    """One figure's lines: 1 agent's overhead, N agents' rate, their CPU, the targets."""
+    line = (
+        f"overhead   {label} 1 agent x {lone.calls}: host p50 {lone.host.last.p50_ms:.3f} ms,"
+        f" direct p50 {lone.direct.last.p50_ms:.3f} ms: +{lone.added_p50_ms:.3f} ms p50,"
+        f" +{lone.added_p99_ms:.3f} ms p99"
+    )
+    if lone.host.first is not None and lone.direct.first is not None:
+        line += (
+            f"; first token: host p50 {lone.host.first.p50_ms:.3f}, direct"
+            f" {lone.direct.first.p50_ms:.3f}: +{lone.added_first_p50_ms:.3f} ms p50,"
+            f" +{lone.added_first_p99_ms:.3f} ms p99"
+        )
+    print(line, flush=True)
+    cpu = crowd.cpu_ms_per_call
+    print(
+        f"agents     {label} {crowd.agents} agents x {crowd.rounds} rounds: host"
+        f" {crowd.host_rate:.0f}/s, direct {crowd.direct_rate:.0f}/s: ratio {crowd.ratio:.2f};"
+        f" cpu ms/call: host {cpu['host']['host']:.3f}, {server} server"
+        f" {cpu['host'][server]:.3f} (direct {cpu['direct'][server]:.3f}), client"
+        f" {cpu['host']['bench']:.3f} (direct {cpu['direct']['bench']:.3f})",
+        flush=True,
+    )
+    checks = [
+        (lone.added_p50_ms <= target_ms, f"overhead p50 <= {target_ms} ms"),
+        (crowd.ratio >= target_ratio, f"rate at {crowd.agents} agents >= {target_ratio}"),
+    ]
+    if lone.added_first_p50_ms is not None:
+        checks.append((lone.added_first_p50_ms <= target_ms, f"first token p50 <= {target_ms} ms"))
+    for met, what in checks:
+        print(f"target     {label} {what}: {'meets' if met else 'MISSES'}", flush=True)

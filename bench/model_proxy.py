@@ -43,7 +43,6 @@ import sqlite3
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,11 +54,18 @@ from sqlalchemy.engine import make_url
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 from held_agents import (  # noqa: E402  (the benches' shared helpers)
+    Call,
+    Concurrent,
     HeldAgents,
     Host,
     Invocation,
-    cpu_seconds,
+    Overhead,
+    Timing,
+    calls_made,
+    concurrent,
     hold,
+    overhead,
+    print_figures,
     python_child,
     release,
     serve_quietly,
@@ -67,7 +73,6 @@ from held_agents import (  # noqa: E402  (the benches' shared helpers)
     write_project,
 )
 from queue_throughput import free_port, wait_ready  # noqa: E402
-from record_path import Latency  # noqa: E402
 from reporting import finish  # noqa: E402
 
 MODEL = "gpt-bench-mini"
@@ -148,22 +153,11 @@ def endpoints(api: str, model_root: str, invocation: Invocation | None) -> Endpo
     )
 
 
-@dataclass
-class Timing:
-    last: float
-    """Seconds to the whole answer (whole) or to the stream's end."""
-    first: float | None = None
-    """Streamed: seconds to the first text delta."""
-
-
-Exchange = Callable[[Endpoint], Awaitable[Timing]]
-
-
-def exchange_of(http: httpx.AsyncClient, api: str, stream: bool) -> Exchange:
-    """One timed exchange of `api` (whole or streamed), checked complete."""
+def exchange_of(http: httpx.AsyncClient, api: str, stream: bool, endpoint: Endpoint) -> Call:
+    """One timed exchange of `api` (whole or streamed) with `endpoint`, checked complete."""
     body = request_body(api, stream)
 
-    async def whole(endpoint: Endpoint) -> Timing:
+    async def whole() -> Timing:
         started = time.perf_counter()
         answer = await http.post(endpoint.url, content=body, headers=endpoint.headers)
         ended = time.perf_counter()
@@ -171,7 +165,7 @@ def exchange_of(http: httpx.AsyncClient, api: str, stream: bool) -> Exchange:
             raise SystemExit(f"{endpoint.url}: {answer.status_code} {answer.text[:300]}")
         return Timing(ended - started)
 
-    async def streamed(endpoint: Endpoint) -> Timing:
+    async def streamed() -> Timing:
         started = time.perf_counter()
         first = None
         ended_with = ""
@@ -199,52 +193,6 @@ def exchange_of(http: httpx.AsyncClient, api: str, stream: bool) -> Exchange:
 
 
 @dataclass
-class Side:
-    """One side's per-exchange latencies (ms)."""
-
-    last: Latency
-    first: Latency | None
-
-
-@dataclass
-class Overhead:
-    """1 agent: direct and proxied interleaved; proxied minus direct."""
-
-    exchanges: int
-    direct: Side
-    proxied: Side
-    added_p50_ms: float
-    added_p99_ms: float
-    added_first_p50_ms: float | None
-    added_first_p99_ms: float | None
-
-
-@dataclass
-class Phase:
-    """`agents` agents at once, each making `per_agent` exchanges."""
-
-    side: str
-    exchanges: int
-    seconds: float
-    rate: float
-    per_exchange: Latency
-    cpu_ms_per_exchange: dict[str, float]
-
-
-@dataclass
-class Concurrent:
-    agents: int
-    rounds: int
-    phases: list[Phase]
-    direct_rate: float
-    proxied_rate: float
-    ratio: float
-    """Proxied exchanges/s ÷ direct, over all rounds."""
-    cpu_ms_per_exchange: dict[str, dict[str, float]]
-    """Per side, per process, over all rounds."""
-
-
-@dataclass
 class ApiResult:
     api: str
     stream: bool
@@ -269,136 +217,16 @@ class Report:
 # ── measuring ────────────────────────────────────────────────────────
 
 
-def side_of(timings: list[Timing], stream: bool) -> Side:
-    last = Latency.of([t.last for t in timings])
-    first = Latency.of([t.first for t in timings if t.first is not None]) if stream else None
-    return Side(last, first)
-
-
-async def overhead(
-    exchange: Exchange, direct: Endpoint, proxied: Endpoint, pairs: int, stream: bool
-) -> Overhead:
-    """Direct and proxied exchanges interleaved, each pair's order alternating."""
-    for _ in range(max(5, pairs // 10)):  # warm-up: connections, caches, the JIT-less paths
-        await exchange(direct)
-        await exchange(proxied)
-    direct_timings: list[Timing] = []
-    proxied_timings: list[Timing] = []
-    for index in range(pairs):
-        if index % 2:
-            proxied_timings.append(await exchange(proxied))
-            direct_timings.append(await exchange(direct))
-        else:
-            direct_timings.append(await exchange(direct))
-            proxied_timings.append(await exchange(proxied))
-    d, p = side_of(direct_timings, stream), side_of(proxied_timings, stream)
-    first = None if d.first is None or p.first is None else (d.first, p.first)
-    return Overhead(
-        exchanges=pairs,
-        direct=d,
-        proxied=p,
-        added_p50_ms=p.last.p50_ms - d.last.p50_ms,
-        added_p99_ms=p.last.p99_ms - d.last.p99_ms,
-        added_first_p50_ms=None if first is None else first[1].p50_ms - first[0].p50_ms,
-        added_first_p99_ms=None if first is None else first[1].p99_ms - first[0].p99_ms,
-    )
-
-
-async def phase(
-    name: str, exchange: Exchange, targets: list[Endpoint], per_agent: int, pids: dict[str, int]
-) -> Phase:
-    """Every target's agent making `per_agent` exchanges, all agents at once."""
-
-    async def agent(endpoint: Endpoint) -> list[float]:
-        return [(await exchange(endpoint)).last for _ in range(per_agent)]
-
-    cpu_before = {process: cpu_seconds(pid) for process, pid in pids.items()}
-    own_before = time.process_time()
-    started = time.perf_counter()
-    latencies = await asyncio.gather(*(agent(endpoint) for endpoint in targets))
-    seconds = time.perf_counter() - started
-    made = len(targets) * per_agent
-    cpu = {process: cpu_seconds(pid) - cpu_before[process] for process, pid in pids.items()}
-    cpu["bench"] = time.process_time() - own_before
-    return Phase(
-        side=name,
-        exchanges=made,
-        seconds=seconds,
-        rate=made / seconds,
-        per_exchange=Latency.of([s for agent in latencies for s in agent]),
-        cpu_ms_per_exchange={process: used / made * 1000 for process, used in cpu.items()},
-    )
-
-
-async def concurrent(
-    exchange: Exchange,
-    direct: list[Endpoint],
-    proxied: list[Endpoint],
-    options: argparse.Namespace,
-    pids: dict[str, int],
-) -> Concurrent:
-    await phase("warm-up", exchange, proxied, 2, pids)
-    await phase("warm-up", exchange, direct, 2, pids)
-    phases: list[Phase] = []
-    for index in range(options.rounds):
-        sides = [("direct", direct), ("proxied", proxied)]
-        for name, targets in sides if index % 2 == 0 else reversed(sides):
-            phases.append(await phase(name, exchange, targets, options.per_agent, pids))
-
-    def total(side: str) -> tuple[float, dict[str, float]]:
-        ran = [p for p in phases if p.side == side]
-        made = sum(p.exchanges for p in ran)
-        cpu = {
-            process: sum(p.cpu_ms_per_exchange[process] * p.exchanges for p in ran) / made
-            for process in ran[0].cpu_ms_per_exchange
-        }
-        return made / sum(p.seconds for p in ran), cpu
-
-    (direct_rate, direct_cpu), (proxied_rate, proxied_cpu) = total("direct"), total("proxied")
-    return Concurrent(
-        agents=len(direct),
-        rounds=options.rounds,
-        phases=phases,
-        direct_rate=direct_rate,
-        proxied_rate=proxied_rate,
-        ratio=proxied_rate / direct_rate,
-        cpu_ms_per_exchange={"direct": direct_cpu, "proxied": proxied_cpu},
-    )
-
-
 def print_result(result: ApiResult) -> None:
-    o, c = result.overhead, result.concurrent
     mode = "streamed" if result.stream else "whole"
-    label = f"{result.api:9} {mode:8}"
-    line = (
-        f"overhead   {label} 1 agent x {o.exchanges}: proxied p50 {o.proxied.last.p50_ms:.3f}"
-        f" ms, direct p50 {o.direct.last.p50_ms:.3f} ms: +{o.added_p50_ms:.3f} ms p50,"
-        f" +{o.added_p99_ms:.3f} ms p99"
+    print_figures(
+        f"{result.api:9} {mode:8}",
+        result.overhead,
+        result.concurrent,
+        server="model",
+        target_ms=TARGET_OVERHEAD_MS,
+        target_ratio=TARGET_RATE_RATIO,
     )
-    if o.proxied.first is not None and o.direct.first is not None:
-        line += (
-            f"; first token: proxied p50 {o.proxied.first.p50_ms:.3f}, direct"
-            f" {o.direct.first.p50_ms:.3f}: +{o.added_first_p50_ms:.3f} ms p50,"
-            f" +{o.added_first_p99_ms:.3f} ms p99"
-        )
-    print(line, flush=True)
-    cpu = c.cpu_ms_per_exchange
-    print(
-        f"agents     {label} {c.agents} agents x {c.rounds} rounds: proxied"
-        f" {c.proxied_rate:.0f}/s, direct {c.direct_rate:.0f}/s: ratio {c.ratio:.2f};"
-        f" cpu ms/exchange host {cpu['proxied'].get('host', 0):.3f}, model server"
-        f" {cpu['proxied']['model']:.3f} (direct {cpu['direct']['model']:.3f}), client"
-        f" {cpu['proxied']['bench']:.3f} (direct {cpu['direct']['bench']:.3f})",
-        flush=True,
-    )
-    checks = [
-        (o.added_p50_ms <= TARGET_OVERHEAD_MS, f"overhead p50 <= {TARGET_OVERHEAD_MS} ms"),
-        (c.ratio >= TARGET_RATE_RATIO, f"rate at {c.agents} agents >= {TARGET_RATE_RATIO}"),
-    ]
-    if o.added_first_p50_ms is not None:
-        checks.append((o.added_first_p50_ms <= TARGET_OVERHEAD_MS, "first token p50 <= 1 ms"))
-    for met, what in checks:
-        print(f"target     {label} {what}: {'meets' if met else 'MISSES'}", flush=True)
 
 
 # ── the recording, checked ───────────────────────────────────────────
@@ -461,17 +289,14 @@ async def measure_apis(
     async with httpx.AsyncClient(limits=limits, timeout=60, trust_env=False) as http:
         for api in options.api or APIS:
             for stream in (False, True):
-                exchange = exchange_of(http, api, stream)
-                direct = endpoints(api, model_root, None)
-                lone = await overhead(
-                    exchange, direct, endpoints(api, model_root, held[0]), options.exchanges, stream
-                )
+                direct = exchange_of(http, api, stream, endpoints(api, model_root, None))
+                proxied = [
+                    exchange_of(http, api, stream, endpoints(api, model_root, invocation))
+                    for invocation in held
+                ]
+                lone = await overhead(direct, proxied[0], options.exchanges)
                 crowd = await concurrent(
-                    exchange,
-                    [direct] * len(held),
-                    [endpoints(api, model_root, invocation) for invocation in held],
-                    options,
-                    pids,
+                    [direct] * len(held), proxied, options.per_agent, options.rounds, pids
                 )
                 result = ApiResult(api, stream, lone, crowd)
                 report.results.append(result)
@@ -480,15 +305,11 @@ async def measure_apis(
 
 def check_recorded(host: Host, report: Report) -> None:
     """Every proxied exchange is a `model_calls` row of its API and stream mode."""
-    options_by_mode: dict[tuple[str, bool], int] = {}
-    for result in report.results:
-        lone, crowd = result.overhead, result.concurrent
-        made = lone.exchanges + max(5, lone.exchanges // 10)
-        made += crowd.agents * (2 + report.per_agent * crowd.rounds)
-        options_by_mode[(result.api, result.stream)] = made
+    made = calls_made(report.exchanges, report.agents, report.per_agent, report.rounds)
+    expected = {(result.api, result.stream): made for result in report.results}
     found = {(api, stream): count for api, stream, count in recorded(host)}
-    if found != options_by_mode:
-        raise SystemExit(f"recorded exchanges {found}, made {options_by_mode}")
+    if found != expected:
+        raise SystemExit(f"recorded exchanges {found}, made {expected}")
     report.recorded_rows = sum(found.values())
     print(f"recorded   {report.recorded_rows} proxied exchanges, one row each, all checked")
 
