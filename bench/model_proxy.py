@@ -206,6 +206,7 @@ class Report:
     agents: int
     per_agent: int
     rounds: int
+    model_delay_ms: float
     store: str
     cpu_count: int | None
     python: str
@@ -255,7 +256,8 @@ async def measure(options: argparse.Namespace, directory: Path, report: Report) 
     turns = [{"content": ANSWER}]
     script.write_text(json.dumps({"conversations": [{"user": QUESTION, "turns": turns}]}))
     model = python_child(
-        [__file__, "--serve-model", str(model_port), str(script)], directory / "model.log"
+        [__file__, "--serve-model", str(model_port), str(script), str(options.model_delay_ms)],
+        directory / "model.log",
     )
     try:
         model_root = f"http://127.0.0.1:{model_port}"
@@ -314,15 +316,25 @@ def check_recorded(host: Host, report: Report) -> None:
     print(f"recorded   {report.recorded_rows} proxied exchanges, one row each, all checked")
 
 
-def serve_model(port: int, script_file: Path) -> None:
-    """The strict stand-in model server (tests/_model_server) with no access log."""
+def serve_model(port: int, script_file: Path, delay_ms: float) -> None:
+    """The strict stand-in model server (tests/_model_server) with no access log, each
+    answer started `delay_ms` after its request came (a model's time to think)."""
     sys.path.insert(0, str(HERE.parent / "tests"))
+    from starlette.types import Receive, Scope, Send
+
     from _model_server import ModelScript
     from _model_server.app import app
 
     script = ModelScript()
     script.load(json.loads(script_file.read_text()))
-    serve_quietly(app(script), port)
+    stand_in = app(script)
+
+    async def thinking(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"].startswith("/v1/"):
+            await asyncio.sleep(delay_ms / 1000)
+        await stand_in(scope, receive, send)
+
+    serve_quietly(thinking if delay_ms else stand_in, port)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -336,7 +348,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--api", action="append", choices=APIS, help="only these (repeatable)")
     parser.add_argument("--database-url", default="sqlite", help="sqlite, or a PostgreSQL URL")
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--serve-model", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--model-delay-ms",
+        type=float,
+        default=0.0,
+        help="the model server waits this long before each answer (default 0: the hop alone)",
+    )
+    parser.add_argument("--serve-model", nargs=3, help=argparse.SUPPRESS)
     options = parser.parse_args(argv)
     if options.exchanges < 2 or options.agents < 1 or options.rounds < 1:
         parser.error("--exchanges must be >= 2, --agents and --rounds >= 1")
@@ -346,13 +364,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     options = parse_args(argv)
     if options.serve_model:
-        serve_model(int(options.serve_model[0]), Path(options.serve_model[1]))
+        port, script, delay = options.serve_model
+        serve_model(int(port), Path(script), float(delay))
         return 0
     report = Report(
         exchanges=options.exchanges,
         agents=options.agents,
         per_agent=options.per_agent,
         rounds=options.rounds,
+        model_delay_ms=options.model_delay_ms,
         store=options.database_url if options.database_url == "sqlite" else "postgresql",
         cpu_count=os.cpu_count(),
         python=sys.version.split()[0],
