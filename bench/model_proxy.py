@@ -287,7 +287,13 @@ async def measure_apis(
     pids: dict[str, int],
     report: Report,
 ) -> None:
-    limits = httpx.Limits(max_connections=4 * len(held), max_keepalive_connections=4 * len(held))
+    # Idle connections close after 1 s, before the servers' own 5 s (uvicorn's): a request
+    # sent on a connection the server is closing that moment fails with a ReadError.
+    limits = httpx.Limits(
+        max_connections=4 * len(held),
+        max_keepalive_connections=4 * len(held),
+        keepalive_expiry=1.0,
+    )
     async with httpx.AsyncClient(limits=limits, timeout=60, trust_env=False) as http:
         for api in options.api or APIS:
             for stream in (False, True):
