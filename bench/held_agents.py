@@ -13,23 +13,29 @@ endpoints, and the same servers directly, as the agent would.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import json
 import os
+import sqlite3
 import sys
+import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import psutil
+import psycopg
+from sqlalchemy.engine import make_url
 from starlette.types import Receive, Scope, Send
 
 from queue_throughput import Processes, free_port, fresh_database, wait_ready
 from record_path import Latency
+from reporting import Measured, finish
 from wopeval.hosting.loopback import loopback_socket, quiet_server
 
 TENANT = "bench"
@@ -115,6 +121,15 @@ class Host:
     data_dir: Path
     database_url: str | None
     run_ids: list[str] = field(default_factory=list)
+
+    def rows(self, query: str) -> list[tuple[Any, ...]]:
+        """What `query` reads from the host's store (SQLite or PostgreSQL), once its runs ended."""
+        if self.database_url is None:
+            with contextlib.closing(sqlite3.connect(self.data_dir / "wopeval.db")) as connection:
+                return [tuple(row) for row in connection.execute(query)]
+        url = make_url(self.database_url).set(drivername="postgresql")
+        with psycopg.connect(url.render_as_string(False)) as connection:
+            return [tuple(row) for row in connection.execute(query).fetchall()]
 
 
 def write_project(directory: Path, agent_url: str, agent_fields: str, extra: str = "") -> Path:
@@ -421,3 +436,38 @@ def print_figures(
         checks.append((lone.added_first_p50_ms <= target_ms, f"first token p50 <= {target_ms} ms"))
     for met, what in checks:
         print(f"target     {label} {what}: {'meets' if met else 'MISSES'}", flush=True)
+
+
+def crowd_options(parser: argparse.ArgumentParser, pairs: str, what: str) -> None:
+    """The options both benches take: 1-agent pairs (`pairs`, e.g. `--calls`), the crowd,
+    the store and the report."""
+    parser.add_argument(pairs, type=int, default=500, help=f"1-agent pairs of {what}, per figure")
+    parser.add_argument("--agents", type=int, default=32, help="concurrent agents")
+    parser.add_argument("--per-agent", type=int, default=20, help=f"{what} per agent per phase")
+    parser.add_argument("--rounds", type=int, default=3, help="direct/host phase pairs")
+    parser.add_argument("--database-url", default="sqlite", help="sqlite, or a PostgreSQL URL")
+    parser.add_argument("--json", type=Path)
+
+
+def checked(parser: argparse.ArgumentParser, options: argparse.Namespace, pairs: int) -> None:
+    if pairs < 2 or options.agents < 1 or options.rounds < 1:
+        parser.error("1-agent pairs must be >= 2 (a p50 needs two), --agents and --rounds >= 1")
+
+
+def store_name(database_url: str) -> str:
+    return "sqlite" if database_url == "sqlite" else "postgresql"
+
+
+Report = TypeVar("Report", bound=Measured)
+
+
+def run(
+    measure: Callable[[argparse.Namespace, Path, Report], Coroutine[Any, Any, None]],
+    options: argparse.Namespace,
+    report: Report,
+) -> int:
+    """Measure in a scratch directory, then print the load and write the JSON report."""
+    with tempfile.TemporaryDirectory(prefix="wopeval-bench-") as scratch:
+        asyncio.run(measure(options, Path(scratch), report))
+    finish(report, options.json)
+    return 0

@@ -28,20 +28,15 @@ bench/README.md has the commands and the figures.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import os
-import sqlite3
 import sys
-import tempfile
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import psycopg
 from mcp import Client, StdioServerParameters
-from sqlalchemy.engine import make_url
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
@@ -53,17 +48,20 @@ from held_agents import (  # noqa: E402  (the benches' shared helpers)
     Overhead,
     Timing,
     calls_made,
+    checked,
     concurrent,
+    crowd_options,
     hold,
     overhead,
     print_figures,
     python_child,
     release,
+    run,
     serving_host,
+    store_name,
     write_project,
 )
 from queue_throughput import free_port  # noqa: E402
-from reporting import finish  # noqa: E402
 
 SERVER_SCRIPT = HERE / "mcp_echo_server.py"
 SERVERS = ("stdio", "http")
@@ -148,12 +146,7 @@ def recorded(host: Host) -> list[tuple[str, int]]:
         "SELECT tool, count(*) FROM tool_calls WHERE served_by = 'live' AND status = 'ok'"
         " GROUP BY tool"
     )
-    if host.database_url is None:
-        with contextlib.closing(sqlite3.connect(host.data_dir / "wopeval.db")) as connection:
-            return list(connection.execute(query))
-    dsn = make_url(host.database_url).set(drivername="postgresql").render_as_string(False)
-    with psycopg.connect(dsn) as connection:
-        return [(tool, count) for tool, count in connection.execute(query).fetchall()]
+    return [(tool, count) for tool, count in host.rows(query)]
 
 
 def check_recorded(host: Host, report: Report) -> None:
@@ -208,16 +201,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--calls", type=int, default=500, help="1-agent pairs per server")
-    parser.add_argument("--agents", type=int, default=32, help="concurrent agents")
-    parser.add_argument("--per-agent", type=int, default=20, help="calls per agent per phase")
-    parser.add_argument("--rounds", type=int, default=3, help="direct/host phase pairs")
+    crowd_options(parser, "--calls", "tool calls")
     parser.add_argument("--server", action="append", choices=SERVERS, help="only these")
-    parser.add_argument("--database-url", default="sqlite", help="sqlite, or a PostgreSQL URL")
-    parser.add_argument("--json", type=Path)
     options = parser.parse_args(argv)
-    if options.calls < 2 or options.agents < 1 or options.rounds < 1:
-        parser.error("--calls must be >= 2, --agents and --rounds >= 1")
+    checked(parser, options, options.calls)
     return options
 
 
@@ -228,15 +215,12 @@ def main(argv: list[str] | None = None) -> int:
         agents=options.agents,
         per_agent=options.per_agent,
         rounds=options.rounds,
-        store=options.database_url if options.database_url == "sqlite" else "postgresql",
+        store=store_name(options.database_url),
         cpu_count=os.cpu_count(),
         python=sys.version.split()[0],
         load_average=[os.getloadavg()[0]],
     )
-    with tempfile.TemporaryDirectory(prefix="wopeval-mcp-bench-") as scratch:
-        asyncio.run(measure(options, Path(scratch), report))
-    finish(report, options.json)
-    return 0
+    return run(measure, options, report)
 
 
 if __name__ == "__main__":

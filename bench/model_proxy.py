@@ -36,20 +36,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
-import sqlite3
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
-import psycopg
-from sqlalchemy.engine import make_url
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
@@ -62,18 +57,21 @@ from held_agents import (  # noqa: E402  (the benches' shared helpers)
     Overhead,
     Timing,
     calls_made,
+    checked,
     concurrent,
+    crowd_options,
     hold,
     overhead,
     print_figures,
     python_child,
     release,
+    run,
     serve_quietly,
     serving_host,
+    store_name,
     write_project,
 )
 from queue_throughput import free_port, wait_ready  # noqa: E402
-from reporting import finish  # noqa: E402
 
 MODEL = "gpt-bench-mini"
 QUESTION = "bench: what is the weather like on the far side of the moon?"
@@ -239,12 +237,7 @@ def recorded(host: Host) -> list[tuple[str, bool, int]]:
         "SELECT api, stream, count(*) FROM model_calls WHERE via = 'proxy' AND"
         " served_by = 'live' AND status = 'ok' GROUP BY api, stream"
     )
-    if host.database_url is None:
-        with contextlib.closing(sqlite3.connect(host.data_dir / "wopeval.db")) as connection:
-            return [(api, bool(s), n) for api, s, n in connection.execute(query)]
-    dsn = make_url(host.database_url).set(drivername="postgresql").render_as_string(False)
-    with psycopg.connect(dsn) as connection:
-        return [(api, bool(s), n) for api, s, n in connection.execute(query).fetchall()]
+    return [(api, bool(stream), count) for api, stream, count in host.rows(query)]
 
 
 # ── the bench ────────────────────────────────────────────────────────
@@ -347,13 +340,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--exchanges", type=int, default=500, help="1-agent pairs per figure")
-    parser.add_argument("--agents", type=int, default=32, help="concurrent agents")
-    parser.add_argument("--per-agent", type=int, default=20, help="exchanges per agent per phase")
-    parser.add_argument("--rounds", type=int, default=3, help="direct/proxied phase pairs")
+    crowd_options(parser, "--exchanges", "exchanges")
     parser.add_argument("--api", action="append", choices=APIS, help="only these (repeatable)")
-    parser.add_argument("--database-url", default="sqlite", help="sqlite, or a PostgreSQL URL")
-    parser.add_argument("--json", type=Path)
     parser.add_argument(
         "--model-delay-ms",
         type=float,
@@ -362,8 +350,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--serve-model", nargs=3, help=argparse.SUPPRESS)
     options = parser.parse_args(argv)
-    if options.exchanges < 2 or options.agents < 1 or options.rounds < 1:
-        parser.error("--exchanges must be >= 2, --agents and --rounds >= 1")
+    checked(parser, options, options.exchanges)
     return options
 
 
@@ -379,15 +366,12 @@ def main(argv: list[str] | None = None) -> int:
         per_agent=options.per_agent,
         rounds=options.rounds,
         model_delay_ms=options.model_delay_ms,
-        store=options.database_url if options.database_url == "sqlite" else "postgresql",
+        store=store_name(options.database_url),
         cpu_count=os.cpu_count(),
         python=sys.version.split()[0],
         load_average=[os.getloadavg()[0]],
     )
-    with tempfile.TemporaryDirectory(prefix="wopeval-proxy-bench-") as scratch:
-        asyncio.run(measure(options, Path(scratch), report))
-    finish(report, options.json)
-    return 0
+    return run(measure, options, report)
 
 
 if __name__ == "__main__":
