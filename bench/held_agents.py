@@ -25,7 +25,7 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 import httpx
 import psutil
@@ -392,9 +392,39 @@ async def concurrent(
     )
 
 
-def calls_made(pairs: int, agents: int, per_agent: int, rounds: int) -> int:
-    """How many calls one figure makes through the host, warm-ups included."""
-    return pairs + warm_up_calls(pairs) + agents * (WARM_UP_PER_AGENT + per_agent * rounds)
+@dataclass
+class Plan:
+    """A bench run's sizes and machine, at the head of its JSON report."""
+
+    pairs: int
+    """1-agent pairs per figure."""
+    agents: int
+    per_agent: int
+    rounds: int
+    store: str
+    cpu_count: int | None
+    python: str
+    load_average: list[float]
+    """1-minute load average at the start and at the end."""
+    recorded_rows: int = 0
+
+    @classmethod
+    def of(cls, options: argparse.Namespace, pairs: int) -> Self:
+        return cls(
+            pairs=pairs,
+            agents=options.agents,
+            per_agent=options.per_agent,
+            rounds=options.rounds,
+            store="sqlite" if options.database_url == "sqlite" else "postgresql",
+            cpu_count=os.cpu_count(),
+            python=sys.version.split()[0],
+            load_average=[os.getloadavg()[0]],
+        )
+
+    def calls_made(self) -> int:
+        """How many calls one figure makes through the host, warm-ups included."""
+        crowd = self.agents * (WARM_UP_PER_AGENT + self.per_agent * self.rounds)
+        return self.pairs + warm_up_calls(self.pairs) + crowd
 
 
 def print_figures(
@@ -454,17 +484,13 @@ def checked(parser: argparse.ArgumentParser, options: argparse.Namespace, pairs:
         parser.error("1-agent pairs must be >= 2 (a p50 needs two), --agents and --rounds >= 1")
 
 
-def store_name(database_url: str) -> str:
-    return "sqlite" if database_url == "sqlite" else "postgresql"
-
-
-Report = TypeVar("Report", bound=Measured)
+Reported = TypeVar("Reported", bound=Measured)
 
 
 def run(
-    measure: Callable[[argparse.Namespace, Path, Report], Coroutine[Any, Any, None]],
+    measure: Callable[[argparse.Namespace, Path, Reported], Coroutine[Any, Any, None]],
     options: argparse.Namespace,
-    report: Report,
+    report: Reported,
 ) -> int:
     """Measure in a scratch directory, then print the load and write the JSON report."""
     with tempfile.TemporaryDirectory(prefix="wopeval-bench-") as scratch:

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -46,8 +45,8 @@ from held_agents import (  # noqa: E402  (the benches' shared helpers)
     HeldAgents,
     Host,
     Overhead,
+    Plan,
     Timing,
-    calls_made,
     checked,
     concurrent,
     crowd_options,
@@ -58,7 +57,6 @@ from held_agents import (  # noqa: E402  (the benches' shared helpers)
     release,
     run,
     serving_host,
-    store_name,
     write_project,
 )
 from queue_throughput import free_port  # noqa: E402
@@ -79,17 +77,8 @@ class ServerResult:
 
 
 @dataclass
-class Report:
-    calls: int
-    agents: int
-    per_agent: int
-    rounds: int
-    store: str
-    cpu_count: int | None
-    python: str
-    load_average: list[float] = field(default_factory=list)
+class Report(Plan):
     results: list[ServerResult] = field(default_factory=list)
-    recorded_rows: int = 0
 
 
 def stdio_server() -> StdioServerParameters:
@@ -151,7 +140,7 @@ def recorded(host: Host) -> list[tuple[str, int]]:
 
 def check_recorded(host: Host, report: Report) -> None:
     """Every call through the host is a `tool_calls` row of its tool, live and ok."""
-    made = calls_made(report.calls, report.agents, report.per_agent, report.rounds)
+    made = report.calls_made()
     expected = {f"b{result.server}:echo": made for result in report.results}
     found = dict(recorded(host))
     if found != expected:
@@ -210,16 +199,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     options = parse_args(argv)
-    report = Report(
-        calls=options.calls,
-        agents=options.agents,
-        per_agent=options.per_agent,
-        rounds=options.rounds,
-        store=store_name(options.database_url),
-        cpu_count=os.cpu_count(),
-        python=sys.version.split()[0],
-        load_average=[os.getloadavg()[0]],
-    )
+    report = Report.of(options, options.calls)
     return run(measure, options, report)
 
 

@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -55,8 +54,8 @@ from held_agents import (  # noqa: E402  (the benches' shared helpers)
     Host,
     Invocation,
     Overhead,
+    Plan,
     Timing,
-    calls_made,
     checked,
     concurrent,
     crowd_options,
@@ -68,7 +67,6 @@ from held_agents import (  # noqa: E402  (the benches' shared helpers)
     run,
     serve_quietly,
     serving_host,
-    store_name,
     write_project,
 )
 from queue_throughput import free_port, wait_ready  # noqa: E402
@@ -199,18 +197,9 @@ class ApiResult:
 
 
 @dataclass
-class Report:
-    exchanges: int
-    agents: int
-    per_agent: int
-    rounds: int
-    model_delay_ms: float
-    store: str
-    cpu_count: int | None
-    python: str
-    load_average: list[float] = field(default_factory=list)
+class Report(Plan):
+    model_delay_ms: float = 0.0
     results: list[ApiResult] = field(default_factory=list)
-    recorded_rows: int = 0
 
 
 # ── measuring ────────────────────────────────────────────────────────
@@ -306,7 +295,7 @@ async def measure_apis(
 
 def check_recorded(host: Host, report: Report) -> None:
     """Every proxied exchange is a `model_calls` row of its API and stream mode."""
-    made = calls_made(report.exchanges, report.agents, report.per_agent, report.rounds)
+    made = report.calls_made()
     expected = {(result.api, result.stream): made for result in report.results}
     found = {(api, stream): count for api, stream, count in recorded(host)}
     if found != expected:
@@ -360,17 +349,8 @@ def main(argv: list[str] | None = None) -> int:
         port, script, delay = options.serve_model
         serve_model(int(port), Path(script), float(delay))
         return 0
-    report = Report(
-        exchanges=options.exchanges,
-        agents=options.agents,
-        per_agent=options.per_agent,
-        rounds=options.rounds,
-        model_delay_ms=options.model_delay_ms,
-        store=store_name(options.database_url),
-        cpu_count=os.cpu_count(),
-        python=sys.version.split()[0],
-        load_average=[os.getloadavg()[0]],
-    )
+    report = Report.of(options, options.exchanges)
+    report.model_delay_ms = options.model_delay_ms
     return run(measure, options, report)
 
 
