@@ -269,6 +269,9 @@ class Overhead:
     host: Side
     added_p50_ms: float
     added_p99_ms: float
+    host_cpu_ms_per_call: float
+    """What the host's process spent per call through it, over the timed pairs: on a quiet
+    machine about what a call waits for the host, whatever else the machine runs."""
     added_first_p50_ms: float | None = None
     added_first_p99_ms: float | None = None
 
@@ -304,11 +307,13 @@ def side_of(timings: list[Timing]) -> Side:
     return Side(Latency.of([t.last for t in timings]), Latency.of(firsts) if firsts else None)
 
 
-async def overhead(direct: Call, via_host: Call, pairs: int) -> Overhead:
-    """`pairs` calls to each side, interleaved, each pair's order alternating, after a warm-up."""
+async def overhead(direct: Call, via_host: Call, pairs: int, host_pid: int) -> Overhead:
+    """`pairs` calls to each side, interleaved, each pair's order alternating, after a warm-up;
+    with the host's CPU per call through it (the host does nothing for a direct call)."""
     for _ in range(warm_up_calls(pairs)):
         await direct()
         await via_host()
+    host_cpu = cpu_seconds(host_pid)
     direct_timings: list[Timing] = []
     host_timings: list[Timing] = []
     for index in range(pairs):
@@ -318,8 +323,11 @@ async def overhead(direct: Call, via_host: Call, pairs: int) -> Overhead:
         else:
             direct_timings.append(await direct())
             host_timings.append(await via_host())
+    host_cpu_ms = (cpu_seconds(host_pid) - host_cpu) / pairs * 1000
     d, h = side_of(direct_timings), side_of(host_timings)
-    result = Overhead(pairs, d, h, h.last.p50_ms - d.last.p50_ms, h.last.p99_ms - d.last.p99_ms)
+    result = Overhead(
+        pairs, d, h, h.last.p50_ms - d.last.p50_ms, h.last.p99_ms - d.last.p99_ms, host_cpu_ms
+    )
     if d.first is not None and h.first is not None:
         result.added_first_p50_ms = h.first.p50_ms - d.first.p50_ms
         result.added_first_p99_ms = h.first.p99_ms - d.first.p99_ms
@@ -440,7 +448,7 @@ def print_figures(
     line = (
         f"overhead   {label} 1 agent x {lone.calls}: host p50 {lone.host.last.p50_ms:.3f} ms,"
         f" direct p50 {lone.direct.last.p50_ms:.3f} ms: +{lone.added_p50_ms:.3f} ms p50,"
-        f" +{lone.added_p99_ms:.3f} ms p99"
+        f" +{lone.added_p99_ms:.3f} ms p99; host cpu {lone.host_cpu_ms_per_call:.3f} ms/call"
     )
     if lone.host.first is not None and lone.direct.first is not None:
         line += (

@@ -124,7 +124,7 @@ async def measure_server(
     ):
         direct_calls = [timed(client, "echo") for client in direct]
         host_calls = [timed(client, tool) for client in via_host]
-        lone = await overhead(direct_calls[0], host_calls[0], options.calls)
+        lone = await overhead(direct_calls[0], host_calls[0], options.calls, pids["host"])
         crowd = await concurrent(direct_calls, host_calls, options.per_agent, options.rounds, pids)
     return ServerResult(server, lone, crowd)
 

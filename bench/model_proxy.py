@@ -284,7 +284,7 @@ async def measure_apis(
                     exchange_of(http, api, stream, endpoints(api, model_root, invocation))
                     for invocation in held
                 ]
-                lone = await overhead(direct, proxied[0], options.exchanges)
+                lone = await overhead(direct, proxied[0], options.exchanges, pids["host"])
                 crowd = await concurrent(
                     [direct] * len(held), proxied, options.per_agent, options.rounds, pids
                 )
