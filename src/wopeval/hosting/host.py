@@ -34,6 +34,7 @@ from wopeval.hosting import collector, ownership
 from wopeval.hosting.catalog import load_catalog
 from wopeval.hosting.credentials import embedded_keys, serving_keys
 from wopeval.hosting.housekeeping import housekeep, release_unanswered_keys
+from wopeval.hosting.outbound import outbound_client
 from wopeval.settings import Settings
 from wopeval.store import Lease, Store, take_lease
 from wopeval.tools import McpServers
@@ -113,7 +114,7 @@ class Host:
             if own_lease is not None:
                 own_lease.release()
             raise
-        http = httpx.AsyncClient(timeout=settings.tool_timeout_seconds)
+        http = outbound_client(settings)
         mcp = McpServers()
         try:
             # The project first: a start that fails on it writes no key either.

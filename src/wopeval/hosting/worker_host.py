@@ -31,6 +31,7 @@ from wopeval.engine.live.notifier import Notifier
 from wopeval.hosting.catalog import load_catalog
 from wopeval.hosting.credentials import stored_keys
 from wopeval.hosting.loopback import bound_socket
+from wopeval.hosting.outbound import outbound_client
 from wopeval.hosting.ownership import watch_lease
 from wopeval.settings import Settings
 from wopeval.store import Store, take_lease
@@ -62,7 +63,7 @@ class WorkerHost:
         lease = await asyncio.to_thread(take_lease, database_url, shared=True)
         try:
             store = await Store.open(database_url)
-            http = httpx.AsyncClient(timeout=settings.tool_timeout_seconds)
+            http = outbound_client(settings)
             mcp = McpServers()
             watch = asyncio.create_task(
                 watch_lease(lease, settings.lease_check_seconds), name="lease-watch"

@@ -29,6 +29,7 @@ from wopeval.models._exchange import (
     ModelUpstream,
     UpstreamRequest,
 )
+from wopeval.models._sse import SseLines
 from wopeval.models.chat import ChatAnswer, ChatCompletions, ToolCallRequest
 from wopeval.models.messages import Messages
 from wopeval.models.responses import Responses
@@ -60,6 +61,7 @@ __all__ = [
     "ModelUpstream",
     "Provider",
     "Responses",
+    "SseLines",
     "StreamAssembler",
     "ToolCallRequest",
     "UpstreamRequest",

@@ -14,7 +14,7 @@ model replay is answered from the source run's recording, whole or as that
 API's SSE events (a request the source never made is a `400` naming the
 nearest recorded request and the diff, and reaches no upstream); otherwise it
 is forwarded to the agent's upstream for that API with the real key added at
-egress, relayed whole or event by event as it arrives, and recorded as
+egress, relayed whole or chunk by chunk as it arrives, and recorded as
 executed (a streamed answer reassembled into the whole one).
 
 The token is checked as the MCP endpoint checks it (api/invocation_token.py):
@@ -162,12 +162,18 @@ class _Forward:
         return StreamingResponse(self._relay(response), media_type="text/event-stream")
 
     async def _relay(self, response: httpx.Response) -> AsyncIterator[bytes]:
-        """The upstream's lines as they arrive; the answer they add up to, recorded at the end."""
+        """The upstream's bytes as they arrive, chunk by chunk as it sent them (one write to
+        the agent per chunk, not per line: a chunk of many events costs one); the answer
+        its lines add up to, recorded at the end."""
         assembler = self._request.api.assembler()
+        lines = models.SseLines()
         try:
-            async for line in response.aiter_lines():
+            async for chunk in response.aiter_bytes():
+                for line in lines.feed(chunk):
+                    assembler.feed(line)
+                yield chunk
+            for line in lines.feed(b"", final=True):
                 assembler.feed(line)
-                yield (line + "\n").encode()
         finally:
             await response.aclose()
             self._record_stream(assembler)

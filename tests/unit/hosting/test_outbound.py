@@ -1,0 +1,61 @@
+"""The host's outbound HTTP client (http tools, http agents, the model proxy's upstreams)
+holds as many connections at once as the host has calls out, and keeps each for reuse."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from wopeval.hosting.host import Host
+from wopeval.settings import Settings
+
+CALLS = 120
+"""More than httpx's default cap of 100 connections, and far more than the 20 it keeps."""
+
+
+class HeldAnswers:
+    """An HTTP/1.1 server on loopback that answers its first `CALLS` requests only once all
+    of them are in (none can arrive while another waits for a connection), and counts the
+    connections its clients hold open."""
+
+    def __init__(self) -> None:
+        self.open = 0
+        self._arrived = 0
+        self._everyone = asyncio.Event()
+
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.open += 1
+        try:
+            while await reader.readuntil(b"\r\n\r\n"):
+                self._arrived += 1
+                if self._arrived == CALLS:
+                    self._everyone.set()
+                await self._everyone.wait()
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass  # the client closed the connection
+        finally:
+            self.open -= 1
+            writer.close()
+
+
+async def test_the_hosts_client_holds_every_call_at_once_and_keeps_each_connection(
+    tmp_path: Path,
+) -> None:
+    answers = HeldAnswers()
+    server = await asyncio.start_server(answers.serve, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/"
+    host = await Host.start(Settings(data_dir=tmp_path, api_keys={"acme": "k" * 32}))
+    try:
+        calls = (host.http.get(url) for _ in range(CALLS))
+        try:
+            done = await asyncio.wait_for(asyncio.gather(*calls), 30)
+        except TimeoutError:
+            raise AssertionError("the host's client made calls wait for a connection") from None
+        assert {answer.status_code for answer in done} == {200}
+        await asyncio.sleep(0.5)  # a connection the client closed is seen closed by now
+        assert answers.open == CALLS, "the client closed connections it could reuse"
+    finally:
+        await host.stop()
+        server.close()
