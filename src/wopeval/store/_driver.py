@@ -118,10 +118,13 @@ async def insert_many(
     if compiled.sqlite or len(rows) < COPY_FROM_ROWS:
         await _execute_many(connection, compiled, rows)
         return
+    driver = driver_connection(connection)
+    if pipelined(driver):  # a pipeline has no COPY; its INSERTs go without waiting
+        await _execute_many(connection, compiled, rows)
+        return
     table = cast(Insert, statement).table
     preparer = connection.dialect.identifier_preparer
     columns = ", ".join(preparer.quote(name) for name in compiled.names)
-    driver = driver_connection(connection)
     async with driver.cursor() as cursor:
         copy_sql = f"COPY {preparer.format_table(table)} ({columns}) FROM STDIN"
         async with cursor.copy(copy_sql) as copy:
@@ -150,7 +153,17 @@ async def fetch(
         ).fetchall()
         return rows
     cursor = await driver.execute(compiled.sql, compiled.bind(values))
+    if pipelined(driver):
+        # The rows are not read yet, so no description either: fetching waits for them.
+        rows = await cursor.fetchall()
+        return rows
     return await cursor.fetchall() if cursor.description is not None else []
+
+
+def pipelined(driver: Any) -> bool:
+    """Whether psycopg's connection is in pipeline mode (store/__init__.py `log_transaction`)."""
+    # psycopg's `pq.PipelineStatus`: OFF is 0 (psycopg is not imported where SQLite alone runs).
+    return bool(driver.pgconn.pipeline_status)
 
 
 async def _execute_many(
