@@ -11,10 +11,12 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
+import psycopg
 import pytest
 from sqlalchemy import insert, select, text
 
 import wopeval.store
+import wopeval.store.db
 from _backends import Backend, PostgresDatabases
 from wopeval.store import Store, UnitOfWork, sqlite_url
 from wopeval.store._driver import driver_connection
@@ -138,6 +140,13 @@ async def _kept_backend(store: Store) -> int:
     return pid
 
 
+async def _terminate(store: Store, pid: int) -> None:
+    """End that server process from a connection of its own (a restart, as its clients see it)."""
+    dsn = store.engine.url.set(drivername="postgresql").render_as_string(False)
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as admin:
+        await admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+
+
 @pytest.mark.postgres
 async def test_a_pipelined_transaction_lands_whole_or_not_at_all(postgres_store: Store) -> None:
     store = postgres_store
@@ -217,8 +226,7 @@ async def test_a_lost_kept_connection_fails_one_transaction_and_the_next_lands(
 ) -> None:
     store = postgres_store
     pid = await _kept_backend(store)
-    async with store.reading() as uow:
-        await uow.connection.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+    await _terminate(store, pid)
 
     async def on_the_lost_one() -> None:
         async with store.log_transaction(pipelined=True) as uow:
@@ -239,9 +247,24 @@ async def test_a_kept_connection_idle_too_long_is_checked_before_use(
     """After a quiet spell (a server restarted meanwhile) no transaction meets a dead one."""
     store = postgres_store
     pid = await _kept_backend(store)
-    async with store.reading() as uow:
-        await uow.connection.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+    await _terminate(store, pid)
     monkeypatch.setattr(wopeval.store, "LOG_WRITER_IDLE_SECONDS", 0.0)
     async with store.log_transaction(pipelined=True) as uow:
         await _by_driver(uow, "after", 0)
     assert await _stored(store, "after") == [0]
+
+
+@pytest.mark.postgres
+async def test_a_pooled_connection_idle_too_long_is_pinged_before_it_is_lent(
+    postgres_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A busy pool lends its connections unpinged; one that sat idle is pinged first."""
+    store = postgres_store
+    async with store.reading() as uow:
+        found = await uow.connection.execute(text("SELECT pg_backend_pid()"))
+        pid = found.scalar_one()
+    await _terminate(store, pid)
+    monkeypatch.setattr(wopeval.store.db, "POOL_IDLE_PING_SECONDS", 0.0)
+    async with store.reading() as uow:
+        found = await uow.connection.execute(text("SELECT pg_backend_pid()"))
+        assert found.scalar_one() != pid

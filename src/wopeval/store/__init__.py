@@ -192,10 +192,10 @@ async def _end(writer: AsyncConnection, *, commit: bool) -> None:
 
 
 LOG_WRITER_IDLE_SECONDS = 5.0
-"""A PostgreSQL log writer's kept connection idle longer than this goes back to the pool
-and a new one is checked out, pinged (`pool_pre_ping`) first: a busy writer pays no ping
-a transaction, one after a quiet spell (a server restarted meanwhile) is not handed a
-dead connection."""
+"""A PostgreSQL log writer's kept connection idle longer than this is closed and another
+is checked out of the pool (pinged there when it was idle too, store/db.py): a busy writer
+pays no ping a transaction, and one after a quiet spell (a server restarted meanwhile) is
+not handed a dead connection."""
 
 
 class Store:
@@ -267,7 +267,8 @@ class Store:
         if writer is not None and not (writer.closed or writer.invalidated):
             if time.monotonic() - self._log_used < LOG_WRITER_IDLE_SECONDS:
                 return writer
-            await writer.close()
+            # Not back to the pool: just checked in, it would be lent again unpinged.
+            await writer.invalidate()
         self._writer = await self.engine.connect()
         return self._writer
 
