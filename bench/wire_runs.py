@@ -3,8 +3,8 @@
 What a team recording production pays: a real `wopeval serve` (one uvicorn process; SQLite
 in a fresh data dir, or a fresh PostgreSQL database per `--database-url`) runs the
 project record_path.py runs in-process (a python agent calling a no-op python tool
-live), with one difference: the agent returns its own per-call timings as its output,
-since it runs in the serve's process (read from the run's `run.completed` event).
+live); asked to, the agent returns its own per-call timings as its output, since it
+runs in the serve's process (read from the run's `run.completed` event).
 `--runs` runs are created at once, each a `POST /runs` of its own over concurrent
 connections, each making `--calls` live calls.
 
@@ -29,9 +29,7 @@ commands and the measured figures.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import json
 import os
 import sys
 import tempfile
@@ -46,62 +44,22 @@ import httpx
 from derive_path import fresh_store, run_path
 from eval_throughput import backend_name
 from queue_throughput import Processes, free_port, wait_ready
-from record_path import AnchorResult, Latency, postgres_anchor, sqlite_anchor
+from record_path import (
+    WORKFLOW,
+    AnchorResult,
+    Latency,
+    each_store,
+    parse_args,
+    postgres_anchor,
+    sqlite_anchor,
+    write_project,
+)
 from reporting import finish
 
 TENANT = "bench"
 KEY = "w" * 24
 HEADERS = {"Authorization": f"Bearer {KEY}"}
-PROJECT_MODULE = "wopeval_bench_wire_project"
-WORKFLOW = "bench-wire"
-AGENT = "bench.wire"
-TOOL = "bench:noop"
 TARGET_CALLS_PER_SECOND = {"sqlite": 4000.0, "postgresql": 2000.0}
-
-PROJECT_CODE = f'''\
-"""The wire bench's agent, which returns its own per-call timings, and its no-op tool."""
-
-import time
-
-
-async def noop(args):
-    return "ok"
-
-
-async def timer(context):
-    latencies = []
-    for index in range(context.input["calls"]):
-        started = time.perf_counter()
-        await context.call_tool("{TOOL}", {{"index": index}})
-        latencies.append(time.perf_counter() - started)
-    return {{"latencies": latencies}}
-'''
-
-PROJECT_TOML = f"""\
-workflows = ["workflows/*.json"]
-
-[[agents]]
-id = "{AGENT}"
-lane = "python"
-callable = "{PROJECT_MODULE}:timer"
-
-[[tools]]
-name = "{TOOL}"
-kind = "python"
-callable = "{PROJECT_MODULE}:noop"
-"""
-
-WORKFLOW_DOCUMENT = {
-    "id": WORKFLOW,
-    "nodes": [{"id": "wire", "type": "core.agent", "agentId": AGENT}],
-}
-
-
-def write_project(directory: Path) -> None:
-    (directory / "workflows").mkdir(parents=True)
-    (directory / f"{PROJECT_MODULE}.py").write_text(PROJECT_CODE)
-    (directory / "wopeval.toml").write_text(PROJECT_TOML)
-    (directory / "workflows" / f"{WORKFLOW}.json").write_text(json.dumps(WORKFLOW_DOCUMENT))
 
 
 # ── results ──────────────────────────────────────────────────────────
@@ -155,7 +113,10 @@ async def create_runs(base: str, runs: int, calls: int) -> tuple[float, float, l
     ) as http:
         # Every connection open before the clock: the figure is the runs, not TCP set-up.
         await asyncio.gather(*(http.get("/host/wopeval/health") for _ in range(runs)))
-        bodies = [{"workflowId": WORKFLOW, "inputs": {"calls": calls}} for _ in range(runs)]
+        bodies = [
+            {"workflowId": WORKFLOW, "inputs": {"key": f"wire-{i}", "calls": calls, "report": True}}
+            for i in range(runs)
+        ]
         started, wall = time.perf_counter(), time.time()
         created = await asyncio.gather(*(http.post("/runs", json=body) for body in bodies))
         create_seconds = time.perf_counter() - started
@@ -190,7 +151,7 @@ def check_run(http: httpx.Client, run_id: str, calls: int) -> tuple[list[float],
     # The agent's output is its node's, in the run's last event (after every call's two).
     tail = http.get(run_path(run_id) + "/events/poll", params={"afterSequence": 2 * calls}).json()
     (completed,) = [event for event in tail["events"] if event["type"] == "run.completed"]
-    outputs = completed["payload"]["outputs"]["wire"]["decision"]
+    outputs = completed["payload"]["outputs"]["record"]["decision"]
     latencies = [float(seconds) for seconds in outputs["latencies"]]
     if len(latencies) != calls:
         raise RuntimeError(f"run {run_id}: the agent timed {len(latencies)} calls, not {calls}")
@@ -220,6 +181,7 @@ def measure(base: str, runs: int, calls: int) -> WireResult:
 def run_store(database_url: str, runs: int, calls: int) -> StoreResult:
     with tempfile.TemporaryDirectory(prefix="wopeval-wire-bench-") as scratch:
         directory = Path(scratch)
+        (directory / "project").mkdir()
         write_project(directory / "project")
         with fresh_store(database_url, directory) as url:
             sqlite = url.startswith("sqlite")
@@ -264,25 +226,6 @@ def run_store(database_url: str, runs: int, calls: int) -> StoreResult:
 # ── command line ─────────────────────────────────────────────────────
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--calls", type=int, default=50, help="live calls per run")
-    parser.add_argument("--runs", type=int, default=32, help="runs created at once")
-    parser.add_argument(
-        "--database-url",
-        action="append",
-        default=None,
-        help="store (repeatable): 'sqlite' (the default) is SQLite in a fresh temp dir; a "
-        "PostgreSQL URL names the server, where the bench creates a uniquely named database "
-        "and drops it after",
-    )
-    parser.add_argument("--json", type=Path, default=None, help="write the results here")
-    args = parser.parse_args(argv)
-    if args.calls < 2 or args.runs < 1:
-        parser.error("--calls must be >= 2 (a p50 needs two) and --runs >= 1")
-    return args
-
-
 def print_store(result: StoreResult) -> None:
     wire, anchor, store = result.wire, result.anchor, result.backend
     print(
@@ -306,7 +249,7 @@ def print_store(result: StoreResult) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+    args = parse_args(argv, description=__doc__, calls=50)
     report = Report(
         calls=args.calls,
         runs=args.runs,
@@ -314,10 +257,7 @@ def main(argv: list[str] | None = None) -> int:
         python=sys.version.split()[0],
         load_average=[os.getloadavg()[0]],
     )
-    for url in args.database_url or ["sqlite"]:
-        result = run_store(url, args.runs, args.calls)
-        report.stores.append(result)
-        print_store(result)
+    report.stores = each_store(args, run_store, print_store)
     finish(report, args.json)
     return 0
 
