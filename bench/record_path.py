@@ -45,7 +45,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 import psycopg
 from sqlalchemy import select
@@ -184,14 +184,14 @@ class StoreResult:
 
 
 @dataclass
-class Report:
+class Report(Generic[Measured]):
     calls: int
     runs: int
     cpu_count: int | None
     python: str
     load_average: list[float] = field(default_factory=list)
     """1-minute load average at the start and at the end: a busy machine lowers every figure."""
-    stores: list[StoreResult] = field(default_factory=list)
+    stores: list[Measured] = field(default_factory=list)
 
 
 # ── the anchors ──────────────────────────────────────────────────────
@@ -448,18 +448,30 @@ def parse_args(
     return args
 
 
-def each_store(
-    args: argparse.Namespace,
+def run_bench(
+    argv: list[str] | None,
     run: Callable[[str, int, int], Measured],
     show: Callable[[Measured], None],
-) -> list[Measured]:
-    """Measure the stores the options name, one after another, printing each as it ends."""
-    results = []
+    *,
+    description: str | None = __doc__,
+    calls: int = 1000,
+) -> int:
+    """Measure the stores the options name, one after another, printing each as it ends,
+    then the load and the JSON report (this bench's and bench/wire_runs.py's `main`)."""
+    args = parse_args(argv, description=description, calls=calls)
+    report: Report[Measured] = Report(
+        calls=args.calls,
+        runs=args.runs,
+        cpu_count=os.cpu_count(),
+        python=sys.version.split()[0],
+        load_average=[os.getloadavg()[0]],
+    )
     for url in args.database_url or ["sqlite"]:
         result = run(url, args.runs, args.calls)
-        results.append(result)
+        report.stores.append(result)
         show(result)
-    return results
+    finish(report, args.json)
+    return 0
 
 
 def print_store(result: StoreResult) -> None:
@@ -506,17 +518,7 @@ def print_store(result: StoreResult) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    report = Report(
-        calls=args.calls,
-        runs=args.runs,
-        cpu_count=os.cpu_count(),
-        python=sys.version.split()[0],
-        load_average=[os.getloadavg()[0]],
-    )
-    report.stores = each_store(args, run_store, print_store)
-    finish(report, args.json)
-    return 0
+    return run_bench(argv, run_store, print_store)
 
 
 if __name__ == "__main__":

@@ -30,11 +30,10 @@ commands and the measured figures.
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -48,13 +47,11 @@ from record_path import (
     WORKFLOW,
     AnchorResult,
     Latency,
-    each_store,
-    parse_args,
     postgres_anchor,
+    run_bench,
     sqlite_anchor,
     write_project,
 )
-from reporting import finish
 
 TENANT = "bench"
 KEY = "w" * 24
@@ -89,16 +86,6 @@ class StoreResult:
     """Host p50 per call ÷ the anchor's p50 per call (two commits)."""
     throughput_ratio: float
     """Host calls/s ÷ the anchor's calls/s."""
-
-
-@dataclass
-class Report:
-    calls: int
-    runs: int
-    cpu_count: int | None
-    python: str
-    load_average: list[float] = field(default_factory=list)
-    stores: list[StoreResult] = field(default_factory=list)
 
 
 # ── the measurement ──────────────────────────────────────────────────
@@ -249,17 +236,7 @@ def print_store(result: StoreResult) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv, description=__doc__, calls=50)
-    report = Report(
-        calls=args.calls,
-        runs=args.runs,
-        cpu_count=os.cpu_count(),
-        python=sys.version.split()[0],
-        load_average=[os.getloadavg()[0]],
-    )
-    report.stores = each_store(args, run_store, print_store)
-    finish(report, args.json)
-    return 0
+    return run_bench(argv, run_store, print_store, description=__doc__, calls=50)
 
 
 if __name__ == "__main__":
