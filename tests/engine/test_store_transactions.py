@@ -19,7 +19,7 @@ import wopeval.store
 import wopeval.store.db
 from _backends import Backend, PostgresDatabases
 from wopeval.store import Store, UnitOfWork, sqlite_url
-from wopeval.store._driver import driver_connection
+from wopeval.store._driver import fetch
 from wopeval.store.tables import events
 
 Opened = Callable[[Store], AbstractAsyncContextManager[UnitOfWork]]
@@ -155,6 +155,8 @@ async def test_a_pipelined_transaction_lands_whole_or_not_at_all(postgres_store:
         async with store.log_transaction(pipelined=True) as uow:
             await _by_driver(uow, "abandoned", 0)
             await _by_driver(uow, "abandoned", 1)
+            # Past a COPY's threshold: these too must wait for the transaction.
+            await uow.events.append([_row("abandoned", sequence) for sequence in range(2, 22)])
             raise _Abandoned
 
     with pytest.raises(_Abandoned):
@@ -209,9 +211,12 @@ async def test_a_pipelined_commit_is_flushed_to_the_wal_before_it_returns(
     for sequence in range(5):
         async with postgres_store.log_transaction(pipelined=True) as uow:
             await _by_driver(uow, "durable", sequence)
-            driver = driver_connection(uow.connection)
-            written = await driver.execute("SELECT pg_current_wal_insert_lsn()::text")
-            (lsn,) = await written.fetchone()
+            # Read in the transaction, after its writes (they go with this read).
+            ((lsn, _),) = await fetch(
+                uow.connection,
+                text("SELECT CAST(pg_current_wal_insert_lsn() AS text), CAST(:n AS integer)"),
+                {"n": sequence},
+            )
         async with postgres_store.reading() as uow:
             behind = await uow.connection.execute(
                 text("SELECT pg_wal_lsn_diff(pg_current_wal_flush_lsn(), CAST(:lsn AS pg_lsn))"),

@@ -7,8 +7,9 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import event, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from wopeval.store._annotations import AnnotationRow, AnnotationsRepo, StoredLabel
@@ -24,7 +25,7 @@ from wopeval.store._details import (
     TrialRow,
     TrialsRepo,
 )
-from wopeval.store._driver import driver_connection
+from wopeval.store._driver import batched, driver_connection, in_a_batch
 from wopeval.store._events import EVENTS_PAGE_SIZE, EventsRepo, StoredEvent
 from wopeval.store._idempotency import IDEMPOTENCY_RETENTION, IdempotencyRecord, IdempotencyRepo
 from wopeval.store._model_calls import ModelCallRow, ModelCallsRepo, ModelVia
@@ -141,29 +142,23 @@ async def _driver_transaction(writer: AsyncConnection, *, pipelined: bool) -> As
     SQLAlchemy, it has begun a transaction of its own over the same connection, and
     SQLAlchemy ends it (committing the driver's with it).
 
-    `pipelined` (PostgreSQL, driver statements only): the statements go out in
-    psycopg's pipeline mode, each sent without waiting for the one before, between a
-    BEGIN and a COMMIT of our own (psycopg's implicit BEGIN waits for its answer, a
-    round trip of its own); the block returns once the server has answered the COMMIT,
-    so what it wrote is durable (synchronous_commit as the server has it). A step of
-    a live call is then two round trips: BEGIN with the run row's move (its sequences
-    are read back), then its rows with the COMMIT.
+    `pipelined` (PostgreSQL, driver statements only): the statements are bound on the
+    client and held, and go out together (store/_driver.py `Batch`) between a BEGIN
+    and a COMMIT of our own: those before a statement whose rows are read go with it,
+    the rest with the COMMIT. The block returns once the server has answered the
+    COMMIT, so what it wrote is durable (synchronous_commit as the server has it). A
+    step of a live call is then two round trips and two sends: BEGIN with the run row's
+    move (its sequences are read back), then its rows with the COMMIT.
     """
     driver = driver_connection(writer)
     if pipelined:
+        # The BEGIN is ours, sent with the first statements: psycopg's own waits alone.
         await driver.set_autocommit(True)
     try:
         if pipelined:
-            async with driver.pipeline():
-                await driver.execute("BEGIN")
+            with batched(driver) as batch:
                 yield
-                if writer.in_transaction():
-                    # SQLAlchemy reads a statement's rows before a pipeline has them.
-                    raise RuntimeError("a SQLAlchemy statement in a pipelined transaction")
-                committed = await driver.execute("COMMIT")
-            # Leaving the pipeline waited for every answer (an error among them is raised).
-            if committed.statusmessage != "COMMIT":
-                raise RuntimeError(f"the transaction ended {committed.statusmessage}")
+                await batch.commit()
         else:
             yield
             await _end(writer, commit=True)
@@ -178,6 +173,13 @@ async def _driver_transaction(writer: AsyncConnection, *, pipelined: bool) -> As
     finally:
         if pipelined and not driver.closed:
             await driver.set_autocommit(False)
+
+
+def _not_in_a_batch(connection: Any, *_: Any) -> None:
+    """A SQLAlchemy statement would run at once, outside the pipelined transaction whose
+    statements are held (its BEGIN among them): it is refused before it runs."""
+    if in_a_batch(connection.connection.driver_connection):
+        raise RuntimeError("a SQLAlchemy statement in a pipelined transaction")
 
 
 async def _end(writer: AsyncConnection, *, commit: bool) -> None:
@@ -210,6 +212,8 @@ class Store:
             if engine.dialect.name == "sqlite" and database and database != ":memory:"
             else None
         )
+        if engine.dialect.name == "postgresql":
+            event.listen(engine.sync_engine, "before_cursor_execute", _not_in_a_batch)
         self._writer: AsyncConnection | None = None
         """SQLite's writers take turns, so one connection, kept open, serves them all: a
         transaction then pays no pool check-out and check-in. On PostgreSQL the same for
@@ -250,7 +254,7 @@ class Store:
         connection, kept open, serves them: no pool check-out, check-in or ping a
         transaction, and its driver statements committed on psycopg's connection, like
         SQLite's (`_driver_transaction`). With `pipelined`, only driver statements may
-        run in it (PostgreSQL: a live call's step is then two round trips, not six).
+        run in it, batched (PostgreSQL: a live call's step is then two round trips, not six).
         """
         if self._one_writer is not None:
             async with self.transaction() as uow:

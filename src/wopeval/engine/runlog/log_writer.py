@@ -56,8 +56,8 @@ MAX_GROUP = 512
 """Steps per transaction at most, so one commit never holds the store for long."""
 
 PIPELINED_ROWS = 64
-"""Rows of a kind in a pipelined transaction at most: they go as INSERTs, one a row,
-where a bigger group's go by one COPY."""
+"""Rows of a kind in a pipelined (batched) transaction at most: they go as INSERTs, one
+a row, where a bigger group's go by one COPY."""
 
 
 @dataclass
@@ -399,8 +399,8 @@ class _FencedRuns:
 
 
 def _only_driver_statements(batch: list[_Queued]) -> bool:
-    """Whether the batch is written by the driver's statements alone, few enough for a
-    pipeline (store/__init__.py `log_transaction`): plain steps (`_PlainSteps`) whose rows
+    """Whether the batch is written by the driver's statements alone, few enough to be
+    sent together (store/__init__.py `log_transaction`, pipelined): plain steps (`_PlainSteps`) whose rows
     of each kind stay under `PIPELINED_ROWS`. A fence, a state change or row values go
     through SQLAlchemy, and a big group's rows go faster by COPY (store/_driver.py)."""
     if any(queued.fence is not None or queued.transition.to is not None for queued in batch):
