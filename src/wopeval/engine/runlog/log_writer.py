@@ -401,8 +401,9 @@ class _FencedRuns:
 def _only_driver_statements(batch: list[_Queued]) -> bool:
     """Whether the batch is written by the driver's statements alone, few enough to be
     sent together (store/__init__.py `log_transaction`, pipelined): plain steps
-    (`_PlainSteps`) whose rows of each kind stay under `PIPELINED_ROWS`. A fence, a state change or row values go
-    through SQLAlchemy, and a big group's rows go faster by COPY (store/_driver.py)."""
+    (`_PlainSteps`) whose rows of each kind stay under `PIPELINED_ROWS`. A fence, a state
+    change or row values go through SQLAlchemy, and a big group's rows go faster by COPY
+    (store/_driver.py)."""
     if any(queued.fence is not None or queued.transition.to is not None for queued in batch):
         return False
     if any(queued.update.values() for queued in batch):
