@@ -116,11 +116,21 @@ async def insert_many(
     if not rows:
         return
     compiled = _compile(statement, connection.dialect, tuple(rows[0]))
-    if compiled.sqlite or len(rows) < COPY_FROM_ROWS:
+    if compiled.sqlite:
         await _execute_many(connection, compiled, rows)
         return
     driver = driver_connection(connection)
-    if id(driver) in _batches:  # a batch has no COPY; its INSERTs go with the rest
+    batch = _batches.get(id(driver))
+    if batch is not None:
+        # One INSERT of every row: the server parses and plans a batch's statements
+        # anew each time (no prepared statements), so one a table, not one a row.
+        head, _, values = compiled.sql.partition(" VALUES ")
+        listed = ", ".join(
+            batch.bound(values, cast(dict[str, Any], compiled.bind(row))) for row in rows
+        )
+        batch.hold_bound(f"{head} VALUES {listed}")
+        return
+    if len(rows) < COPY_FROM_ROWS:
         await _execute_many(connection, compiled, rows)
         return
     table = cast(Insert, statement).table
@@ -181,7 +191,10 @@ class Batch:
         return bound
 
     def hold(self, sql: str, values: dict[str, Any]) -> None:
-        self._held.append(self.bound(sql, values))
+        self.hold_bound(self.bound(sql, values))
+
+    def hold_bound(self, statement: str) -> None:
+        self._held.append(statement)
 
     async def send(self, last: str) -> Any:
         """Run what is held and `last` as one query; the cursor on `last`'s result."""
