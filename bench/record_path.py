@@ -45,6 +45,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Generic, TypeVar
 
 import psycopg
 from sqlalchemy import select
@@ -68,6 +69,8 @@ TOOL = "bench:noop"
 TARGET_OVERHEAD_MS = 0.5
 TARGET_CALLS_PER_SECOND = {"sqlite": 2000.0, "postgresql": 1500.0}
 
+Measured = TypeVar("Measured")
+
 PROJECT_CODE = f'''\
 """The record-path bench's agent and its no-op tool."""
 
@@ -87,7 +90,8 @@ async def recorder(context):
         started = time.perf_counter()
         await context.call_tool("{TOOL}", {{"index": index}})
         latencies.append(time.perf_counter() - started)
-    return "recorded"
+    # Run by a serve (bench/wire_runs.py), the agent's timings reach the bench as its output.
+    return {{"latencies": latencies}} if context.input.get("report") else "recorded"
 '''
 
 PROJECT_TOML = f"""\
@@ -180,14 +184,14 @@ class StoreResult:
 
 
 @dataclass
-class Report:
+class Report(Generic[Measured]):
     calls: int
     runs: int
     cpu_count: int | None
     python: str
     load_average: list[float] = field(default_factory=list)
     """1-minute load average at the start and at the end: a busy machine lowers every figure."""
-    stores: list[StoreResult] = field(default_factory=list)
+    stores: list[Measured] = field(default_factory=list)
 
 
 # ── the anchors ──────────────────────────────────────────────────────
@@ -420,9 +424,14 @@ def run_store(database_url: str, runs: int, calls: int) -> StoreResult:
 # ── command line ─────────────────────────────────────────────────────
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--calls", type=int, default=1000, help="live calls per run")
+def parse_args(
+    argv: list[str] | None, *, description: str | None = __doc__, calls: int = 1000
+) -> argparse.Namespace:
+    """The options of this bench and of bench/wire_runs.py (`calls`: the default per run)."""
+    parser = argparse.ArgumentParser(
+        description=description.splitlines()[0] if description else None
+    )
+    parser.add_argument("--calls", type=int, default=calls, help="live calls per run")
     parser.add_argument("--runs", type=int, default=32, help="concurrent runs for throughput")
     parser.add_argument(
         "--database-url",
@@ -437,6 +446,32 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.calls < 2 or args.runs < 1:
         parser.error("--calls must be >= 2 (a p50 needs two) and --runs >= 1")
     return args
+
+
+def run_bench(
+    argv: list[str] | None,
+    run: Callable[[str, int, int], Measured],
+    show: Callable[[Measured], None],
+    *,
+    description: str | None = __doc__,
+    calls: int = 1000,
+) -> int:
+    """Measure the stores the options name, one after another, printing each as it ends,
+    then the load and the JSON report (this bench's and bench/wire_runs.py's `main`)."""
+    args = parse_args(argv, description=description, calls=calls)
+    report: Report[Measured] = Report(
+        calls=args.calls,
+        runs=args.runs,
+        cpu_count=os.cpu_count(),
+        python=sys.version.split()[0],
+        load_average=[os.getloadavg()[0]],
+    )
+    for url in args.database_url or ["sqlite"]:
+        result = run(url, args.runs, args.calls)
+        report.stores.append(result)
+        show(result)
+    finish(report, args.json)
+    return 0
 
 
 def print_store(result: StoreResult) -> None:
@@ -483,20 +518,7 @@ def print_store(result: StoreResult) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    report = Report(
-        calls=args.calls,
-        runs=args.runs,
-        cpu_count=os.cpu_count(),
-        python=sys.version.split()[0],
-        load_average=[os.getloadavg()[0]],
-    )
-    for url in args.database_url or ["sqlite"]:
-        result = run_store(url, args.runs, args.calls)
-        report.stores.append(result)
-        print_store(result)
-    finish(report, args.json)
-    return 0
+    return run_bench(argv, run_store, print_store)
 
 
 if __name__ == "__main__":

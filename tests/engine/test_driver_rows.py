@@ -153,6 +153,26 @@ def test_the_driver_stores_what_sqlalchemy_stores(backend: Backend, tmp_path: Pa
                     ).where(tool_calls.c.run_id == "by-driver")
                 )
                 assert list(completed) == [("ok", {"answer": [1, "二"]}, 12)]
+            # The log writer's batched transaction (PostgreSQL: bound on the client, sent
+            # together): the same rows, one at a time and many in one INSERT.
+            async with store.log_transaction(pipelined=True) as uow:
+                for table, row in ROWS.values():
+                    await _driver.insert_many(
+                        uow.connection, table.insert(), [{**row, "run_id": "by-batch"}]
+                    )
+                    await _driver.insert_many(
+                        uow.connection,
+                        table.insert(),
+                        [{**row, "run_id": f"by-batch-{index}"} for index in range(3)],
+                    )
+                await ToolCallsRepo(uow.connection).complete([("by-batch", 3, outcome)])
+            async with store.reading() as uow:
+                for name, (table, _) in ROWS.items():
+                    alike = await _as_stored(uow.connection, table, "by-sqlalchemy")
+                    assert await _as_stored(uow.connection, table, "by-batch") == alike, name
+                    for index in range(3):
+                        batched = await _as_stored(uow.connection, table, f"by-batch-{index}")
+                        assert batched == await _as_stored(uow.connection, table, "by-copy-0")
         finally:
             await store.close()
 

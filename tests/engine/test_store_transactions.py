@@ -1,19 +1,32 @@
 """A store transaction lands whole or not at all, whichever way its statements ran: on the
-driver's connection (the log writer's, store/_driver.py), through SQLAlchemy, or both. On
-SQLite a transaction of driver statements alone is committed on the driver's connection
-(store/__init__.py `_sqlite_transaction`), so each of these cases is its own path."""
+driver's connection (the log writer's, store/_driver.py), through SQLAlchemy, or both. A
+transaction of driver statements alone is committed on the driver's connection (store/__init__.py
+`_driver_transaction`: SQLite's writer, and the log writer's kept connection on PostgreSQL),
+so each of these cases is its own path; on PostgreSQL the log writer's may also be pipelined."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
+import psycopg
 import pytest
-from sqlalchemy import insert, select
+from sqlalchemy import insert, select, text
 
-from _backends import Backend
+import wopeval.store
+import wopeval.store.db
+from _backends import Backend, PostgresDatabases
 from wopeval.store import Store, UnitOfWork, sqlite_url
+from wopeval.store._driver import fetch
 from wopeval.store.tables import events
+
+Opened = Callable[[Store], AbstractAsyncContextManager[UnitOfWork]]
+OPENINGS: dict[str, Opened] = {
+    "transaction": lambda store: store.transaction(),
+    "log-transaction": lambda store: store.log_transaction(),
+}
 
 
 class _Abandoned(Exception):
@@ -48,18 +61,20 @@ WAYS = {
 }
 
 
+@pytest.mark.parametrize("opening", OPENINGS)
 @pytest.mark.parametrize("way", WAYS)
 def test_a_transaction_lands_whole_or_not_at_all(
-    backend: Backend, tmp_path: Path, way: str
+    backend: Backend, tmp_path: Path, way: str, opening: str
 ) -> None:
     first, second = WAYS[way]
+    opened = OPENINGS[opening]
 
     async def scenario() -> None:
         store = await Store.open(backend.new_database() or sqlite_url(tmp_path))
         try:
 
             async def abandon() -> None:
-                async with store.transaction() as uow:
+                async with opened(store) as uow:
                     await first(uow, "abandoned", 0)
                     await second(uow, "abandoned", 1)
                     raise _Abandoned
@@ -67,10 +82,10 @@ def test_a_transaction_lands_whole_or_not_at_all(
             with pytest.raises(_Abandoned):
                 await abandon()
             # The next transaction is a new one: it does not carry the abandoned rows.
-            async with store.transaction() as uow:
+            async with opened(store) as uow:
                 await first(uow, "landed", 0)
                 await second(uow, "landed", 1)
-            async with store.transaction() as uow:
+            async with opened(store) as uow:
                 await first(uow, "landed", 2)
             assert await _stored(store, "abandoned") == []
             assert await _stored(store, "landed") == [0, 1, 2]
@@ -103,3 +118,158 @@ def test_a_refused_statement_abandons_its_whole_transaction(
             await store.close()
 
     asyncio.run(scenario())
+
+
+# ── PostgreSQL: the log writer's kept connection, pipelined ──────────
+
+
+@pytest.fixture
+async def postgres_store(postgres_databases: PostgresDatabases) -> AsyncIterator[Store]:
+    store = await Store.open(postgres_databases.create())
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
+async def _kept_backend(store: Store) -> int:
+    """The server process of the log writer's kept connection."""
+    async with store.log_transaction() as uow:
+        found = await uow.connection.execute(text("SELECT pg_backend_pid()"))
+        pid: int = found.scalar_one()
+    return pid
+
+
+async def _terminate(store: Store, pid: int) -> None:
+    """End that server process from a connection of its own (a restart, as its clients see it)."""
+    dsn = store.engine.url.set(drivername="postgresql").render_as_string(False)
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as admin:
+        await admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+
+
+@pytest.mark.postgres
+async def test_a_pipelined_transaction_lands_whole_or_not_at_all(postgres_store: Store) -> None:
+    store = postgres_store
+
+    async def abandon() -> None:
+        async with store.log_transaction(pipelined=True) as uow:
+            await _by_driver(uow, "abandoned", 0)
+            await _by_driver(uow, "abandoned", 1)
+            # Past a COPY's threshold: these too must wait for the transaction.
+            await uow.events.append([_row("abandoned", sequence) for sequence in range(2, 22)])
+            raise _Abandoned
+
+    with pytest.raises(_Abandoned):
+        await abandon()
+
+    async def take_a_taken_key() -> None:
+        async with store.log_transaction(pipelined=True) as uow:
+            await _by_driver(uow, "refused", 0)
+            await _by_driver(uow, "refused", 0)
+
+    # The refusal comes back with the pipeline's answers, after the block: nothing lands.
+    with pytest.raises(Exception, match=r"(?i)unique|duplicate"):
+        await take_a_taken_key()
+    # Rows past a COPY's threshold go as pipelined INSERTs (a pipeline has no COPY).
+    async with store.log_transaction(pipelined=True) as uow:
+        await uow.events.append([_row("many", sequence) for sequence in range(20)])
+    assert await _stored(store, "many") == list(range(20))
+    # Each pipelined transaction is committed, and read by another connection at once.
+    for sequence in range(3):
+        async with store.log_transaction(pipelined=True) as uow:
+            await _by_driver(uow, "landed", sequence)
+        assert await _stored(store, "landed") == list(range(sequence + 1))
+    assert await _stored(store, "abandoned") == []
+    assert await _stored(store, "refused") == []
+
+
+@pytest.mark.postgres
+async def test_a_pipelined_transaction_refuses_a_sqlalchemy_statement(
+    postgres_store: Store,
+) -> None:
+    """SQLAlchemy reads a statement's rows before a pipeline has them: nothing may land."""
+
+    async def mixed() -> None:
+        async with postgres_store.log_transaction(pipelined=True) as uow:
+            await _by_driver(uow, "mixed", 0)
+            await _by_sqlalchemy(uow, "mixed", 1)
+
+    with pytest.raises(RuntimeError, match="SQLAlchemy statement in a pipelined"):
+        await mixed()
+    assert await _stored(postgres_store, "mixed") == []
+    async with postgres_store.log_transaction(pipelined=True) as uow:
+        await _by_driver(uow, "after", 0)
+    assert await _stored(postgres_store, "after") == [0]
+
+
+@pytest.mark.postgres
+async def test_a_pipelined_commit_is_flushed_to_the_wal_before_it_returns(
+    postgres_store: Store,
+) -> None:
+    """Durable, not only visible: the server's WAL is flushed past the transaction's
+    writes when the block returns (an asynchronous commit would leave it behind)."""
+    for sequence in range(5):
+        async with postgres_store.log_transaction(pipelined=True) as uow:
+            await _by_driver(uow, "durable", sequence)
+            # Read in the transaction, after its writes (they go with this read).
+            ((lsn, _),) = await fetch(
+                uow.connection,
+                text("SELECT CAST(pg_current_wal_insert_lsn() AS text), CAST(:n AS integer)"),
+                {"n": sequence},
+            )
+        async with postgres_store.reading() as uow:
+            behind = await uow.connection.execute(
+                text("SELECT pg_wal_lsn_diff(pg_current_wal_flush_lsn(), CAST(:lsn AS pg_lsn))"),
+                {"lsn": lsn},
+            )
+            assert behind.scalar_one() >= 0
+
+
+@pytest.mark.postgres
+async def test_a_lost_kept_connection_fails_one_transaction_and_the_next_lands(
+    postgres_store: Store,
+) -> None:
+    store = postgres_store
+    pid = await _kept_backend(store)
+    await _terminate(store, pid)
+
+    async def on_the_lost_one() -> None:
+        async with store.log_transaction(pipelined=True) as uow:
+            await _by_driver(uow, "lost", 0)
+
+    with pytest.raises(Exception, match=r"(?i)terminat|closed|connection"):
+        await on_the_lost_one()
+    async with store.log_transaction(pipelined=True) as uow:
+        await _by_driver(uow, "after", 0)
+    assert await _stored(store, "after") == [0]
+    assert await _kept_backend(store) != pid
+
+
+@pytest.mark.postgres
+async def test_a_kept_connection_idle_too_long_is_checked_before_use(
+    postgres_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a quiet spell (a server restarted meanwhile) no transaction meets a dead one."""
+    store = postgres_store
+    pid = await _kept_backend(store)
+    await _terminate(store, pid)
+    monkeypatch.setattr(wopeval.store, "LOG_WRITER_IDLE_SECONDS", 0.0)
+    async with store.log_transaction(pipelined=True) as uow:
+        await _by_driver(uow, "after", 0)
+    assert await _stored(store, "after") == [0]
+
+
+@pytest.mark.postgres
+async def test_a_pooled_connection_idle_too_long_is_pinged_before_it_is_lent(
+    postgres_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A busy pool lends its connections unpinged; one that sat idle is pinged first."""
+    store = postgres_store
+    async with store.reading() as uow:
+        found = await uow.connection.execute(text("SELECT pg_backend_pid()"))
+        pid = found.scalar_one()
+    await _terminate(store, pid)
+    monkeypatch.setattr(wopeval.store.db, "POOL_IDLE_PING_SECONDS", 0.0)
+    async with store.reading() as uow:
+        found = await uow.connection.execute(text("SELECT pg_backend_pid()"))
+        assert found.scalar_one() != pid

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import event, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from wopeval.store._annotations import AnnotationRow, AnnotationsRepo, StoredLabel
@@ -23,7 +25,7 @@ from wopeval.store._details import (
     TrialRow,
     TrialsRepo,
 )
-from wopeval.store._driver import driver_connection
+from wopeval.store._driver import batched, driver_connection, in_a_batch
 from wopeval.store._events import EVENTS_PAGE_SIZE, EventsRepo, StoredEvent
 from wopeval.store._idempotency import IDEMPOTENCY_RETENTION, IdempotencyRecord, IdempotencyRepo
 from wopeval.store._model_calls import ModelCallRow, ModelCallsRepo, ModelVia
@@ -129,30 +131,73 @@ class UnitOfWork:
 
 
 @asynccontextmanager
-async def _sqlite_transaction(writer: AsyncConnection) -> AsyncIterator[None]:
-    """One transaction on the kept SQLite writer, ended by whoever ran its statements.
+async def _driver_transaction(writer: AsyncConnection, *, pipelined: bool) -> AsyncIterator[None]:
+    """One transaction on a kept writer, ended by whoever ran its statements.
 
-    `sqlite3` opens the transaction itself, before the first write. The log writer's
-    statements run on that driver connection directly (store/_driver.py), and a
-    transaction of nothing else is committed there: SQLAlchemy's begin and commit, with
-    their greenlet hand-offs, cost ~30 µs a transaction, a tenth of a live call's two.
-    Once a statement went through SQLAlchemy, it has begun a transaction of its own
-    over the same connection, and SQLAlchemy ends it (committing the driver's with it).
+    The driver (`sqlite3`, psycopg) opens the transaction itself, before the first
+    statement. The log writer's statements run on that driver connection directly
+    (store/_driver.py), and a transaction of nothing else is committed there:
+    SQLAlchemy's begin and commit, with their greenlet hand-offs, cost ~30 µs a
+    transaction, a tenth of a live call's two on SQLite. Once a statement went through
+    SQLAlchemy, it has begun a transaction of its own over the same connection, and
+    SQLAlchemy ends it (committing the driver's with it).
+
+    `pipelined` (PostgreSQL, driver statements only): the statements are bound on the
+    client and held, and go out together (store/_driver.py `Batch`) between a BEGIN
+    and a COMMIT of our own: those before a statement whose rows are read go with it,
+    the rest with the COMMIT. The block returns once the server has answered the
+    COMMIT, so what it wrote is durable (synchronous_commit as the server has it). A
+    step of a live call is then two round trips and two sends: BEGIN with the run row's
+    move (its sequences are read back), then its rows with the COMMIT.
     """
-    sqlite = driver_connection(writer).sqlite
+    driver = driver_connection(writer)
+    if pipelined:
+        # The BEGIN is ours, sent with the first statements: psycopg's own waits alone.
+        await driver.set_autocommit(True)
     try:
-        yield
-        if writer.in_transaction():
-            await writer.commit()
+        if pipelined:
+            with batched(driver) as batch:
+                yield
+                await batch.commit()
         else:
-            sqlite.commit()
+            yield
+            await _end(writer, commit=True)
     except BaseException:
         # A failed commit too: the next transaction must not continue this one.
-        if writer.in_transaction():
-            await writer.rollback()
-        else:
-            sqlite.rollback()
+        try:
+            await _end(writer, commit=False)
+        except Exception:
+            # The connection is lost: the next transaction takes a new one.
+            await writer.invalidate()
         raise
+    finally:
+        if pipelined and not driver.closed:
+            await driver.set_autocommit(False)
+
+
+def _not_in_a_batch(connection: Any, *_: Any) -> None:
+    """A SQLAlchemy statement would run at once, outside the pipelined transaction whose
+    statements are held (its BEGIN among them): it is refused before it runs."""
+    if in_a_batch(connection.connection.driver_connection):
+        raise RuntimeError("a SQLAlchemy statement in a pipelined transaction")
+
+
+async def _end(writer: AsyncConnection, *, commit: bool) -> None:
+    if writer.in_transaction():
+        await (writer.commit() if commit else writer.rollback())
+        return
+    driver = driver_connection(writer)
+    if writer.dialect.name == "sqlite":
+        (driver.sqlite.commit if commit else driver.sqlite.rollback)()
+    else:
+        await (driver.commit() if commit else driver.rollback())
+
+
+LOG_WRITER_IDLE_SECONDS = 5.0
+"""A PostgreSQL log writer's kept connection idle longer than this is closed and another
+is checked out of the pool (pinged there when it was idle too, store/db.py): a busy writer
+pays no ping a transaction, and one after a quiet spell (a server restarted meanwhile) is
+not handed a dead connection."""
 
 
 class Store:
@@ -167,9 +212,14 @@ class Store:
             if engine.dialect.name == "sqlite" and database and database != ":memory:"
             else None
         )
+        if engine.dialect.name == "postgresql":
+            event.listen(engine.sync_engine, "before_cursor_execute", _not_in_a_batch)
         self._writer: AsyncConnection | None = None
         """SQLite's writers take turns, so one connection, kept open, serves them all: a
-        transaction then pays no pool check-out and check-in."""
+        transaction then pays no pool check-out and check-in. On PostgreSQL the same for
+        the log writer's transactions alone (`log_transaction`)."""
+        self._log_turn = asyncio.Lock()
+        self._log_used = 0.0
         self._reader = engine.execution_options(isolation_level="AUTOCOMMIT")
         """The same pool, its connections lent without a transaction: under READ COMMITTED
         every statement reads its own snapshot anyway, and a PostgreSQL read is then one
@@ -191,10 +241,40 @@ class Store:
             writer = self._writer
             if writer is None or writer.closed or writer.invalidated:
                 writer = self._writer = await self.engine.connect()
-            async with _sqlite_transaction(writer):
+            async with _driver_transaction(writer, pipelined=False):
                 yield UnitOfWork(writer)
             if self._checkpoints is not None:
                 self._checkpoints.written()
+
+    @asynccontextmanager
+    async def log_transaction(self, *, pipelined: bool = False) -> AsyncIterator[UnitOfWork]:
+        """The run log writer's transaction (engine/runlog/log_writer.py), on a kept connection.
+
+        The log writer commits its groups one after another, so on PostgreSQL one
+        connection, kept open, serves them: no pool check-out, check-in or ping a
+        transaction, and its driver statements committed on psycopg's connection, like
+        SQLite's (`_driver_transaction`). With `pipelined`, only driver statements may
+        run in it, batched (PostgreSQL: a live call's step is then two round trips, not six).
+        """
+        if self._one_writer is not None:
+            async with self.transaction() as uow:
+                yield uow
+            return
+        async with self._log_turn:
+            writer = await self._log_writer()
+            async with _driver_transaction(writer, pipelined=pipelined):
+                yield UnitOfWork(writer)
+            self._log_used = time.monotonic()
+
+    async def _log_writer(self) -> AsyncConnection:
+        writer = self._writer
+        if writer is not None and not (writer.closed or writer.invalidated):
+            if time.monotonic() - self._log_used < LOG_WRITER_IDLE_SECONDS:
+                return writer
+            # Not back to the pool: just checked in, it would be lent again unpinged.
+            await writer.invalidate()
+        self._writer = await self.engine.connect()
+        return self._writer
 
     @asynccontextmanager
     async def reading(self) -> AsyncIterator[UnitOfWork]:

@@ -17,7 +17,8 @@ A driver error is raised as the driver's own exception (`sqlite3.Error`,
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -115,13 +116,26 @@ async def insert_many(
     if not rows:
         return
     compiled = _compile(statement, connection.dialect, tuple(rows[0]))
-    if compiled.sqlite or len(rows) < COPY_FROM_ROWS:
+    if compiled.sqlite:
+        await _execute_many(connection, compiled, rows)
+        return
+    driver = driver_connection(connection)
+    batch = _batches.get(id(driver))
+    if batch is not None:
+        # One INSERT of every row: the server parses and plans a batch's statements
+        # anew each time (no prepared statements), so one a table, not one a row.
+        head, _, values = compiled.sql.partition(" VALUES ")
+        listed = ", ".join(
+            batch.bound(values, cast(dict[str, Any], compiled.bind(row))) for row in rows
+        )
+        batch.hold_bound(f"{head} VALUES {listed}")
+        return
+    if len(rows) < COPY_FROM_ROWS:
         await _execute_many(connection, compiled, rows)
         return
     table = cast(Insert, statement).table
     preparer = connection.dialect.identifier_preparer
     columns = ", ".join(preparer.quote(name) for name in compiled.names)
-    driver = driver_connection(connection)
     async with driver.cursor() as cursor:
         copy_sql = f"COPY {preparer.format_table(table)} ({columns}) FROM STDIN"
         async with cursor.copy(copy_sql) as copy:
@@ -149,8 +163,73 @@ async def fetch(
             compiled.sql, compiled.bind(values)
         ).fetchall()
         return rows
-    cursor = await driver.execute(compiled.sql, compiled.bind(values))
+    batch = _batches.get(id(driver))
+    if batch is not None:
+        bound = batch.bound(compiled.sql, cast(dict[str, Any], compiled.bind(values)))
+        cursor = await batch.send(bound)
+    else:
+        cursor = await driver.execute(compiled.sql, compiled.bind(values))
     return await cursor.fetchall() if cursor.description is not None else []
+
+
+class Batch:
+    """A PostgreSQL transaction's statements sent together (store/__init__.py
+    `log_transaction`, pipelined): each is bound on the client and held until a statement
+    whose rows are read, or the COMMIT, and then they go as one query, one `send` and one
+    round trip, the transaction's BEGIN first."""
+
+    def __init__(self, driver: Any) -> None:
+        from psycopg import AsyncClientCursor  # only a PostgreSQL store comes here
+
+        self._driver = driver
+        self._binder = AsyncClientCursor(driver)
+        self._held = ["BEGIN"]
+
+    def bound(self, sql: str, values: dict[str, Any]) -> str:
+        """The statement with its values in it (psycopg's own client-side binding)."""
+        bound: str = self._binder.mogrify(sql, values)
+        return bound
+
+    def hold(self, sql: str, values: dict[str, Any]) -> None:
+        self.hold_bound(self.bound(sql, values))
+
+    def hold_bound(self, statement: str) -> None:
+        self._held.append(statement)
+
+    async def send(self, last: str) -> Any:
+        """Run what is held and `last` as one query; the cursor on `last`'s result."""
+        query = ";\n".join([*self._held, last])
+        self._held = []
+        cursor = self._driver.cursor()
+        # Never prepared: a prepared statement is one statement, and these are many.
+        await cursor.execute(query, prepare=False)
+        while cursor.nextset():
+            pass
+        return cursor
+
+    async def commit(self) -> None:
+        """Send what is held with the COMMIT; returns once the server answered it."""
+        committed = await self.send("COMMIT")
+        if committed.statusmessage != "COMMIT":
+            raise RuntimeError(f"the transaction ended {committed.statusmessage}")
+
+
+_batches: dict[int, Batch] = {}
+"""The batch of each driver connection in one (by the connection's id, while it lasts)."""
+
+
+def in_a_batch(driver: Any) -> bool:
+    return id(driver) in _batches
+
+
+@contextmanager
+def batched(driver: Any) -> Iterator[Batch]:
+    """Hold this connection's statements in a batch for the block (see `Batch`)."""
+    batch = _batches[id(driver)] = Batch(driver)
+    try:
+        yield batch
+    finally:
+        del _batches[id(driver)]
 
 
 async def _execute_many(
@@ -160,6 +239,11 @@ async def _execute_many(
     driver = driver_connection(connection)
     if compiled.sqlite:
         driver.sqlite.executemany(compiled.sql, values)
+        return
+    batch = _batches.get(id(driver))
+    if batch is not None:
+        for bound in values:
+            batch.hold(compiled.sql, cast(dict[str, Any], bound))
         return
     async with driver.cursor() as cursor:
         await cursor.executemany(compiled.sql, values)

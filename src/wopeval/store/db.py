@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, event, text
 from sqlalchemy.dialects import registry
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 import wopeval.store._sqlite_inline as _sqlite_inline
@@ -53,17 +54,43 @@ def create_engine(url: str) -> AsyncEngine:
         )
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         return engine
-    return create_async_engine(
+    engine = create_async_engine(
         url,
         # As many at most as before (30 a process), all of them kept once opened: a
         # connection beyond the pool's size is closed when it is returned, and a new one is a
         # new server process, so a burst of reads would open and close them by the dozen.
         pool_size=30,
         max_overflow=0,
-        pool_pre_ping=True,
         json_serializer=json_text.compact,
         json_deserializer=json_text.parse,
     )
+    dialect = engine.dialect
+
+    def ping_if_idle(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        checked_in = record.info.get("checked_in")
+        if checked_in is None or time.monotonic() - checked_in < POOL_IDLE_PING_SECONDS:
+            return
+        try:
+            # Under the async engine this runs in SQLAlchemy's greenlet, as its pre-ping does.
+            dialect.do_ping(dbapi_connection)
+        except Exception as lost:
+            # The pool drops this connection and lends another (or a new one).
+            raise DisconnectionError(str(lost)) from lost
+
+    event.listen(engine.sync_engine, "checkin", _checked_in)
+    event.listen(engine.sync_engine, "checkout", ping_if_idle)
+    return engine
+
+
+POOL_IDLE_PING_SECONDS = 2.0
+"""A PostgreSQL connection back in the pool longer than this is pinged before it is lent
+(a round trip): one used a moment ago is lent as it is, so a busy pool pays no ping a
+check-out. A server that restarted within that moment fails one statement, and
+SQLAlchemy then replaces every connection the pool held (its disconnect handling)."""
+
+
+def _checked_in(_dbapi_connection: Any, record: Any) -> None:
+    record.info["checked_in"] = time.monotonic()
 
 
 def _private_sqlite_files(url: str) -> None:

@@ -55,6 +55,10 @@ ANY_STATE = frozenset(RunStatus)
 MAX_GROUP = 512
 """Steps per transaction at most, so one commit never holds the store for long."""
 
+PIPELINED_ROWS = 64
+"""Rows of a kind in a pipelined (batched) transaction at most: they go as INSERTs, one
+a row, where a bigger group's go by one COPY."""
+
 
 @dataclass
 class _Queued:
@@ -185,7 +189,8 @@ class LogWriter:
     async def _write(self, batch: list[_Queued]) -> list[bool]:
         group = _Group()
         landed = [False] * len(batch)
-        async with self.store.transaction() as uow:
+        pipelined = not self._broadcast and _only_driver_statements(batch)
+        async with self.store.log_transaction(pipelined=pipelined) as uow:
             fenced = _FencedRuns(uow, batch)
             plain = _PlainSteps(uow, group, landed)
             await fenced.lock_all()
@@ -391,6 +396,21 @@ class _FencedRuns:
     async def settle_all(self) -> None:
         for run_id in list(self._runs):
             await self.settle(run_id)
+
+
+def _only_driver_statements(batch: list[_Queued]) -> bool:
+    """Whether the batch is written by the driver's statements alone, few enough to be
+    sent together (store/__init__.py `log_transaction`, pipelined): plain steps
+    (`_PlainSteps`) whose rows of each kind stay under `PIPELINED_ROWS`. A fence, a state
+    change or row values go through SQLAlchemy, and a big group's rows go faster by COPY
+    (store/_driver.py)."""
+    if any(queued.fence is not None or queued.transition.to is not None for queued in batch):
+        return False
+    if any(queued.update.values() for queued in batch):
+        return False
+    steps = [queued.step for queued in batch]
+    kinds = ("staged", "calls", "outcomes", "model_calls", "invocations", "trials", "listings")
+    return all(sum(len(getattr(step, kind)) for step in steps) < PIPELINED_ROWS for kind in kinds)
 
 
 def _settle(queued: _Queued, outcome: bool | BaseException) -> None:

@@ -1,0 +1,243 @@
+"""Production runs over HTTP: concurrent workflow runs making live tool calls, each durable.
+
+What a team recording production pays: a real `wopeval serve` (one uvicorn process; SQLite
+in a fresh data dir, or a fresh PostgreSQL database per `--database-url`) runs the
+project record_path.py runs in-process (a python agent calling a no-op python tool
+live); asked to, the agent returns its own per-call timings as its output, since it
+runs in the serve's process (read from the run's `run.completed` event).
+`--runs` runs are created at once, each a `POST /runs` of its own over concurrent
+connections, each making `--calls` live calls.
+
+- calls/s: every run's calls ÷ the time from just before the first POST to the last
+  run's `completedAt` (the server's clock; the runs are polled by one listing every
+  50 ms until all have ended, their ends read from the runs themselves);
+- p50 per call: the agent-side latency of every call of every run (each `call_tool`
+  awaited: its `agent.tool-called` durable, the tool run, its outcome durable);
+- the anchors, in the same run just before the serve starts: the raw driver's two
+  single-row commits per call on the same store (record_path.py's: Python's sqlite3 in
+  WAL mode with `synchronous=NORMAL`, or psycopg in autocommit on the same server),
+  one connection, as many calls as the runs make. Each figure is printed beside its
+  anchor with the ratio, and beside its target (issue 29); nothing here is asserted.
+
+After each measurement every run is checked over the wire: completed, its agent's
+`--calls` timings in its outputs, and `--calls` live tool records
+(`GET /host/wopeval/runs/{id}/live-calls`).
+
+Run `python bench/wire_runs.py --help` for the options; bench/README.md has the
+commands and the measured figures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from derive_path import fresh_store, run_path
+from eval_throughput import backend_name
+from queue_throughput import Processes, free_port, wait_ready
+from record_path import (
+    WORKFLOW,
+    AnchorResult,
+    Latency,
+    postgres_anchor,
+    run_bench,
+    sqlite_anchor,
+    write_project,
+)
+
+TENANT = "bench"
+KEY = "w" * 24
+HEADERS = {"Authorization": f"Bearer {KEY}"}
+TARGET_CALLS_PER_SECOND = {"sqlite": 4000.0, "postgresql": 2000.0}
+
+
+# ── results ──────────────────────────────────────────────────────────
+
+
+@dataclass
+class WireResult:
+    runs: int
+    calls_per_run: int
+    seconds: float
+    """From just before the first POST to the last run's `completedAt`."""
+    create_seconds: float
+    """Until every POST had its 201."""
+    calls_per_second: float
+    per_call: Latency
+    """The agent's own latency of every call of every run."""
+    tool_call_rows: int
+
+
+@dataclass
+class StoreResult:
+    backend: str
+    wire: WireResult
+    anchor: AnchorResult
+    """The store's own driver: sqlite3 on SQLite, psycopg on PostgreSQL."""
+    per_call_ratio: float
+    """Host p50 per call ÷ the anchor's p50 per call (two commits)."""
+    throughput_ratio: float
+    """Host calls/s ÷ the anchor's calls/s."""
+
+
+# ── the measurement ──────────────────────────────────────────────────
+
+
+async def create_runs(base: str, runs: int, calls: int) -> tuple[float, float, list[str]]:
+    """POST the runs at once, each on a connection of its own; the wall-clock start,
+    the seconds until every 201, and the run ids."""
+    limits = httpx.Limits(max_connections=runs)
+    async with httpx.AsyncClient(
+        base_url=base, headers=HEADERS, timeout=60.0, trust_env=False, limits=limits
+    ) as http:
+        # Every connection open before the clock: the figure is the runs, not TCP set-up.
+        await asyncio.gather(*(http.get("/host/wopeval/health") for _ in range(runs)))
+        bodies = [
+            {"workflowId": WORKFLOW, "inputs": {"key": f"wire-{i}", "calls": calls, "report": True}}
+            for i in range(runs)
+        ]
+        started, wall = time.perf_counter(), time.time()
+        created = await asyncio.gather(*(http.post("/runs", json=body) for body in bodies))
+        create_seconds = time.perf_counter() - started
+    for answer in created:
+        if answer.status_code != 201:
+            raise RuntimeError(f"create refused: {answer.status_code} {answer.text}")
+    return wall, create_seconds, [str(answer.json()["runId"]) for answer in created]
+
+
+def wait_all_ended(http: httpx.Client, count: int) -> None:
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        listed = http.get("/runs", params={"limit": count}).json()["runs"]
+        if len(listed) >= count and all(
+            run["status"] not in ("running", "paused") for run in listed
+        ):
+            return
+        time.sleep(0.05)
+    raise RuntimeError("the runs did not end within 600 s")
+
+
+def ended_at(run: dict[str, Any]) -> float:
+    return datetime.fromisoformat(str(run["completedAt"]).replace("Z", "+00:00")).timestamp()
+
+
+def check_run(http: httpx.Client, run_id: str, calls: int) -> tuple[list[float], int, float]:
+    """The run's completed with its calls recorded live and ok: the agent's timings,
+    the tool records, and the run's end (server clock)."""
+    run = http.get(run_path(run_id)).json()
+    if run["status"] != "completed":
+        raise RuntimeError(f"run {run_id} ended {run['status']}: {run.get('error')}")
+    # The agent's output is its node's, in the run's last event (after every call's two).
+    tail = http.get(run_path(run_id) + "/events/poll", params={"afterSequence": 2 * calls}).json()
+    (completed,) = [event for event in tail["events"] if event["type"] == "run.completed"]
+    outputs = completed["payload"]["outputs"]["record"]["decision"]
+    latencies = [float(seconds) for seconds in outputs["latencies"]]
+    if len(latencies) != calls:
+        raise RuntimeError(f"run {run_id}: the agent timed {len(latencies)} calls, not {calls}")
+    live = http.get("/host/wopeval" + run_path(run_id) + "/live-calls").json()["liveCalls"]
+    if live != calls:
+        raise RuntimeError(f"run {run_id}: {live} live tool records, not {calls}")
+    return latencies, live, ended_at(run)
+
+
+def measure(base: str, runs: int, calls: int) -> WireResult:
+    wall, create_seconds, run_ids = asyncio.run(create_runs(base, runs, calls))
+    with httpx.Client(base_url=base, headers=HEADERS, timeout=60.0, trust_env=False) as http:
+        wait_all_ended(http, runs)
+        checked = [check_run(http, run_id, calls) for run_id in run_ids]
+    seconds = max(end for _, _, end in checked) - wall
+    return WireResult(
+        runs=runs,
+        calls_per_run=calls,
+        seconds=round(seconds, 3),
+        create_seconds=round(create_seconds, 3),
+        calls_per_second=runs * calls / seconds,
+        per_call=Latency.of([latency for latencies, _, _ in checked for latency in latencies]),
+        tool_call_rows=sum(rows for _, rows, _ in checked),
+    )
+
+
+def run_store(database_url: str, runs: int, calls: int) -> StoreResult:
+    with tempfile.TemporaryDirectory(prefix="wopeval-wire-bench-") as scratch:
+        directory = Path(scratch)
+        (directory / "project").mkdir()
+        write_project(directory / "project")
+        with fresh_store(database_url, directory) as url:
+            sqlite = url.startswith("sqlite")
+            anchor = (
+                sqlite_anchor(directory, runs * calls)
+                if sqlite
+                else postgres_anchor(url, runs * calls)
+            )
+            processes = Processes(directory)
+            port = free_port()
+            try:
+                processes.start(
+                    "serve",
+                    [
+                        "serve",
+                        "--port",
+                        str(port),
+                        "--data-dir",
+                        str(directory / "host"),
+                        "--database-url",
+                        url,
+                        "--api-key",
+                        f"{TENANT}={KEY}",
+                        "--project",
+                        str(directory / "project"),
+                    ],
+                )
+                base = f"http://127.0.0.1:{port}"
+                wait_ready(base + "/host/wopeval/health")
+                wire = measure(base, runs, calls)
+            finally:
+                processes.stop()
+    return StoreResult(
+        backend=backend_name(None if sqlite else url),
+        wire=wire,
+        anchor=anchor,
+        per_call_ratio=wire.per_call.p50_ms / anchor.per_call.p50_ms,
+        throughput_ratio=wire.calls_per_second / anchor.calls_per_second,
+    )
+
+
+# ── command line ─────────────────────────────────────────────────────
+
+
+def print_store(result: StoreResult) -> None:
+    wire, anchor, store = result.wire, result.anchor, result.backend
+    print(
+        f"wire       {store:<10} {wire.runs} runs x {wire.calls_per_run} live calls over HTTP: "
+        f"{wire.calls_per_second:8.0f} calls/s ({wire.seconds:.2f}s, creates "
+        f"{wire.create_seconds:.2f}s), p50 {wire.per_call.p50_ms:.3f} ms/call "
+        f"(p90 {wire.per_call.p90_ms:.3f}, p99 {wire.per_call.p99_ms:.3f})",
+        flush=True,
+    )
+    print(
+        f"anchor     {store:<10} {anchor.driver} 2 commits: p50 {anchor.per_call.p50_ms:.3f} "
+        f"ms/call, {anchor.calls_per_second:.0f} calls/s; host/anchor: per call "
+        f"{result.per_call_ratio:.1f}x, throughput {result.throughput_ratio:.2f}",
+        flush=True,
+    )
+    print(f"rows       {store:<10} {wire.tool_call_rows} tool records, all checked", flush=True)
+    target = TARGET_CALLS_PER_SECOND.get(store)
+    if target is not None:
+        met = "meets" if wire.calls_per_second >= target else "MISSES"
+        print(f"target     {store:<10} >= {target:.0f} calls/s over the wire: {met}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_bench(argv, run_store, print_store, description=__doc__, calls=50)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,46 @@
+"""The production-runs bench still runs (tiny, no timing checked): bench/wire_runs.py end to
+end, a real `wopeval serve` taking concurrent `POST /runs` whose agents make live calls."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from _backends import DEFAULT_POSTGRES_URL
+from _bench import run_bench
+
+
+def run_wire_bench(store: str, report: Path) -> str:
+    return run_bench(
+        "wire_runs.py",
+        "--calls",
+        "3",
+        "--runs",
+        "3",
+        "--database-url",
+        store,
+        "--json",
+        str(report),
+    )
+
+
+def test_the_wire_runs_bench_runs_on_sqlite(tmp_path: Path) -> None:
+    printed = run_wire_bench("sqlite", tmp_path / "wire.json")
+    assert "wire       sqlite     3 runs x 3 live calls over HTTP" in printed
+    assert "anchor     sqlite     sqlite3 2 commits" in printed
+    assert "9 tool records, all checked" in printed
+    (store,) = json.loads((tmp_path / "wire.json").read_text())["stores"]
+    assert store["wire"]["tool_call_rows"] == 9
+
+
+@pytest.mark.postgres
+def test_the_wire_runs_bench_runs_on_postgresql(
+    clean_environ: dict[str, str], tmp_path: Path
+) -> None:
+    url = clean_environ.get("WOPEVAL_TEST_POSTGRES_URL", DEFAULT_POSTGRES_URL)
+    printed = run_wire_bench(url, tmp_path / "wire.json")
+    assert "wire       postgresql 3 runs x 3 live calls over HTTP" in printed
+    assert "psycopg 2 commits" in printed
+    assert "9 tool records, all checked" in printed
