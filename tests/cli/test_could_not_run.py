@@ -49,6 +49,9 @@ sys.exit("no decision: my own bug")
 """
 """A program that fails for its own reason, before asking any model."""
 
+ASKER_PROGRAM = AGENT_PROGRAM + 'sys.exit("answered, and no decision all the same")\n'
+"""A program that gets its model's answer and then fails for its own reason."""
+
 WRITER_PROGRAM = """\
 import json, sys
 json.loads(sys.stdin.read())
@@ -64,6 +67,7 @@ def _llm_project(root: Path, base_url: str) -> Path:
     (root / "suites").mkdir()
     (root / "agent.py").write_text(AGENT_PROGRAM, encoding="utf-8")
     (root / "broken.py").write_text(BROKEN_PROGRAM, encoding="utf-8")
+    (root / "asker.py").write_text(ASKER_PROGRAM, encoding="utf-8")
     (root / "writer.py").write_text(WRITER_PROGRAM, encoding="utf-8")
     (root / "wopeval.toml").write_text(
         'workflows = ["workflows/*.json"]\nsuites = ["suites/*.json"]\n\n'
@@ -73,6 +77,8 @@ def _llm_project(root: Path, base_url: str) -> Path:
         f'command = ["{sys.executable}", "agent.py"]\nbase_url = "{base_url}"\n\n'
         f'[[agents]]\nid = "down.broken"\nlane = "command"\n'
         f'command = ["{sys.executable}", "broken.py"]\nbase_url = "{base_url}"\n\n'
+        f'[[agents]]\nid = "down.asker"\nlane = "command"\n'
+        f'command = ["{sys.executable}", "asker.py"]\nbase_url = "{base_url}"\n\n'
         f'[[agents]]\nid = "down.writer"\nlane = "command"\n'
         f'command = ["{sys.executable}", "writer.py"]\n\n'
         f'[[judges]]\nid = "down.judge"\nmodel = "gpt-4.1-mini"\nbase_url = "{base_url}"\n'
@@ -83,6 +89,7 @@ def _llm_project(root: Path, base_url: str) -> Path:
         ("desk", "down.desk"),
         ("program", "down.program"),
         ("broken", "down.broken"),
+        ("asker", "down.asker"),
     ):
         workflow = {
             "id": workflow_id,
@@ -219,6 +226,17 @@ def test_a_provider_that_answers_on_a_retry_is_no_outage(tmp_path: Path) -> None
                 'exact: the decision "normal" differs from the expected value "ok"'
             )
             assert task["passedTrials"] == 0
+
+        # A recording of a program that got its answer on its retry, then failed on its own:
+        # the 503 was not the last word, so the run failed for the agent (exit 1).
+        script.add("Decide.", [{"content": "normal", "fail_first": [{"status": 503}]}])
+        run = run_cli(
+            "run", "asker", "--project", str(project), "--data-dir", str(tmp_path / "data"),
+            env={"OPENAI_API_KEY": "sk-local"},
+        )  # fmt: skip
+        assert run.code == RUN_FAILED, run.stdout + run.stderr
+        assert "answered, and no decision all the same" in run.stderr
+        assert "model provider" not in run.stderr
 
 
 def test_a_host_url_that_nothing_answers_exits_4_with_the_fix() -> None:

@@ -47,14 +47,12 @@ async def model_call_list(
     uow: UnitOfWork, record: OwnedRun, agents: AgentRegistry
 ) -> RunModelCalls:
     """Every model exchange of the caller's run, in the order they ended."""
-    stored = await uow.model_calls.of_run(record.handle)
-    return RunModelCalls(
-        runId=record.run_id,
-        modelCalls=[
-            content.run_model_call(index, row, _mode(agents, row.agent_id))
-            for index, row in enumerate(stored)
-        ],
-    )
+    rows = await uow.model_calls.of_run(record.handle)
+    # Numbered as the run listed them: an exchange's place among the run's.
+    shown = [
+        content.run_model_call(n, row, _mode(agents, row.agent_id)) for n, row in enumerate(rows)
+    ]
+    return RunModelCalls(runId=record.run_id, modelCalls=shown)
 
 
 async def invocations_said(
