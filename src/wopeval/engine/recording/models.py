@@ -201,8 +201,8 @@ class ModelRecorder:
 
 def exchange_detail(row: ModelCallRow, request: JsonValue, response: JsonValue) -> dict[str, Any]:
     """The exchange as a trial's detail keeps it and a run's listing reads it back from the
-    store, both shown through `content.model_call_view`; `request` and `response` are its
-    content (a trial keeps it whole, the store only when `recorded`)."""
+    store (shown through `content.trial_view` and `content.run_model_call`); `request` and
+    `response` are its content (a trial keeps it whole, the store only when `recorded`)."""
     return {
         "agentId": row.agent_id,
         "delegate": row.is_delegate,
