@@ -13,12 +13,14 @@ from _backends import Backend
 from _model_server import ModelScript, ModelServer
 from _processes import free_port
 from wopeval.cli._exit import EXIT_CODES_HELP, ExitCode
+from wopeval.cli.run import RUN_FAILED
 from wopeval.client import provider_unavailable
 
 from ._support import ServedHost, run_cli
 
 DOCS = Path(__file__).parents[2] / "docs"
 SUITE = "cli.down.evals.one@1.0.0"
+RUBRIC_SUITE = "cli.down.evals.rubric@1.0.0"
 
 
 def _closed_port() -> int:
@@ -40,6 +42,23 @@ print(json.dumps(answer.choices[0].message.content))
 """A program of its own on the plain `openai` client: the host hands it its model proxy, and
 its client tries once more after a failure, each attempt an exchange of its own."""
 
+BROKEN_PROGRAM = """\
+import sys
+sys.stdin.read()
+sys.exit("no decision: my own bug")
+"""
+"""A program that fails for its own reason, before asking any model."""
+
+ASKER_PROGRAM = AGENT_PROGRAM + 'sys.exit("answered, and no decision all the same")\n'
+"""A program that gets its model's answer and then fails for its own reason."""
+
+WRITER_PROGRAM = """\
+import json, sys
+json.loads(sys.stdin.read())
+print(json.dumps("Returns are accepted within 30 days."))
+"""
+"""A program whose answer is prose, for a rubric task's judge to score."""
+
 
 def _llm_project(root: Path, base_url: str) -> Path:
     """An openai-lane agent whose model server is `base_url`, the same through the model
@@ -47,16 +66,46 @@ def _llm_project(root: Path, base_url: str) -> Path:
     (root / "workflows").mkdir(parents=True)
     (root / "suites").mkdir()
     (root / "agent.py").write_text(AGENT_PROGRAM, encoding="utf-8")
+    (root / "broken.py").write_text(BROKEN_PROGRAM, encoding="utf-8")
+    (root / "asker.py").write_text(ASKER_PROGRAM, encoding="utf-8")
+    (root / "writer.py").write_text(WRITER_PROGRAM, encoding="utf-8")
     (root / "wopeval.toml").write_text(
         'workflows = ["workflows/*.json"]\nsuites = ["suites/*.json"]\n\n'
         f'[[agents]]\nid = "down.desk"\nlane = "openai"\nbase_url = "{base_url}"\n'
         'model = "gpt-4.1-mini"\nsystem_prompt = "Decide."\nretries = 1\n\n'
         f'[[agents]]\nid = "down.program"\nlane = "command"\n'
-        f'command = ["{sys.executable}", "agent.py"]\nbase_url = "{base_url}"\n',
+        f'command = ["{sys.executable}", "agent.py"]\nbase_url = "{base_url}"\n\n'
+        f'[[agents]]\nid = "down.broken"\nlane = "command"\n'
+        f'command = ["{sys.executable}", "broken.py"]\nbase_url = "{base_url}"\n\n'
+        f'[[agents]]\nid = "down.asker"\nlane = "command"\n'
+        f'command = ["{sys.executable}", "asker.py"]\nbase_url = "{base_url}"\n\n'
+        f'[[agents]]\nid = "down.writer"\nlane = "command"\n'
+        f'command = ["{sys.executable}", "writer.py"]\n\n'
+        f'[[judges]]\nid = "down.judge"\nmodel = "gpt-4.1-mini"\nbase_url = "{base_url}"\n'
+        'retries = 0\nsuites = ["cli.down.evals.rubric"]\n',
         encoding="utf-8",
     )
-    workflow = {"id": "desk", "nodes": [{"id": "d", "type": "core.agent", "agentId": "down.desk"}]}
-    (root / "workflows" / "desk.json").write_text(json.dumps(workflow), encoding="utf-8")
+    for workflow_id, agent in (
+        ("desk", "down.desk"),
+        ("program", "down.program"),
+        ("broken", "down.broken"),
+        ("asker", "down.asker"),
+    ):
+        workflow = {
+            "id": workflow_id,
+            "nodes": [{"id": "d", "type": "core.agent", "agentId": agent}],
+        }
+        (root / "workflows" / f"{workflow_id}.json").write_text(
+            json.dumps(workflow), encoding="utf-8"
+        )  # fmt: skip
+    rubric = {
+        "suiteId": "cli.down.evals.rubric", "version": "1.0.0", "modes": ["rubric"],
+        "tasks": [{"taskId": "reply", "input": {"text": "Can I return it?"},
+                   "expected": {"kind": "rubric",
+                                "rubric": [{"criterion": "cites the return window",
+                                            "weight": 1}]}}],
+    }  # fmt: skip
+    (root / "suites" / "rubric.json").write_text(json.dumps(rubric), encoding="utf-8")
     suite = {
         "suiteId": "cli.down.evals.one", "version": "1.0.0", "modes": ["golden"],
         "tasks": [{"taskId": "ticket", "input": {"text": "hello"},
@@ -112,10 +161,47 @@ def test_an_eval_whose_model_provider_is_down_exits_4_with_the_cause_and_the_fix
     assert compared.code == ExitCode.ERROR, compared.stdout + compared.stderr
     assert f"refused the connection (run {run_id}, task ticket" in compared.stderr
 
-    # A workflow run of the same agent records the same failure; its reason says where.
+    # A workflow run of the same agent records the same failure; its reason says where, and
+    # the run's model exchanges (the host's model-calls route) say it was the provider's.
     run = run_cli("run", "desk", *host, env={"OPENAI_API_KEY": "sk-local"})
+    assert run.code == ExitCode.ERROR, run.stdout + run.stderr
     assert f"the model API at {url} could not be reached: connection refused" in run.stdout
     assert "Traceback" not in run.stderr
+    workflow_run = run.stdout.split()[0]
+    assert run.stderr[run.stderr.index("error: ") :].splitlines() == [
+        f"error: model provider at {url} refused the connection (run {workflow_run}, node d, "
+        "2 attempts); the run failed.",
+        "  Is it running? Or set agent down.desk's base_url (or OPENAI_BASE_URL) in "
+        "wopeval.toml to a server that answers.",
+    ]
+
+    # A program's run through the model proxy: the proxy's exchange says the same.
+    program = run_cli("run", "program", *host, env={"OPENAI_API_KEY": "sk-local"})
+    assert program.code == ExitCode.ERROR, program.stdout + program.stderr
+    assert f"error: model provider at {url} refused the connection (run " in program.stderr
+    assert "Or set agent down.program's base_url (or OPENAI_BASE_URL)" in program.stderr
+
+    # A program that fails for its own reason, on the same down provider: its run failed.
+    broken = run_cli("run", "broken", *host, env={"OPENAI_API_KEY": "sk-local"})
+    assert broken.code == RUN_FAILED, broken.stdout + broken.stderr
+    assert broken.stdout.split()[1] == "failed"
+    assert "no decision: my own bug" in broken.stderr
+    assert "error:" not in broken.stderr
+    assert "model provider" not in broken.stderr
+
+    # A rubric task whose judge's provider is down: the agent decided, the judge could not
+    # score it, so nothing was judged (exit 4), naming the judge's setting.
+    judged = run_cli(
+        "eval", RUBRIC_SUITE, "--agent", "down.writer", *host, env={"OPENAI_API_KEY": "sk-local"}
+    )
+    assert judged.code == ExitCode.ERROR, judged.stdout + judged.stderr
+    judge_run = judged.stderr.split("Eval run ", 1)[1].split()[0]
+    assert judged.stderr[judged.stderr.index("error: ") :].splitlines() == [
+        f"error: model provider at {url} refused the connection (run {judge_run}, task reply, "
+        "trial 0); nothing was judged.",
+        "  Is it running? Or set the base_url of judge down.judge in wopeval.toml to a server "
+        "that answers.",
+    ]
 
 
 def test_a_provider_that_answers_on_a_retry_is_no_outage(tmp_path: Path) -> None:
@@ -140,6 +226,17 @@ def test_a_provider_that_answers_on_a_retry_is_no_outage(tmp_path: Path) -> None
                 'exact: the decision "normal" differs from the expected value "ok"'
             )
             assert task["passedTrials"] == 0
+
+        # A recording of a program that got its answer on its retry, then failed on its own:
+        # the 503 was not the last word, so the run failed for the agent (exit 1).
+        script.add("Decide.", [{"content": "normal", "fail_first": [{"status": 503}]}])
+        run = run_cli(
+            "run", "asker", "--project", str(project), "--data-dir", str(tmp_path / "data"),
+            env={"OPENAI_API_KEY": "sk-local"},
+        )  # fmt: skip
+        assert run.code == RUN_FAILED, run.stdout + run.stderr
+        assert "answered, and no decision all the same" in run.stderr
+        assert "model provider" not in run.stderr
 
 
 def test_a_host_url_that_nothing_answers_exits_4_with_the_fix() -> None:

@@ -5,7 +5,10 @@ that recorded nothing a replay could test (docs/recordings.md, "Idle runs"), and
 for a run that failed, the end of what each failed agent said (its stderr).
 
 Exit codes: 0 the run completed; 1 it failed or was cancelled; 4 usage,
-connection or host error (with `--no-wait`, 0 once the host accepted the run).
+connection or host error, or the run failed because a model provider did not
+answer an agent (its last model exchange: refused, unresolved, timed out, 429 or
+5xx after retries), said in two lines, the cause and the fix (with `--no-wait`,
+0 once the host accepted the run).
 """
 
 from __future__ import annotations
@@ -84,8 +87,14 @@ def run(
             completed = snapshot.status == "completed"
             # What a failed agent said: a run that failed says why beyond its exit status.
             said = None
+            outage: client.ModelUnavailable | None = None
             if not completed:
                 said = client.fetch_invocations(host, run_id, lambda i: i.outcome == "failed")
+                failed = [] if said is None else [i for i in said.lines if i.outcome == "failed"]
+                try:
+                    client.require_run_models_answered(host, run_id, failed)
+                except client.ModelUnavailable as exc:
+                    outage = exc  # said once the run's own lines are out
         document = snapshot.document()
         if outputs is not None:
             document["outputs"] = outputs
@@ -95,6 +104,8 @@ def run(
             notes.print(warning, style="yellow", highlight=False, markup=False)
         for block in [] if said is None else said_blocks(said, last_lines=RUN_STDERR_LINES):
             notes.print(block, highlight=False)
+        if outage is not None:
+            raise outage  # the provider failed, not the agent: exit 4 (guarded)
         return 0 if completed else RUN_FAILED
 
     raise typer.Exit(guarded(execute))

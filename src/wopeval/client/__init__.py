@@ -43,6 +43,7 @@ if typing.TYPE_CHECKING:
         ModelUnavailable,
         provider_unavailable,
         require_models_answered,
+        require_run_models_answered,
     )
     from wopeval.client._recorded_runs import runs_by_id, runs_by_tag
     from wopeval.client._request import (
@@ -142,6 +143,7 @@ __all__ = [
     "require_completed",
     "require_eval_capabilities",
     "require_models_answered",
+    "require_run_models_answered",
     "run_facts",
     "run_outputs",
     "runs_by_id",

@@ -5,14 +5,17 @@ An LLM agent's trial whose model could not be reached, timed out, or answered
 agent for the provider. `require_models_answered` finds such an exchange among
 the failed trials' recorded model calls (the LLM lanes', the model proxy's and
 a rubric judge's alike) and stops the command with what happened and what to
-do: exit 4, "could not run" (docs/ci.md).
+do: exit 4, "could not run" (docs/ci.md). `require_run_models_answered` does the
+same for a workflow run's failed invocations, from the run's model exchanges
+(`/host/wopeval/runs/{runId}/model-calls`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from wopeval.client._wire import ClientError, WireClient
+from wopeval.wire.invocations import InvocationLine
 from wopeval.wire.task_detail import ModelCallView, TaskDetail
 
 _BASE_URL_VARIABLES = {"chat": "OPENAI_BASE_URL", "responses": "OPENAI_BASE_URL"}
@@ -45,7 +48,28 @@ def require_models_answered(host: WireClient, run_id: str) -> None:
             continue
         found = _first_outage(host.task_detail(run_id, line.taskId))
         if found is not None:
-            raise ModelUnavailable(_described(run_id, line.taskId, *found))
+            trial, call = found
+            where = f"run {run_id}, task {line.taskId}, trial {trial}"
+            raise ModelUnavailable(_described(where, "nothing was judged", call))
+
+
+def require_run_models_answered(
+    host: WireClient, run_id: str, failed: Iterable[InvocationLine]
+) -> None:
+    """ModelUnavailable naming the first of the run's `failed` invocations whose last model
+    exchange the provider did not answer (the last, as `_first_outage` says why). A host
+    without the route is taken at its word that the run failed."""
+    listing = host.model_calls(run_id)
+    if listing is None:
+        return
+    last: dict[str, ModelCallView] = {}
+    for call in listing.modelCalls:  # in the order they ended: an invocation's last wins
+        last[call.invocationId] = call
+    for line in failed:
+        asked = last.get(line.invocationId)
+        if asked is not None and _provider_down(asked):
+            node = f"node {line.nodeId}" if line.nodeId else f"invocation {line.invocationId}"
+            raise ModelUnavailable(_described(f"run {run_id}, {node}", "the run failed", asked))
 
 
 def _first_outage(detail: TaskDetail) -> tuple[int, ModelCallView] | None:
@@ -57,16 +81,21 @@ def _first_outage(detail: TaskDetail) -> tuple[int, ModelCallView] | None:
         if trial.passed or not trial.modelCalls:
             continue
         last = trial.modelCalls[-1]
-        if last.servedBy == "live" and last.error is not None and provider_unavailable(last.error):
+        if _provider_down(last):
             return trial.trial, last
     return None
 
 
-def _described(run_id: str, task_id: str, trial: int, call: ModelCallView) -> str:
-    """Two lines: what the provider did, where; then what to do about it."""
+def _provider_down(call: ModelCallView) -> bool:
+    return call.servedBy == "live" and call.error is not None and provider_unavailable(call.error)
+
+
+def _described(where: str, outcome: str, call: ModelCallView) -> str:
+    """Two lines: what the provider did, `where` (the run and what in it asked), the
+    `outcome`; then what to do about it."""
     error = call.error or {}
     url = error.get("url")
-    where = f"model provider at {url}" if isinstance(url, str) else "the model provider"
+    provider = f"model provider at {url}" if isinstance(url, str) else "the model provider"
     status = error.get("status")
     cause = error.get("cause")
     if isinstance(status, int):
@@ -89,7 +118,6 @@ def _described(run_id: str, task_id: str, trial: int, call: ModelCallView) -> st
         variable = _BASE_URL_VARIABLES.get(call.api, "ANTHROPIC_BASE_URL")
         setting = f"set agent {call.agentId}'s base_url (or {variable})"
     return (
-        f"{where} {what} (run {run_id}, task {task_id}, trial {trial}{attempts}); nothing "
-        "was judged.\n"
+        f"{provider} {what} ({where}{attempts}); {outcome}.\n"
         f"  {fix} Or {setting} in wopeval.toml to a server that answers."
     )

@@ -34,7 +34,7 @@ from wopeval.client._answers import (
 from wopeval.wire import ids
 from wopeval.wire.annotations import Annotation, AnnotationList, CreateAnnotationRequest
 from wopeval.wire.calibration import CalibrationReport
-from wopeval.wire.invocations import InvocationList, InvocationStderr
+from wopeval.wire.invocations import InvocationList, InvocationStderr, RunModelCalls
 from wopeval.wire.json_text import JsonObject
 from wopeval.wire.suite import error_pointer
 from wopeval.wire.task_detail import TaskDetail, TaskList
@@ -239,6 +239,11 @@ class WireClient:
         """What one invocation's agent said (asked only of a host that served `invocations`)."""
         path = f"/host/wopeval/runs/{ids.project(run_id)}/invocations/{invocation_id}/stderr"
         return self._read(InvocationStderr, "invocations", "GET", path)
+
+    def model_calls(self, run_id: str) -> RunModelCalls | None:
+        """Every model exchange of the run; None when the host has no such route."""
+        body = self._optional("GET", f"/host/wopeval/runs/{ids.project(run_id)}/model-calls")
+        return None if body is None else read_shape(RunModelCalls, body, "model exchanges")
 
     # ── plumbing ─────────────────────────────────────────────────────
 

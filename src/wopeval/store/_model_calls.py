@@ -10,7 +10,7 @@ tools' results).
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any, Literal
 
@@ -66,6 +66,8 @@ def _held(row: Any) -> bool:
     return bool(row.recorded and row.erased_at is None)
 
 
+_ROW_FIELDS = tuple(field.name for field in fields(ModelCallRow))
+
 _APPEND = model_calls.insert()
 """Built once: the run log writer inserts through it in every transaction it writes."""
 
@@ -77,13 +79,14 @@ class ModelCallsRepo:
     async def append(self, rows: Sequence[dict[str, Any]]) -> None:
         await _driver.insert_many(self._connection, _APPEND, rows)
 
-    async def of_run(self, run: RunHandle) -> list[dict[str, Any]]:
+    async def of_run(self, run: RunHandle) -> list[ModelCallRow]:
+        """Every exchange of the run, in the order they ended (content as still held)."""
         result = await self._connection.execute(
-            select(model_calls)
+            select(*(model_calls.c[name] for name in _ROW_FIELDS))
             .where(model_calls.c.run_id == run.run_id)
             .order_by(model_calls.c.at, model_calls.c.invocation_id, model_calls.c.ordinal)
         )
-        return [dict(row) for row in result.mappings()]
+        return [ModelCallRow(**row) for row in result.mappings()]
 
     async def held_exchanges(
         self, run: RunHandle, agent_id: str

@@ -13,6 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from wopeval.wire.task_detail import ModelCallView
+
 
 class _Shape(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -73,3 +75,19 @@ class InvocationStderr(_Shape):
     when it said nothing or when `withheld`."""
     withheld: bool = False
     """The agent's `wireContent` is `hash`: what it said stays in the host."""
+
+
+class RunModelCall(ModelCallView):
+    """A model exchange of the run, shown as a task detail's `modelCalls` shows it (by its
+    agent's `wireContent`); `index` is its place among the run's exchanges."""
+
+    invocationId: str
+    """The invocation that asked (`InvocationLine.invocationId`)."""
+
+
+class RunModelCalls(_Shape):
+    runId: str
+    """The run."""
+    modelCalls: list[RunModelCall]
+    """Every model exchange of the run (the LLM lanes, the model proxy, a rubric judge), in
+    the order they ended."""

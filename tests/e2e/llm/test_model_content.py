@@ -100,3 +100,27 @@ def test_retention_erases_the_model_content_of_a_run_without_tool_calls(
     (row,) = table_rows(url, "model_calls", run_id=ran.run_id)
     assert (row["request"], row["response"]) == (None, None)
     assert row["erased_at"] is not None
+
+
+def test_a_runs_model_exchanges_route_shows_them_as_its_task_detail_does(
+    llm_host: LlmHost,
+) -> None:
+    """`/host/wopeval/runs/{runId}/model-calls`: each exchange of the run, as the trial's
+    detail shows it under the agent's `wireContent`, with the invocation that asked."""
+    for agent, full in (("llm.desk", True), ("llm.hashed", False)):
+        run_id, order = _refund_eval(llm_host, agent)
+        (trial,) = task_detail(llm_host, run_id, "refund")["trialDetails"]
+        with llm_host.handle.http() as http:
+            path = f"/host/wopeval/runs/{project_id(run_id)}"
+            listed = http.get(f"{path}/model-calls")
+            invocations = http.get(f"{path}/invocations").json()["invocations"]
+        assert listed.status_code == 200, listed.text
+        answer = listed.json()
+        assert answer["runId"] == run_id
+        (invocation,) = invocations
+        exchanges = answer["modelCalls"]
+        assert {e["invocationId"] for e in exchanges} == {invocation["invocationId"]}
+        shown = [{k: v for k, v in e.items() if k != "invocationId"} for e in exchanges]
+        assert shown == trial["modelCalls"], agent
+        assert [e["index"] for e in exchanges] == [0, 1, 2]
+        assert (order in listed.text) is full, agent

@@ -16,10 +16,16 @@ from pydantic import JsonValue
 
 from wopeval import evals
 from wopeval.agents import WireContent
+from wopeval.engine.recording.models import exchange_detail
 from wopeval.engine.runlog.steps import timestamp
-from wopeval.store import InvocationSaid, StoredInvocation, StoredTrial
+from wopeval.store import InvocationSaid, ModelCallRow, StoredInvocation, StoredTrial
 from wopeval.wire import events
-from wopeval.wire.invocations import InvocationError, InvocationLine, InvocationStderr
+from wopeval.wire.invocations import (
+    InvocationError,
+    InvocationLine,
+    InvocationStderr,
+    RunModelCall,
+)
 from wopeval.wire.task_detail import (
     AgentErrorView,
     ClosestEntry,
@@ -99,7 +105,10 @@ def trial_view(stored: StoredTrial, source_model_calls: int | None = None) -> Tr
         misses=[_miss_view(miss, detail["calls"], full) for miss in detail["misses"]],
         error=_error_view(detail.get("error"), full),
         stderr=detail.get("stderr") if full else None,
-        modelCalls=[_model_call_view(exchange, full) for exchange in detail.get("modelCalls", [])],
+        modelCalls=[
+            ModelCallView(**_model_call_fields(exchange, full))
+            for exchange in detail.get("modelCalls", [])
+        ],
         costUsd=detail.get("costUsd"),
         contentErased=stored.erased,
     )
@@ -182,7 +191,16 @@ def _call_view(call: dict[str, Any], full: bool) -> TraceCall:
     )
 
 
-def _model_call_view(exchange: dict[str, Any], full: bool) -> ModelCallView:
+def run_model_call(index: int, row: ModelCallRow, mode: WireContent | None) -> RunModelCall:
+    """A run's exchange as the caller may see it, as a trial's detail shows it; `mode` is its
+    agent's `wireContent` now (None: a judge's, or an agent the host no longer has)."""
+    exchange = {"index": index, **exchange_detail(row, row.request, row.response)}
+    return RunModelCall(
+        invocationId=row.invocation_id, **_model_call_fields(exchange, mode == "full")
+    )
+
+
+def _model_call_fields(exchange: dict[str, Any], full: bool) -> dict[str, Any]:
     keep = {key: value for key, value in exchange.items() if key not in ("request", "response")}
     if full:
         keep["request"] = exchange.get("request")
@@ -192,7 +210,7 @@ def _model_call_view(exchange: dict[str, Any], full: bool) -> ModelCallView:
         # A miss's diff holds the request's content: its paths only.
         diff = [{"path": c["path"], "kind": c["kind"]} for c in error["diff"]]
         keep["error"] = {**error, "diff": diff}
-    return ModelCallView(**keep)
+    return keep
 
 
 def _miss_view(miss: dict[str, Any], calls: list[dict[str, Any]], full: bool) -> MissView:

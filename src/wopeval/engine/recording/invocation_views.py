@@ -1,4 +1,5 @@
-"""Reading a run's invocations: how each ended, whether it was idle, what its agent said.
+"""Reading a run's invocations: how each ended, whether it was idle, what its agent said,
+and the model exchanges each made.
 
 One read for the invocation routes, the CLI (`wopeval run`, `runs show`) and the
 dashboard's run page; what of it leaves the host is `content.py`'s call, by each
@@ -11,7 +12,12 @@ from wopeval.agents import AgentRegistry, WireContent
 from wopeval.engine.recording import content
 from wopeval.store import OwnedRun, UnitOfWork
 from wopeval.wire import errors
-from wopeval.wire.invocations import InvocationLine, InvocationList, InvocationStderr
+from wopeval.wire.invocations import (
+    InvocationLine,
+    InvocationList,
+    InvocationStderr,
+    RunModelCalls,
+)
 
 
 async def invocation_list(
@@ -35,6 +41,18 @@ async def invocation_stderr(
     if said is None:
         raise errors.NotFound("No such invocation in this run.")
     return content.invocation_stderr(record.run_id, said, _mode(agents, said.agent_id))
+
+
+async def model_call_list(
+    uow: UnitOfWork, record: OwnedRun, agents: AgentRegistry
+) -> RunModelCalls:
+    """Every model exchange of the caller's run, in the order they ended."""
+    rows = await uow.model_calls.of_run(record.handle)
+    # Numbered as the run listed them: an exchange's place among the run's.
+    shown = [
+        content.run_model_call(n, row, _mode(agents, row.agent_id)) for n, row in enumerate(rows)
+    ]
+    return RunModelCalls(runId=record.run_id, modelCalls=shown)
 
 
 async def invocations_said(

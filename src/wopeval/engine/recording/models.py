@@ -195,13 +195,14 @@ class ModelRecorder:
         )
         self._ordinal += 1
         self.journal.record_model_call(row)
-        self.ledger.exchanges.append(_detail(row, body, answer))
+        response = None if answer is None else answer.document
+        self.ledger.exchanges.append(exchange_detail(row, body, response))
 
 
-def _detail(
-    row: ModelCallRow, body: dict[str, JsonValue], answer: ModelAnswer | None
-) -> dict[str, Any]:
-    """The exchange as the trial's detail keeps it (shown through `content.trial_view`)."""
+def exchange_detail(row: ModelCallRow, request: JsonValue, response: JsonValue) -> dict[str, Any]:
+    """The exchange as a trial's detail keeps it and a run's listing reads it back from the
+    store (shown through `content.trial_view` and `content.run_model_call`); `request` and
+    `response` are its content (a trial keeps it whole, the store only when `recorded`)."""
     return {
         "agentId": row.agent_id,
         "delegate": row.is_delegate,
@@ -218,8 +219,8 @@ def _detail(
         "completionTokens": row.completion_tokens,
         "costUsd": row.cost_usd,
         "requestHash": row.request_hash,
-        "request": body,
-        "response": None if answer is None else answer.document,
+        "request": request,
+        "response": response,
         "error": row.error,
     }
 
