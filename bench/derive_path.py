@@ -232,13 +232,20 @@ async def count_rows(
             .select_from(tables.tool_calls)
             .where(tables.tool_calls.c.run_id == run_id, tables.tool_calls.c.served_by == "live")
         )
-    else:
-        query = select(tables.derived_fixtures.c.entries if entries else func.count()).where(
+    elif entries:
+        copies = select(tables.derived_fixtures.c.entries).where(
             tables.derived_fixtures.c.eval_run_id == run_id
         )
+        async with engine.connect() as connection:
+            held: list[Any] = [row[0] or [] for row in await connection.execute(copies)]
+        return sum(len(entries_of) for entries_of in held)
+    else:
+        query = (
+            select(func.count())
+            .select_from(tables.derived_fixtures)
+            .where(tables.derived_fixtures.c.eval_run_id == run_id)
+        )
     async with engine.connect() as connection:
-        if entries:
-            return sum(len(row[0] or []) for row in await connection.execute(query))
         return int((await connection.execute(query)).scalar_one())
 
 
