@@ -1,6 +1,6 @@
 """Fixture derivation (RFC 0252): an eval create that derives its fixtures from recorded runs.
 
-Two paths users wait on, each on a fresh store per `--database-url` (SQLite in a temp
+Three paths users wait on, each on a fresh store per `--database-url` (SQLite in a temp
 data dir by default; a PostgreSQL URL names a server, where the bench creates a
 uniquely named database and drops it after):
 
