@@ -1,6 +1,6 @@
 """Fixture derivation (RFC 0252): an eval create that derives its fixtures from recorded runs.
 
-Two paths users wait on, each on a fresh store per `--database-url` (SQLite in a temp
+Three paths users wait on, each on a fresh store per `--database-url` (SQLite in a temp
 data dir by default; a PostgreSQL URL names a server, where the bench creates a
 uniquely named database and drops it after):
 
@@ -14,7 +14,12 @@ uniquely named database and drops it after):
    rows and bulk-inserting as many rows (rolled back) — the physical floor of
    copying them. Each eval is checked: completed, passed, no live call, and its
    `derived_fixtures` copy holds one entry per source call.
-2. **Many sources, over the wire.** A real `wopeval serve` subprocess on the same
+2. **The same large source, over the wire.** A real `wopeval serve` subprocess records the
+   source through `POST /runs`, then the same one-task eval is created `--repeat` times
+   by `POST /runs`, each timed from the request to its 201 (the median is the figure:
+   wopeval issue 29's target), each run left to finish before the next. Anchor, on the
+   same store in the same run: the copy floor of path 1, read from the bench process.
+3. **Many sources, over the wire.** A real `wopeval serve` subprocess on the same
    project records `--tasks` sources over HTTP (each a workflow run whose agent makes
    `--calls` live calls), then an eval of `--tasks` tasks replays them with
    `fixtureRuns` (one source per task). Timed: the create request (POST → 201) and
@@ -66,6 +71,7 @@ TOOL = "bench:noop"
 SOURCE_WORKFLOW = "bench-derive-source"
 SUITE_VERSION = "1.0.0"
 TARGET_DERIVE_MS = 100.0
+TARGET_WIRE_DERIVE_MEDIAN_MS = 60.0
 TARGET_WIRE_CREATE_MS = 500.0
 TARGET_WIRE_TASKS_PER_SECOND = 600.0
 HEADERS = {"Authorization": f"Bearer {KEY}", "OpenWOP-Version": "2.0"}
@@ -147,6 +153,23 @@ class DeriveResult:
 
 
 @dataclass
+class WireDeriveResult:
+    """Path 2: the one-task eval of path 1, created over HTTP from the large source."""
+
+    backend: str
+    source_calls: int
+    create_ms: list[float]
+    """Each `POST /runs` → 201, in order."""
+    median_create_ms: float
+    best_create_ms: float
+    anchor_ms: list[float]
+    """Each read of the source's rows plus bulk insert of as many, from the bench process."""
+    best_anchor_ms: float
+    record_seconds: float
+    """Recording the source over HTTP (not a figure; how long the set-up took)."""
+
+
+@dataclass
 class WireEval:
     create_ms: float
     """POST /runs → 201."""
@@ -158,7 +181,7 @@ class WireEval:
 
 @dataclass
 class WireResult:
-    """Path 2: an eval of `tasks` tasks, each from its own recorded source, over HTTP."""
+    """Path 3: an eval of `tasks` tasks, each from its own recorded source, over HTTP."""
 
     backend: str
     tasks: int
@@ -179,6 +202,7 @@ class Report:
     load_average: list[float] = field(default_factory=list)
     """1-minute load average at the start and at the end: a busy machine lowers every figure."""
     derive: list[DeriveResult] = field(default_factory=list)
+    wire_derive: list[WireDeriveResult] = field(default_factory=list)
     wire: list[WireResult] = field(default_factory=list)
 
 
@@ -198,14 +222,23 @@ def fresh_store(database_url: str, scratch: Path) -> Iterator[str]:
             yield url.replace("postgresql://", "postgresql+psycopg://", 1)
 
 
-async def count_rows(engine: AsyncEngine, run_id: str, *, live_calls: bool = False) -> int:
-    """`derived_fixtures` rows of an eval run, or its live tool calls."""
+async def count_rows(
+    engine: AsyncEngine, run_id: str, *, live_calls: bool = False, entries: bool = False
+) -> int:
+    """`derived_fixtures` rows of an eval run, their entries, or the run's live tool calls."""
     if live_calls:
         query = (
             select(func.count())
             .select_from(tables.tool_calls)
             .where(tables.tool_calls.c.run_id == run_id, tables.tool_calls.c.served_by == "live")
         )
+    elif entries:
+        copies = select(tables.derived_fixtures.c.entries).where(
+            tables.derived_fixtures.c.eval_run_id == run_id
+        )
+        async with engine.connect() as connection:
+            held: list[Any] = [row[0] or [] for row in await connection.execute(copies)]
+        return sum(len(entries_of) for entries_of in held)
     else:
         query = (
             select(func.count())
@@ -323,55 +356,101 @@ def run_derive(
         return asyncio.run(derive_once(url, Path(scratch), source_calls, repeat, profile))
 
 
-# ── path 2: many sources, over the wire ──────────────────────────────
+# ── paths 2 and 3: over the wire ─────────────────────────────────────
+
+
+@contextlib.contextmanager
+def served(url: str, directory: Path, max_tasks: int) -> Iterator[httpx.Client]:
+    """A `wopeval serve` subprocess of the bench project on the store at `url`, and a client
+    of it that authenticates as the bench tenant."""
+    processes = Processes(directory)
+    port = free_port()
+    try:
+        processes.start(
+            "serve",
+            [
+                "serve",
+                "--port",
+                str(port),
+                "--data-dir",
+                str(directory / "host"),
+                "--database-url",
+                url,
+                "--api-key",
+                f"{TENANT}={KEY}",
+                "--project",
+                str(PROJECT),
+            ],
+            {
+                "WOPEVAL_EVAL_MAX_TASKS_PER_SUITE": str(max(max_tasks, 1)),
+                "WOPEVAL_MAX_BODY_BYTES": "64000000",
+            },
+        )
+        base = f"http://127.0.0.1:{port}"
+        wait_ready(base + "/host/wopeval/health")
+        with httpx.Client(base_url=base, headers=HEADERS, timeout=300.0, trust_env=False) as http:
+            yield http
+    finally:
+        processes.stop()
+
+
+def run_wire_derive(database_url: str, source_calls: int, repeat: int) -> WireDeriveResult:
+    with tempfile.TemporaryDirectory(prefix="wopeval-derive-wire-one-") as scratch:
+        directory = Path(scratch)
+        with fresh_store(database_url, directory) as url, served(url, directory, 1) as http:
+            started = time.perf_counter()
+            (source,) = record_sources(http, 1, source_calls)
+            record_seconds = time.perf_counter() - started
+            published = http.put(
+                "/host/wopeval/suites",
+                json=suite_document("bench.evals.derive-one", 1, source_calls, inline=False),
+            )
+            if published.status_code != 201:
+                raise RuntimeError(f"suite refused: {published.status_code} {published.text}")
+            suite_ref = f"bench.evals.derive-one@{SUITE_VERSION}"
+            create_ms, anchor_ms = [], []
+            for _ in range(repeat):
+                anchor_ms.append(asyncio.run(wire_copy_floor_ms(url, source)))
+                timed = timed_eval(http, suite_ref, 1, {task_id(0): source})
+                create_ms.append(timed.create_ms)
+            asyncio.run(wire_counts(url, timed.run_id, None, 1, entries=source_calls))
+    return WireDeriveResult(
+        backend=backend_name(url),
+        source_calls=source_calls,
+        create_ms=[round(ms, 2) for ms in create_ms],
+        median_create_ms=round(statistics.median(create_ms), 2),
+        best_create_ms=round(min(create_ms), 2),
+        anchor_ms=[round(ms, 2) for ms in anchor_ms],
+        best_anchor_ms=round(min(anchor_ms), 2),
+        record_seconds=round(record_seconds, 2),
+    )
+
+
+async def wire_copy_floor_ms(url: str, source_run_id: str) -> float:
+    engine = create_engine(url)
+    try:
+        return await copy_floor_ms(engine, source_run_id)
+    finally:
+        await engine.dispose()
 
 
 def run_wire(database_url: str, tasks: int, calls: int) -> WireResult:
     with tempfile.TemporaryDirectory(prefix="wopeval-derive-wire-") as scratch:
         directory = Path(scratch)
         with fresh_store(database_url, directory) as url:
-            processes = Processes(directory)
-            port = free_port()
-            try:
-                processes.start(
-                    "serve",
-                    [
-                        "serve",
-                        "--port",
-                        str(port),
-                        "--data-dir",
-                        str(directory / "host"),
-                        "--database-url",
-                        url,
-                        "--api-key",
-                        f"{TENANT}={KEY}",
-                        "--project",
-                        str(PROJECT),
-                    ],
-                    {
-                        "WOPEVAL_EVAL_MAX_TASKS_PER_SUITE": str(max(tasks, 1)),
-                        "WOPEVAL_MAX_BODY_BYTES": "64000000",
-                    },
+            with served(url, directory, tasks) as http:
+                started = time.perf_counter()
+                sources = record_sources(http, tasks, calls)
+                record_seconds = time.perf_counter() - started
+                derived_suite = publish(http, tasks, calls, inline=False)
+                inline_suite = publish(http, tasks, calls, inline=True)
+                derived = timed_eval(
+                    http, derived_suite, tasks, {task_id(i): s for i, s in enumerate(sources)}
                 )
-                base = f"http://127.0.0.1:{port}"
-                wait_ready(base + "/host/wopeval/health")
-                with httpx.Client(
-                    base_url=base, headers=HEADERS, timeout=300.0, trust_env=False
-                ) as http:
-                    started = time.perf_counter()
-                    sources = record_sources(http, tasks, calls)
-                    record_seconds = time.perf_counter() - started
-                    derived_suite = publish(http, tasks, calls, inline=False)
-                    inline_suite = publish(http, tasks, calls, inline=True)
-                    derived = timed_eval(
-                        http, derived_suite, tasks, {task_id(i): s for i, s in enumerate(sources)}
-                    )
-                    inline = timed_eval(http, inline_suite, tasks, None)
-                derived.derived_rows, inline.derived_rows = asyncio.run(
-                    wire_counts(url, derived.run_id, inline.run_id, tasks)
-                )
-            finally:
-                processes.stop()
+                inline = timed_eval(http, inline_suite, tasks, None)
+            derived.derived_rows, inline.derived_rows = asyncio.run(
+                wire_counts(url, derived.run_id, inline.run_id, tasks)
+            )
     return WireResult(
         backend=backend_name(url),
         tasks=tasks,
@@ -455,20 +534,25 @@ def timed_eval(
     return _Timed(run_id, create_ms, seconds, tasks)
 
 
-async def wire_counts(url: str, derived_run: str, inline_run: str, tasks: int) -> tuple[int, int]:
+async def wire_counts(
+    url: str, derived_run: str, inline_run: str | None, tasks: int, *, entries: int | None = None
+) -> tuple[int, int]:
     """Each eval's `derived_fixtures` rows, read from the host's store; neither made a live
-    call, and the derived one keeps a copy per task."""
+    call, and the derived one keeps a copy per task (of `entries` entries, if given)."""
     engine = create_engine(url)
+    runs = [derived_run] if inline_run is None else [derived_run, inline_run]
     try:
         derived = await count_rows(engine, derived_run)
-        inline = await count_rows(engine, inline_run)
-        live = [await count_rows(engine, run, live_calls=True) for run in (derived_run, inline_run)]
+        inline = 0 if inline_run is None else await count_rows(engine, inline_run)
+        live = [await count_rows(engine, run, live_calls=True) for run in runs]
+        copied = await count_rows(engine, derived_run, entries=True)
     finally:
         await engine.dispose()
-    if derived != tasks or inline != 0 or any(live):
+    if derived != tasks or inline != 0 or any(live) or (entries is not None and copied != entries):
         raise RuntimeError(
             f"the wire evals did not check out: {derived} derived rows (want {tasks}), "
-            f"{inline} for the inline eval (want 0), live calls {live} (want none)"
+            f"{inline} for the inline eval (want 0), live calls {live} (want none), "
+            f"{copied} derived entries (want {entries})"
         )
     return derived, inline
 
@@ -483,11 +567,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--source-calls", type=int, default=10_000, help="calls of path 1's one source"
     )
-    parser.add_argument("--repeat", type=int, default=5, help="path 1 creates (best is used)")
+    parser.add_argument(
+        "--repeat", type=int, default=5, help="creates of paths 1 and 2 (best and median shown)"
+    )
     parser.add_argument("--tasks", type=int, default=1000, help="path 2's tasks (and sources)")
     parser.add_argument("--calls", type=int, default=10, help="path 2's calls per source")
     parser.add_argument(
-        "--paths", default="derive,wire", help="comma list of the paths to run: derive, wire"
+        "--paths",
+        default="derive,wire-derive,wire",
+        help="comma list of the paths to run: derive, wire-derive, wire",
     )
     parser.add_argument(
         "--database-url",
@@ -521,6 +609,19 @@ def print_derive(result: DeriveResult) -> None:
         f"{result.source_calls} rows: {result.best_anchor_ms:.1f} ms; ratio "
         f"{result.best_create_ms / result.best_anchor_ms:.2f}x "
         f"({result.derived_entries} derived entries)",
+        flush=True,
+    )
+
+
+def print_wire_derive(result: WireDeriveResult) -> None:
+    median = result.median_create_ms
+    verdict = "meets" if median <= TARGET_WIRE_DERIVE_MEDIAN_MS else "MISSES"
+    print(
+        f"wire    {result.backend:<10} POST /runs deriving from a {result.source_calls}-call "
+        f"source: median {median:.1f} ms (best {result.best_create_ms:.1f}; target <= "
+        f"{TARGET_WIRE_DERIVE_MEDIAN_MS:.0f} ms: {verdict}); anchor read + bulk-insert "
+        f"{result.source_calls} rows: {result.best_anchor_ms:.1f} ms; ratio "
+        f"{median / result.best_anchor_ms:.2f}x (source recorded in {result.record_seconds:.1f}s)",
         flush=True,
     )
 
@@ -563,6 +664,10 @@ def main(argv: list[str] | None = None) -> int:
             derive = run_derive(url, args.source_calls, args.repeat, args.profile)
             report.derive.append(derive)
             print_derive(derive)
+        if "wire-derive" in paths:
+            wire_derive = run_wire_derive(url, args.source_calls, args.repeat)
+            report.wire_derive.append(wire_derive)
+            print_wire_derive(wire_derive)
         if "wire" in paths:
             wire = run_wire(url, args.tasks, args.calls)
             report.wire.append(wire)

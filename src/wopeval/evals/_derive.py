@@ -9,7 +9,8 @@ passed them, before the tool layer injected any credential (SR-1).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, Literal, NamedTuple
+from operator import attrgetter
+from typing import Any, Literal, NamedTuple, Protocol, TypeVar
 
 from pydantic import JsonValue
 
@@ -51,15 +52,54 @@ class RecordedCall(NamedTuple):
     """Absent when the call never started."""
 
 
-def own_calls(calls: Iterable[RecordedCall], agent_id: str) -> list[RecordedCall]:
+class DerivableCall(Protocol):
+    """What derivation reads of a recorded call: a `RecordedCall`, or the store's narrower
+    row of a fixture source (reading a 10,000-call source's other columns cost its create
+    a third of its read)."""
+
+    @property
+    def sequence(self) -> int: ...
+    @property
+    def agent_id(self) -> str: ...
+    @property
+    def is_delegate(self) -> bool: ...
+    @property
+    def tool(self) -> str: ...
+    @property
+    def inputs(self) -> JsonValue: ...
+    @property
+    def status(self) -> RecordedStatus: ...
+    @property
+    def result(self) -> JsonValue: ...
+    @property
+    def error(self) -> dict[str, JsonValue] | None: ...
+
+
+Call = TypeVar("Call", bound=DerivableCall)
+
+_SEQUENCE = attrgetter("sequence")
+
+
+def own_calls(calls: Iterable[Call], agent_id: str) -> list[Call]:
     """RFC 0252 §D: calls "of the eval's agentId, excluding delegates", in sequence order."""
-    return sorted(
-        (c for c in calls if c.agent_id == agent_id and not c.is_delegate),
-        key=lambda c: c.sequence,
-    )
+    return sorted((c for c in calls if c.agent_id == agent_id and not c.is_delegate), key=_SEQUENCE)
 
 
-def derive_fixtures(calls: Iterable[RecordedCall], agent_id: str) -> list[ToolResponse]:
+class DerivedCalls(NamedTuple):
+    """A source's own calls as `derive_fixture_documents` and `has_failed_call` see them."""
+
+    documents: list[dict[str, JsonValue]]
+    has_failed_call: bool
+
+
+def derive_source(calls: Iterable[DerivableCall], agent_id: str) -> DerivedCalls:
+    """`derive_fixture_documents` and `has_failed_call` of the same calls, their own calls
+    picked and ordered once."""
+    own = own_calls(calls, agent_id)
+    return DerivedCalls([_document(call) for call in own], any(call.status != "ok" for call in own))
+
+
+def derive_fixtures(calls: Iterable[DerivableCall], agent_id: str) -> list[ToolResponse]:
     """RFC 0252 §D: one `toolResponses` entry per own call of the agent, in sequence order.
 
     The caller passes every invocation's calls (UQ 1); the task then runs
@@ -69,7 +109,7 @@ def derive_fixtures(calls: Iterable[RecordedCall], agent_id: str) -> list[ToolRe
 
 
 def derive_fixture_documents(
-    calls: Iterable[RecordedCall], agent_id: str
+    calls: Iterable[DerivableCall], agent_id: str
 ) -> list[dict[str, JsonValue]]:
     """`derive_fixtures` as the `toolResponses` documents: what the eval run stores as its
     derived copy, made without a model round trip."""
@@ -86,12 +126,12 @@ def fixtures_of(documents: Iterable[Mapping[str, Any]]) -> list[ToolResponse]:
     return [ToolResponse.model_construct(**document) for document in documents]
 
 
-def has_failed_call(calls: Iterable[RecordedCall], agent_id: str) -> bool:
+def has_failed_call(calls: Iterable[DerivableCall], agent_id: str) -> bool:
     """RFC 0252 §C: whether any own call of the agent failed or never ran."""
     return any(call.status != "ok" for call in own_calls(calls, agent_id))
 
 
-def _document(call: RecordedCall) -> dict[str, JsonValue]:
+def _document(call: DerivableCall) -> dict[str, JsonValue]:
     # "`tool` is the call's toolName; `args` is the call's inputs as the agent
     # passed them, with `argsMatch: "exact"`; `response` is its result."
     if call.status == "ok":

@@ -130,3 +130,28 @@ def test_unvalidated_entries_equal_validated_ones() -> None:
     assert built == validated
     assert [e.model_fields_set for e in built] == [e.model_fields_set for e in validated]
     assert [e.model_dump(mode="json", exclude_unset=True) for e in validated] == documents
+
+
+def test_derive_source_is_both_rules_of_its_calls() -> None:
+    # The create reads a source's own calls once for both: it must answer what each
+    # rule answers alone, delegates and other agents left out of both.
+    calls = [
+        recorded(5, is_delegate=True, status="error", error={"code": "x"}),
+        recorded(3, agent_id="someone-else", status="forbidden", error={}),
+        recorded(2),
+        recorded(1, inputs=None),
+    ]
+    derived = evals.derive_source(calls, AGENT)
+    assert derived.documents == evals.derive_fixture_documents(calls, AGENT)
+    assert [d["args"] for d in derived.documents] == [None, {"op": "inc", "key": "k"}]
+    assert derived.has_failed_call is evals.has_failed_call(calls, AGENT) is False
+    with_failure = [*calls, recorded(4, status="rate_limited", error=None)]
+    failed = evals.derive_source(with_failure, AGENT)
+    assert failed.has_failed_call is evals.has_failed_call(with_failure, AGENT) is True
+    assert failed.documents[-1] == {
+        "tool": "conformance.eval:counter",
+        "args": {"op": "inc", "key": "k"},
+        "argsMatch": "exact",
+        "response": {"code": "rate_limited"},
+        "isError": True,
+    }

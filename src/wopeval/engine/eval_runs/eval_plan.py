@@ -586,25 +586,24 @@ async def load_sources(
     for run_id in run_ids:
         state = states.get(run_id)
         facts = None
-        calls: list[evals.RecordedCall] = []
+        own = evals.DerivedCalls([], False)
         if state is not None:
             calls, all_held = held[run_id]
+            own = evals.derive_source(calls, agent_id)
             facts = evals.SourceFacts(
                 tenant=tenant,
                 status=state.status,
                 agent_id=agent_id,
                 invocation_count=invoked[run_id].count(agent_id),
                 all_calls_held=all_held,
-                has_failed_call=evals.has_failed_call(calls, agent_id),
+                has_failed_call=own.has_failed_call,
             )
         usable = evals.is_usable_source(
             facts, tenant=tenant, agent_id=agent_id, fixture_errors_enabled=fixture_errors
         )
         if state is None or not usable:
             raise errors.ValidationFailed(UNUSABLE_SOURCE)
-        derived[run_id] = UsableSource(
-            state.handle, evals.derive_fixture_documents(calls, agent_id)
-        )
+        derived[run_id] = UsableSource(state.handle, own.documents)
     return derived
 
 
