@@ -402,14 +402,14 @@ def _only_driver_statements(batch: list[_Queued]) -> bool:
     """Whether the batch is written by the driver's statements alone, few enough to be
     sent together (store/__init__.py `log_transaction`, pipelined): plain steps
     (`_PlainSteps`) whose rows of each kind stay under `PIPELINED_ROWS`. A fence, a state
-    change or row values go through SQLAlchemy, and a big group's rows go faster by COPY
-    (store/_driver.py)."""
+    change, row values or an MCP tool listing (a run's first of each server) go through
+    SQLAlchemy, and a big group's rows go faster by COPY (store/_driver.py)."""
     if any(queued.fence is not None or queued.transition.to is not None for queued in batch):
         return False
-    if any(queued.update.values() for queued in batch):
+    if any(queued.update.values() or queued.step.listings for queued in batch):
         return False
     steps = [queued.step for queued in batch]
-    kinds = ("staged", "calls", "outcomes", "model_calls", "invocations", "trials", "listings")
+    kinds = ("staged", "calls", "outcomes", "model_calls", "invocations", "trials")
     return all(sum(len(getattr(step, kind)) for step in steps) < PIPELINED_ROWS for kind in kinds)
 
 
