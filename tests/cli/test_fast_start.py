@@ -76,6 +76,10 @@ NOT_FOR_A_REMOTE_LISTING = (
     "wopeval.wire.annotations",
     "wopeval.wire.calibration",
     "wopeval.wire.invocations",
+    "wopeval.wire.events",
+    "wopeval.wire._event_base",
+    "wopeval.wire.runs",
+    "wopeval.client._events_page",
     "click",  # these three: HTTPX's command line
     "pygments",
     "rich.syntax",
@@ -83,8 +87,9 @@ NOT_FOR_A_REMOTE_LISTING = (
 """What `runs list --url` against a plain-http host never loads: the server stack, the
 client's parts a listing does not use (each package imports a name's module when it
 is read: wopeval/_lazy.py), nor the settings; nor the summary, suite and task models
-(a listing styles a verdict: wire/verdict.py), the optional routes' models (read by
-their client methods), nor HTTPX's own command line (client/_wire.py)."""
+(a listing styles a verdict: wire/verdict.py), the events poll's and the optional
+routes' models (read by their client methods), nor HTTPX's own command line
+(client/_wire.py)."""
 NOT_FOR_A_SERVED_LISTING = tuple(
     name
     for name in NOT_FOR_A_REMOTE_LISTING
@@ -93,7 +98,10 @@ NOT_FOR_A_SERVED_LISTING = tuple(
         "wopeval.settings",
         "pydantic_settings",
         "wopeval.client._embedded",
-        "wopeval.wire.task_detail",  # a settings field's type (`--tools-changed`)
+        # the settings' field types (`--tools-changed`, the eval modes)
+        "wopeval.wire.task_detail",
+        "wopeval.wire._event_base",
+        "wopeval.wire.runs",
     )
 )
 """`runs list --data-dir D` while a `wopeval serve` owns D's SQLite file: it reads the

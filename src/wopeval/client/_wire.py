@@ -23,7 +23,6 @@ from pydantic import BaseModel, ValidationError
 
 from wopeval.client._answers import (
     CallerTenant,
-    EventsPage,
     LiveCalls,
     RunCreated,
     RunPage,
@@ -44,8 +43,10 @@ sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]  # None is
 import httpx  # noqa: E402 (after the entry above)
 
 if TYPE_CHECKING:
-    # The wire models of the optional routes are imported by the method that reads them:
-    # a listing needs none of them (issue 28, tests/cli/test_fast_start.py).
+    # The wire models of the events poll and the optional routes are imported by the
+    # method that reads them: a listing needs none of them (issue 28,
+    # tests/cli/test_fast_start.py).
+    from wopeval.client._events_page import EventsPage
     from wopeval.wire.annotations import Annotation, CreateAnnotationRequest
     from wopeval.wire.calibration import CalibrationReport
     from wopeval.wire.invocations import InvocationList, InvocationStderr
@@ -169,6 +170,8 @@ class WireClient:
         params: dict[str, int] = {"timeout": wait_seconds}
         if after is not None:
             params["afterSequence"] = after
+        from wopeval.client._events_page import EventsPage
+
         return self._read(
             EventsPage,
             "events",
