@@ -79,12 +79,14 @@ _.timeline_window
 _.tools_digest
 
 # Hooks a framework calls: SQLAlchemy's dialect registry (store/db.py registers the class
-# by name) and its dialect API; Procrastinate's retry strategy and worker signal handling.
+# by name) and its dialect API; Procrastinate's retry strategy and worker signal handling;
+# uvicorn's main loop (hosting/loopback.py's LoopbackServer).
 _.InlineSQLiteDialect
 _.import_dbapi
 _.supports_statement_cache
 _.get_retry_decision
 _.capture_signals
+_.main_loop
 
 # Tool callables named by a project file (`callable = "module:function"` in wopeval.toml).
 _.kb_lookup

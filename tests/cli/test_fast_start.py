@@ -68,20 +68,56 @@ NOT_FOR_A_REMOTE_LISTING = (
     "wopeval.evals._verdict",
     "wopeval.settings",
     "pydantic_settings",
+    "wopeval.reports._why",
+    "wopeval.reports.junit",
+    "wopeval.wire.summary",
+    "wopeval.wire.suite",
+    "wopeval.wire.task_detail",
+    "wopeval.wire.annotations",
+    "wopeval.wire.calibration",
+    "wopeval.wire.invocations",
+    "wopeval.wire.events",
+    "wopeval.wire._event_base",
+    "wopeval.wire.runs",
+    "wopeval.client._events_page",
+    "click",  # these three: HTTPX's command line
+    "pygments",
+    "rich.syntax",
 )
 """What `runs list --url` against a plain-http host never loads: the server stack, the
 client's parts a listing does not use (each package imports a name's module when it
-is read: wopeval/_lazy.py), nor the settings."""
+is read: wopeval/_lazy.py), nor the settings; nor the summary, suite and task models
+(a listing styles a verdict: wire/verdict.py), the events poll's and the optional
+routes' models (read by their client methods), nor HTTPX's own command line
+(client/_wire.py)."""
 NOT_FOR_A_SERVED_LISTING = tuple(
     name
     for name in NOT_FOR_A_REMOTE_LISTING
-    if name not in ("wopeval.settings", "pydantic_settings", "wopeval.client._embedded")
+    if name
+    not in (
+        "wopeval.settings",
+        "pydantic_settings",
+        "wopeval.client._embedded",
+        # the settings' field types (`--tools-changed`, the eval modes)
+        "wopeval.wire.task_detail",
+        "wopeval.wire._event_base",
+        "wopeval.wire.runs",
+    )
 )
 """`runs list --data-dir D` while a `wopeval serve` owns D's SQLite file: it reads the
 settings and finds the serve before it would take the lease (hosting/discovery.py)."""
-NOT_FOR_A_LISTING = ("alembic", "anthropic", "openai", "mcp", "mcp_types", "psycopg")
+NOT_FOR_A_LISTING = (
+    "alembic",
+    "anthropic",
+    "openai",
+    "mcp",
+    "mcp_types",
+    "psycopg",
+    "pygments",
+    "rich.syntax",
+)
 """What an embedded `runs list` on SQLite at head, with no LLM agent and no MCP server,
-never loads."""
+never loads (uvicorn's own command line loads Click)."""
 
 
 def _imported(*args: str, cwd: Path | None = None, code: int = 0) -> set[str]:
@@ -115,6 +151,8 @@ def test_version_and_help_import_no_heavy_module(option: str) -> None:
     assert "wopeval.cli.main" in modules  # the command really was timed
     assert _within(modules, AT_START_UP) == []
     assert _within(modules, tuple(d.target.partition(":")[0] for d in COMMANDS)) == []
+    if option == "--help":  # the installed version is read by `--version` alone
+        assert _within(modules, ("importlib.metadata",)) == []
 
 
 def test_help_lists_every_command_with_its_own_first_paragraph() -> None:

@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console, RenderableType
@@ -22,7 +22,10 @@ from rich.markup import escape
 
 from wopeval import client
 from wopeval.cli._exit import CliError, ExitCode
-from wopeval.wire.task_detail import ToolsChangedPolicy
+
+if TYPE_CHECKING:
+    # A field's annotation only: the task details' models are not a command's to load.
+    from wopeval.wire.task_detail import ToolsChangedPolicy
 
 UrlOption = Annotated[
     str | None,

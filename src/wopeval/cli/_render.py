@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from pydantic import JsonValue
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from wopeval import client
+from wopeval import client, reports
 from wopeval.cli._exit import ExitCode
-from wopeval.reports import cost_text
-from wopeval.wire.events import EventDoc
 from wopeval.wire.json_text import JsonObject
-from wopeval.wire.summary import EvalSummary, TaskRegression, TaskSummary, Verdict
+from wopeval.wire.verdict import Verdict
+
+if TYPE_CHECKING:
+    # Named in annotations only: a listing reads no summary nor event models (issue 28).
+    from wopeval.wire.events import EventDoc
+    from wopeval.wire.summary import EvalSummary, TaskRegression, TaskSummary
 
 VERDICT_STYLES = {
     Verdict.REGRESSED: "bold red",
@@ -122,7 +126,7 @@ def flaky_text(pair: TaskRegression | None) -> Text:
 
 def _spend_cells(task: TaskSummary) -> list[RenderableType]:
     latency = f"{task.latencyMs} ms" if task.latencyMs is not None else "—"
-    return [latency, f"${cost_text(task.costUsd)}" if task.costUsd is not None else "—"]
+    return [latency, f"${reports.cost_text(task.costUsd)}" if task.costUsd is not None else "—"]
 
 
 def verdict_counts(summary: EvalSummary) -> str:
@@ -177,7 +181,8 @@ def result_lines(
     rows.append(_line("Fixture misses", str(summary.fixtureMissCount)))
     rows.extend(_line("Advisory", note) for note in summary.advisory_notes())
     if summary.totalCostUsd is not None:
-        rows.append(_line("Cost", f"${cost_text(summary.totalCostUsd)} (model calls, all tasks)"))
+        cost = reports.cost_text(summary.totalCostUsd)
+        rows.append(_line("Cost", f"${cost} (model calls, all tasks)"))
     latencies = [t.latencyMs for t in summary.tasks if t.latencyMs is not None]
     if latencies:
         rows.append(_line("Latency", f"slowest task {max(latencies)} ms (mean of its trials)"))

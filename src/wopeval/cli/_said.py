@@ -8,6 +8,7 @@ host's invocation routes (`client.fetch_invocations`).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -15,7 +16,10 @@ from rich.text import Text
 
 from wopeval import client, evals
 from wopeval.cli._render import run_facts
-from wopeval.wire.invocations import InvocationLine
+
+if TYPE_CHECKING:
+    # An annotation only: a listing reads no invocation models (issue 28).
+    from wopeval.wire.invocations import InvocationLine
 
 RUN_STDERR_LINES = 40
 """Lines of a failed agent's stderr `wopeval run` prints (`runs show` prints all it kept)."""

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from importlib.metadata import version
 from typing import Annotated, Any
 
 import typer
@@ -174,6 +173,9 @@ app = typer.Typer(
 
 def _print_version(asked: bool) -> None:
     if asked:
+        # Imported here: importlib.metadata (~20 ms) is read by `--version` alone.
+        from importlib.metadata import version
+
         typer.echo(f"wopeval {version('wopeval')}")
         raise typer.Exit()
 

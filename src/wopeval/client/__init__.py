@@ -9,7 +9,6 @@ import typing
 
 if typing.TYPE_CHECKING:
     from wopeval.client._answers import (
-        EventsPage,
         RunCreated,
         RunPage,
         RunSnapshot,
@@ -29,6 +28,7 @@ if typing.TYPE_CHECKING:
         embedded_client,
         embedded_settings,
     )
+    from wopeval.client._events_page import EventsPage
     from wopeval.client._fixture_maps import read_fixture_map, under_tenant
     from wopeval.client._follow import (
         POLL_WAIT_SECONDS,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, JsonValue
 
-from wopeval.wire.events import EventDoc
 from wopeval.wire.json_text import JsonObject
 
 
@@ -83,19 +82,6 @@ class RunPage(_Open):
     """The page's runs."""
     nextCursor: str | None = None
     """The next page's cursor; absent on the last page."""
-
-
-class EventsPage(_Open):
-    """One answer of `GET /runs/{id}/events/poll` (events.md §Poll)."""
-
-    events: list[EventDoc] = []
-    """The events after the asked sequence, in order."""
-    status: str | None = None
-    """The run's status as of `lastSequence`."""
-    lastSequence: int = -1
-    """The last sequence the run had logged."""
-    isTerminal: bool = False
-    """Whether the run had ended."""
 
 
 class SuiteLine(_Open):

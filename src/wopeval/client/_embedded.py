@@ -26,13 +26,12 @@ from pydantic import ValidationError
 from wopeval.client._wire import ClientError, WireClient
 from wopeval.hosting.discovery import DEV_KEY_FILE, DEV_TENANT, Owner, serving_owner
 from wopeval.settings import Settings
-from wopeval.wire.task_detail import ToolsChangedPolicy
 
 if TYPE_CHECKING:
-    # uvicorn (with the server stack) is loaded by `start`: a `--url` command runs no host.
-    import uvicorn
-
+    # The server stack is loaded by `start`: a `--url` command runs no host.
+    from wopeval.hosting.loopback import LoopbackServer
     from wopeval.hosting.ownership import Lease
+    from wopeval.wire.task_detail import ToolsChangedPolicy
 
 START_DEADLINE_SECONDS = 60.0
 STOP_DEADLINE_SECONDS = 30.0
@@ -60,7 +59,7 @@ class EmbeddedHost:
         dashboard's docs name is there before any `serve` or `ui` has run)."""
         self.session_key = "wop_session_" + secrets.token_urlsafe(32)
         self._lease: Lease | None = None
-        self._server: uvicorn.Server | None = None
+        self._server: LoopbackServer | None = None
         self._thread: threading.Thread | None = None
         self._socket: socket.socket | None = None
         self._failures: list[BaseException] = []
@@ -129,7 +128,7 @@ class EmbeddedHost:
         deadline = time.monotonic() + START_DEADLINE_SECONDS
         while not server.started:
             if not thread.is_alive() or time.monotonic() > deadline:
-                server.should_exit = True
+                server.exit()
                 thread.join(STOP_DEADLINE_SECONDS)
                 sock.close()
                 startup_log.removeHandler(captured)
@@ -144,7 +143,7 @@ class EmbeddedHost:
         self._server = self._thread = self._socket = None
         if server is None or thread is None or sock is None:
             return
-        server.should_exit = True
+        server.exit()
         thread.join(STOP_DEADLINE_SECONDS)
         sock.close()
         if thread.is_alive():

@@ -14,16 +14,15 @@ wopeval host routes (`/host/wopeval/...`) are optional: their methods answer
 from __future__ import annotations
 
 import ssl
+import sys
 from collections.abc import Iterator
 from types import TracebackType
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-import httpx
 from pydantic import BaseModel, ValidationError
 
 from wopeval.client._answers import (
     CallerTenant,
-    EventsPage,
     LiveCalls,
     RunCreated,
     RunPage,
@@ -32,12 +31,26 @@ from wopeval.client._answers import (
     SuiteListing,
 )
 from wopeval.wire import ids
-from wopeval.wire.annotations import Annotation, AnnotationList, CreateAnnotationRequest
-from wopeval.wire.calibration import CalibrationReport
-from wopeval.wire.invocations import InvocationList, InvocationStderr, RunModelCalls
+from wopeval.wire.errors import error_pointer
 from wopeval.wire.json_text import JsonObject
-from wopeval.wire.suite import error_pointer
-from wopeval.wire.task_detail import TaskDetail, TaskList
+
+# HTTPX imports its own command line (`httpx._main`: Click, Pygments, Rich's syntax and
+# progress; ~20 ms) whenever those are installed, and Rich is. No wopeval process runs
+# that command line: a None entry makes the import fail, which HTTPX handles by itself
+# (its `main` then says the command line could not run). Issue 28, docs/decisions.md.
+sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]  # None is a legal entry
+
+import httpx  # noqa: E402 (after the entry above)
+
+if TYPE_CHECKING:
+    # The wire models of the events poll and the optional routes are imported by the
+    # method that reads them: a listing needs none of them (issue 28,
+    # tests/cli/test_fast_start.py).
+    from wopeval.client._events_page import EventsPage
+    from wopeval.wire.annotations import Annotation, CreateAnnotationRequest
+    from wopeval.wire.calibration import CalibrationReport
+    from wopeval.wire.invocations import InvocationList, InvocationStderr, RunModelCalls
+    from wopeval.wire.task_detail import TaskDetail, TaskList
 
 PROTOCOL_VERSION = "2.0"
 """Sent on every request: the major this client speaks (versioning.md §1.2)."""
@@ -157,6 +170,8 @@ class WireClient:
         params: dict[str, int] = {"timeout": wait_seconds}
         if after is not None:
             params["afterSequence"] = after
+        from wopeval.client._events_page import EventsPage
+
         return self._read(
             EventsPage,
             "events",
@@ -178,12 +193,16 @@ class WireClient:
         """`POST /runs/{id}/annotations` (RFC 0056): the annotation as the host recorded it."""
         path = f"/runs/{ids.project(run_id)}/annotations"
         payload = body.model_dump(mode="json", exclude_none=True)
+        from wopeval.wire.annotations import Annotation
+
         return self._read(Annotation, "annotation", "POST", path, json=payload)
 
     def annotations(self, run_id: str) -> list[Annotation] | None:
         """The run's annotations, oldest first; None when the host does not offer them (a host
         without the `feedback` family answers 404)."""
         body = self._optional("GET", f"/runs/{ids.project(run_id)}/annotations")
+        from wopeval.wire.annotations import AnnotationList
+
         return None if body is None else read_shape(AnnotationList, body, "annotations").annotations
 
     # ── wopeval host routes (optional on other hosts) ────────────────
@@ -206,6 +225,8 @@ class WireClient:
         """Calibrate a project judge against the caller's labels; the host records it."""
         body = {} if since is None else {"since": since}
         path = f"/host/wopeval/judges/{judge_id}/calibrations"
+        from wopeval.wire.calibration import CalibrationReport
+
         return self._read(CalibrationReport, "calibration", "POST", path, json=body)
 
     def live_calls(self, run_id: str) -> int | None:
@@ -219,6 +240,8 @@ class WireClient:
     def task_list(self, run_id: str) -> TaskList | None:
         """Every task of an eval run with its reason line; None when the host has no such route."""
         body = self._optional("GET", f"/host/wopeval/runs/{ids.project(run_id)}/tasks")
+        from wopeval.wire.task_detail import TaskList
+
         return None if body is None else read_shape(TaskList, body, "task details")
 
     def task_detail(self, run_id: str, task_id: str) -> TaskDetail:
@@ -228,21 +251,29 @@ class WireClient:
         (no such task), not a missing route.
         """
         path = f"/host/wopeval/runs/{ids.project(run_id)}/tasks/{task_id}"
+        from wopeval.wire.task_detail import TaskDetail
+
         return self._read(TaskDetail, "task details", "GET", path)
 
     def invocations(self, run_id: str) -> InvocationList | None:
         """Every invocation of the run that ended; None when the host has no such route."""
         body = self._optional("GET", f"/host/wopeval/runs/{ids.project(run_id)}/invocations")
+        from wopeval.wire.invocations import InvocationList
+
         return None if body is None else read_shape(InvocationList, body, "invocations")
 
     def invocation_stderr(self, run_id: str, invocation_id: str) -> InvocationStderr:
         """What one invocation's agent said (asked only of a host that served `invocations`)."""
         path = f"/host/wopeval/runs/{ids.project(run_id)}/invocations/{invocation_id}/stderr"
+        from wopeval.wire.invocations import InvocationStderr
+
         return self._read(InvocationStderr, "invocations", "GET", path)
 
     def model_calls(self, run_id: str) -> RunModelCalls | None:
         """Every model exchange of the run; None when the host has no such route."""
         body = self._optional("GET", f"/host/wopeval/runs/{ids.project(run_id)}/model-calls")
+        from wopeval.wire.invocations import RunModelCalls
+
         return None if body is None else read_shape(RunModelCalls, body, "model exchanges")
 
     # ── plumbing ─────────────────────────────────────────────────────

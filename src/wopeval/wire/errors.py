@@ -197,3 +197,11 @@ class InternalError(WireError):
 
 class NotReady(WireError):
     code = ErrorCode.NOT_READY
+
+
+def error_pointer(loc: tuple[int | str, ...]) -> str:
+    """A pydantic `loc` as `tasks[2].fixtures.toolResponses[0].argsMatch`; `(root)` if empty."""
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
+    return text or "(root)"

@@ -343,14 +343,6 @@ class Suite(_Closed):
         return self.model_dump(mode="json", exclude_unset=True)
 
 
-def error_pointer(loc: tuple[int | str, ...]) -> str:
-    """A pydantic `loc` as `tasks[2].fixtures.toolResponses[0].argsMatch`; `(root)` if empty."""
-    text = ""
-    for part in loc:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
-    return text or "(root)"
-
-
 def parse_suite(document: object) -> Suite:
     """Validate a suite document; refuse it naming each offending JSON path.
 
@@ -361,5 +353,5 @@ def parse_suite(document: object) -> Suite:
     try:
         return Suite.model_validate(document)
     except ValidationError as exc:
-        problems = [f"{error_pointer(e['loc'])}: {e['msg']}" for e in exc.errors()]
+        problems = [f"{errors.error_pointer(e['loc'])}: {e['msg']}" for e in exc.errors()]
         raise errors.ValidationFailed("; ".join(problems)) from None

@@ -12,21 +12,12 @@ numbers and verdicts only, never task output, fixture content or rubric prose.
 
 from __future__ import annotations
 
-import enum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from wopeval.wire.suite import SEMVER_PATTERN, SUITE_ID_PATTERN, TASK_ID_PATTERN
-
-
-class Verdict(enum.StrEnum):
-    """RFC 0244 §F paired verdict vocabulary (docs/design.md §3)."""
-
-    IMPROVED = "improved"
-    REGRESSED = "regressed"
-    UNCHANGED = "unchanged"
-    INCONCLUSIVE = "inconclusive"
+from wopeval.wire.verdict import Verdict as Verdict
 
 
 class _Closed(BaseModel):

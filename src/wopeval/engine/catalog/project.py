@@ -114,7 +114,7 @@ from wopeval.tools import (
     load_callable,
 )
 from wopeval.tools.mcp import HttpEndpoint, McpCredential, StdioLaunch
-from wopeval.wire.suite import error_pointer
+from wopeval.wire.errors import error_pointer
 from wopeval.wire.workflows import Workflow
 
 

@@ -28,8 +28,9 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from wopeval import evals
 from wopeval.engine.catalog.graders import CustomGrader
+from wopeval.wire.errors import error_pointer
 from wopeval.wire.json_text import JsonObject
-from wopeval.wire.suite import Expected, error_pointer
+from wopeval.wire.suite import Expected
 
 ANSWER_SHAPE = "{passed: bool, score: 0..1, reason: str}"
 
