@@ -82,7 +82,7 @@ def test_refusal_does_not_quote_the_input() -> None:
     ],
 )
 def test_error_pointer(loc: tuple[int | str, ...], pointer: str) -> None:
-    assert suite.error_pointer(loc) == pointer
+    assert errors.error_pointer(loc) == pointer
 
 
 class TestPresentVersusAbsent:
