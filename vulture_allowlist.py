@@ -105,3 +105,6 @@ _.framework_venvs
 _.compare
 _.conformance
 _.explain
+
+# The SDK's stdio spawn, replaced by the host's (tools/_mcp_client.py) and called by the SDK.
+_._create_platform_compatible_process
