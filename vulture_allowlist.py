@@ -108,3 +108,6 @@ _.compare
 _.conformance
 _.explain
 _.init
+
+# The SDK's stdio spawn, replaced by the host's (tools/_mcp_client.py) and called by the SDK.
+_._create_platform_compatible_process

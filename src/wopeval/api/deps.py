@@ -57,13 +57,7 @@ class InvocationAccess:
     http: httpx.AsyncClient
 
 
-async def get_invocation_access(request: Request) -> InvocationAccess:
-    access: InvocationAccess = request.app.state.invocation_access
-    return access
-
-
 HostDep = Annotated[ServedHost, Depends(get_host)]
-InvocationAccessDep = Annotated[InvocationAccess, Depends(get_invocation_access)]
 EngineDep = Annotated[Engine, Depends(get_engine)]
 PrincipalDep = Annotated[Principal, Depends(get_principal)]
 

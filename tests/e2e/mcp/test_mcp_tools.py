@@ -154,6 +154,18 @@ def _lookup_answer(host: ServerHandle, server: str) -> dict[str, Any]:
     return answer
 
 
+def test_a_stdio_server_runs_in_the_host_session_leading_its_own_process_group(
+    mcp_host: ServerHandle, call_log: CallLog
+) -> None:
+    """In the host's session, so on Linux it shares the host's scheduling group (a server in
+    a session of its own cost the host ~10 ms of run-queue wait per call, bench/README.md);
+    leading its own process group, so closing the connection can kill its whole tree."""
+    assert _lookup_answer(mcp_host, "count")["status"] == "ok"
+    pid = call_log.lines()[-1]["pid"]
+    assert os.getsid(pid) == os.getsid(0), "the host (this process) and its server share a session"
+    assert os.getpgid(pid) == pid, "the server leads a process group of its own"
+
+
 def test_a_killed_stdio_server_is_a_tool_error_and_the_next_call_works(
     mcp_host: ServerHandle, call_log: CallLog
 ) -> None:

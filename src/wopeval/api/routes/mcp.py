@@ -27,11 +27,12 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
+from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from wopeval.api.deps import InvocationAccessDep
+from wopeval.api.deps import InvocationAccess
 from wopeval.api.invocation_token import invocation_for
 from wopeval.engine.recording.grants import MCP_PATH
 from wopeval.engine.recording.invocation import Invocation
@@ -44,12 +45,18 @@ router = APIRouter(tags=["host"])
 REFUSED = "No such MCP endpoint."
 
 
-@router.api_route(MCP_PATH + "{token}", methods=["GET", "POST", "DELETE"], include_in_schema=False)
-async def mcp_endpoint(token: str, request: Request, access: InvocationAccessDep) -> Response:
-    """The MCP endpoint of one running invocation, for as long as it runs."""
-    invocation = invocation_for(token, request, access, REFUSED)
+async def mcp_endpoint(request: Request) -> Response:
+    """The MCP endpoint of one running invocation, for as long as it runs (a plain Starlette
+    route, below FastAPI's parameter and dependency handling, as the model proxy's)."""
+    access: InvocationAccess = request.app.state.invocation_access
+    invocation = invocation_for(request.path_params["token"], request, access, REFUSED)
     sessions: McpSessions = request.app.state.mcp_sessions
     return _Exchange(sessions, invocation)
+
+
+router.add_route(
+    MCP_PATH + "{token}", mcp_endpoint, methods=["GET", "POST", "DELETE"], include_in_schema=False
+)
 
 
 class _Exchange(Response):
