@@ -360,9 +360,11 @@ def run_derive(
 
 
 @contextlib.contextmanager
-def served(url: str, directory: Path, max_tasks: int) -> Iterator[httpx.Client]:
-    """A `wopeval serve` subprocess of the bench project on the store at `url`, and a client
-    of it that authenticates as the bench tenant."""
+def serving(
+    url: str, directory: Path, project: Path, env: dict[str, str] | None = None
+) -> Iterator[str]:
+    """A `wopeval serve` subprocess of `project` on the store at `url`, the bench tenant's
+    key its only one; its base URL once it answers its health check."""
     processes = Processes(directory)
     port = free_port()
     try:
@@ -379,19 +381,30 @@ def served(url: str, directory: Path, max_tasks: int) -> Iterator[httpx.Client]:
                 "--api-key",
                 f"{TENANT}={KEY}",
                 "--project",
-                str(PROJECT),
+                str(project),
             ],
-            {
-                "WOPEVAL_EVAL_MAX_TASKS_PER_SUITE": str(max(max_tasks, 1)),
-                "WOPEVAL_MAX_BODY_BYTES": "64000000",
-            },
+            env,
         )
         base = f"http://127.0.0.1:{port}"
         wait_ready(base + "/host/wopeval/health")
-        with httpx.Client(base_url=base, headers=HEADERS, timeout=300.0, trust_env=False) as http:
-            yield http
+        yield base
     finally:
         processes.stop()
+
+
+@contextlib.contextmanager
+def served(url: str, directory: Path, max_tasks: int) -> Iterator[httpx.Client]:
+    """A `wopeval serve` of the bench project (`serving`), and a client of it that
+    authenticates as the bench tenant."""
+    limits = {
+        "WOPEVAL_EVAL_MAX_TASKS_PER_SUITE": str(max(max_tasks, 1)),
+        "WOPEVAL_MAX_BODY_BYTES": "64000000",
+    }
+    with (
+        serving(url, directory, PROJECT, limits) as base,
+        httpx.Client(base_url=base, headers=HEADERS, timeout=300.0, trust_env=False) as http,
+    ):
+        yield http
 
 
 def run_wire_derive(database_url: str, source_calls: int, repeat: int) -> WireDeriveResult:

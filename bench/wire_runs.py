@@ -40,9 +40,8 @@ from typing import Any
 
 import httpx
 
-from derive_path import fresh_store, run_path
+from derive_path import KEY, fresh_store, run_path, serving
 from eval_throughput import backend_name
-from queue_throughput import Processes, free_port, wait_ready
 from record_path import (
     WORKFLOW,
     AnchorResult,
@@ -53,8 +52,6 @@ from record_path import (
     write_project,
 )
 
-TENANT = "bench"
-KEY = "w" * 24
 HEADERS = {"Authorization": f"Bearer {KEY}"}
 TARGET_CALLS_PER_SECOND = {"sqlite": 4000.0, "postgresql": 2000.0}
 
@@ -177,30 +174,8 @@ def run_store(database_url: str, runs: int, calls: int) -> StoreResult:
                 if sqlite
                 else postgres_anchor(url, runs * calls)
             )
-            processes = Processes(directory)
-            port = free_port()
-            try:
-                processes.start(
-                    "serve",
-                    [
-                        "serve",
-                        "--port",
-                        str(port),
-                        "--data-dir",
-                        str(directory / "host"),
-                        "--database-url",
-                        url,
-                        "--api-key",
-                        f"{TENANT}={KEY}",
-                        "--project",
-                        str(directory / "project"),
-                    ],
-                )
-                base = f"http://127.0.0.1:{port}"
-                wait_ready(base + "/host/wopeval/health")
+            with serving(url, directory, directory / "project") as base:
                 wire = measure(base, runs, calls)
-            finally:
-                processes.stop()
     return StoreResult(
         backend=backend_name(None if sqlite else url),
         wire=wire,
