@@ -60,12 +60,19 @@ def serving_owner(data_dir: Path, database: Path) -> Owner | None:
     then takes the lease as usual, which tells those cases apart.
     """
     held, holder = _lock_holder(database.with_name(database.name + ".lock"))
+    found = live_announcement(data_dir, str(database), holder) if held else None
+    return None if found is None else Owner(found.database, found.pid, found.url)
+
+
+def live_announcement(data_dir: Path, database: str, pid: int | None) -> Announcement | None:
+    """The announcement in `data_dir` of `database`'s owner, if its process is alive and,
+    when the owner's `pid` is known, is that process."""
     found = read_announcement(data_dir)
-    if not held or found is None or found.database != str(database) or not alive(found.pid):
+    if found is None or found.database != database or not alive(found.pid):
         return None
-    if holder is not None and holder != found.pid:
+    if pid is not None and pid != found.pid:
         return None
-    return Owner(found.database, found.pid, found.url)
+    return found
 
 
 def _lock_holder(lock_file: Path) -> tuple[bool, int | None]:

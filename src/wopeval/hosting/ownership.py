@@ -27,6 +27,7 @@ from wopeval.hosting.discovery import (
     Announcement,
     Owner,
     alive,
+    live_announcement,
     read_announcement,
     remove_announcement,
 )
@@ -144,9 +145,5 @@ def private_directory(path: Path) -> None:
 
 def _announcement_of(settings: Settings, pid: int | None) -> Announcement | None:
     """The live announcement of this database's owner in this data directory, if any."""
-    found = read_announcement(settings.data_dir)
-    if found is None or found.database != database_name(settings.resolved_database_url()):
-        return None
-    if not alive(found.pid) or (pid is not None and pid != found.pid):
-        return None
-    return found
+    database = database_name(settings.resolved_database_url())
+    return live_announcement(settings.data_dir, database, pid)
