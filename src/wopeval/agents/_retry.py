@@ -33,6 +33,19 @@ class Refusal:
     retryable: bool
     retry_after: str | None = None
 
+    def failure(self, url: str, attempts: int = 1) -> ModelCallFailed:
+        """What is recorded of a request to the model API at `url` (as `shown_url` shows it)
+        that ended so after `attempts`: the reason with the URL and cause, the error with
+        the URL."""
+        after = "" if attempts == 1 else f" (after {attempts} attempts)"
+        cause = self.error.get("cause")
+        why = f": {cause}" if isinstance(cause, str) else ""
+        return ModelCallFailed(
+            f"the model API at {url} {self.reason}{why}{after}",
+            {**self.error, "url": url},
+            attempts,
+        )
+
 
 def status_refusal(status: int, error: dict[str, JsonValue], retry_after: str | None) -> Refusal:
     retryable = status == 429 or status >= 500
@@ -92,15 +105,7 @@ async def retried(
             if refusal is None:
                 raise
             if not refusal.retryable or attempts > retries:
-                after = "" if attempts == 1 else f" (after {attempts} attempts)"
-                url = shown_url(base_url)
-                cause = refusal.error.get("cause")
-                why = f": {cause}" if isinstance(cause, str) else ""
-                raise ModelCallFailed(
-                    f"the model API at {url} {refusal.reason}{why}{after}",
-                    {**refusal.error, "url": url},
-                    attempts,
-                ) from None
+                raise refusal.failure(shown_url(base_url), attempts) from None
         await asyncio.sleep(delay(refusal.retry_after, attempts))
 
 

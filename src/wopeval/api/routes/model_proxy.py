@@ -39,7 +39,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from wopeval import models
-from wopeval.agents import shown_url, transport_refusal
+from wopeval.agents import shown_url, status_refusal, transport_refusal
 from wopeval.api.deps import InvocationAccess
 from wopeval.api.invocation_token import invocation_for
 from wopeval.engine.recording.grants import ANTHROPIC_PATH, OPENAI_PATH
@@ -202,21 +202,13 @@ class _Forward:
             body: object = json.loads(content)
         except ValueError:
             body = None
-        error = {"status": status, **self._request.api.error_fields(body), "url": self._url}
-        failure = models.ModelCallFailed(
-            f"the model API at {self._url} answered HTTP {status}", error
-        )
-        self._record(None, failure)
+        refusal = status_refusal(status, self._request.api.error_fields(body), None)
+        self._record(None, refusal.failure(self._url))
 
     def _unreachable(self, exc: httpx.HTTPError) -> Response:
         timed_out = isinstance(exc, httpx.TimeoutException)
         refusal = transport_refusal(exc, timed_out)
-        cause = refusal.error.get("cause")
-        why = f": {cause}" if isinstance(cause, str) else ""
-        failure = models.ModelCallFailed(
-            f"the model API at {self._url} {refusal.reason}{why}",
-            {**refusal.error, "url": self._url},
-        )
+        failure = refusal.failure(self._url)
         self._record(None, failure)
         code = str(refusal.error["code"])
         return _error(self._request.api, 504 if timed_out else 502, str(failure), code)
