@@ -96,7 +96,7 @@ def derive_source(calls: Iterable[DerivableCall], agent_id: str) -> DerivedCalls
     """`derive_fixture_documents` and `has_failed_call` of the same calls, their own calls
     picked and ordered once."""
     own = own_calls(calls, agent_id)
-    return DerivedCalls([_document(call) for call in own], any(call.status != "ok" for call in own))
+    return DerivedCalls([_document(call) for call in own], _any_failed(own))
 
 
 def derive_fixtures(calls: Iterable[DerivableCall], agent_id: str) -> list[ToolResponse]:
@@ -128,7 +128,11 @@ def fixtures_of(documents: Iterable[Mapping[str, Any]]) -> list[ToolResponse]:
 
 def has_failed_call(calls: Iterable[DerivableCall], agent_id: str) -> bool:
     """RFC 0252 §C: whether any own call of the agent failed or never ran."""
-    return any(call.status != "ok" for call in own_calls(calls, agent_id))
+    return _any_failed(own_calls(calls, agent_id))
+
+
+def _any_failed(own: Iterable[DerivableCall]) -> bool:
+    return any(call.status != "ok" for call in own)
 
 
 def _document(call: DerivableCall) -> dict[str, JsonValue]:
