@@ -16,7 +16,9 @@ def test_the_cli_latency_bench_runs_once_each(tmp_path: Path) -> None:
         "python -c pass (anchor)",
         "wopeval --version",
         "wopeval --help",
-        "wopeval runs list (embedded host)",
+        "bare FastAPI + SQLAlchemy host ready (floor)",
+        "wopeval runs list: host ready",
+        "wopeval runs list (embedded host), to exit",
         "wopeval runs list --url (serve running)",
         "wopeval runs list --data-dir (serve running)",
     ]

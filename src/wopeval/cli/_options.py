@@ -22,6 +22,7 @@ from rich.markup import escape
 
 from wopeval import client
 from wopeval.cli._exit import CliError, ExitCode
+from wopeval.hosting.collector import paused_for_startup
 
 if TYPE_CHECKING:
     # A field's annotation only: the task details' models are not a command's to load.
@@ -119,14 +120,15 @@ def connect(target: Target) -> Iterator[client.WireClient]:
         with client.WireClient(target.url, target.api_key) as host:
             yield host
         return
-    settings = client.embedded_settings(
-        data_dir=target.data_dir,
-        project=target.project,
-        database_url=target.database_url,
-        replay_model=target.replay_model,
-        offline=target.offline,
-        tools_changed=target.tools_changed,
-    )
+    with paused_for_startup():  # the embedded host's client side is loaded here
+        settings = client.embedded_settings(
+            data_dir=target.data_dir,
+            project=target.project,
+            database_url=target.database_url,
+            replay_model=target.replay_model,
+            offline=target.offline,
+            tools_changed=target.tools_changed,
+        )
     with client.embedded_client(settings, target.api_key, notify=_note) as host:
         yield host
 

@@ -25,6 +25,7 @@ from typer._click.core import Context
 from typer.core import TyperCommand
 
 from wopeval.cli._exit import Group
+from wopeval.hosting.collector import paused_for_startup
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,8 @@ class Deferred:
     def load(self) -> ClickCommand:
         """The command as Typer builds it, registered as main.py always registered it."""
         module_name, _, attribute = self.target.partition(":")
-        module = importlib.import_module(module_name)
+        with paused_for_startup():
+            module = importlib.import_module(module_name)
         target = getattr(module, attribute)
         holder = typer.Typer()
         if isinstance(target, typer.Typer):

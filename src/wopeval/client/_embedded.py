@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from wopeval.client._wire import ClientError, WireClient
+from wopeval.hosting.collector import paused_for_startup
 from wopeval.hosting.discovery import DEV_KEY_FILE, DEV_TENANT, Owner, serving_owner
 from wopeval.settings import Settings
 
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from wopeval.hosting.ownership import Lease
     from wopeval.wire.task_detail import ToolsChangedPolicy
 
+log = logging.getLogger("wopeval.embedded")
 START_DEADLINE_SECONDS = 60.0
 STOP_DEADLINE_SECONDS = 30.0
 
@@ -79,22 +81,24 @@ class EmbeddedHost:
         self.stop()
 
     def start(self) -> None:
-        # Imported here, not at the top: the server stack (FastAPI, SQLAlchemy, Alembic)
-        # costs seconds of start-up that `--url` commands never need.
-        from wopeval.hosting.ownership import DatabaseOwned, DatabaseUnreachable, claim
+        with paused_for_startup():
+            # Imported here, not at the top: the server stack (FastAPI, SQLAlchemy, Alembic)
+            # costs seconds of start-up that `--url` commands never need.
+            from wopeval.hosting.ownership import DatabaseOwned, DatabaseUnreachable, claim
 
-        try:
-            lease = claim(self.settings)
-        except DatabaseOwned as owned:
-            raise DatabaseInUse(owned.owner) from None
-        except DatabaseUnreachable as unreachable:
-            raise ClientError(f"the embedded host did not start: {unreachable}") from None
-        try:
-            self._start(lease)
-        except BaseException:
-            lease.release()
-            raise
+            try:
+                lease = claim(self.settings)
+            except DatabaseOwned as owned:
+                raise DatabaseInUse(owned.owner) from None
+            except DatabaseUnreachable as unreachable:
+                raise ClientError(f"the embedded host did not start: {unreachable}") from None
+            try:
+                self._start(lease)
+            except BaseException:
+                lease.release()
+                raise
         self._lease = lease
+        log.info("embedded host ready at %s", self.base_url)
 
     def _start(self, lease: Lease) -> None:
         from wopeval.hosting.app import host_app

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
+from collections.abc import Iterator
 
 YOUNG_COLLECTION_THRESHOLD = 10_000
 """Container allocations between two collections of the youngest generation (Python's
@@ -26,3 +28,25 @@ def collect_less_often() -> None:
     young, *older = gc.get_threshold()
     if young < YOUNG_COLLECTION_THRESHOLD:
         gc.set_threshold(YOUNG_COLLECTION_THRESHOLD, *older)
+
+
+@contextlib.contextmanager
+def paused_for_startup() -> Iterator[None]:
+    """No collection while a process loads what it keeps; what it loaded frozen after.
+
+    A command's start imports over a thousand modules: a few hundred thousand objects
+    (classes, functions, pydantic's schemas), none of them garbage. Every 700 of them
+    the collector ran anyway, and as the heap grew its older generations were walked
+    whole again and again: a sixth of an embedded host's start (issue 28). Nested
+    pauses are one: the outermost resumes. A collector the caller had switched off
+    stays off.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        gc.enable()
