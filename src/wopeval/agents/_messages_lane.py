@@ -15,7 +15,6 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-import httpx2
 from pydantic import JsonValue
 
 import wopeval.agents._retry as _retry
@@ -40,9 +39,11 @@ class MessagesDialect:
 
     @asynccontextmanager
     async def session(self) -> AsyncIterator[Ask]:
-        # Imported here, not with the module: the SDK's ~1,000 pydantic models cost every
-        # host process a second at start, and only an anthropic-lane agent needs them.
+        # Imported here, not with the module: the SDK's ~1,000 pydantic models (and its
+        # HTTP client) cost every host process a second at start, and only an
+        # anthropic-lane agent needs them.
         import anthropic
+        import httpx2
 
         reveal = self.lane.api_key
         # An explicit key keeps the SDK from looking for one of its own (the host's

@@ -14,8 +14,6 @@ from typing import Any
 
 from wopeval.engine.catalog.catalog import Catalog
 from wopeval.engine.catalog.suites import publish_suite
-from wopeval.engine.eval_runs.calibration import calibrate_judge
-from wopeval.engine.eval_runs.create_eval import create_eval_run
 from wopeval.engine.live.notifier import Notifier
 from wopeval.engine.recording.boundary import LiveTransport
 from wopeval.engine.recording.grants import InvocationGrants
@@ -109,6 +107,10 @@ class Engine:
         self, principal: Principal, request: CreateRunRequest, *, on_insert: OnInsert | None = None
     ) -> RunRecord:
         """Resolve the request into a plan (every refusal happens there), then run it."""
+        # Imported on the first eval run, not with the engine: the eval runner, its grading
+        # and judging are a tenth of a host's start, which a listing never uses (issue 28).
+        from wopeval.engine.eval_runs.create_eval import create_eval_run
+
         return await create_eval_run(self.maker, principal, request, on_insert)
 
     async def fork_run(
@@ -160,6 +162,8 @@ class Engine:
         self, principal: Principal, judge_id: str, since: datetime | None = None
     ) -> CalibrationReport:
         """Calibrate a judge against the caller's labels, recorded (eval_runs/calibration.py)."""
+        from wopeval.engine.eval_runs.calibration import calibrate_judge  # as create_eval_run
+
         return await calibrate_judge(self.store, self.catalog, principal, judge_id, since)
 
     # ── reads ────────────────────────────────────────────────────────
