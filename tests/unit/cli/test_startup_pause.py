@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import gc
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,14 +20,7 @@ from wopeval.client import ClientError
 from wopeval.client._embedded import EmbeddedHost, embedded_settings
 from wopeval.store import DatabaseUnreachable
 
-
-@pytest.fixture(autouse=True)
-def collector_on() -> Iterator[None]:
-    gc.enable()
-    try:
-        yield
-    finally:
-        gc.enable()
+pytestmark = pytest.mark.usefixtures("collector_on")
 
 
 class _Probed(Exception):

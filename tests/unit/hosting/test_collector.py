@@ -39,16 +39,6 @@ def test_a_higher_threshold_the_process_set_is_kept() -> None:
     assert gc.get_threshold() == (YOUNG_COLLECTION_THRESHOLD * 5, 20, 30)
 
 
-@pytest.fixture
-def collector_on() -> Iterator[None]:
-    """The collector running when the test starts, and again however it ends."""
-    gc.enable()
-    try:
-        yield
-    finally:
-        gc.enable()
-
-
 @pytest.mark.usefixtures("collector_on")
 def test_a_start_runs_with_the_collector_paused_and_freezes_what_it_loaded() -> None:
     frozen = gc.get_freeze_count()
