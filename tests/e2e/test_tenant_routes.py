@@ -17,8 +17,9 @@ import httpx
 import pytest
 from fastapi.routing import iter_route_contexts
 from openwop_client.wire_id import project_id
-from starlette.routing import compile_path
+from starlette.routing import BaseRoute, compile_path
 
+from wopeval.api.routing import RoutesOnFirstUse
 from wopeval.hosting.app import host_app
 from wopeval.settings import Settings
 
@@ -120,13 +121,22 @@ def route_table() -> list[Route]:
     not started: its data directory is never touched)."""
     app = host_app(Settings(data_dir=Path("/nonexistent/wopeval-route-table")))
     routes = []
-    for context in iter_route_contexts(app.routes):
+    for context in iter_route_contexts(_built(app.routes)):
         assert context.path is not None, context
         # A mount (the static files) has no methods of its own: it answers GET.
         # The template as the wire names it: `{runId:run}` (a converter) is `{runId}`.
         template = compile_path(context.path)[1]
         routes += [(method, template) for method in context.methods or {"GET"}]
     return sorted(route for route in routes if route[0] != "HEAD")
+
+
+def _built(routes: list[BaseRoute]) -> list[BaseRoute]:
+    """`routes` with each group built on first use (the dashboard's pages) built and in place."""
+    return [
+        built
+        for route in routes
+        for built in (route.router.routes if isinstance(route, RoutesOnFirstUse) else [route])
+    ]
 
 
 def _names(route: Route) -> set[str]:

@@ -7,9 +7,13 @@ answers, on a scope built for the question so the request's own is untouched.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from starlette.convertors import StringConvertor, register_url_convertor
-from starlette.routing import Match, Router
-from starlette.types import Scope
+from starlette.datastructures import URLPath
+from starlette.routing import BaseRoute, Match, Router
+from starlette.types import Receive, Scope, Send
 
 
 class RunSegment(StringConvertor):
@@ -66,3 +70,39 @@ def _probe(scope: Scope, method: str) -> Scope:
         "root_path": scope.get("root_path", ""),
         "headers": scope.get("headers", []),
     }
+
+
+class RoutesOnFirstUse(BaseRoute):
+    """The routes under one path prefix, built by `build` (their modules imported) the first
+    time a request's path falls under the prefix.
+
+    A command's embedded host serves a few wire routes and exits; the dashboard's modules,
+    templates and routes cost a tenth of its start-up (docs/decisions.md, "Fast commands").
+    Once built, the group answers as if its routes were the app's own: it matches a request
+    as they would (FULL, PARTIAL for another method, NONE), and the router it built serves it.
+    """
+
+    def __init__(self, prefix: str, build: Callable[[], Router]) -> None:
+        self.prefix = prefix
+        self._build = build
+        self._router: Router | None = None
+
+    @property
+    def router(self) -> Router:
+        if self._router is None:
+            self._router = self._build()
+        return self._router
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        path: str = scope.get("path", "")
+        if scope["type"] != "http" or (
+            path != self.prefix and not path.startswith(self.prefix + "/")
+        ):
+            return Match.NONE, {}
+        return route_match(self.router, scope), {}
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.router.app(scope, receive, send)
+
+    def url_path_for(self, name: str, /, **path_params: Any) -> URLPath:
+        return self.router.url_path_for(name, **path_params)

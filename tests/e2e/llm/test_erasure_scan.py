@@ -39,7 +39,7 @@ from _backends import Backend
 from _model_server import ModelServer
 from _processes import WOPEVAL
 from wopeval.api import app as api
-from wopeval.api import ui
+from wopeval.api.ui import pages
 from wopeval.store import create_engine
 
 from .._loopback import LoopbackApi
@@ -258,7 +258,7 @@ def _answer_paths(handle: ServerHandle, run_ids: list[str]) -> list[str]:
         values["taskId"] = ["scan"]
     values["against"] = values["runId"]
     paths: list[str] = []
-    for route in (route for router in (*api.ROUTERS, *ui.ROUTERS) for route in router.routes):
+    for route in (route for router in (*api.ROUTERS, *pages.ROUTERS) for route in router.routes):
         if not isinstance(route, APIRoute) or "GET" not in (route.methods or ()):
             continue
         names = [param.name for param in route.dependant.path_params]

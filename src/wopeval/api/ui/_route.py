@@ -14,7 +14,6 @@ alike byte for byte. Every other path under `/ui` gets the not-found page too
 from __future__ import annotations
 
 import enum
-import json
 import re
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -24,9 +23,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import RedirectResponse
 from fastapi.routing import APIRoute
-from starlette.datastructures import MutableHeaders
 from starlette.routing import Router
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from wopeval.api.errors import validation_refusal
 from wopeval.api.routing import allowed_methods
@@ -168,63 +165,3 @@ def fallback(pages: Router) -> APIRouter:
         raise Refused(errors.NotFound("No such page."), Advice.PAGE)
 
     return router
-
-
-class EnvelopePages:
-    """Pure ASGI, outside the host's other middleware: a JSON error envelope answered under
-    `/ui` becomes its refusal page.
-
-    The routes answer with pages themselves; what reaches here is refused before any page
-    runs (a body over the limit or a NUL in the target, by the request guard; another
-    major's `OpenWOP-Version`; a missing static file), where a browser would otherwise
-    show raw JSON.
-    """
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        path: str = scope.get("path", "") if scope["type"] == "http" else ""
-        if path != "/ui" and not path.startswith("/ui/"):
-            await self.app(scope, receive, send)
-            return
-        held: Message | None = None
-        body = bytearray()
-
-        async def send_as_page(message: Message) -> None:
-            nonlocal held
-            if message["type"] == "http.response.start":
-                headers = MutableHeaders(scope=message)
-                if message["status"] >= 400 and headers.get("content-type") == "application/json":
-                    held = message
-                    return
-            elif held is not None and message["type"] == "http.response.body":
-                body.extend(message.get("body", b""))
-                if not message.get("more_body", False):
-                    await _send_page(held, bytes(body), send)
-                return
-            await send(message)
-
-        await self.app(scope, receive, send_as_page)
-
-
-async def _send_page(start: Message, envelope: bytes, send: Send) -> None:
-    """The refusal page of `envelope`, with the status and headers it was answered with."""
-    status: int = start["status"]
-    try:
-        said = json.loads(envelope)
-        code, message = str(said["error"]), str(said["message"])
-    except (ValueError, KeyError, TypeError):
-        code, message = "error", "The host could not answer this request."
-    refusal = Refusal(status, code, message, _ENVELOPE_ADVICE.get(status, Advice.OTHER).value)
-    page = render("refusal.html", Chrome(None, "none", f"{status} {code}"), refusal, status=status)
-    headers = MutableHeaders(scope=start)
-    del headers["content-type"]
-    del headers["content-length"]
-    headers["content-type"] = page.headers["content-type"]
-    headers["content-length"] = str(len(page.body))
-    await send(start)
-    await send({"type": "http.response.body", "body": page.body, "more_body": False})
-
-
-_ENVELOPE_ADVICE = {400: Advice.INPUT, 404: Advice.PAGE, 413: Advice.SHORTER}
