@@ -113,11 +113,16 @@ NOT_FOR_A_LISTING = (
     "mcp",
     "mcp_types",
     "psycopg",
+    "sqlalchemy.dialects.postgresql",
     "pygments",
     "rich.syntax",
+    "wopeval.api.ui.pages",
+    "jinja2",
+    "regex",
 )
-"""What an embedded `runs list` on SQLite at head, with no LLM agent and no MCP server,
-never loads (uvicorn's own command line loads Click)."""
+"""What an embedded `runs list` on SQLite at head, with no LLM agent, no MCP server and no
+regex expectation, never loads (uvicorn's own command line loads Click): nor the dashboard's
+pages, built on the first request under `/ui` (api/ui/__init__.py)."""
 
 
 def _imported(*args: str, cwd: Path | None = None, code: int = 0) -> set[str]:

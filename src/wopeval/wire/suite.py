@@ -18,7 +18,6 @@ from __future__ import annotations
 import functools
 from typing import Any, ClassVar, Literal
 
-import regex
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -185,6 +184,9 @@ class Match(_Closed):
             return value
         if not isinstance(value, str):
             raise PydanticCustomError("regex_type", "a regex pattern must be a string")
+        # Imported for the first regex pattern: a host with none never pays for the module.
+        import regex
+
         try:
             regex.compile(value)
         except regex.error as exc:
