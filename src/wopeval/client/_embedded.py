@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("wopeval.embedded")
 START_DEADLINE_SECONDS = 60.0
+START_POLL_SECONDS = 0.05
+"""How often a start still waiting looks whether its thread died (it wakes at once when ready)."""
 STOP_DEADLINE_SECONDS = 30.0
 
 
@@ -130,7 +132,7 @@ class EmbeddedHost:
         thread = threading.Thread(target=serve, name="wopeval-embedded", daemon=True)
         thread.start()
         deadline = time.monotonic() + START_DEADLINE_SECONDS
-        while not server.started:
+        while not server.ready.wait(START_POLL_SECONDS):
             if not thread.is_alive() or time.monotonic() > deadline:
                 server.exit()
                 thread.join(STOP_DEADLINE_SECONDS)
@@ -138,7 +140,6 @@ class EmbeddedHost:
                 startup_log.removeHandler(captured)
                 reason = captured.reason() or _describe(failures)
                 raise ClientError(f"the embedded host did not start: {reason}")
-            time.sleep(0.01)
         startup_log.removeHandler(captured)
         self._server, self._thread, self._socket = server, thread, sock
 

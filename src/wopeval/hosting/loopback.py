@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+import threading
 
 import uvicorn
 from starlette.types import ASGIApp
@@ -51,6 +52,13 @@ class LoopbackServer(uvicorn.Server):
     def __init__(self, config: uvicorn.Config) -> None:
         super().__init__(config)
         self._wake: tuple[asyncio.AbstractEventLoop, asyncio.Event] | None = None
+        self.ready = threading.Event()
+        """Set once it serves: a thread starting it waits on this, not by polling `started`."""
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started:
+            self.ready.set()
 
     def exit(self) -> None:
         """Stop serving, from any thread."""
