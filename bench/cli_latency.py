@@ -83,8 +83,11 @@ class Report:
 
 def _environment() -> dict[str, str]:
     """This environment without WOPEVAL_* settings, which would change the host each command
-    starts, and with a wide terminal (a table is printed once, not wrapped)."""
+    starts, with a wide terminal (a table is printed once, not wrapped), and with bytecode
+    written: an installed wopeval's modules are compiled once, as pip leaves them, while
+    under `PYTHONDONTWRITEBYTECODE` every command would compile each module it imports."""
     env = {name: value for name, value in os.environ.items() if not name.startswith("WOPEVAL_")}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["COLUMNS"] = "200"
     return env
 
