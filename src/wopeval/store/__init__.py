@@ -25,7 +25,7 @@ from wopeval.store._details import (
     TrialRow,
     TrialsRepo,
 )
-from wopeval.store._driver import batched, driver_connection, in_a_batch
+from wopeval.store._driver import StaleRun, batched, driver_connection, in_a_batch
 from wopeval.store._events import EVENTS_PAGE_SIZE, EventsRepo, StoredEvent
 from wopeval.store._idempotency import IDEMPOTENCY_RETENTION, IdempotencyRecord, IdempotencyRepo
 from wopeval.store._model_calls import ModelCallRow, ModelCallsRepo, ModelVia
@@ -64,6 +64,10 @@ class UnitOfWork:
     """The repositories of one transaction: what they write commits together or not at all."""
 
     connection: AsyncConnection
+    pipelined: bool = False
+    """Whether its statements are held and sent together (a pipelined log transaction on
+    PostgreSQL, `Store.log_transaction`): only then may a statement be checked by the server
+    instead of read back (`RunsRepo.advance_known`)."""
 
     @property
     def runs(self) -> RunsRepo:
@@ -263,7 +267,7 @@ class Store:
         async with self._log_turn:
             writer = await self._log_writer()
             async with _driver_transaction(writer, pipelined=pipelined):
-                yield UnitOfWork(writer)
+                yield UnitOfWork(writer, pipelined=pipelined)
             self._log_used = time.monotonic()
 
     async def _log_writer(self) -> AsyncConnection:
@@ -336,6 +340,7 @@ __all__ = [
     "RunMove",
     "RunRecord",
     "RunsRepo",
+    "StaleRun",
     "Store",
     "StoredEvent",
     "StoredInvocation",
