@@ -122,13 +122,13 @@ async def test_two_writers_of_one_run_stay_contiguous(backend: Backend, tmp_path
     async with _opened(backend.new_database() or sqlite_url(tmp_path)) as store:
         first = await open_run(writer_for(store))
         second = RunLog(writer_for(store), first.run_id, first.tenant)
-        await asyncio.gather(
-            *(
-                log.commit(_step(f"{name}{index}"))
-                for index in range(10)
-                for name, log in (("a", first), ("b", second))
-            )
-        )
+
+        async def drive(name: str, log: RunLog) -> None:
+            # A step a transaction, each writer's interleaved with the other's.
+            for index in range(10):
+                await log.commit(_step(f"{name}{index}"))
+
+        await asyncio.gather(drive("a", first), drive("b", second))
         stored = await _log(store, first.run_id)
         assert [sequence for sequence, _ in stored] == list(range(21))
         nodes = [node for _, node in stored[1:]]
