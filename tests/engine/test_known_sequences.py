@@ -25,10 +25,11 @@ from _statements import round_trips
 from unit.engine._store import open_run, writer_for
 from wopeval.engine.runlog.runlog import RunLog
 from wopeval.engine.runlog.steps import RUNNING, RunClosed, Step, Transition
-from wopeval.store import Store, sqlite_url
+from wopeval.store import RunMove, Store, sqlite_url
 from wopeval.store._driver import driver_connection
 from wopeval.store.tables import runs
 from wopeval.wire import events
+from wopeval.wire.runs import RunStatus
 
 
 @asynccontextmanager
@@ -148,7 +149,8 @@ async def test_a_step_of_a_run_its_writer_knows_is_one_round_trip(postgres_store
         await log.commit(_step("known"))
     # Its move checked in the same query as its rows and the COMMIT.
     assert len(known) == 1
-    assert known[0].startswith("BEGIN;") and known[0].endswith("COMMIT")
+    assert known[0].startswith("BEGIN;")
+    assert known[0].endswith("COMMIT")
     # A writer that never wrote the run reads its row once (the move, then the rows) …
     with round_trips(driver) as first:
         await stranger.commit(_step("stranger-1"))
@@ -216,3 +218,15 @@ async def test_a_run_moved_twice_in_one_transaction_is_checked_from_its_first_mo
     assert len(sent) == 1
     assert sent[0].count("UPDATE runs") == 2
     assert await _log(store, log.run_id) == [(0, None), (1, "active"), (2, "running")]
+
+
+async def test_a_checked_move_is_refused_outside_a_pipelined_transaction(
+    backend: Backend, tmp_path: Path
+) -> None:
+    """Held and checked by the server only where statements are held: elsewhere it would
+    be neither run nor checked."""
+    async with _opened(backend.new_database() or sqlite_url(tmp_path)) as store:
+        move = RunMove("acme", "acme/run", events=1, trials=0)
+        with pytest.raises(RuntimeError, match="outside a pipelined transaction"):
+            async with store.log_transaction() as uow:
+                uow.runs.advance_known([move], {"acme/run": 0}, frozenset({RunStatus.RUNNING}))

@@ -151,8 +151,9 @@ async def _driver_transaction(writer: AsyncConnection, *, pipelined: bool) -> As
     and a COMMIT of our own: those before a statement whose rows are read go with it,
     the rest with the COMMIT. The block returns once the server has answered the
     COMMIT, so what it wrote is durable (synchronous_commit as the server has it). A
-    step of a live call is then two round trips and two sends: BEGIN with the run row's
-    move (its sequences are read back), then its rows with the COMMIT.
+    step of a live call whose run the log writer knows is then one round trip and one
+    send: BEGIN, the run row's move checked by the server (`RunsRepo.advance_known`),
+    its rows and the COMMIT; one whose row must be read back, two.
     """
     driver = driver_connection(writer)
     if pipelined:
@@ -258,7 +259,7 @@ class Store:
         connection, kept open, serves them: no pool check-out, check-in or ping a
         transaction, and its driver statements committed on psycopg's connection, like
         SQLite's (`_driver_transaction`). With `pipelined`, only driver statements may
-        run in it, batched (PostgreSQL: a live call's step is then two round trips, not six).
+        run in it, batched (PostgreSQL: a live call's step is then one round trip, not six).
         """
         if self._one_writer is not None:
             async with self.transaction() as uow:
