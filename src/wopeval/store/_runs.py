@@ -437,16 +437,8 @@ class RunsRepo:
         other change: the new last sequence of each run that is in one of `allowed_from`;
         a run that is not is absent."""
         states = sorted(state.value for state in allowed_from)
-        parameters: dict[str, Any] = {f"state_{index}": state for index, state in enumerate(states)}
-        for index, move in enumerate(moves):
-            parameters |= {
-                f"tenant_{index}": move.tenant,
-                f"run_{index}": move.run_id,
-                f"count_{index}": move.events,
-                f"trials_{index}": move.trials,
-            }
         statement = _advance_each_statement(len(moves), len(states))
-        rows = await _driver.fetch(self._connection, statement, parameters)
+        rows = await _driver.fetch(self._connection, statement, _moved(moves, states))
         return {run_id: last_sequence for run_id, last_sequence in rows}
 
     def advance_known(
@@ -462,15 +454,8 @@ class RunsRepo:
         elsewhere (another writer moved it, or its state changed) fails the whole
         transaction with `StaleRun` when it is sent, and nothing of it is written."""
         states = sorted(state.value for state in allowed_from)
-        values: dict[str, Any] = {f"state_{index}": state for index, state in enumerate(states)}
-        for index, move in enumerate(moves):
-            values |= {
-                f"tenant_{index}": move.tenant,
-                f"run_{index}": move.run_id,
-                f"known_{index}": known[move.run_id],
-                f"count_{index}": move.events,
-                f"trials_{index}": move.trials,
-            }
+        values = _moved(moves, states)
+        values |= {f"known_{index}": known[move.run_id] for index, move in enumerate(moves)}
         statement = _advance_known_statement(len(moves), len(states))
         _driver.hold_checked(self._connection, statement, values, len(moves))
 
@@ -531,6 +516,20 @@ class RunsRepo:
             )
         )
         return list(result.scalars())
+
+
+def _moved(moves: list[RunMove], states: list[str]) -> dict[str, Any]:
+    """The values of a statement that moves `moves`' rows from one of `states`, by index
+    (`_advance_each_statement`, `_advance_known_statement`)."""
+    values: dict[str, Any] = {f"state_{index}": state for index, state in enumerate(states)}
+    for index, move in enumerate(moves):
+        values |= {
+            f"tenant_{index}": move.tenant,
+            f"run_{index}": move.run_id,
+            f"count_{index}": move.events,
+            f"trials_{index}": move.trials,
+        }
+    return values
 
 
 @functools.cache
