@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from psycopg.pq import Trace
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -30,3 +32,36 @@ def statements_matching(engine: AsyncEngine, pattern: re.Pattern[str]) -> Iterat
         yield seen
     finally:
         event.remove(sync_engine, "before_cursor_execute", note)
+
+
+@contextmanager
+def round_trips(driver: Any) -> Iterator[list[str]]:
+    """What a psycopg connection (`driver`) sends the server while the block runs, one entry
+    per wait for its answer: a simple query's whole text (its statements joined by `;`),
+    or "<sync>" for an extended-protocol exchange. From libpq's own trace of the
+    connection, so statements that bypass SQLAlchemy (the log writer's) are seen too; the
+    list is filled when the block ends."""
+    seen: list[str] = []
+    with tempfile.TemporaryFile("w+") as trace:
+        driver.pgconn.trace(trace.fileno())
+        driver.pgconn.set_trace_flags(Trace.SUPPRESS_TIMESTAMPS | Trace.REGRESS_MODE)
+        try:
+            yield seen
+        finally:
+            driver.pgconn.untrace()
+            trace.seek(0)
+            lines = trace.read().splitlines()
+    # A message is a line "F|B <tab> length <tab> type <tab> ...", a query's text running
+    # on over the lines that start otherwise.
+    messages: list[list[str]] = []
+    for line in lines:
+        if line.startswith(("F\t", "B\t")):
+            messages.append([line])
+        elif messages:
+            messages[-1].append(line)
+    for message in messages:
+        direction, _length, kind, *text = "\n".join(message).split("\t", 3)
+        if direction == "F" and kind == "Query":
+            seen.append(text[0].strip().strip('"'))
+        elif direction == "F" and kind == "Sync":
+            seen.append("<sync>")

@@ -25,7 +25,7 @@ from wopeval.store._details import (
     TrialRow,
     TrialsRepo,
 )
-from wopeval.store._driver import batched, driver_connection, in_a_batch
+from wopeval.store._driver import StaleRun, batched, driver_connection, in_a_batch
 from wopeval.store._events import EVENTS_PAGE_SIZE, EventsRepo, StoredEvent
 from wopeval.store._idempotency import IDEMPOTENCY_RETENTION, IdempotencyRecord, IdempotencyRepo
 from wopeval.store._model_calls import ModelCallRow, ModelCallsRepo, ModelVia
@@ -64,6 +64,10 @@ class UnitOfWork:
     """The repositories of one transaction: what they write commits together or not at all."""
 
     connection: AsyncConnection
+    pipelined: bool = False
+    """Whether its statements are held and sent together (a pipelined log transaction on
+    PostgreSQL, `Store.log_transaction`): only then may a statement be checked by the server
+    instead of read back (`RunsRepo.advance_known`)."""
 
     @property
     def runs(self) -> RunsRepo:
@@ -147,8 +151,9 @@ async def _driver_transaction(writer: AsyncConnection, *, pipelined: bool) -> As
     and a COMMIT of our own: those before a statement whose rows are read go with it,
     the rest with the COMMIT. The block returns once the server has answered the
     COMMIT, so what it wrote is durable (synchronous_commit as the server has it). A
-    step of a live call is then two round trips and two sends: BEGIN with the run row's
-    move (its sequences are read back), then its rows with the COMMIT.
+    step of a live call whose run the log writer knows is then one round trip and one
+    send: BEGIN, the run row's move checked by the server (`RunsRepo.advance_known`),
+    its rows and the COMMIT; one whose row must be read back, two.
     """
     driver = driver_connection(writer)
     if pipelined:
@@ -254,7 +259,7 @@ class Store:
         connection, kept open, serves them: no pool check-out, check-in or ping a
         transaction, and its driver statements committed on psycopg's connection, like
         SQLite's (`_driver_transaction`). With `pipelined`, only driver statements may
-        run in it, batched (PostgreSQL: a live call's step is then two round trips, not six).
+        run in it, batched (PostgreSQL: a live call's step is then one round trip, not six).
         """
         if self._one_writer is not None:
             async with self.transaction() as uow:
@@ -263,7 +268,7 @@ class Store:
         async with self._log_turn:
             writer = await self._log_writer()
             async with _driver_transaction(writer, pipelined=pipelined):
-                yield UnitOfWork(writer)
+                yield UnitOfWork(writer, pipelined=pipelined)
             self._log_used = time.monotonic()
 
     async def _log_writer(self) -> AsyncConnection:
@@ -336,6 +341,7 @@ __all__ = [
     "RunMove",
     "RunRecord",
     "RunsRepo",
+    "StaleRun",
     "Store",
     "StoredEvent",
     "StoredInvocation",

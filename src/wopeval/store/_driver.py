@@ -197,12 +197,22 @@ class Batch:
         self._held.append(statement)
 
     async def send(self, last: str) -> Any:
-        """Run what is held and `last` as one query; the cursor on `last`'s result."""
+        """Run what is held and `last` as one query; the cursor on `last`'s result.
+
+        Raises `StaleRun` when a checked statement among them (`hold_checked`) changed
+        fewer rows than it had to."""
+        from psycopg.errors import InvalidTextRepresentation
+
         query = ";\n".join([*self._held, last])
         self._held = []
         cursor = self._driver.cursor()
-        # Never prepared: a prepared statement is one statement, and these are many.
-        await cursor.execute(query, prepare=False)
+        try:
+            # Never prepared: a prepared statement is one statement, and these are many.
+            await cursor.execute(query, prepare=False)
+        except InvalidTextRepresentation as failed:
+            if _CHECK_FAILED in (failed.diag.message_primary or ""):
+                raise StaleRun(failed.diag.message_primary) from failed
+            raise
         while cursor.nextset():
             pass
         return cursor
@@ -212,6 +222,35 @@ class Batch:
         committed = await self.send("COMMIT")
         if committed.statusmessage != "COMMIT":
             raise RuntimeError(f"the transaction ended {committed.statusmessage}")
+
+
+class StaleRun(Exception):
+    """A checked statement of a pipelined transaction (`hold_checked`) changed fewer rows
+    than it had to: the server stopped at it, so nothing of the transaction is written
+    (its COMMIT never ran), and the caller goes the way that reads what it had assumed."""
+
+
+_CHECK_FAILED = "wopeval: checked statement changed rows: "
+"""What the failing cast of a checked statement reads, so that its error is told apart."""
+
+
+def hold_checked(connection: AsyncConnection, sql: str, values: dict[str, Any], rows: int) -> None:
+    """Hold `sql`, an UPDATE (pyformat, no RETURNING) that must change exactly `rows` rows,
+    in the connection's batch; the batch's send raises `StaleRun` when it changes fewer.
+
+    Nothing is read back, so the statement costs no round trip of its own. The check is
+    the server's: a count other than `rows` casts a text that is no integer, an error
+    that ends the query there, before the statements held after it (the COMMIT among
+    them). The text is not a constant, or the planner could fold the cast, and fail it,
+    before any row is changed."""
+    batch = _batches.get(id(driver_connection(connection)))
+    if batch is None:
+        raise RuntimeError("a checked statement outside a pipelined transaction")
+    batch.hold(
+        f"WITH changed AS ({sql} RETURNING 1) SELECT CASE count(*) WHEN {rows} THEN 0"
+        f" ELSE CAST('{_CHECK_FAILED}' || count(*) AS integer) END FROM changed",
+        values,
+    )
 
 
 _batches: dict[int, Batch] = {}

@@ -12,6 +12,13 @@ contiguous and in commit order even with another process writing to it. A
 run's steps that only add to its log (`_PlainSteps`: an eval's trials, a
 workflow's nodes) move its row once per transaction, however many there are.
 
+On PostgreSQL, where a transaction of such steps is pipelined, the row is not read
+back: the writer numbers the events from the last sequence its own commits left the
+run at, and the row's move is checked by the server against it
+(`RunsRepo.advance_known`), so a live call's step is one round trip. A run that is
+not where the writer left it (another writer moved it, or its state changed) fails
+that transaction whole (`StaleRun`), and its steps go again the way that reads the row.
+
 A step may carry a `Fence` (fence.py). Its run's row is then locked once for the
 transaction (every fenced run of a group in run-id order, so two writers never
 wait on each other in a cycle), the fence is asked with the run as the steps
@@ -36,6 +43,7 @@ from wopeval.store import (
     LockedRun,
     RunMove,
     RunRecord,
+    StaleRun,
     Store,
     ToolCallOutcome,
     UnitOfWork,
@@ -58,6 +66,10 @@ MAX_GROUP = 512
 PIPELINED_ROWS = 64
 """Rows of a kind in a pipelined (batched) transaction at most: they go as INSERTs, one
 a row, where a bigger group's go by one COPY."""
+
+KNOWN_RUNS = 4096
+"""Runs whose last sequence a writer remembers at most, the least recently written
+forgotten first: a forgotten run's next step reads its row, as a first step does."""
 
 
 @dataclass
@@ -84,6 +96,9 @@ class _Group:
     listings: list[tuple[str, ListingRow]] = field(default_factory=list)
     unfenced_runs: set[str] = field(default_factory=set)
     """Runs with unfenced steps among these rows (numbered, not yet written)."""
+    lasts: dict[str, int] = field(default_factory=dict)
+    """Each run's last sequence numbered in this transaction, where its row now is: the
+    row is locked until the commit. Kept across `write`."""
 
     async def write(self, uow: UnitOfWork) -> None:
         """Write the rows gathered so far; the group is empty again after."""
@@ -114,6 +129,9 @@ class LogWriter:
         self._broadcast = broadcast
         self._queue: list[_Queued] = []
         self._flusher: asyncio.Task[None] | None = None
+        self._known: dict[str, int] = {}
+        """Per run, the last sequence this writer's commits left its row at, the most
+        recently written last (at most `KNOWN_RUNS`)."""
 
     async def read(self, tenant: str, run_id: str) -> RunRecord | None:
         async with self.store.reading() as uow:
@@ -131,6 +149,7 @@ class LogWriter:
                 await extra(uow, stored)
             if self._broadcast:
                 await uow.runs.notify([record.run_id])
+        self._remember(group.lasts)
         self._notifier.notify(record.run_id)
         return stored
 
@@ -187,12 +206,21 @@ class LogWriter:
             self._finish(batch, landed)
 
     async def _write(self, batch: list[_Queued]) -> list[bool]:
+        try:
+            return await self._write_once(batch)
+        except StaleRun:
+            # Nothing landed: again, with these runs' rows read (and their states checked).
+            for queued in batch:
+                self._known.pop(queued.run_id, None)
+            return await self._write_once(batch)
+
+    async def _write_once(self, batch: list[_Queued]) -> list[bool]:
         group = _Group()
         landed = [False] * len(batch)
         pipelined = not self._broadcast and _only_driver_statements(batch)
         async with self.store.log_transaction(pipelined=pipelined) as uow:
             fenced = _FencedRuns(uow, batch)
-            plain = _PlainSteps(uow, group, landed)
+            plain = _PlainSteps(uow, group, landed, self._known)
             await fenced.lock_all()
             for index, queued in enumerate(batch):
                 # Each kind of step moves the run row after the earlier steps of its run.
@@ -228,7 +256,18 @@ class LogWriter:
                 await uow.runs.notify(
                     {queued.run_id for queued, ok in zip(batch, landed, strict=True) if ok}
                 )
+        self._remember(group.lasts)
         return landed
+
+    def _remember(self, lasts: dict[str, int]) -> None:
+        """Where a commit left its runs' rows (only a commit that returned: one that failed
+        may or may not have landed, and a run's row left unknown is read again)."""
+        known = self._known
+        for run_id, last in lasts.items():
+            known.pop(run_id, None)
+            known[run_id] = last
+        while len(known) > KNOWN_RUNS:
+            del known[next(iter(known))]
 
     def _unsure(self, batch: list[_Queued]) -> None:
         """A commit that failed may still have landed (its connection lost at COMMIT):
@@ -257,12 +296,19 @@ async def insert_run(uow: UnitOfWork, record: RunRecord, rows: list[JsonObject])
 class _PlainSteps:
     """Steps that only add to their run's log (no fence, no new state, no row values): a
     run's consecutive ones of a transaction take their sequences with one row update, and
-    land or are refused together (they allow the same states of the same locked row)."""
+    land or are refused together (they allow the same states of the same locked row).
 
-    def __init__(self, uow: UnitOfWork, group: _Group, landed: list[bool]) -> None:
+    In a pipelined transaction a run whose row is known (`known`, the writer's; or moved
+    earlier in this transaction) is numbered from there and its row's move is checked,
+    not read back."""
+
+    def __init__(
+        self, uow: UnitOfWork, group: _Group, landed: list[bool], known: dict[str, int]
+    ) -> None:
         self._uow = uow
         self._group = group
         self._landed = landed
+        self._known = known
         self._waiting: dict[str, list[tuple[int, _Queued]]] = {}
 
     async def takes(self, index: int, queued: _Queued) -> bool:
@@ -302,7 +348,15 @@ class _PlainSteps:
             for run_id, waiting in held.items()
         ]
         allowed_from = next(iter(held.values()))[0][1].transition.allowed_from
-        lasts = await self._uow.runs.advance_each(moves, allowed_from)
+        known = self._known_lasts(moves)
+        checked = [move for move in moves if move.run_id in known]
+        if checked:
+            self._uow.runs.advance_known(checked, known, allowed_from)
+        # A checked move lands as numbered here, or the transaction fails whole.
+        lasts = {move.run_id: known[move.run_id] + move.events for move in checked}
+        unknown = [move for move in moves if move.run_id not in known]
+        if unknown:
+            lasts |= await self._uow.runs.advance_each(unknown, allowed_from)
         for move in moves:
             last = lasts.get(move.run_id)
             if last is None:  # no longer in a state these steps allow: all refused
@@ -313,6 +367,19 @@ class _PlainSteps:
                 self._landed[index] = True
                 _number(move.run_id, queued.step, sequence, self._group)
                 sequence += len(queued.step.staged)
+
+    def _known_lasts(self, moves: list[RunMove]) -> dict[str, int]:
+        """The last sequence of each of these runs whose row is known, in a pipelined
+        transaction (elsewhere none: the move is read back)."""
+        if not self._uow.pipelined:
+            return {}
+        moved, known = self._group.lasts, self._known
+        found: dict[str, int] = {}
+        for move in moves:
+            last = moved.get(move.run_id, known.get(move.run_id))
+            if last is not None:
+                found[move.run_id] = last
+        return found
 
 
 @dataclass
@@ -424,6 +491,7 @@ def _settle(queued: _Queued, outcome: bool | BaseException) -> None:
 
 def _number(run_id: str, step: Step, first: int, group: _Group) -> None:
     """Give the step's events their sequences from `first` and gather its rows."""
+    group.lasts[run_id] = first + len(step.staged) - 1
     for offset, staged in enumerate(step.staged):
         staged.sequence = first + offset
         group.events.append(
