@@ -239,27 +239,24 @@ class ToolCallsRepo:
         return _recorded_calls(result.all())
 
     async def still_held(self, run_ids: Collection[str], agent_id: str) -> bool:
-        """Whether the agent's calls in the runs still hold their content, share-locking them.
-
-        On PostgreSQL the lock makes an erasure of these rows wait for the caller's
-        transaction, so a copy taken from them can never outlive their erasure;
-        SQLite serialises writers anyway. Only the count of rows not held comes back.
-        """
+        """Whether the agent's calls in the runs still hold their content. A copy asks under
+        its share lock on the runs (`RunsRepo.hold`), which no erasure passes. Only the count
+        of rows not held comes back."""
         if not run_ids:
             return True
-        locked = (
-            select(tool_calls.c.recorded, tool_calls.c.erased_at, tool_calls.c.status)
-            .where(and_(tool_calls.c.run_id.in_(list(run_ids)), tool_calls.c.agent_id == agent_id))
-            .with_for_update(read=True)
-            .subquery()
-        )
         not_held = or_(
-            locked.c.recorded.is_(False),
-            locked.c.erased_at.is_not(None),
-            locked.c.status == "unknown",
+            tool_calls.c.recorded.is_(False),
+            tool_calls.c.erased_at.is_not(None),
+            tool_calls.c.status == "unknown",
         )
         result = await self._connection.execute(
-            select(func.count()).select_from(locked).where(not_held)
+            select(func.count()).where(
+                and_(
+                    tool_calls.c.run_id.in_(list(run_ids)),
+                    tool_calls.c.agent_id == agent_id,
+                    not_held,
+                )
+            )
         )
         return int(result.scalar_one()) == 0
 

@@ -148,12 +148,13 @@ class EvalPlan:
     def task(self, task_id: str) -> TaskPlan:
         return self._by_task[task_id]
 
-    async def keep_copies(self, uow: UnitOfWork, eval_run_id: str) -> None:
+    async def keep_copies(self, uow: UnitOfWork, tenant: str, eval_run_id: str) -> None:
         """Store the derived entries with the eval run, in the transaction that creates it.
 
-        The sources are checked once more under lock in that same transaction: an
-        erasure that landed since the lookup refuses the run (the same uniform
-        answer) instead of leaving a copy that the erasure missed.
+        The sources are share-locked (`RunsRepo.hold`) and checked once more in that same
+        transaction: an erasure that landed since the lookup refuses the run (the same
+        uniform answer) instead of leaving a copy that the erasure missed, and one that
+        comes later waits for this transaction and then erases the copy with its source.
         """
         sources = {plan.source_run_id for plan in self.tasks if plan.source_run_id is not None}
         replayed = {
@@ -161,6 +162,7 @@ class EvalPlan:
             for plan in self.tasks
             if plan.source_run_id is not None and plan.model_fixtures is not None
         }
+        await uow.runs.hold(tenant, sources)
         agent_id = self.agent.agent_id
         held = await uow.tool_calls.still_held(sources, agent_id)
         if held and replayed:
