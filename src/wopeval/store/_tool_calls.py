@@ -54,18 +54,19 @@ class ToolCallRow(NamedTuple):
 
 
 class HeldCall(NamedTuple):
-    """A fixture source's call as derivation reads it (`evals.DerivableCall`): a source's
-    calls are read by the thousand, and the columns derivation does not read (ids, how it
-    was served, its duration) cost a 10,000-call source a third of its read."""
+    """A fixture source's call as derivation reads it (`evals.HeldCall`, its contents as
+    JSON text): a source's calls are read by the thousand, and the columns derivation does
+    not read (ids, how it was served, its duration) cost a 10,000-call source a third of
+    its read."""
 
     sequence: int
     agent_id: str
     is_delegate: bool
     tool: str
-    inputs: JsonValue
+    inputs: str
     status: RecordedStatus
-    result: JsonValue
-    error: dict[str, JsonValue] | None
+    result: str
+    error: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,10 +142,13 @@ _HELD = (
         tool_calls.c.erased_at.is_(None),
         tool_calls.c.status != "unknown",
     ).label("held"),
-    _CONTENTS,
+    _json_text(tool_calls.c.inputs),
+    _json_text(tool_calls.c.result),
+    _json_text(tool_calls.c.error),
 )
-"""What `held_calls` reads of a call: derivation's fields, and whether the call is held
-(recorded with its content and outcome, and not erased since)."""
+"""What `held_calls` reads of a call: derivation's fields, whether the call is held
+(recorded with its content and outcome, and not erased since), and its contents as the
+JSON text they are stored as."""
 
 
 _COMPLETE = (
@@ -212,12 +216,9 @@ class ToolCallsRepo:
             .where(and_(tool_calls.c.run_id.in_(list(found)), tool_calls.c.agent_id == agent_id))
             .order_by(tool_calls.c.run_id, tool_calls.c.sequence),
         )
-        contents = _contents(rows)
         calls: list[HeldCall] = []
         current = ""
-        for (run_id, sequence, is_delegate, tool, status, held, _), (inputs, result, error) in zip(
-            rows, contents, strict=True
-        ):
+        for run_id, sequence, is_delegate, tool, status, held, inputs, result, error in rows:
             if run_id != current:
                 current = run_id
                 calls = found[run_id][0]
