@@ -105,38 +105,42 @@ async def _finished_source(host: Host) -> str:
     return record.run_id
 
 
+async def _derived_copy_erased(host: Host, evaluated: str, erased: Erasure) -> None:
+    # The cascade reached the eval run and erased the fixtures derived for it.
+    assert (erased.runs, erased.copies) == (2, 1)
+    async with host.store.reading() as uow:
+        copies = (await uow.connection.execute(
+            select(derived_fixtures.c.entries, derived_fixtures.c.erased_at)
+            .where(derived_fixtures.c.eval_run_id == evaluated)
+        )).all()  # fmt: skip
+    assert [(entries, at is not None) for entries, at in copies] == [(None, True)]
+
+
+async def _replayed_record_erased(host: Host, fork: str, erased: Erasure) -> None:
+    # The source's two calls and the replay's copy of them.
+    assert erased == Erasure(runs=2, calls=4, copies=0)
+    async with host.store.reading() as uow:
+        inputs = (await uow.connection.execute(
+            select(tool_calls.c.inputs).where(tool_calls.c.run_id == fork)
+        )).scalars().all()  # fmt: skip
+    assert inputs == [None, None]
+
+
+@pytest.mark.parametrize(
+    ("copy", "erased_copy"),
+    [(_derive, _derived_copy_erased), (_fork, _replayed_record_erased)],
+    ids=["derived-fixtures", "replay-fork"],
+)
 def test_an_erasure_waits_for_a_copy_being_taken_and_then_erases_it(
-    postgres: Backend, tmp_path: Path
+    postgres: Backend,
+    tmp_path: Path,
+    copy: Copy,
+    erased_copy: Callable[[Host, str, Erasure], Coroutine[None, None, None]],
 ) -> None:
     async def scenario() -> None:
         async with running_host(postgres, tmp_path) as host:
             source = await _finished_source(host)
-            evaluated, erased = await _erase_while_copying(host, source, _derive)
-            # The cascade reached the eval run and erased the fixtures derived for it.
-            assert (erased.runs, erased.copies) == (2, 1)
-            async with host.store.reading() as uow:
-                copies = (await uow.connection.execute(
-                    select(derived_fixtures.c.entries, derived_fixtures.c.erased_at)
-                    .where(derived_fixtures.c.eval_run_id == evaluated)
-                )).all()  # fmt: skip
-            assert [(entries, at is not None) for entries, at in copies] == [(None, True)]
-
-    asyncio.run(scenario())
-
-
-def test_an_erasure_waits_for_a_replay_being_taken_and_then_erases_it(
-    postgres: Backend, tmp_path: Path
-) -> None:
-    async def scenario() -> None:
-        async with running_host(postgres, tmp_path) as host:
-            source = await _finished_source(host)
-            fork, erased = await _erase_while_copying(host, source, _fork)
-            # The source's two calls and the replay's copy of them.
-            assert erased == Erasure(runs=2, calls=4, copies=0)
-            async with host.store.reading() as uow:
-                inputs = (await uow.connection.execute(
-                    select(tool_calls.c.inputs).where(tool_calls.c.run_id == fork)
-                )).scalars().all()  # fmt: skip
-            assert inputs == [None, None]
+            copied, erased = await _erase_while_copying(host, source, copy)
+            await erased_copy(host, copied, erased)
 
     asyncio.run(scenario())

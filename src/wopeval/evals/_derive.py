@@ -53,10 +53,8 @@ class RecordedCall(NamedTuple):
     """Absent when the call never started."""
 
 
-class DerivableCall(Protocol):
-    """What derivation reads of a recorded call: a `RecordedCall`, or the store's narrower
-    row of a fixture source (reading a 10,000-call source's other columns cost its create
-    a third of its read)."""
+class _OwnCall(Protocol):
+    """What picking and ordering a source's own calls reads, and their status."""
 
     @property
     def sequence(self) -> int: ...
@@ -67,33 +65,28 @@ class DerivableCall(Protocol):
     @property
     def tool(self) -> str: ...
     @property
-    def inputs(self) -> JsonValue: ...
-    @property
     def status(self) -> RecordedStatus: ...
+
+
+class DerivableCall(_OwnCall, Protocol):
+    """What derivation reads of a recorded call (a `RecordedCall`), its contents decoded."""
+
+    @property
+    def inputs(self) -> JsonValue: ...
     @property
     def result(self) -> JsonValue: ...
     @property
     def error(self) -> dict[str, JsonValue] | None: ...
 
 
-class HeldCall(Protocol):
+class HeldCall(_OwnCall, Protocol):
     """A fixture source's call as the store reads it for a create: its contents (`inputs`,
     `result`, `error`) as the store's JSON text, which the derived copy keeps as it is.
     Nothing only copied is parsed: at 10,000 calls, decoding the contents, building the
     entries' dicts and writing them again was a third of a create."""
 
     @property
-    def sequence(self) -> int: ...
-    @property
-    def agent_id(self) -> str: ...
-    @property
-    def is_delegate(self) -> bool: ...
-    @property
-    def tool(self) -> str: ...
-    @property
     def inputs(self) -> str: ...
-    @property
-    def status(self) -> RecordedStatus: ...
     @property
     def result(self) -> str: ...
     @property
@@ -159,7 +152,7 @@ def has_failed_call(calls: Iterable[DerivableCall], agent_id: str) -> bool:
     return _any_failed(own_calls(calls, agent_id))
 
 
-def _any_failed(own: Iterable[DerivableCall | HeldCall]) -> bool:
+def _any_failed(own: Iterable[_OwnCall]) -> bool:
     return any(call.status != "ok" for call in own)
 
 
