@@ -75,7 +75,7 @@ def test_a_copy_is_refused_when_its_source_was_erased_after_the_lookup(
             runs_before = await _count(host, runs)
             with pytest.raises(errors.ValidationFailed) as refused:
                 async with host.store.transaction() as uow:
-                    await plan.keep_copies(uow, f"{TENANT}/{'0' * 32}")
+                    await plan.keep_copies(uow, TENANT, f"{TENANT}/{'0' * 32}")
             assert refused.value.message == UNUSABLE_SOURCE
             assert await _count(host, derived_fixtures) == 0
             assert await _count(host, runs) == runs_before

@@ -9,6 +9,7 @@ must be the recorded ones, field for field, in sequence order.
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -67,15 +68,18 @@ def test_a_call_no_longer_held_clears_its_source_alone(
                 recorded = await uow.tool_calls.page(changed, after=-1, limit=100)
             assert before[changed.run_id][1]
             assert before[kept.run_id][1]
-            # Field for field what the full record says, in sequence order.
+            # Field for field what the full record says, in sequence order, its contents
+            # as the JSON text they are stored as.
             assert [
-                (c.sequence, c.agent_id, c.is_delegate, c.tool, c.inputs, c.status, c.result)
+                (c.sequence, c.agent_id, c.is_delegate, c.tool, json.loads(c.inputs), c.status,
+                 json.loads(c.result), json.loads(c.error))
                 for c in before[changed.run_id][0]
             ] == [
-                (c.sequence, c.agent_id, c.is_delegate, c.tool, c.inputs, c.status, c.result)
+                (c.sequence, c.agent_id, c.is_delegate, c.tool, c.inputs, c.status, c.result,
+                 c.error)
                 for c in recorded
-            ]
-            assert [c.inputs for c in before[kept.run_id][0]] == [
+            ]  # fmt: skip
+            assert [json.loads(c.inputs) for c in before[kept.run_id][0]] == [
                 call["args"] for call in SCRIPT["calls"]
             ]
             async with host.store.transaction() as uow:

@@ -14,6 +14,7 @@ from typing import Any, Literal, NamedTuple, Protocol, TypeVar
 
 from pydantic import JsonValue
 
+from wopeval.wire import json_text
 from wopeval.wire.suite import ToolResponse
 
 CallStatus = Literal["ok", "error", "forbidden", "rate_limited"]
@@ -52,10 +53,8 @@ class RecordedCall(NamedTuple):
     """Absent when the call never started."""
 
 
-class DerivableCall(Protocol):
-    """What derivation reads of a recorded call: a `RecordedCall`, or the store's narrower
-    row of a fixture source (reading a 10,000-call source's other columns cost its create
-    a third of its read)."""
+class _OwnCall(Protocol):
+    """What picking and ordering a source's own calls reads, and their status."""
 
     @property
     def sequence(self) -> int: ...
@@ -66,16 +65,35 @@ class DerivableCall(Protocol):
     @property
     def tool(self) -> str: ...
     @property
-    def inputs(self) -> JsonValue: ...
-    @property
     def status(self) -> RecordedStatus: ...
+
+
+class DerivableCall(_OwnCall, Protocol):
+    """What derivation reads of a recorded call (a `RecordedCall`), its contents decoded."""
+
+    @property
+    def inputs(self) -> JsonValue: ...
     @property
     def result(self) -> JsonValue: ...
     @property
     def error(self) -> dict[str, JsonValue] | None: ...
 
 
-Call = TypeVar("Call", bound=DerivableCall)
+class HeldCall(_OwnCall, Protocol):
+    """A fixture source's call as the store reads it for a create: its contents (`inputs`,
+    `result`, `error`) as the store's JSON text, which the derived copy keeps as it is.
+    Nothing only copied is parsed: at 10,000 calls, decoding the contents, building the
+    entries' dicts and writing them again was a third of a create."""
+
+    @property
+    def inputs(self) -> str: ...
+    @property
+    def result(self) -> str: ...
+    @property
+    def error(self) -> str: ...
+
+
+Call = TypeVar("Call", DerivableCall, HeldCall)
 
 _SEQUENCE = attrgetter("sequence")
 
@@ -85,18 +103,21 @@ def own_calls(calls: Iterable[Call], agent_id: str) -> list[Call]:
     return sorted((c for c in calls if c.agent_id == agent_id and not c.is_delegate), key=_SEQUENCE)
 
 
-class DerivedCalls(NamedTuple):
-    """A source's own calls as `derive_fixture_documents` and `has_failed_call` see them."""
+class DerivedText(NamedTuple):
+    """A source's own calls as the create needs them: `derive_fixture_documents` as one JSON
+    array's text, and `has_failed_call`."""
 
-    documents: list[dict[str, JsonValue]]
+    documents: str
     has_failed_call: bool
 
 
-def derive_source(calls: Iterable[DerivableCall], agent_id: str) -> DerivedCalls:
-    """`derive_fixture_documents` and `has_failed_call` of the same calls, their own calls
-    picked and ordered once."""
+def derive_source(calls: Iterable[HeldCall], agent_id: str) -> DerivedText:
+    """`derive_fixture_documents` and `has_failed_call` of the same held calls, their own
+    calls picked and ordered once; the documents written from the contents' JSON text."""
     own = own_calls(calls, agent_id)
-    return DerivedCalls([_document(call) for call in own], _any_failed(own))
+    tools: dict[str, str] = {}
+    documents = ",".join([_document_text(call, tools) for call in own])
+    return DerivedText(f"[{documents}]", _any_failed(own))
 
 
 def derive_fixtures(calls: Iterable[DerivableCall], agent_id: str) -> list[ToolResponse]:
@@ -131,7 +152,7 @@ def has_failed_call(calls: Iterable[DerivableCall], agent_id: str) -> bool:
     return _any_failed(own_calls(calls, agent_id))
 
 
-def _any_failed(own: Iterable[DerivableCall]) -> bool:
+def _any_failed(own: Iterable[_OwnCall]) -> bool:
     return any(call.status != "ok" for call in own)
 
 
@@ -156,3 +177,15 @@ def _document(call: DerivableCall) -> dict[str, JsonValue]:
         "response": error,
         "isError": True,
     }
+
+
+def _document_text(call: HeldCall, tools: dict[str, str]) -> str:
+    """`_document` of a held call, as JSON text (`tools`: each tool name's JSON string)."""
+    tool = tools.get(call.tool)
+    if tool is None:
+        tool = tools[call.tool] = json_text.compact(call.tool)
+    head = f'{{"tool":{tool},"args":{call.inputs},"argsMatch":"exact","response":'
+    if call.status == "ok":
+        return f"{head}{call.result}}}"
+    error = call.error if call.error != "null" else f'{{"code":"{call.status}"}}'
+    return f'{head}{error},"isError":true}}'

@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 import wopeval.store._driver as _driver
 from wopeval.store._runs import RunHandle
-from wopeval.store.tables import events
+from wopeval.store.tables import INVOCATION_STARTED, events
 
 EVENTS_PAGE_SIZE = 1000
 """The most events one read returns: a poll response, one catch-up read of a stream."""
@@ -89,7 +89,7 @@ class EventsRepo:
             .where(
                 and_(
                     events.c.run_id.in_(list(found)),
-                    events.c.type == "agent.invocation-started",
+                    INVOCATION_STARTED,
                 )
             )
             .order_by(events.c.run_id, events.c.sequence)

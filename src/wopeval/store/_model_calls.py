@@ -121,21 +121,17 @@ class ModelCallsRepo:
         return exchanges, all(_held(row) for row in rows)
 
     async def still_held(self, run_ids: Collection[str], agent_id: str) -> bool:
-        """Like `ToolCallsRepo.still_held`: share-locks the rows a copy is taken from."""
+        """Like `ToolCallsRepo.still_held`, under the same share lock on the runs."""
         if not run_ids:
             return True
-        locked = (
-            select(model_calls.c.recorded, model_calls.c.erased_at)
-            .where(
-                and_(model_calls.c.run_id.in_(list(run_ids)), model_calls.c.agent_id == agent_id)
-            )
-            .with_for_update(read=True)
-            .subquery()
-        )
         result = await self._connection.execute(
-            select(func.count())
-            .select_from(locked)
-            .where(or_(locked.c.recorded.is_(False), locked.c.erased_at.is_not(None)))
+            select(func.count()).where(
+                and_(
+                    model_calls.c.run_id.in_(list(run_ids)),
+                    model_calls.c.agent_id == agent_id,
+                    or_(model_calls.c.recorded.is_(False), model_calls.c.erased_at.is_not(None)),
+                )
+            )
         )
         return int(result.scalar_one()) == 0
 

@@ -305,14 +305,34 @@ class RunsRepo:
         row = result.mappings().first()
         return OwnedRun(RunRecord.from_row(row), _ISSUER) if row else None
 
-    async def for_host(self, run_id: str) -> OwnedRun | None:
+    async def for_host(self, run_id: str, *, lock: bool = False) -> OwnedRun | None:
         """HOST SCOPE: the run, whichever tenant owns it. Only for the host acting on its own
         account, never for a request: erasure, whose cascade follows an erased run's content
         into every run that copied it, and retention's purge, which erases runs of every
-        tenant."""
-        result = await self._connection.execute(select(runs).where(runs.c.run_id == run_id))
+        tenant.
+
+        `lock` (erasure's) locks the row FOR UPDATE until the transaction ends: it waits for
+        every copy still being taken from the run (`hold`), and the erasure then finds that
+        copy committed and erases it too."""
+        query = select(runs).where(runs.c.run_id == run_id)
+        result = await self._connection.execute(query.with_for_update() if lock else query)
         row = result.mappings().first()
         return OwnedRun(RunRecord.from_row(row), _ISSUER) if row else None
+
+    async def hold(self, tenant: str, run_ids: Collection[str]) -> None:
+        """Share-lock the rows of the tenant's runs that a copy is taken from until the
+        transaction ends (runs are never deleted: only their content is erased).
+
+        On PostgreSQL the lock (FOR SHARE on the run rows themselves: one inside a filtered or
+        aggregated query may lock no row at all) makes an erasure of these runs, which locks
+        them first (`for_host`), wait until the copy commits; the erasure then reaches the
+        copy. SQLite serialises its writers: an erasure never overlaps a copy there."""
+        if run_ids:
+            await self._connection.execute(
+                select(runs.c.run_id)
+                .where(and_(runs.c.tenant == tenant, runs.c.run_id.in_(sorted(run_ids))))
+                .with_for_update(read=True)
+            )
 
     async def states(self, tenant: str, run_ids: Collection[str]) -> dict[str, OwnedStatus]:
         """The status of each of the tenant's runs among `run_ids` (those it has), in one

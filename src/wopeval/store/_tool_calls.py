@@ -54,18 +54,19 @@ class ToolCallRow(NamedTuple):
 
 
 class HeldCall(NamedTuple):
-    """A fixture source's call as derivation reads it (`evals.DerivableCall`): a source's
-    calls are read by the thousand, and the columns derivation does not read (ids, how it
-    was served, its duration) cost a 10,000-call source a third of its read."""
+    """A fixture source's call as derivation reads it (`evals.HeldCall`, its contents as
+    JSON text): a source's calls are read by the thousand, and the columns derivation does
+    not read (ids, how it was served, its duration) cost a 10,000-call source a third of
+    its read."""
 
     sequence: int
     agent_id: str
     is_delegate: bool
     tool: str
-    inputs: JsonValue
+    inputs: str
     status: RecordedStatus
-    result: JsonValue
-    error: dict[str, JsonValue] | None
+    result: str
+    error: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,10 +142,13 @@ _HELD = (
         tool_calls.c.erased_at.is_(None),
         tool_calls.c.status != "unknown",
     ).label("held"),
-    _CONTENTS,
+    _json_text(tool_calls.c.inputs),
+    _json_text(tool_calls.c.result),
+    _json_text(tool_calls.c.error),
 )
-"""What `held_calls` reads of a call: derivation's fields, and whether the call is held
-(recorded with its content and outcome, and not erased since)."""
+"""What `held_calls` reads of a call: derivation's fields, whether the call is held
+(recorded with its content and outcome, and not erased since), and its contents as the
+JSON text they are stored as."""
 
 
 _COMPLETE = (
@@ -212,12 +216,9 @@ class ToolCallsRepo:
             .where(and_(tool_calls.c.run_id.in_(list(found)), tool_calls.c.agent_id == agent_id))
             .order_by(tool_calls.c.run_id, tool_calls.c.sequence),
         )
-        contents = _contents(rows)
         calls: list[HeldCall] = []
         current = ""
-        for (run_id, sequence, is_delegate, tool, status, held, _), (inputs, result, error) in zip(
-            rows, contents, strict=True
-        ):
+        for run_id, sequence, is_delegate, tool, status, held, inputs, result, error in rows:
             if run_id != current:
                 current = run_id
                 calls = found[run_id][0]
@@ -239,27 +240,24 @@ class ToolCallsRepo:
         return _recorded_calls(result.all())
 
     async def still_held(self, run_ids: Collection[str], agent_id: str) -> bool:
-        """Whether the agent's calls in the runs still hold their content, share-locking them.
-
-        On PostgreSQL the lock makes an erasure of these rows wait for the caller's
-        transaction, so a copy taken from them can never outlive their erasure;
-        SQLite serialises writers anyway. Only the count of rows not held comes back.
-        """
+        """Whether the agent's calls in the runs still hold their content. A copy asks under
+        its share lock on the runs (`RunsRepo.hold`), which no erasure passes. Only the count
+        of rows not held comes back."""
         if not run_ids:
             return True
-        locked = (
-            select(tool_calls.c.recorded, tool_calls.c.erased_at, tool_calls.c.status)
-            .where(and_(tool_calls.c.run_id.in_(list(run_ids)), tool_calls.c.agent_id == agent_id))
-            .with_for_update(read=True)
-            .subquery()
-        )
         not_held = or_(
-            locked.c.recorded.is_(False),
-            locked.c.erased_at.is_not(None),
-            locked.c.status == "unknown",
+            tool_calls.c.recorded.is_(False),
+            tool_calls.c.erased_at.is_not(None),
+            tool_calls.c.status == "unknown",
         )
         result = await self._connection.execute(
-            select(func.count()).select_from(locked).where(not_held)
+            select(func.count()).where(
+                and_(
+                    tool_calls.c.run_id.in_(list(run_ids)),
+                    tool_calls.c.agent_id == agent_id,
+                    not_held,
+                )
+            )
         )
         return int(result.scalar_one()) == 0
 

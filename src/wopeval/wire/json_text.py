@@ -25,6 +25,12 @@ def compact(value: Any) -> str:
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
+def embedded(text: str) -> Any:
+    """JSON text that `compact` writes as it is, in place of a value: content the host
+    only copies (a derived copy's entries) is never parsed and written again."""
+    return orjson.Fragment(text)
+
+
 def parse(text: str | bytes) -> Any:
     return orjson.loads(text)
 

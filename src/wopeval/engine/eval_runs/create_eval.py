@@ -67,7 +67,7 @@ async def create_eval_run(
         return await run_eval(plan, context)
 
     async def keep_copies(uow: UnitOfWork, stored: RunRecord) -> None:
-        await plan.keep_copies(uow, record.run_id)
+        await plan.keep_copies(uow, principal.tenant, record.run_id)
         if on_insert is not None:
             await on_insert(uow, stored)
 

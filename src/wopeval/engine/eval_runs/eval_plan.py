@@ -11,8 +11,6 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
-from pydantic import JsonValue
-
 from wopeval import evals
 from wopeval.agents import AgentSpec
 from wopeval.engine.catalog.catalog import Catalog
@@ -28,7 +26,7 @@ from wopeval.engine.recording.tool_contracts import (
 )
 from wopeval.settings import EvalFeatures
 from wopeval.store import RunHandle, StoredPlan, UnitOfWork
-from wopeval.wire import errors
+from wopeval.wire import errors, json_text
 from wopeval.wire.runs import CreateRunRequest, EvalMode, RunKind
 from wopeval.wire.suite import OnMiss, Suite, Task, ToolResponse, parse_suite
 from wopeval.wire.summary import EvalSummary
@@ -58,8 +56,9 @@ class TaskPlan:
     source_run_id: str | None = None
     model_fixtures: tuple[evals.ModelFixture, ...] | None = None
     """Model replay: the source's recorded answers; None means the model runs live."""
-    derived_documents: list[dict[str, JsonValue]] | None = None
-    """With a source: the derived entries as the documents the run's derived copy stores."""
+    derived_documents: str | None = None
+    """With a source derived at create: the derived entries as the JSON text of the documents
+    the run's derived copy stores (kept as text: the create only copies them)."""
     tools: ToolContract = NO_CONTRACT
     """What the task does with the MCP listings its source recorded."""
 
@@ -76,7 +75,7 @@ class TaskPlan:
         (whose 201 the caller waits on) needs only their documents.
         """
         if self.served is None and self.derived_documents is not None:
-            return tuple(evals.fixtures_of(self.derived_documents))
+            return tuple(evals.fixtures_of(json_text.parse(self.derived_documents)))
         return self.served
 
 
@@ -148,12 +147,13 @@ class EvalPlan:
     def task(self, task_id: str) -> TaskPlan:
         return self._by_task[task_id]
 
-    async def keep_copies(self, uow: UnitOfWork, eval_run_id: str) -> None:
+    async def keep_copies(self, uow: UnitOfWork, tenant: str, eval_run_id: str) -> None:
         """Store the derived entries with the eval run, in the transaction that creates it.
 
-        The sources are checked once more under lock in that same transaction: an
-        erasure that landed since the lookup refuses the run (the same uniform
-        answer) instead of leaving a copy that the erasure missed.
+        The sources are share-locked (`RunsRepo.hold`) and checked once more in that same
+        transaction: an erasure that landed since the lookup refuses the run (the same
+        uniform answer) instead of leaving a copy that the erasure missed, and one that
+        comes later waits for this transaction and then erases the copy with its source.
         """
         sources = {plan.source_run_id for plan in self.tasks if plan.source_run_id is not None}
         replayed = {
@@ -161,6 +161,7 @@ class EvalPlan:
             for plan in self.tasks
             if plan.source_run_id is not None and plan.model_fixtures is not None
         }
+        await uow.runs.hold(tenant, sources)
         agent_id = self.agent.agent_id
         held = await uow.tool_calls.still_held(sources, agent_id)
         if held and replayed:
@@ -191,7 +192,7 @@ class EvalPlan:
             {
                 "task_id": plan.task.taskId,
                 "source_run_id": plan.source_run_id,
-                "entries": plan.derived_documents,
+                "entries": json_text.embedded(plan.derived_documents),
                 "model_entries": None
                 if plan.model_fixtures is None
                 else [fixture.to_json() for fixture in plan.model_fixtures],
@@ -206,8 +207,9 @@ class DerivedSource:
     """A task's fixture source and what was derived from it."""
 
     run_id: str
-    documents: list[dict[str, JsonValue]]
-    """The entries as `toolResponses` documents (what the derived copy stores)."""
+    documents: str | None
+    """Derived at create: the entries as the JSON text of their `toolResponses` documents
+    (what the derived copy stores); None for a stored copy, whose `entries` are read."""
     entries: tuple[ToolResponse, ...] | None = None
     """Validated entries of a stored copy; None: built from `documents` when first served."""
 
@@ -372,7 +374,7 @@ def rebuild_plan(
         if copy["entries"] is None:
             raise PlanUnavailable(f"the recorded fixtures of task {copy['task_id']!r} were erased")
         entries = tuple(ToolResponse.model_validate(entry) for entry in copy["entries"])
-        derived[copy["task_id"]] = DerivedSource(copy["source_run_id"], copy["entries"], entries)
+        derived[copy["task_id"]] = DerivedSource(copy["source_run_id"], None, entries)
         if copy.get("model_entries") is not None:
             answers[copy["task_id"]] = tuple(
                 evals.ModelFixture.from_json(entry) for entry in copy["model_entries"]
@@ -564,7 +566,8 @@ class UsableSource:
     the documents derived from it (§D)."""
 
     handle: RunHandle
-    documents: list[dict[str, JsonValue]]
+    documents: str
+    """As `DerivedSource.documents`."""
 
 
 async def load_sources(
@@ -586,7 +589,7 @@ async def load_sources(
     for run_id in run_ids:
         state = states.get(run_id)
         facts = None
-        own = evals.DerivedCalls([], False)
+        own = evals.DerivedText("[]", False)
         if state is not None:
             calls, all_held = held[run_id]
             own = evals.derive_source(calls, agent_id)

@@ -76,7 +76,7 @@ async def erase_tool_content(uow: UnitOfWork, tenant: str, run_id: str) -> Erasu
         seen.add(current)
         # HOST SCOPE: the caller checked the first run is the tenant's (or it is retention);
         # the cascade follows its content into every run that copied it.
-        run = await uow.runs.for_host(current)
+        run = await uow.runs.for_host(current, lock=True)
         if run is None:
             continue
         calls += await uow.tool_calls.erase(current, at, erased_error)

@@ -40,7 +40,11 @@ def check_fork(request: ForkRunRequest, source: RunRecord) -> None:
 
 
 async def replay(uow: UnitOfWork, principal: Principal, source: OwnedRun) -> RunRecord:
-    """Write the replay run, its re-emitted log and its copies in the caller's transaction."""
+    """Write the replay run, its re-emitted log and its copies in the caller's transaction.
+
+    The source stays share-locked while it is copied (`RunsRepo.hold`): an erasure of it
+    waits, then finds the replay among its children and erases the copy too."""
+    await uow.runs.hold(principal.tenant, [source.run_id])
     copies = await uow.derived_fixtures.rows(source.handle)
     # RFC 0252 Security: a replay whose derived copy is gone is refused, never re-derived.
     if any(copy["erased_at"] is not None for copy in copies):
