@@ -72,7 +72,9 @@ def create_app(
             host = await start_host()
         app.state.host = host
         app.state.health = host.health
-        app.state.invocation_access = InvocationAccess(host.engine.grants, host.auth, host.http)
+        app.state.invocation_access = InvocationAccess(
+            host.engine.grants, host.auth, host.upstreams
+        )
         app.state.mcp_sessions = mcp.McpSessions()
         try:
             async with app.state.mcp_sessions.run():

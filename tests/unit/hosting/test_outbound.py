@@ -1,5 +1,5 @@
-"""The host's outbound HTTP client (http tools, http agents, the model proxy's upstreams)
-holds as many connections at once as the host has calls out, and keeps each for reuse."""
+"""The host's outbound HTTP client (http tools, http agents) holds as many connections at
+once as the host has calls out, and keeps each for reuse."""
 
 from __future__ import annotations
 
