@@ -11,47 +11,20 @@ import pytest
 from wopeval.hosting.host import Host
 from wopeval.settings import Settings
 
-
-class Counted:
-    """An HTTP/1.1 server on loopback that answers every request `{}` and counts the
-    connections its clients opened and still hold."""
-
-    def __init__(self) -> None:
-        self.opened = 0
-        self.open = 0
-        self.url = ""
-
-    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.opened += 1
-        self.open += 1
-        try:
-            while head := await reader.readuntil(b"\r\n\r\n"):
-                length = next(
-                    int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                    if line.lower().startswith(b"content-length:")
-                )  # fmt: skip
-                await reader.readexactly(length)
-                writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass  # the client closed the connection
-        finally:
-            self.open -= 1
-            writer.close()
+from .._counted_server import CountedConnections
 
 
 async def test_one_pool_per_upstream_each_connection_kept_all_closed_when_the_host_stops(
     tmp_path: Path,
 ) -> None:
-    servers = [Counted(), Counted()]
+    servers = [CountedConnections(), CountedConnections()]
     started = [await asyncio.start_server(server.serve, "127.0.0.1", 0) for server in servers]
-    for server, listening in zip(servers, started, strict=True):
-        server.url = f"http://127.0.0.1:{listening.sockets[0].getsockname()[1]}/v1/x"
+    urls = [f"http://127.0.0.1:{s.sockets[0].getsockname()[1]}/v1/x" for s in started]
     host = await Host.start(Settings(data_dir=tmp_path, api_keys={"acme": "k" * 32}))
     try:
         pools = host.upstreams
-        for server in (*servers, servers[0]):
-            answer = await pools.post(server.url, {}, b"{}", 5.0)
+        for url in (*urls, urls[0]):
+            answer = await pools.post(url, {}, b"{}", 5.0)
             assert (answer.status, await answer.aread()) == (200, b"{}")
             await answer.aclose()
         assert pools.pool_count() == 2
@@ -62,7 +35,7 @@ async def test_one_pool_per_upstream_each_connection_kept_all_closed_when_the_ho
     try:
         assert [server.open for server in servers] == [0, 0], "the host left connections open"
         with pytest.raises(RuntimeError):
-            await pools.post(servers[0].url, {}, b"{}", 5.0)
+            await pools.post(urls[0], {}, b"{}", 5.0)
     finally:
         for listening in started:
             listening.close()
