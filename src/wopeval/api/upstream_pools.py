@@ -8,12 +8,15 @@ of the host's CPU per exchange that the relay has no use for (its request and re
 models, auth and redirect handling, content decoding; issue 29, bench/model_proxy.py),
 so the proxy speaks to httpcore, httpx's own transport, directly. Each pool holds every
 exchange at once and keeps its connections 5 s idle, as the host's outbound client does
-(hosting/outbound.py). No `Accept-Encoding` is sent, so an answer comes as its server
-wrote it and is relayed and recorded without decoding.
+(hosting/outbound.py), and goes through the proxy the environment names for its origin
+as httpx's client did (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`, less `NO_PROXY`): a
+host whose egress needs one still reaches its models. No `Accept-Encoding` is sent, so
+an answer comes as its server wrote it and is relayed and recorded without decoding.
 """
 
 from __future__ import annotations
 
+import urllib.request
 from dataclasses import dataclass
 
 import httpcore
@@ -90,8 +93,10 @@ class UpstreamPools:
         if pool is None:
             if self._closed:
                 raise RuntimeError("the host's upstream pools are closed")
+            scheme, host = origin[0].decode(), origin[1].decode()
             pool = self._pools[origin] = httpcore.AsyncConnectionPool(
-                ssl_context=httpx.create_ssl_context() if origin[0] == b"https" else None,
+                ssl_context=httpx.create_ssl_context() if scheme == "https" else None,
+                proxy=_environment_proxy(scheme, host),
                 max_connections=None,
                 max_keepalive_connections=None,
                 keepalive_expiry=KEEPALIVE_SECONDS,
@@ -107,3 +112,12 @@ class UpstreamPools:
         pools, self._pools = list(self._pools.values()), {}
         for pool in pools:
             await pool.aclose()
+
+
+def _environment_proxy(scheme: str, host: str) -> httpcore.Proxy | None:
+    """The proxy the environment names for `scheme`, unless `NO_PROXY` exempts `host`."""
+    proxies = urllib.request.getproxies()
+    url = proxies.get(scheme) or proxies.get("all")
+    if not url or urllib.request.proxy_bypass(host):
+        return None
+    return httpcore.Proxy(url if "://" in url else f"http://{url}")

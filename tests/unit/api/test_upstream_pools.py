@@ -1,5 +1,6 @@
 """The model proxy's connection pools (api/upstream_pools.py): one per upstream origin, each
-connection kept for the next exchange, every one closed when the host stops."""
+connection kept for the next exchange, every one closed when the host stops; through the
+proxy the environment names."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from wopeval.api.upstream_pools import UpstreamPools
 from wopeval.hosting.host import Host
 from wopeval.settings import Settings
 
@@ -39,3 +41,22 @@ async def test_one_pool_per_upstream_each_connection_kept_all_closed_when_the_ho
     finally:
         for listening in started:
             listening.close()
+
+
+async def test_an_upstream_is_reached_through_the_proxy_the_environment_names(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    proxy = CountedConnections()
+    listening = await asyncio.start_server(proxy.serve, "127.0.0.1", 0)
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "http_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{listening.sockets[0].getsockname()[1]}")
+    pools = UpstreamPools()
+    try:
+        answer = await pools.post("http://models.invalid/v1/x", {}, b"{}", 5.0)
+        assert (answer.status, await answer.aread()) == (200, b"{}")
+        await answer.aclose()
+        assert proxy.opened == 1
+    finally:
+        await pools.aclose()
+        listening.close()
