@@ -3,15 +3,15 @@ per upstream origin (scheme, host, port), kept by the host while it runs and clo
 stops (api/routes/model_proxy.py).
 
 The proxy relays bytes: it sends the agent's body as received and hands back the status
-and the body, whole or chunk by chunk. httpx's client around the same pools added a third
-of the host's CPU per exchange that the relay has no use for (its request and response
-models, auth and redirect handling, content decoding; issue 29, bench/model_proxy.py),
-so the proxy speaks to httpcore, httpx's own transport, directly. Each pool holds every
-exchange at once and keeps its connections 5 s idle, as the host's outbound client does
-(hosting/outbound.py), and goes through the proxy the environment names for its origin
-as httpx's client did (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`, less `NO_PROXY`): a
-host whose egress needs one still reaches its models. No `Accept-Encoding` is sent, so
-an answer comes as its server wrote it and is relayed and recorded without decoding.
+and the body, whole or chunk by chunk. httpx's client around the same pools does work
+the relay has no use for (its request and response models, auth and redirect hooks,
+content decoding; issue 29, bench/README.md's model_proxy section), so the proxy speaks
+to httpcore, httpx's own transport, directly. Each pool holds every exchange at once and
+keeps its connections 5 s idle, as the host's outbound client does (hosting/outbound.py),
+and goes through the proxy the environment names for its origin as httpx's client did
+(`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`, less `NO_PROXY`): a host whose egress needs
+one still reaches its models. No `Accept-Encoding` is sent, so an answer comes as its
+server wrote it and is relayed and recorded without decoding.
 """
 
 from __future__ import annotations
