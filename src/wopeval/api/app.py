@@ -38,7 +38,11 @@ from wopeval.api.ui.sessions import Clock
 from wopeval.engine.health import HealthSource
 from wopeval.settings import Settings
 
+# The model proxy first: an agent's exchange is the hottest request the host serves, and
+# the table is tried in order (each route a regex). No other route serves a proxy path,
+# nor a proxy route any other path, so every other request's match, 404 or 405 is the same.
 ROUTERS = (
+    model_proxy.router,
     discovery.router,
     feedback.router,
     run_diff.router,
@@ -51,7 +55,6 @@ ROUTERS = (
     invocations.router,
     mcp.router,
     health.router,
-    model_proxy.router,
 )
 
 
@@ -69,7 +72,9 @@ def create_app(
             host = await start_host()
         app.state.host = host
         app.state.health = host.health
-        app.state.invocation_access = InvocationAccess(host.engine.grants, host.auth, host.http)
+        app.state.invocation_access = InvocationAccess(
+            host.engine.grants, host.auth, host.upstreams
+        )
         app.state.mcp_sessions = mcp.McpSessions()
         try:
             async with app.state.mcp_sessions.run():

@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated
 
-import httpx
 from fastapi import Depends, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from wopeval.api.auth import Authenticator
 from wopeval.api.served import ServedHost
+from wopeval.api.upstream_pools import UpstreamPools
 from wopeval.engine.host import Engine
 from wopeval.engine.recording.grants import InvocationGrants
 from wopeval.engine.recording.invocation import Invocation
@@ -54,7 +54,8 @@ class InvocationAccess:
     grants: InvocationGrants[Invocation]
     auth: Authenticator
     """Checks a key a request also carries (it must be of the token's tenant)."""
-    http: httpx.AsyncClient
+    upstreams: UpstreamPools
+    """The model proxy's connections to the agents' model servers."""
 
 
 HostDep = Annotated[ServedHost, Depends(get_host)]

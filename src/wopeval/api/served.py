@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
-import httpx
-
 from wopeval.api.auth import Authenticator
+from wopeval.api.upstream_pools import UpstreamPools
 from wopeval.engine.catalog.catalog import Catalog
 from wopeval.engine.health import HealthReport
 from wopeval.engine.host import Engine
@@ -29,8 +28,8 @@ class ServedHost(Protocol):
     catalog: Catalog
     engine: Engine
     auth: Authenticator
-    http: httpx.AsyncClient
-    """The client the per-invocation endpoints send the invocations' egress through."""
+    upstreams: UpstreamPools
+    """The model proxy's connections to the invocations' model servers."""
     tails: Tails
     """The shared readers of followed runs' logs (SSE)."""
 

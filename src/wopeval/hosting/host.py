@@ -21,6 +21,7 @@ import httpx
 from pydantic import JsonValue
 
 from wopeval.api.auth import Authenticator
+from wopeval.api.upstream_pools import UpstreamPools
 from wopeval.engine.catalog.catalog import Catalog
 from wopeval.engine.catalog.catalog_digest import catalog_digest
 from wopeval.engine.health import HealthReport, all_ok, database_check
@@ -77,6 +78,8 @@ class Host:
     engine: Engine
     auth: Authenticator
     http: httpx.AsyncClient
+    upstreams: UpstreamPools
+    """The model proxy's connection pools, opened as agents first reach their upstreams."""
     own_lease: Lease | None
     """The lease this host took itself, released when it stops."""
     tails: Tails
@@ -147,7 +150,19 @@ class Host:
                 own_lease.release()
             raise
         tails = Tails(store, engine.notifier)
-        host = cls(settings, role, store, catalog, engine, auth, http, own_lease, tails, mcp)
+        host = cls(
+            settings,
+            role,
+            store,
+            catalog,
+            engine,
+            auth,
+            http,
+            UpstreamPools(),
+            own_lease,
+            tails,
+            mcp,
+        )
         if queue is not None:
             host.wakeups = Wakeups(settings.resolved_database_url(), engine.notifier)
             host.wakeups.start()
@@ -186,6 +201,7 @@ class Host:
         await self.tails.close()
         await self.mcp.close()
         await self.http.aclose()
+        await self.upstreams.aclose()
         await self.store.close()
         if self.own_lease is not None:
             self.own_lease.release()

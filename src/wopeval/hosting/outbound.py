@@ -1,5 +1,5 @@
-"""The host's one HTTP client for what it calls out to: http tools, http agents, and the
-model proxy's upstreams (api/routes/model_proxy.py)."""
+"""The host's one HTTP client for what it calls out to: http tools and http agents (the model
+proxy keeps its own connection pools, api/upstream_pools.py)."""
 
 from __future__ import annotations
 

@@ -23,6 +23,7 @@ import uvicorn
 from wopeval.api.app import create_worker_app
 from wopeval.api.deps import InvocationAccess
 from wopeval.api.routes.mcp import McpSessions
+from wopeval.api.upstream_pools import UpstreamPools
 from wopeval.engine.catalog.catalog import Catalog
 from wopeval.engine.catalog.catalog_digest import catalog_digest
 from wopeval.engine.health import HealthSource
@@ -47,6 +48,8 @@ class WorkerHost:
     unless one was configured."""
     store: Store
     http: httpx.AsyncClient
+    upstreams: UpstreamPools
+    """The model proxy's connection pools, opened as agents first reach their upstreams."""
     catalog: Catalog
     catalog_digest: str
     engine: Engine
@@ -64,6 +67,7 @@ class WorkerHost:
         try:
             store = await Store.open(database_url)
             http = outbound_client(settings)
+            upstreams = UpstreamPools()
             mcp = McpServers()
             watch = asyncio.create_task(
                 watch_lease(lease, settings.lease_check_seconds), name="lease-watch"
@@ -84,7 +88,9 @@ class WorkerHost:
                         broadcast=True,
                     )
                     try:
-                        yield cls(settings, store, http, catalog, digest, engine, sock, url)
+                        yield cls(
+                            settings, store, http, upstreams, catalog, digest, engine, sock, url
+                        )
                     finally:
                         await engine.writer.stop()
             finally:
@@ -92,6 +98,7 @@ class WorkerHost:
                 await asyncio.gather(watch, return_exceptions=True)
                 await mcp.close()
                 await http.aclose()
+                await upstreams.aclose()
                 await store.close()
         finally:
             lease.release()
@@ -100,7 +107,7 @@ class WorkerHost:
         """Its HTTP server (to serve on `sock`), reporting `report`, and the MCP sessions
         to run while it serves. An agent's key is checked against the serving processes'
         stored keys."""
-        access = InvocationAccess(self.engine.grants, await stored_keys(self.store), self.http)
+        access = InvocationAccess(self.engine.grants, await stored_keys(self.store), self.upstreams)
         app, sessions = create_worker_app(report, access)
         config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
         return _SignalFreeServer(config), sessions

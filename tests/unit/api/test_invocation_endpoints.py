@@ -11,11 +11,13 @@ in its API's shape, recording what it did.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -26,6 +28,7 @@ import pytest
 from fastapi import FastAPI
 from pydantic import JsonValue
 from sqlalchemy import select
+from starlette.types import Message, Receive, Scope
 
 from _model_server import ModelServer as ModelStandIn
 from wopeval import evals, models
@@ -34,6 +37,7 @@ from wopeval.api import errors as error_handlers
 from wopeval.api.auth import Authenticator, hash_key
 from wopeval.api.deps import InvocationAccess
 from wopeval.api.routes import mcp, model_proxy
+from wopeval.api.upstream_pools import UpstreamPools
 from wopeval.engine.recording.boundary import Boundary, LiveTransport
 from wopeval.engine.recording.grants import InvocationGrants
 from wopeval.engine.recording.invocation import Invocation, Where
@@ -106,6 +110,7 @@ def _registry() -> ToolRegistry:
 
 @dataclass
 class Endpoints:
+    app: FastAPI
     client: httpx.AsyncClient
     invocation: Invocation
     token: str
@@ -152,7 +157,7 @@ async def endpoints(
     replay: ModelServer | None = None,
     status: RunStatus = RunStatus.RUNNING,
 ) -> AsyncIterator[Endpoints]:
-    async with open_store(tmp_path) as store, httpx.AsyncClient(trust_env=False) as egress:
+    async with open_store(tmp_path) as store, aclosing(UpstreamPools()) as upstreams:
         log = await open_run(writer_for(store), status)
         grants: InvocationGrants[Invocation] = InvocationGrants("http://host")
         live = LiveTransport(_registry(), ToolContext(TENANT, log.run_id), 5.0)
@@ -178,7 +183,7 @@ async def endpoints(
         error_handlers.install(app)
         sessions = mcp.McpSessions()
         keys = [(hash_key(KEY), "k1", TENANT), (hash_key(OTHER_KEY), "k2", "other-tenant")]
-        app.state.invocation_access = InvocationAccess(grants, Authenticator(keys), egress)
+        app.state.invocation_access = InvocationAccess(grants, Authenticator(keys), upstreams)
         app.state.mcp_sessions = sessions
         async with (
             sessions.run(),
@@ -186,7 +191,7 @@ async def endpoints(
                 transport=httpx.ASGITransport(app=app), base_url="http://host"
             ) as client,
         ):
-            yield Endpoints(client, invocation, invocation.openai_api_key, store, log.run_id)
+            yield Endpoints(app, client, invocation, invocation.openai_api_key, store, log.run_id)
 
 
 # ── the MCP endpoint ─────────────────────────────────────────────────
@@ -378,6 +383,124 @@ async def test_a_request_is_forwarded_with_the_real_key_relayed_and_recorded(
     (sent,) = stand_in.script.requests_with("whole please")
     assert sent.authorization == f"Bearer {UPSTREAM_KEY}"
     assert sent.body == whole
+
+
+_FIRST = b'data: {"id":"c1","model":"m","choices":[{"index":0,"delta":{"content":"Hel"}}]}\n\n'
+_REST = (
+    b'data: {"id":"c1","model":"m","choices":[{"index":0,"delta":{"content":"lo"},'
+    b'"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
+)
+
+
+class Trickle:
+    """An upstream that streams a chat answer's first event, then holds the rest until the
+    agent has it (`relayed`), or until 5 s have passed."""
+
+    def __init__(self) -> None:
+        self.relayed = asyncio.Event()
+        self.held_until_relayed: bool | None = None
+
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = next(
+            int(line.split(b":")[1]) for line in head.split(b"\r\n")
+            if line.lower().startswith(b"content-length:")
+        )  # fmt: skip
+        await reader.readexactly(length)
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n" + _chunk(_FIRST)
+        )
+        await writer.drain()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.relayed.wait(), 5)
+        self.held_until_relayed = self.relayed.is_set()
+        writer.write(_chunk(_REST) + b"0\r\n\r\n")
+        await writer.drain()
+        writer.close()
+
+
+def _chunk(data: bytes) -> bytes:
+    return b"%x\r\n%b\r\n" % (len(data), data)
+
+
+async def test_each_streamed_chunk_reaches_the_agent_as_it_comes_before_it_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A chunk goes on to the agent while the upstream still holds the rest of its stream,
+    and before the host reads it for the record (the agent waits for no parsing)."""
+    trickle = Trickle()
+    server = await asyncio.start_server(trickle.serve, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    relayed = bytearray()
+    read_after_relayed: list[bool] = []
+    assembler = models.CHAT.assembler
+
+    class Watched:
+        """The chat assembler, noting whether each line it reads had reached the agent."""
+
+        def __init__(self) -> None:
+            self.real = assembler()
+            self.complete = False
+
+        def feed(self, line: str) -> None:
+            read_after_relayed.append(line.encode() in relayed)
+            self.real.feed(line)
+            self.complete = self.real.complete
+
+        def answer(self) -> models.ModelAnswer:
+            return self.real.answer()
+
+    monkeypatch.setattr(models.CHAT, "assembler", Watched)
+
+    async def send(message: Message) -> None:
+        if message["type"] == "http.response.body" and message.get("body"):
+            relayed.extend(message["body"])
+            trickle.relayed.set()
+
+    try:
+        async with endpoints(tmp_path, _upstream(url + "/v1", url)) as at:
+            body = json.dumps({**CHAT_BODY, "stream": True}).encode()
+            await at.app(_post_scope(at.proxy("/chat/completions"), body), _sent(body), send)
+            rows = await at.recorded(model_calls, "status", "response")
+    finally:
+        server.close()
+    assert trickle.held_until_relayed, "the first chunk waited for the stream's end"
+    assert bytes(relayed) == _FIRST + _REST
+    assert len(read_after_relayed) > 1
+    assert all(read_after_relayed), read_after_relayed
+    assert [(status, response["content"]) for status, response in rows] == [("ok", "Hello")]
+
+
+def _post_scope(path: str, body: bytes) -> Scope:
+    headers = [(b"host", b"host"), (b"content-type", b"application/json")]
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [*headers, (b"content-length", str(len(body)).encode())],
+        "client": ("127.0.0.1", 1),
+        "server": ("host", 80),
+    }
+
+
+def _sent(body: bytes) -> Receive:
+    """The request's body, then nothing more: the agent stays connected."""
+    messages: list[Message] = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def receive() -> Message:
+        if messages:
+            return messages.pop()
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    return receive
 
 
 async def test_each_wire_api_has_its_route(tmp_path: Path, stand_in: ModelStandIn) -> None:

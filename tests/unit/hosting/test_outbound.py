@@ -1,5 +1,5 @@
-"""The host's outbound HTTP client (http tools, http agents, the model proxy's upstreams)
-holds as many connections at once as the host has calls out, and keeps each for reuse."""
+"""The host's outbound HTTP client (http tools, http agents) holds as many connections at
+once as the host has calls out, and keeps each for reuse."""
 
 from __future__ import annotations
 
@@ -9,35 +9,30 @@ from pathlib import Path
 from wopeval.hosting.host import Host
 from wopeval.settings import Settings
 
+from .._counted_server import CountedConnections
+
 CALLS = 120
 """More than httpx's default cap of 100 connections, and far more than the 20 it keeps."""
 
 
-class HeldAnswers:
-    """An HTTP/1.1 server on loopback that answers its first `CALLS` requests only once all
-    of them are in (none can arrive while another waits for a connection), and counts the
-    connections its clients hold open."""
+class HeldAnswers(CountedConnections):
+    """Answers its first `CALLS` requests only once all of them are in (none can arrive
+    while another waits for a connection)."""
 
     def __init__(self) -> None:
-        self.open = 0
+        super().__init__()
         self._arrived = 0
         self._everyone = asyncio.Event()
 
-    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.open += 1
-        try:
-            while await reader.readuntil(b"\r\n\r\n"):
-                self._arrived += 1
-                if self._arrived == CALLS:
-                    self._everyone.set()
-                await self._everyone.wait()
-                writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass  # the client closed the connection
-        finally:
-            self.open -= 1
-            writer.close()
+    async def answer(
+        self, head: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        self._arrived += 1
+        if self._arrived == CALLS:
+            self._everyone.set()
+        await self._everyone.wait()
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        await writer.drain()
 
 
 async def test_the_hosts_client_holds_every_call_at_once_and_keeps_each_connection(

@@ -31,9 +31,8 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
 
-import httpx
+import httpcore
 from fastapi import APIRouter
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -42,6 +41,7 @@ from wopeval import models
 from wopeval.agents import shown_url, status_refusal, transport_refusal
 from wopeval.api.deps import InvocationAccess
 from wopeval.api.invocation_token import invocation_for
+from wopeval.api.upstream_pools import UPSTREAM_ERRORS, UpstreamPools
 from wopeval.engine.recording.grants import ANTHROPIC_PATH, OPENAI_PATH
 from wopeval.engine.recording.models import ModelRecorder
 
@@ -75,8 +75,9 @@ async def _exchange(
 ) -> Response:
     """One exchange: replayed, or forwarded and recorded."""
     invocation = invocation_for(token, request, access, REFUSED)
+    body = await request.body()
     try:
-        model_request = api.parse(json.loads(await request.body()))
+        model_request = api.parse(json.loads(body))
     except models.InvalidModelRequest as exc:
         return _error(api, 400, str(exc), "invalid_request")
     except ValueError:
@@ -99,8 +100,8 @@ async def _exchange(
         recorder.record(model_request, None, 0, via="proxy", failure=failure)
         return _error(api, 502, str(failure), "no_upstream")
     target = upstream.request(model_request, request.headers)
-    forward = _Forward(access.http, target, upstream.timeout_seconds, model_request, recorder)
-    return await (forward.streamed() if model_request.stream else forward.whole())
+    forward = _Forward(access.upstreams, target, upstream.timeout_seconds, model_request, recorder)
+    return await (forward.streamed(body) if model_request.stream else forward.whole(body))
 
 
 def _error(api: models.ModelApi, status: int, message: str, code: str) -> JSONResponse:
@@ -109,40 +110,47 @@ def _error(api: models.ModelApi, status: int, message: str, code: str) -> JSONRe
 
 
 class _Forward:
-    """One request forwarded upstream, relayed to the agent and recorded as executed."""
+    """One request forwarded upstream, relayed to the agent and recorded as executed.
+
+    The agent's body goes upstream as it sent it: parsed for the record, never
+    re-serialised for the wire."""
 
     def __init__(
         self,
-        http: httpx.AsyncClient,
+        upstreams: UpstreamPools,
         target: models.UpstreamRequest,
         timeout_seconds: float,
         request: models.ModelRequest,
         recorder: ModelRecorder,
     ) -> None:
-        self._http = http
-        self._send: dict[str, Any] = {
-            "url": target.url,
-            "json": request.body,
-            "headers": target.headers,
-            "timeout": timeout_seconds,
-        }
+        self._upstreams = upstreams
+        self._target = target
+        self._timeout = timeout_seconds
         self._request = request
         self._recorder = recorder
         self._url = shown_url(target.url.removesuffix(request.api.upstream_path))
         """The provider's base URL, as a failure names it."""
         self._started = time.perf_counter()
 
-    async def whole(self) -> Response:
+    async def _send(self, body: bytes) -> httpcore.Response:
+        target = self._target
+        return await self._upstreams.post(target.url, target.headers, body, self._timeout)
+
+    async def whole(self, body: bytes) -> Response:
         try:
-            response = await self._http.post(**self._send)
-        except httpx.HTTPError as exc:
+            response = await self._send(body)
+            try:
+                content = await response.aread()
+            finally:
+                await response.aclose()
+        except UPSTREAM_ERRORS as exc:
             return self._unreachable(exc)
-        if response.status_code >= 400:
-            self._failed(response.status_code, response.content)
-            return _relayed(response.status_code, response.content)
+        if response.status >= 400:
+            self._failed(response.status, content)
+            return _relayed(response.status, content)
         api = self._request.api
         try:
-            answer = api.answer(response.json())
+            answer = api.answer(json.loads(content))
         except ValueError:
             failure = models.ModelCallFailed(
                 f"the upstream's answer is not a {api.name} answer", {"code": "malformed"}
@@ -150,33 +158,34 @@ class _Forward:
             self._record(None, failure)
             return _error(api, 502, str(failure), "malformed")
         self._record(answer)
-        return _relayed(response.status_code, response.content)
+        return _relayed(response.status, content)
 
-    async def streamed(self) -> Response:
+    async def streamed(self, body: bytes) -> Response:
         try:
-            response = await self._http.send(
-                self._http.build_request("POST", **self._send), stream=True
-            )
-        except httpx.HTTPError as exc:
+            response = await self._send(body)
+            if response.status >= 400:
+                try:
+                    content = await response.aread()
+                finally:
+                    await response.aclose()
+                self._failed(response.status, content)
+                return _relayed(response.status, content)
+        except UPSTREAM_ERRORS as exc:
             return self._unreachable(exc)
-        if response.status_code >= 400:
-            content = await response.aread()
-            await response.aclose()
-            self._failed(response.status_code, content)
-            return _relayed(response.status_code, content)
         return StreamingResponse(self._relay(response), media_type="text/event-stream")
 
-    async def _relay(self, response: httpx.Response) -> AsyncIterator[bytes]:
+    async def _relay(self, response: httpcore.Response) -> AsyncIterator[bytes]:
         """The upstream's bytes as they arrive, chunk by chunk as it sent them (one write to
-        the agent per chunk, not per line: a chunk of many events costs one); the answer
-        its lines add up to, recorded at the end."""
+        the agent per chunk, not per line: a chunk of many events costs one), each sent on
+        before it is read for the record (the agent waits for no parsing); the answer its
+        lines add up to, recorded at the end."""
         assembler = self._request.api.assembler()
         lines = models.SseLines()
         try:
-            async for chunk in response.aiter_bytes():
+            async for chunk in response.aiter_stream():
+                yield chunk
                 for line in lines.feed(chunk):
                     assembler.feed(line)
-                yield chunk
             for line in lines.feed(b"", final=True):
                 assembler.feed(line)
         finally:
@@ -205,8 +214,8 @@ class _Forward:
         refusal = status_refusal(status, self._request.api.error_fields(body), None)
         self._record(None, refusal.failure(self._url))
 
-    def _unreachable(self, exc: httpx.HTTPError) -> Response:
-        timed_out = isinstance(exc, httpx.TimeoutException)
+    def _unreachable(self, exc: Exception) -> Response:
+        timed_out = isinstance(exc, httpcore.TimeoutException)
         refusal = transport_refusal(exc, timed_out)
         failure = refusal.failure(self._url)
         self._record(None, failure)

@@ -1,0 +1,38 @@
+"""An HTTP/1.1 server on loopback that counts its clients' connections, for the tests of the
+host's outbound client and of the model proxy's upstream pools."""
+
+from __future__ import annotations
+
+import asyncio
+
+
+class CountedConnections:
+    """Counts the connections its clients opened and those they still hold; `answer` answers
+    each request (by default `{}`, once its body is read)."""
+
+    def __init__(self) -> None:
+        self.opened = 0
+        self.open = 0
+
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.opened += 1
+        self.open += 1
+        try:
+            while head := await reader.readuntil(b"\r\n\r\n"):
+                await self.answer(head, reader, writer)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass  # the client closed the connection
+        finally:
+            self.open -= 1
+            writer.close()
+
+    async def answer(
+        self, head: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        length = next(
+            int(line.split(b":")[1]) for line in head.split(b"\r\n")
+            if line.lower().startswith(b"content-length:")
+        )  # fmt: skip
+        await reader.readexactly(length)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+        await writer.drain()

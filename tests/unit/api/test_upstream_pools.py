@@ -1,0 +1,62 @@
+"""The model proxy's connection pools (api/upstream_pools.py): one per upstream origin, each
+connection kept for the next exchange, every one closed when the host stops; through the
+proxy the environment names."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from wopeval.api.upstream_pools import UpstreamPools
+from wopeval.hosting.host import Host
+from wopeval.settings import Settings
+
+from .._counted_server import CountedConnections
+
+
+async def test_one_pool_per_upstream_each_connection_kept_all_closed_when_the_host_stops(
+    tmp_path: Path,
+) -> None:
+    servers = [CountedConnections(), CountedConnections()]
+    started = [await asyncio.start_server(server.serve, "127.0.0.1", 0) for server in servers]
+    urls = [f"http://127.0.0.1:{s.sockets[0].getsockname()[1]}/v1/x" for s in started]
+    host = await Host.start(Settings(data_dir=tmp_path, api_keys={"acme": "k" * 32}))
+    try:
+        pools = host.upstreams
+        for url in (*urls, urls[0]):
+            answer = await pools.post(url, {}, b"{}", 5.0)
+            assert (answer.status, await answer.aread()) == (200, b"{}")
+            await answer.aclose()
+        assert pools.pool_count() == 2
+        assert [server.opened for server in servers] == [1, 1], "a connection was not kept"
+    finally:
+        await host.stop()
+    await asyncio.sleep(0.2)  # a connection the host closed is seen closed by now
+    try:
+        assert [server.open for server in servers] == [0, 0], "the host left connections open"
+        with pytest.raises(RuntimeError):
+            await pools.post(urls[0], {}, b"{}", 5.0)
+    finally:
+        for listening in started:
+            listening.close()
+
+
+async def test_an_upstream_is_reached_through_the_proxy_the_environment_names(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    proxy = CountedConnections()
+    listening = await asyncio.start_server(proxy.serve, "127.0.0.1", 0)
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "http_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{listening.sockets[0].getsockname()[1]}")
+    pools = UpstreamPools()
+    try:
+        answer = await pools.post("http://models.invalid/v1/x", {}, b"{}", 5.0)
+        assert (answer.status, await answer.aread()) == (200, b"{}")
+        await answer.aclose()
+        assert proxy.opened == 1
+    finally:
+        await pools.aclose()
+        listening.close()
