@@ -113,7 +113,6 @@ NOT_FOR_A_LISTING = (
     "mcp",
     "mcp_types",
     "psycopg",
-    "sqlalchemy.dialects.postgresql",
     "pygments",
     "rich.syntax",
     "wopeval.api.ui.pages",

@@ -9,7 +9,7 @@ from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Table
-from sqlalchemy.dialects import sqlite
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.dml import Insert
 
@@ -38,9 +38,5 @@ def _reader(kind: type[DataclassInstance]) -> tuple[tuple[str, ...], Callable[[A
 def ignoring_duplicates(connection: AsyncConnection, table: Table) -> Insert:
     """An INSERT that leaves a row whose key is already there as it is."""
     if connection.dialect.name == "postgresql":
-        # Imported here: its dialect module costs an SQLite host's start (docs/decisions.md,
-        # "Fast commands"), and a PostgreSQL host has loaded it with its engine.
-        from sqlalchemy.dialects import postgresql
-
         return postgresql.insert(table).on_conflict_do_nothing()
     return sqlite.insert(table).on_conflict_do_nothing()
