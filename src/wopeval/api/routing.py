@@ -35,6 +35,11 @@ _METHODS = ("DELETE", "GET", "HEAD", "PATCH", "POST", "PUT")
 """The methods a route of this host can serve; a 405's `Allow` is drawn from them."""
 
 
+def under(path: str, prefix: str) -> bool:
+    """Whether `path` is `prefix` or a path below it (`/ui`, `/ui/runs`; not `/uix`)."""
+    return path == prefix or path.startswith(prefix + "/")
+
+
 def route_match(router: Router, scope: Scope) -> Match:
     """FULL when a route serves the request's path and method, PARTIAL when one serves its path
     with another method (405), NONE when none serves its path (404)."""
@@ -94,10 +99,7 @@ class RoutesOnFirstUse(BaseRoute):
         return self._router
 
     def matches(self, scope: Scope) -> tuple[Match, Scope]:
-        path: str = scope.get("path", "")
-        if scope["type"] != "http" or (
-            path != self.prefix and not path.startswith(self.prefix + "/")
-        ):
+        if scope["type"] != "http" or not under(scope.get("path", ""), self.prefix):
             return Match.NONE, {}
         return route_match(self.router, scope), {}
 

@@ -11,6 +11,9 @@ import json
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from wopeval.api.routing import under
+from wopeval.api.ui._security import PREFIX
+
 
 class EnvelopePages:
     """Pure ASGI, outside the host's other middleware: a JSON error envelope answered under
@@ -27,7 +30,7 @@ class EnvelopePages:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path: str = scope.get("path", "") if scope["type"] == "http" else ""
-        if path != "/ui" and not path.startswith("/ui/"):
+        if not under(path, PREFIX):
             await self.app(scope, receive, send)
             return
         held: Message | None = None

@@ -16,6 +16,7 @@ from fastapi import Request
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from wopeval.api.routing import under
 from wopeval.api.ui.sessions import Session
 from wopeval.wire import errors
 
@@ -45,7 +46,7 @@ class DashboardHeaders:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path: str = scope.get("path", "") if scope["type"] == "http" else ""
-        if path != PREFIX and not path.startswith(PREFIX + "/"):
+        if not under(path, PREFIX):
             await self.app(scope, receive, send)
             return
         static = path.startswith(PREFIX + "/static/")
