@@ -104,6 +104,14 @@ async def _exchange(
     return await (forward.streamed(body) if model_request.stream else forward.whole(body))
 
 
+async def _whole_body(response: httpcore.Response) -> bytes:
+    """The rest of an upstream answer's body, its connection handed back to the pool."""
+    try:
+        return await response.aread()
+    finally:
+        await response.aclose()
+
+
 def _error(api: models.ModelApi, status: int, message: str, code: str) -> JSONResponse:
     """An error of the proxy's own, in the API's shape, which the agent's client reads."""
     return JSONResponse(api.error_body(status, message, code), status_code=status)
@@ -139,10 +147,7 @@ class _Forward:
     async def whole(self, body: bytes) -> Response:
         try:
             response = await self._send(body)
-            try:
-                content = await response.aread()
-            finally:
-                await response.aclose()
+            content = await _whole_body(response)
         except UPSTREAM_ERRORS as exc:
             return self._unreachable(exc)
         if response.status >= 400:
@@ -164,10 +169,7 @@ class _Forward:
         try:
             response = await self._send(body)
             if response.status >= 400:
-                try:
-                    content = await response.aread()
-                finally:
-                    await response.aclose()
+                content = await _whole_body(response)
                 self._failed(response.status, content)
                 return _relayed(response.status, content)
         except UPSTREAM_ERRORS as exc:
