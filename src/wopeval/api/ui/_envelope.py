@@ -9,14 +9,13 @@ from __future__ import annotations
 import json
 
 from starlette.datastructures import MutableHeaders
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Send
 
-from wopeval.api.routing import under
-from wopeval.api.ui._security import PREFIX
+from wopeval.api.ui._security import UnderDashboard
 
 
-class EnvelopePages:
-    """Pure ASGI, outside the host's other middleware: a JSON error envelope answered under
+class EnvelopePages(UnderDashboard):
+    """Outside the host's other middleware: a JSON error envelope answered under
     `/ui` becomes its refusal page.
 
     The routes answer with pages themselves; what reaches here is refused before any page
@@ -25,14 +24,7 @@ class EnvelopePages:
     show raw JSON.
     """
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        path: str = scope.get("path", "") if scope["type"] == "http" else ""
-        if not under(path, PREFIX):
-            await self.app(scope, receive, send)
-            return
+    def wrapped(self, path: str, send: Send) -> Send:
         held: Message | None = None
         body = bytearray()
 
@@ -50,7 +42,7 @@ class EnvelopePages:
                 return
             await send(message)
 
-        await self.app(scope, receive, send_as_page)
+        return send_as_page
 
 
 async def _send_page(start: Message, envelope: bytes, send: Send) -> None:

@@ -38,17 +38,25 @@ FORM_MEDIA_TYPE = "application/x-www-form-urlencoded"
 MAX_FORM_FIELDS = 16
 
 
-class DashboardHeaders:
-    """Pure ASGI: adds the dashboard's security headers to every answer under `/ui`."""
+class UnderDashboard:
+    """Pure ASGI middleware that changes only the answers under `/ui`: each one goes out
+    through the send `wrapped` makes for it; every other request passes untouched."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path: str = scope.get("path", "") if scope["type"] == "http" else ""
-        if not under(path, PREFIX):
-            await self.app(scope, receive, send)
-            return
+        await self.app(scope, receive, self.wrapped(path, send) if under(path, PREFIX) else send)
+
+    def wrapped(self, path: str, send: Send) -> Send:
+        raise NotImplementedError
+
+
+class DashboardHeaders(UnderDashboard):
+    """Adds the dashboard's security headers to every answer under `/ui`."""
+
+    def wrapped(self, path: str, send: Send) -> Send:
         static = path.startswith(PREFIX + "/static/")
 
         async def send_with_headers(message: Message) -> None:
@@ -60,7 +68,7 @@ class DashboardHeaders:
                     headers["Cache-Control"] = "no-store"
             await send(message)
 
-        await self.app(scope, receive, send_with_headers)
+        return send_with_headers
 
 
 def require_same_origin(request: Request) -> None:
