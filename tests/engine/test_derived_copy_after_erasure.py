@@ -2,7 +2,8 @@
 
 The engine resolves a plan (the lookup), the source is erased, and only then
 does the eval run's transaction try to keep the copy: it must be refused with
-the uniform answer, and nothing of the run may be left behind.
+the uniform answer, and nothing of the run may be left behind. The same holds for a
+judge source, whose recorded judgements an eval run copies.
 """
 
 from __future__ import annotations
@@ -15,7 +16,12 @@ from sqlalchemy import Table, func, select
 
 from _backends import Backend
 from _hosts import TENANT, running_host
-from wopeval.engine.eval_runs.eval_plan import UNUSABLE_SOURCE, resolve_eval
+from _judged import judged_project
+from wopeval.engine.eval_runs.eval_plan import (
+    UNUSABLE_JUDGE_SOURCE,
+    UNUSABLE_SOURCE,
+    resolve_eval,
+)
 from wopeval.engine.runs.erasure import erase_tool_content
 from wopeval.hosting.host import Host
 from wopeval.store.tables import derived_fixtures, runs
@@ -79,5 +85,35 @@ def test_a_copy_is_refused_when_its_source_was_erased_after_the_lookup(
             assert refused.value.message == UNUSABLE_SOURCE
             assert await _count(host, derived_fixtures) == 0
             assert await _count(host, runs) == runs_before
+
+    asyncio.run(scenario())
+
+
+def test_a_judge_copy_is_refused_when_its_source_was_erased_after_the_lookup(
+    backend: Backend, tmp_path: Path
+) -> None:
+    async def scenario() -> None:
+        async with judged_project(backend, tmp_path) as project:
+            host = project.host
+            source = await project.judged_source()
+            async with host.store.reading() as uow:
+                plan = await resolve_eval(
+                    project.request(source),
+                    tenant=TENANT,
+                    features=host.settings.eval,
+                    catalog=host.catalog,
+                    uow=uow,
+                    live_tools=True,
+                )
+            assert plan.judge is not None
+            assert len(plan.judge.recorded) == 1
+            async with host.store.transaction() as uow:
+                await erase_tool_content(uow, TENANT, source)
+            copies_before = await _count(host, derived_fixtures)
+            with pytest.raises(errors.ValidationFailed) as refused:
+                async with host.store.transaction() as uow:
+                    await plan.keep_copies(uow, TENANT, f"{TENANT}/{'0' * 32}")
+            assert refused.value.message == UNUSABLE_JUDGE_SOURCE
+            assert await _count(host, derived_fixtures) == copies_before
 
     asyncio.run(scenario())

@@ -4,7 +4,8 @@ A copy (an eval run's fixtures derived from a source, a replay fork of a run) sh
 its source runs while its transaction is open (`RunsRepo.hold`); an erasure locks each run
 it erases first. So on PostgreSQL, an erasure of the source started from another connection
 waits until the copy commits, and its cascade then finds the copy and erases it by the
-cascade's rule (tests/engine/test_erasure_cascade.py). SQLite serialises its writers: there
+cascade's rule (tests/engine/test_erasure_cascade.py). An eval run copying a judge source's
+recorded judgements holds that source the same way. SQLite serialises its writers: there
 an erasure cannot start while the copy's transaction is open, and only PostgreSQL is run.
 """
 
@@ -19,6 +20,8 @@ from sqlalchemy import select, text
 
 from _backends import Backend, PostgresDatabases
 from _hosts import TENANT, running_host
+from _judged import judged_project
+from wopeval.engine.eval_runs.eval_plan import JUDGE_COPY
 from wopeval.engine.runlog.log_writer import OnInsert
 from wopeval.engine.runs.erasure import Erasure, erase_tool_content
 from wopeval.hosting.host import Host
@@ -142,5 +145,28 @@ def test_an_erasure_waits_for_a_copy_being_taken_and_then_erases_it(
             source = await _finished_source(host)
             copied, erased = await _erase_while_copying(host, source, copy)
             await erased_copy(host, copied, erased)
+
+    asyncio.run(scenario())
+
+
+def test_an_erasure_of_a_judge_source_waits_for_the_copy_of_its_judgements(
+    postgres: Backend, tmp_path: Path
+) -> None:
+    async def scenario() -> None:
+        async with judged_project(postgres, tmp_path) as project:
+            source = await project.judged_source()
+
+            async def copy_judgements(host: Host, source: str, on_insert: OnInsert) -> RunRecord:
+                return await project.evaluate(project.request(source), on_insert)
+
+            copied, erased = await _erase_while_copying(project.host, source, copy_judgements)
+            # The source and the eval run that copied its judgements, the copy erased.
+            assert (erased.runs, erased.copies) == (2, 1)
+            async with project.host.store.reading() as uow:
+                copies = (await uow.connection.execute(
+                    select(derived_fixtures.c.task_id, derived_fixtures.c.model_entries)
+                    .where(derived_fixtures.c.eval_run_id == copied)
+                )).all()  # fmt: skip
+            assert copies == [(JUDGE_COPY, None)]
 
     asyncio.run(scenario())

@@ -150,7 +150,8 @@ class EvalPlan:
     async def keep_copies(self, uow: UnitOfWork, tenant: str, eval_run_id: str) -> None:
         """Store the derived entries with the eval run, in the transaction that creates it.
 
-        The sources are share-locked (`RunsRepo.hold`) and checked once more in that same
+        The sources (the tasks' and, where its judgements are copied, the judge's) are
+        share-locked (`RunsRepo.hold`) and checked once more in that same
         transaction: an erasure that landed since the lookup refuses the run (the same
         uniform answer) instead of leaving a copy that the erasure missed, and one that
         comes later waits for this transaction and then erases the copy with its source.
@@ -161,27 +162,41 @@ class EvalPlan:
             for plan in self.tasks
             if plan.source_run_id is not None and plan.model_fixtures is not None
         }
-        await uow.runs.hold(tenant, sources)
+        judged = self._judge_copied()
+        await uow.runs.hold(tenant, sources | ({judged} if judged else set()))
         agent_id = self.agent.agent_id
         held = await uow.tool_calls.still_held(sources, agent_id)
         if held and replayed:
             held = await uow.model_calls.still_held(replayed, agent_id)
         if not held:
             raise errors.ValidationFailed(UNUSABLE_SOURCE)
+        # The judgements copied were read before this transaction: an erasure of their run
+        # since then would not find this copy, so it refuses the run as for a task's source.
+        if judged and self.judge is not None:
+            judge_agent = judge_agent_id(self.judge.judge.judge_id)
+            if not await uow.model_calls.still_held([judged], judge_agent):
+                raise errors.ValidationFailed(UNUSABLE_JUDGE_SOURCE)
         await uow.derived_fixtures.store(eval_run_id, self.derived_copies())
+
+    def _judge_copied(self) -> str | None:
+        """The run whose recorded judgements this eval run keeps a copy of, if any."""
+        judge = self.judge
+        if judge is None or judge.source_run_id is None or not judge.recorded:
+            return None
+        return judge.source_run_id
 
     def derived_copies(self) -> list[dict[str, Any]]:
         return self._task_copies() + self._judge_copy()
 
     def _judge_copy(self) -> list[dict[str, Any]]:
-        judge = self.judge
-        if judge is None or judge.source_run_id is None or not judge.recorded:
+        judged = self._judge_copied()
+        if judged is None or self.judge is None:
             return []
-        entries = [fixture.to_json() for fixture in judge.recorded]
+        entries = [fixture.to_json() for fixture in self.judge.recorded]
         return [
             {
                 "task_id": JUDGE_COPY,
-                "source_run_id": judge.source_run_id,
+                "source_run_id": judged,
                 "entries": [],
                 "model_entries": entries,
             }
