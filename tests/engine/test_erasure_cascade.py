@@ -4,6 +4,7 @@ A source run, an eval run served fixtures derived from it, and a replay fork of 
 run (which copies its record and its derived copies): erasing the source erases all three,
 each once, and a run outside the cascade keeps its content. The retention purge erases the
 runs that ended before its cut-off, through the same cascade, and sums what each erased.
+A copy that has not ended yet refuses the erasure whole; retention leaves that run for later.
 """
 
 from __future__ import annotations
@@ -13,15 +14,23 @@ import json
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 from sqlalchemy import select, update
 
 from _backends import Backend
 from _handles import handle_of
 from _hosts import TENANT, running_host
 from wopeval.engine.runlog.steps import now
-from wopeval.engine.runs.erasure import ERASED_MESSAGE, Erasure, erase_tool_content, purge_expired
+from wopeval.engine.runs.erasure import (
+    ACTIVE_COPY,
+    ERASED_MESSAGE,
+    Erasure,
+    erase_tool_content,
+    purge_expired,
+)
 from wopeval.hosting.host import Host
 from wopeval.store.tables import derived_fixtures, runs, task_trials, tool_calls
+from wopeval.wire import errors
 from wopeval.wire.principal import Principal
 from wopeval.wire.runs import CreateRunRequest, ForkRunRequest, RunStatus
 
@@ -189,5 +198,47 @@ def test_an_erased_record_keeps_each_errors_code_and_never_its_words(
                     select(tool_calls.c.error).where(tool_calls.c.run_id == record.run_id)
                 )).scalars().all()  # fmt: skip
             assert after == {"code": before["code"], "message": ERASED_MESSAGE}
+
+    asyncio.run(scenario())
+
+
+def test_an_erasure_reaching_a_copy_that_has_not_ended_is_refused_whole(
+    backend: Backend, tmp_path: Path
+) -> None:
+    async def scenario() -> None:
+        async with running_host(backend, tmp_path) as host:
+            source = await _workflow_run(host)
+            evaluated = await _eval_run(host, source)
+
+            async def set_status(run_id: str, status: RunStatus) -> None:
+                async with host.store.transaction() as uow:
+                    await uow.connection.execute(
+                        update(runs).where(runs.c.run_id == run_id).values(status=status.value)
+                    )
+
+            # The eval run that copied the source is still running (as it would be, had the
+            # erasure come a moment sooner): it would record what it was served again.
+            await set_status(evaluated, RunStatus.RUNNING)
+            with pytest.raises(errors.RunStateConflict) as refused:
+                async with host.store.transaction() as uow:
+                    await erase_tool_content(uow, TENANT, source)
+            assert refused.value.message == ACTIVE_COPY
+            assert await _held_content(host, source) == ["tool_calls", "events"]
+            everywhere = ["tool_calls", "events", "task_trials", "derived_fixtures"]
+            assert await _held_content(host, evaluated) == everywhere
+
+            # Retention leaves it for its next purge, and goes on with the rest.
+            async with host.store.transaction() as uow:
+                await uow.connection.execute(
+                    update(runs)
+                    .where(runs.c.run_id == source)
+                    .values(completed_at=now() - timedelta(days=8))
+                )
+            assert await purge_expired(host.store, 7) == Erasure(runs=0, calls=0, copies=0)
+            assert await _held_content(host, source) == ["tool_calls", "events"]
+
+            await set_status(evaluated, RunStatus.COMPLETED)
+            assert await purge_expired(host.store, 7) == Erasure(runs=2, calls=4, copies=1)
+            assert await _held_content(host, evaluated) == []
 
     asyncio.run(scenario())

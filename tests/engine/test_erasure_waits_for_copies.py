@@ -27,6 +27,7 @@ from wopeval.engine.runs.erasure import Erasure, erase_tool_content
 from wopeval.hosting.host import Host
 from wopeval.store import RunRecord, UnitOfWork
 from wopeval.store.tables import derived_fixtures, tool_calls
+from wopeval.wire import errors
 from wopeval.wire.principal import Principal
 from wopeval.wire.runs import CreateRunRequest, ForkRunRequest
 
@@ -95,7 +96,12 @@ async def _erase_while_copying(host: Host, source: str, copy: Copy) -> tuple[str
     assert waiting == 1
     release.set()
     record = await copying
-    erased = await erasing
+    try:
+        erased = await erasing
+    except errors.RunStateConflict:
+        # The copy's run had not ended when the erasure reached it (erasure.ACTIVE_COPY).
+        await host.engine.wait_idle()
+        erased = await erase()
     await host.engine.wait_idle()
     return record.run_id, erased
 

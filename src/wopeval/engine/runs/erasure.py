@@ -38,6 +38,7 @@ _CALL_CONTENT = ("inputs", "outcome", "error")
 _EXCHANGE_CONTENT = ("request", "response", "error")
 _MISS_SHAPE = ("callIndex", "tool", "closestIndex", "consumedForTool")
 ERASED_MESSAGE = "The tool's error text was erased."
+ACTIVE_COPY = "A run that copied this run's content has not ended yet; erase again once it has."
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,10 @@ async def erase_tool_content(uow: UnitOfWork, tenant: str, run_id: str) -> Erasu
         run = await uow.runs.for_host(current, lock=True)
         if run is None:
             continue
+        if not run.status.is_terminal:
+            # A running copier keeps what it was served in memory and would record it again
+            # after the erasure: nothing is erased until every copier has ended.
+            raise errors.RunStateConflict(ACTIVE_COPY, details={"runStatus": run.status.value})
         calls += await uow.tool_calls.erase(current, at, erased_error)
         await uow.model_calls.erase(current, at)
         await uow.invocations.erase_said(current)
@@ -181,8 +186,11 @@ async def purge_expired(store: Store, retention_days: int) -> Erasure:
         )
     total = Erasure(0, 0, 0)
     for run_id in expired:
-        async with store.transaction() as uow:
-            done = await erase_tool_content(uow, run_id.partition("/")[0], run_id)
+        try:
+            async with store.transaction() as uow:
+                done = await erase_tool_content(uow, run_id.partition("/")[0], run_id)
+        except errors.RunStateConflict:
+            continue  # a copy of it is still running: the next purge erases both
         total = Erasure(
             total.runs + done.runs, total.calls + done.calls, total.copies + done.copies
         )
