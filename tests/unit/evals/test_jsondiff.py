@@ -162,3 +162,22 @@ _segments = st.lists(
 @given(_segments)
 def test_a_formatted_path_parses_back_to_its_segments(segments: tuple[Segment, ...]) -> None:
     assert parse_json_path(format_json_path(segments)) == segments
+
+
+def _rfc_name_first(code_point: int) -> bool:
+    """RFC 9535 §2.5.1.1: name-first = ALPHA / "_" / any code point beyond ASCII."""
+    char = chr(code_point)
+    return code_point >= 0x80 or char == "_" or ("a" <= char.lower() <= "z")
+
+
+def test_a_name_is_written_as_shorthand_exactly_where_rfc_9535_allows_it() -> None:
+    # Each code point of the first two blocks and the edges beyond them, as a name's
+    # first character and as a later one (where a digit is allowed too): shorthand
+    # (`.name`) where the grammar allows, brackets elsewhere.
+    edges = (0xD7FF, 0xD800, 0xDFFF, 0xE000, 0xFFFF, 0x10000, 0x10FFFF)
+    for code_point in (*range(0x800), *edges):
+        char = chr(code_point)
+        first = _rfc_name_first(code_point)
+        later = first or "0" <= char <= "9"
+        assert format_json_path((char,)).startswith("$.") is first, hex(code_point)
+        assert format_json_path(("a" + char,)).startswith("$.") is later, hex(code_point)
