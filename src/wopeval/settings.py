@@ -9,8 +9,7 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from wopeval.wire import limits
-from wopeval.wire.runs import EvalMode
-from wopeval.wire.task_detail import ToolsChangedPolicy
+from wopeval.wire.eval_options import EvalMode, ToolsChangedPolicy
 
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 

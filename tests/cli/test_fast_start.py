@@ -98,10 +98,6 @@ NOT_FOR_A_SERVED_LISTING = tuple(
         "wopeval.settings",
         "pydantic_settings",
         "wopeval.client._embedded",
-        # the settings' field types (`--tools-changed`, the eval modes)
-        "wopeval.wire.task_detail",
-        "wopeval.wire._event_base",
-        "wopeval.wire.runs",
     )
 )
 """`runs list --data-dir D` while a `wopeval serve` owns D's SQLite file: it reads the

@@ -21,8 +21,8 @@ from wopeval import client
 from wopeval.cli._exit import CliError
 from wopeval.cli._revision import project_revision
 from wopeval.wire import errors
+from wopeval.wire.eval_options import ToolsChangedPolicy
 from wopeval.wire.suite import parse_suite
-from wopeval.wire.task_detail import ToolsChangedPolicy
 
 if TYPE_CHECKING:
     from wopeval.engine.catalog.project_file import EvalEntry

@@ -26,7 +26,7 @@ from wopeval.hosting.collector import paused_for_startup
 
 if TYPE_CHECKING:
     # A field's annotation only: the task details' models are not a command's to load.
-    from wopeval.wire.task_detail import ToolsChangedPolicy
+    from wopeval.wire.eval_options import ToolsChangedPolicy
 
 UrlOption = Annotated[
     str | None,

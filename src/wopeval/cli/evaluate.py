@@ -44,8 +44,8 @@ from wopeval.cli._outputs import (
 )
 from wopeval.cli._progress import EvalProgress
 from wopeval.cli._render import result_lines
+from wopeval.wire.eval_options import ToolsChangedPolicy
 from wopeval.wire.suite import Suite
-from wopeval.wire.task_detail import ToolsChangedPolicy
 
 SETTINGS: dict[str, Any] = {"cls": Command, "epilog": EXIT_CODES_HELP}
 """How main.py registers the command: usage errors exit 4; the exit codes in --help."""

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     # The server stack is loaded by `start`: a `--url` command runs no host.
     from wopeval.hosting.loopback import LoopbackServer
     from wopeval.hosting.ownership import Lease
-    from wopeval.wire.task_detail import ToolsChangedPolicy
+    from wopeval.wire.eval_options import ToolsChangedPolicy
 
 log = logging.getLogger("wopeval.embedded")
 START_DEADLINE_SECONDS = 60.0

@@ -27,7 +27,8 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from wopeval.wire import errors
-from wopeval.wire.runs import EvalMode, RunStatus
+from wopeval.wire.eval_options import EvalMode
+from wopeval.wire.runs import RunStatus
 from wopeval.wire.suite import TASK_ID_PATTERN, Suite
 
 _TASK_ID = re.compile(TASK_ID_PATTERN)

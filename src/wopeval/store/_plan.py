@@ -6,10 +6,10 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, field_serializer
 
 from wopeval import evals
+from wopeval.wire.eval_options import EvalMode, ToolsChangedPolicy
 from wopeval.wire.json_text import JsonObject
-from wopeval.wire.runs import EvalMode
 from wopeval.wire.summary import Advisory, EvalSummary
-from wopeval.wire.task_detail import ToolChange, ToolsChangedPolicy
+from wopeval.wire.task_detail import ToolChange
 
 
 class StoredToolContract(BaseModel):

@@ -11,7 +11,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from wopeval.wire._event_base import Payload
-from wopeval.wire.runs import EvalMode
+from wopeval.wire.eval_options import EvalMode
 
 
 class EvalStarted(Payload):

@@ -14,7 +14,7 @@ from pydantic import (
     field_validator,
 )
 
-EvalMode = Literal["golden", "rubric", "adversarial", "regression", "live-shadow"]
+from wopeval.wire.eval_options import EvalMode
 
 
 class RunStatus(enum.StrEnum):

@@ -31,8 +31,8 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from wopeval.wire import errors
+from wopeval.wire.eval_options import EvalMode
 from wopeval.wire.jsonpath import JsonPathError, parse_json_path
-from wopeval.wire.runs import EvalMode
 
 ArgsMatch = Literal["exact", "subset", "ignore"]
 OnMiss = Literal["fail", "live"]

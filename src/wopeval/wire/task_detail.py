@@ -33,11 +33,6 @@ class PathChange(_Shape):
     """The actual value at `path`; absent for `removed`."""
 
 
-ToolsChangedPolicy = Literal["report", "fail"]
-"""What an eval task whose MCP tools changed since its recording comes to: `report` it (the
-task's `toolsChanged`), or `fail` it closed, unrun (docs/agents.md, "Tool contracts")."""
-
-
 class ToolChange(_Shape):
     tool: str
     """The tool's canonical `<server>:<tool>` name."""

@@ -8,7 +8,8 @@ import pytest
 
 from wopeval import evals
 from wopeval.wire import errors
-from wopeval.wire.runs import EvalMode, RunStatus
+from wopeval.wire.eval_options import EvalMode
+from wopeval.wire.runs import RunStatus
 
 from ._builders import golden_task, make_suite
 

@@ -14,8 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue
 from wopeval.engine.catalog.graders import DEFAULT_GRADER_TIMEOUT_SECONDS
 from wopeval.engine.catalog.judges import JudgeEntry
 from wopeval.engine.catalog.project_llm import LlmFields, ModelPriceEntry
+from wopeval.wire.eval_options import ToolsChangedPolicy
 from wopeval.wire.suite import GRADER_ID_PATTERN
-from wopeval.wire.task_detail import ToolsChangedPolicy
 
 DEFAULT_AGENT_TIMEOUT_SECONDS = 300.0
 

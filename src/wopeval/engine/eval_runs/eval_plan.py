@@ -27,10 +27,10 @@ from wopeval.engine.recording.tool_contracts import (
 from wopeval.settings import EvalFeatures
 from wopeval.store import RunHandle, StoredPlan, UnitOfWork
 from wopeval.wire import errors, json_text
-from wopeval.wire.runs import CreateRunRequest, EvalMode, RunKind
+from wopeval.wire.eval_options import EvalMode, ToolsChangedPolicy
+from wopeval.wire.runs import CreateRunRequest, RunKind
 from wopeval.wire.suite import OnMiss, Suite, Task, ToolResponse, parse_suite
 from wopeval.wire.summary import EvalSummary
-from wopeval.wire.task_detail import ToolsChangedPolicy
 
 # One message each, never carrying the id: every unusable baseline or source gets
 # the same status, code and body bytes (RFC 0251 §C, RFC 0252 §C).
