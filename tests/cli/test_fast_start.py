@@ -114,10 +114,12 @@ NOT_FOR_A_LISTING = (
     "wopeval.api.ui.pages",
     "jinja2",
     "regex",
+    "sqlalchemy.dialects.postgresql",
 )
 """What an embedded `runs list` on SQLite at head, with no LLM agent, no MCP server and no
 regex expectation, never loads (uvicorn's own command line loads Click): nor the dashboard's
-pages, built on the first request under `/ui` (api/ui/__init__.py)."""
+pages, built on the first request under `/ui` (api/ui/__init__.py), nor PostgreSQL's
+dialect (store/tables.py)."""
 
 
 def _imported(*args: str, cwd: Path | None = None, code: int = 0) -> set[str]:

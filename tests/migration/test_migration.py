@@ -11,14 +11,15 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, inspect
+from sqlalchemy import Connection, inspect, text
 from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.schema import CreateIndex
 
 from _backends import Backend
 from wopeval.store import create_engine, migrate
 from wopeval.store.db import HEAD_REVISION, alembic_config
 from wopeval.store.queue_schema import is_queue_object
-from wopeval.store.tables import metadata
+from wopeval.store.tables import INVOCATION_STARTED, events, metadata
 
 VERSION_TABLE = "alembic_version"
 QUEUE_TABLES = {
@@ -187,3 +188,26 @@ async def test_a_side_table_migration_adds_its_table_and_takes_it_away_again(
     async with empty_database.begin() as connection:
         await connection.run_sync(_to(before_it, down=True))
         assert await connection.run_sync(_tables) == before
+
+
+def _index_definition(connection: Connection, name: str) -> str:
+    if connection.dialect.name == "postgresql":
+        query = "SELECT indexdef FROM pg_indexes WHERE indexname = :name"
+    else:
+        query = "SELECT sql FROM sqlite_master WHERE type = 'index' AND name = :name"
+    return str(connection.execute(text(query), {"name": name}).scalar_one())
+
+
+async def test_the_partial_index_has_the_condition_the_tables_declare(
+    empty_database: AsyncEngine,
+) -> None:
+    # PostgreSQL's condition is declared by `create_engine` (tables.declare_postgresql_conditions),
+    # not in the table, so that SQLite never loads that dialect.
+    await migrate(empty_database)
+    (started,) = (index for index in events.indexes if index.name == "ix_events_invocation_started")
+    async with empty_database.connect() as connection:
+        assert started.dialect_options[connection.dialect.name]["where"] is INVOCATION_STARTED
+        declared = str(CreateIndex(started).compile(dialect=connection.dialect))
+        built = await connection.run_sync(_index_definition, "ix_events_invocation_started")
+    assert declared.endswith("WHERE type = 'agent.invocation-started'")
+    assert "'agent.invocation-started'" in built.partition(" WHERE ")[2]

@@ -9,7 +9,7 @@ from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Table
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects import sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.dml import Insert
 
@@ -38,5 +38,8 @@ def _reader(kind: type[DataclassInstance]) -> tuple[tuple[str, ...], Callable[[A
 def ignoring_duplicates(connection: AsyncConnection, table: Table) -> Insert:
     """An INSERT that leaves a row whose key is already there as it is."""
     if connection.dialect.name == "postgresql":
+        # Imported here: an SQLite host never loads the PostgreSQL dialect (issue 28).
+        from sqlalchemy.dialects import postgresql
+
         return postgresql.insert(table).on_conflict_do_nothing()
     return sqlite.insert(table).on_conflict_do_nothing()

@@ -15,6 +15,7 @@ from sqlalchemy.exc import DBAPIError, DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 import wopeval.store._sqlite_inline as _sqlite_inline
+from wopeval.store import tables
 from wopeval.wire import json_text
 
 if TYPE_CHECKING:
@@ -54,6 +55,7 @@ def create_engine(url: str) -> AsyncEngine:
         )
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         return engine
+    tables.declare_postgresql_conditions()
     engine = create_async_engine(
         url,
         # As many at most as before (30 a process), all of them kept once opened: a
