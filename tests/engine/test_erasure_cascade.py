@@ -25,6 +25,7 @@ from wopeval.engine.runs.erasure import (
     ACTIVE_COPY,
     ERASED_MESSAGE,
     Erasure,
+    Purged,
     erase_tool_content,
     purge_expired,
 )
@@ -166,11 +167,13 @@ def test_retention_erases_the_runs_that_ended_before_its_cut_off_with_their_copi
                     .where(runs.c.run_id.in_([expired, also_expired]))
                     .values(completed_at=now() - timedelta(days=8))
                 )
-            assert await purge_expired(host.store, 7) == Erasure(runs=4, calls=8, copies=1)
+            assert await purge_expired(host.store, 7) == Purged(
+                Erasure(runs=4, calls=8, copies=1), 0
+            )
             for run_id in (expired, also_expired, fork, evaluated):
                 assert await _held_content(host, run_id) == [], run_id
             assert await _held_content(host, recent) == ["tool_calls", "events"]
-            assert await purge_expired(host.store, 7) == Erasure(runs=0, calls=0, copies=0)
+            assert await purge_expired(host.store, 7) == Purged(Erasure(0, 0, 0), 0)
 
     asyncio.run(scenario())
 
@@ -234,11 +237,11 @@ def test_an_erasure_reaching_a_copy_that_has_not_ended_is_refused_whole(
                     .where(runs.c.run_id == source)
                     .values(completed_at=now() - timedelta(days=8))
                 )
-            assert await purge_expired(host.store, 7) == Erasure(runs=0, calls=0, copies=0)
+            assert await purge_expired(host.store, 7) == Purged(Erasure(0, 0, 0), deferred=1)
             assert await _held_content(host, source) == ["tool_calls", "events"]
 
             await set_status(evaluated, RunStatus.COMPLETED)
-            assert await purge_expired(host.store, 7) == Erasure(runs=2, calls=4, copies=1)
+            assert await purge_expired(host.store, 7) == Purged(Erasure(2, 4, 1), deferred=0)
             assert await _held_content(host, evaluated) == []
 
     asyncio.run(scenario())

@@ -12,7 +12,7 @@ from wopeval.cli._exit import DATABASE_OWNED
 from wopeval.settings import Settings
 
 if TYPE_CHECKING:
-    from wopeval.engine.runs.erasure import Erasure
+    from wopeval.engine.runs.erasure import Purged
 
 
 def purge(
@@ -44,16 +44,22 @@ def purge(
         )
         raise typer.Exit(DATABASE_OWNED) from None
     try:
-        erased = asyncio.run(_purge(settings.resolved_database_url(), older_than_days))
+        purged = asyncio.run(_purge(settings.resolved_database_url(), older_than_days))
     finally:
         lease.release()
+    erased = purged.erased
     typer.echo(
         f"erased tool content of {erased.runs} runs "
         f"({erased.calls} calls, {erased.copies} derived copies)"
     )
+    if purged.deferred:
+        typer.echo(
+            f"deferred {purged.deferred} expired runs: a run that copied their content has "
+            "not ended yet; purge again once it has"
+        )
 
 
-async def _purge(url: str, days: int) -> Erasure:
+async def _purge(url: str, days: int) -> Purged:
     from wopeval.engine.runs.erasure import purge_expired
     from wopeval.store import Store
 

@@ -43,10 +43,15 @@ async def housekeep(
                 if stale_claims:
                     await uow.idempotency.release_unanswered_before(now() - STALE_CLAIM)
             if retention_days is not None:
-                erased = await purge_expired(store, retention_days)
-                if erased.runs:
+                purged = await purge_expired(store, retention_days)
+                if purged.erased.runs:
                     notifier.rewritten()
-                    log.info("retention erased the tool content of %d runs", erased.runs)
+                    log.info("retention erased the tool content of %d runs", purged.erased.runs)
+                if purged.deferred:
+                    log.info(
+                        "retention deferred %d runs: a run that copied them has not ended",
+                        purged.deferred,
+                    )
         except Exception:
             log.exception("housekeeping failed; retrying at the next interval")
         await asyncio.sleep(interval)

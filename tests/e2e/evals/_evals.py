@@ -245,13 +245,13 @@ def delete_run_rows(url: str, run_id: str) -> dict[str, int]:
     return asyncio.run(_delete_run_rows(url, run_id, ("runs", "events", "tool_calls")))
 
 
-async def _set_completed_at(url: str, run_id: str, value: Any) -> int:
+async def _set_run_column(url: str, run_id: str, column: str, value: Any) -> int:
     engine = create_engine(url)
     try:
         async with engine.begin() as connection:
             runs = metadata.tables["runs"]
             result = await connection.execute(
-                update(runs).where(runs.c.run_id == run_id).values(completed_at=value)
+                update(runs).where(runs.c.run_id == run_id).values({column: value})
             )
             return int(result.rowcount or 0)
     finally:
@@ -259,4 +259,9 @@ async def _set_completed_at(url: str, run_id: str, value: Any) -> int:
 
 
 def set_completed_at(url: str, run_id: str, value: Any) -> None:
-    assert asyncio.run(_set_completed_at(url, run_id, value)) == 1
+    assert asyncio.run(_set_run_column(url, run_id, "completed_at", value)) == 1
+
+
+def set_status(url: str, run_id: str, status: str) -> None:
+    """The run's status as stored, as a host that stopped mid-run would have left it."""
+    assert asyncio.run(_set_run_column(url, run_id, "status", status)) == 1

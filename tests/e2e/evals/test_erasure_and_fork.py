@@ -34,6 +34,7 @@ from ._evals import (
     run_count,
     run_eval,
     set_completed_at,
+    set_status,
     suite,
     task,
 )
@@ -190,13 +191,25 @@ def test_purge_erases_expired_tool_content(purge_host: ServerHandle, backend: Ba
 
     where = (["--database-url", url] if backend.name == "postgres"
              else ["--data-dir", str(purge_host.settings.data_dir)])  # fmt: skip
-    done = subprocess.run(
-        [str(WOPEVAL), "purge", "--older-than-days", "30", *where],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
+
+    def purge() -> str:
+        done = subprocess.run(
+            [str(WOPEVAL), "purge", "--older-than-days", "30", *where],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    # While the eval run that copied the source has not ended, the source waits.
+    set_status(url, taker.run_id, "running")
+    deferred = purge()
+    assert "erased tool content of 0 runs (0 calls, 0 derived copies)" in deferred
+    assert "deferred 1 expired runs: a run that copied their content has not ended" in deferred
+    set_status(url, taker.run_id, "completed")
+    done = purge()
     # The expired source and, through its derived copy, the recent eval run served from it.
-    assert "erased tool content of 2 runs (4 calls, 1 derived copies)" in done.stdout
+    assert "erased tool content of 2 runs (4 calls, 1 derived copies)" in done
+    assert "deferred" not in done
 
     assert {(r["inputs"], r["result"]) for r in table_rows(url, "tool_calls", run_id=expired)} == {
         (None, None)

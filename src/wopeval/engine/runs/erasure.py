@@ -175,7 +175,14 @@ def erased_trial(detail: dict[str, Any]) -> dict[str, Any]:
     return kept
 
 
-async def purge_expired(store: Store, retention_days: int) -> Erasure:
+@dataclass(frozen=True)
+class Purged:
+    erased: Erasure
+    deferred: int
+    """Expired runs left for a later purge: a run that copied them had not ended."""
+
+
+async def purge_expired(store: Store, retention_days: int) -> Purged:
     """Erase the tool content of every run that finished more than `retention_days` ago."""
     cutoff: datetime = now() - timedelta(days=retention_days)
     async with store.reading() as uow:
@@ -184,14 +191,15 @@ async def purge_expired(store: Store, retention_days: int) -> Erasure:
             | set(await uow.model_calls.run_ids_older_than(cutoff))
             | set(await uow.tool_listings.run_ids_older_than(cutoff))
         )
-    total = Erasure(0, 0, 0)
+    total, deferred = Erasure(0, 0, 0), 0
     for run_id in expired:
         try:
             async with store.transaction() as uow:
                 done = await erase_tool_content(uow, run_id.partition("/")[0], run_id)
         except errors.RunStateConflict:
-            continue  # a copy of it is still running: the next purge erases both
+            deferred += 1  # a copy of it is still running: a later purge erases both
+            continue
         total = Erasure(
             total.runs + done.runs, total.calls + done.calls, total.copies + done.copies
         )
-    return total
+    return Purged(total, deferred)
