@@ -16,5 +16,30 @@ connection per exchange (bench/model_proxy.py saw ~1,400 sockets in TIME-WAIT), 
 pool. The host's concurrency is bounded by its runs, not here."""
 
 
+class TransportOnFirstUse(httpx.AsyncBaseTransport):
+    """httpx's own transport, made when the first request goes out.
+
+    Making it loads the system's certificate store (~25 ms), which every command's host
+    would pay at start although most never call out (issue 28). Environment proxies are
+    unaffected: httpx mounts its proxy transports beside this default one.
+    """
+
+    def __init__(self) -> None:
+        self.made: httpx.AsyncHTTPTransport | None = None
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if self.made is None:
+            self.made = httpx.AsyncHTTPTransport(limits=OUTBOUND_LIMITS)
+        return await self.made.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        if self.made is not None:
+            await self.made.aclose()
+
+
 def outbound_client(settings: Settings) -> httpx.AsyncClient:
-    return httpx.AsyncClient(timeout=settings.tool_timeout_seconds, limits=OUTBOUND_LIMITS)
+    return httpx.AsyncClient(
+        timeout=settings.tool_timeout_seconds,
+        limits=OUTBOUND_LIMITS,
+        transport=TransportOnFirstUse(),
+    )

@@ -7,6 +7,7 @@ import asyncio
 from pathlib import Path
 
 from wopeval.hosting.host import Host
+from wopeval.hosting.outbound import TransportOnFirstUse
 from wopeval.settings import Settings
 
 from .._counted_server import CountedConnections
@@ -51,6 +52,28 @@ async def test_the_hosts_client_holds_every_call_at_once_and_keeps_each_connecti
         assert {answer.status_code for answer in done} == {200}
         await asyncio.sleep(0.5)  # a connection the client closed is seen closed by now
         assert answers.open == CALLS, "the client closed connections it could reuse"
+    finally:
+        await host.stop()
+        server.close()
+
+
+async def test_the_hosts_client_makes_its_transport_when_its_first_call_goes_out(
+    tmp_path: Path,
+) -> None:
+    # Making it loads the certificate store: a command's host that never calls out skips it.
+    answers = CountedConnections()
+    server = await asyncio.start_server(answers.serve, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/"
+    host = await Host.start(Settings(data_dir=tmp_path, api_keys={"acme": "k" * 32}))
+    try:
+        transport = host.http._transport  # httpx's default transport: every call's
+        assert isinstance(transport, TransportOnFirstUse)
+        assert transport.made is None
+        assert (await host.http.post(url, content=b"{}")).status_code == 200
+        made = transport.made
+        assert made is not None
+        assert (await host.http.post(url, content=b"{}")).status_code == 200
+        assert transport.made is made
     finally:
         await host.stop()
         server.close()
