@@ -469,11 +469,28 @@ class RunsRepo:
         its known last sequence plus its events if it is still there and in one of
         `allowed_from`. The caller numbers the events from what it knows.
 
-        Pipelined transactions only (store/_driver.py `Batch`): the statements are held and
-        checked by the server, so the move costs no round trip of its own; a row found
-        elsewhere (another writer moved it, or its state changed) fails the whole
-        transaction with `StaleRun` when it is sent, and nothing of it is written."""
+        A row found elsewhere (another writer moved it, or its state changed) fails the
+        whole transaction with `StaleRun`, and nothing of it is written. In a pipelined
+        PostgreSQL transaction (store/_driver.py `Batch`) the statement is held and checked
+        by the server, so the move costs no round trip of its own. On SQLite it runs at once
+        and the rows it changed are counted here: SQLite's RETURNING, which `advance_each`
+        reads the rows back by, cost a live call's group as much again as the UPDATE."""
         states = sorted(state.value for state in allowed_from)
+        if self._connection.dialect.name == "sqlite":
+            named = {f"state_{index}": state for index, state in enumerate(states)}
+            rows = [
+                {
+                    "tenant": move.tenant,
+                    "run": move.run_id,
+                    "known": known[move.run_id],
+                    "count": move.events,
+                    "trials": move.trials,
+                    **named,
+                }
+                for move in moves
+            ]
+            _driver.run_checked(self._connection, _advance_known_sqlite(len(states)), rows)
+            return
         values = _moved(moves, states)
         values |= {f"known_{index}": known[move.run_id] for index, move in enumerate(moves)}
         statement = _advance_known_statement(len(moves), len(states))
@@ -594,6 +611,19 @@ def _advance_each_statement(runs_count: int, states_count: int) -> TextClause:
         f"UPDATE runs SET last_sequence = last_sequence + CASE run_id {counts} ELSE 0 END,"
         f" landed_trials = landed_trials + CASE run_id {trials} ELSE 0 END"
         f" WHERE ({keys}) AND status IN ({states}) RETURNING run_id, last_sequence"
+    )
+
+
+@functools.cache
+def _advance_known_sqlite(states_count: int) -> str:
+    """`RunsRepo.advance_known`'s UPDATE of one run on SQLite (named parameters, run once
+    per run by `executemany`), built once."""
+    states = ", ".join(f":state_{i}" for i in range(states_count))
+    return (
+        "UPDATE runs SET last_sequence = :known + :count,"
+        " landed_trials = landed_trials + :trials"
+        " WHERE tenant = :tenant AND run_id = :run"
+        f" AND last_sequence = :known AND status IN ({states})"
     )
 
 
