@@ -254,13 +254,13 @@ def hold_checked(connection: AsyncConnection, sql: str, values: dict[str, Any], 
     )
 
 
-def run_checked(connection: AsyncConnection, sql: str, rows: Sequence[Row]) -> None:
-    """Run `sql`, a SQLite UPDATE of one row (named parameters), once for each of `rows`;
-    `StaleRun` when they changed fewer rows than there are (the caller's transaction then
-    ends without writing anything, as a PostgreSQL batch's does at a failed check)."""
-    changed = driver_connection(connection).sqlite.executemany(sql, rows).rowcount
-    if changed != len(rows):
-        raise StaleRun(f"{_CHECK_FAILED}{changed} of {len(rows)}")
+def run_checked(connection: AsyncConnection, sql: str, values: Row, rows: int) -> None:
+    """Run `sql`, a SQLite UPDATE (named parameters) that must change exactly `rows` rows;
+    `StaleRun` when it changes fewer (the caller's transaction then ends without writing
+    anything, as a PostgreSQL batch's does at a failed check, `hold_checked`)."""
+    changed = driver_connection(connection).sqlite.execute(sql, values).rowcount
+    if changed != rows:
+        raise StaleRun(f"{_CHECK_FAILED}{changed}, not {rows}")
 
 
 _batches: dict[int, Batch] = {}
