@@ -13,6 +13,9 @@ connections, each making `--calls` live calls.
   50 ms until all have ended, their ends read from the runs themselves);
 - p50 per call: the agent-side latency of every call of every run (each `call_tool`
   awaited: its `agent.tool-called` durable, the tool run, its outcome durable);
+- serve CPU per call: the serve process's CPU time (all its threads, from /proc) from
+  just before the first POST until every run has ended, ÷ the calls: on a machine
+  shared with other work, the steadier figure of what a call costs the host;
 - the anchors, in the same run just before the serve starts: the raw driver's two
   single-row commits per call on the same store (record_path.py's: Python's sqlite3 in
   WAL mode with `synchronous=NORMAL`, or psycopg in autocommit on the same server),
@@ -30,8 +33,10 @@ commands and the measured figures.
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -71,6 +76,9 @@ class WireResult:
     per_call: Latency
     """The agent's own latency of every call of every run."""
     tool_call_rows: int
+    serve_cpu_ms_per_call: float | None
+    """The serve's CPU time (every thread) over the runs ÷ their calls; None where /proc
+    does not say (not Linux)."""
 
 
 @dataclass
@@ -145,10 +153,25 @@ def check_run(http: httpx.Client, run_id: str, calls: int) -> tuple[list[float],
     return latencies, live, ended_at(run)
 
 
+def serve_cpu_seconds() -> float | None:
+    """The CPU time so far of this process's one child, the serve (every thread: utime and
+    stime of /proc/PID/stat); None where /proc does not say."""
+    try:
+        children = Path(f"/proc/self/task/{threading.get_native_id()}/children").read_text()
+        (pid,) = children.split()
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except (OSError, ValueError):
+        return None
+    # After the command's name: utime and stime are the 12th and 13th fields.
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def measure(base: str, runs: int, calls: int) -> WireResult:
+    cpu_before = serve_cpu_seconds()
     wall, create_seconds, run_ids = asyncio.run(create_runs(base, runs, calls))
     with httpx.Client(base_url=base, headers=HEADERS, timeout=60.0, trust_env=False) as http:
         wait_all_ended(http, runs)
+        cpu_after = serve_cpu_seconds()
         checked = [check_run(http, run_id, calls) for run_id in run_ids]
     seconds = max(end for _, _, end in checked) - wall
     return WireResult(
@@ -159,6 +182,11 @@ def measure(base: str, runs: int, calls: int) -> WireResult:
         calls_per_second=runs * calls / seconds,
         per_call=Latency.of([latency for latencies, _, _ in checked for latency in latencies]),
         tool_call_rows=sum(rows for _, rows, _ in checked),
+        serve_cpu_ms_per_call=(
+            None
+            if cpu_before is None or cpu_after is None
+            else (cpu_after - cpu_before) * 1000 / (runs * calls)
+        ),
     )
 
 
@@ -203,6 +231,8 @@ def print_store(result: StoreResult) -> None:
         f"{result.per_call_ratio:.1f}x, throughput {result.throughput_ratio:.2f}",
         flush=True,
     )
+    if wire.serve_cpu_ms_per_call is not None:
+        print(f"serve cpu  {store:<10} {wire.serve_cpu_ms_per_call:.3f} ms/call", flush=True)
     print(f"rows       {store:<10} {wire.tool_call_rows} tool records, all checked", flush=True)
     target = TARGET_CALLS_PER_SECOND.get(store)
     if target is not None:

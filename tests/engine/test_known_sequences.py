@@ -1,6 +1,7 @@
 """The log writer numbers a run's events from where its own last commit left the run's row,
 and on PostgreSQL has the server check that row in the same query: a step is one round trip
-(engine/runlog/log_writer.py, store/_runs.py `advance_known`). A run found elsewhere
+(engine/runlog/log_writer.py, store/_runs.py `advance_known`); on SQLite the row's move is
+checked by the rows it changed, not read back by a RETURNING. A run found elsewhere
 (another writer moved it, or its state changed) is refused by that check, nothing of the
 transaction lands, and its steps land the way that reads the row, in order and contiguous."""
 
@@ -25,7 +26,7 @@ from _statements import round_trips
 from unit.engine._store import open_run, writer_for
 from wopeval.engine.runlog.runlog import RunLog
 from wopeval.engine.runlog.steps import RUNNING, RunClosed, Step, Transition
-from wopeval.store import RunMove, Store, sqlite_url
+from wopeval.store import RunMove, StaleRun, Store, sqlite_url
 from wopeval.store._driver import driver_connection
 from wopeval.store.tables import runs
 from wopeval.wire import events
@@ -74,7 +75,8 @@ async def _row(store: Store, run_id: str) -> tuple[str, int]:
 
 
 async def _kept_driver(store: Store) -> Any:
-    """psycopg's connection under the log writer's kept one (store/__init__.py)."""
+    """The driver's connection under the log writer's kept one (store/__init__.py): psycopg's,
+    or our inline SQLite's (store/_sqlite_inline.py)."""
     async with store.log_transaction() as uow:
         return driver_connection(uow.connection)
 
@@ -220,13 +222,51 @@ async def test_a_run_moved_twice_in_one_transaction_is_checked_from_its_first_mo
     assert await _log(store, log.run_id) == [(0, None), (1, "active"), (2, "running")]
 
 
+@pytest.mark.postgres
 async def test_a_checked_move_is_refused_outside_a_pipelined_transaction(
-    backend: Backend, tmp_path: Path
+    postgres_store: Store,
 ) -> None:
     """Held and checked by the server only where statements are held: elsewhere it would
     be neither run nor checked."""
-    async with _opened(backend.new_database() or sqlite_url(tmp_path)) as store:
-        move = RunMove("acme", "acme/run", events=1, trials=0)
-        with pytest.raises(RuntimeError, match="outside a pipelined transaction"):
+    move = RunMove("acme", "acme/run", events=1, trials=0)
+    with pytest.raises(RuntimeError, match="outside a pipelined transaction"):
+        async with postgres_store.log_transaction() as uow:
+            uow.runs.advance_known([move], {"acme/run": 0}, frozenset({RunStatus.RUNNING}))
+
+
+async def test_on_sqlite_a_known_runs_move_is_checked_not_read_back(tmp_path: Path) -> None:
+    async with _opened(sqlite_url(tmp_path)) as store:
+        log = await open_run(writer_for(store))
+        stranger = RunLog(writer_for(store), log.run_id, log.tenant)
+        moves: list[str] = []
+        driver = await _kept_driver(store)
+        driver.sqlite.set_trace_callback(
+            lambda sql: moves.append(sql) if sql.startswith("UPDATE runs") else None
+        )
+        await log.commit(_step("known"))
+        await stranger.commit(_step("stranger-1"))
+        await stranger.commit(_step("stranger-2"))
+        driver.sqlite.set_trace_callback(None)
+        # Only the writer that never wrote the run reads its row back, once.
+        assert ["RETURNING" in sql for sql in moves] == [False, True, False]
+        assert await _log(store, log.run_id) == [
+            (0, None),
+            (1, "known"),
+            (2, "stranger-1"),
+            (3, "stranger-2"),
+        ]
+
+
+async def test_on_sqlite_a_move_found_elsewhere_fails_its_transaction_whole(
+    tmp_path: Path,
+) -> None:
+    async with _opened(sqlite_url(tmp_path)) as store:
+        log = await open_run(writer_for(store))
+        running = frozenset({RunStatus.RUNNING})
+        known = RunMove(log.tenant, log.run_id, events=1, trials=0)
+        missing = RunMove("acme", "acme/run", events=1, trials=0)
+        with pytest.raises(StaleRun):
             async with store.log_transaction() as uow:
-                uow.runs.advance_known([move], {"acme/run": 0}, frozenset({RunStatus.RUNNING}))
+                uow.runs.advance_known([known, missing], {log.run_id: 0, "acme/run": 0}, running)
+        # The move of the run that was where it was known is not kept either.
+        assert await _row(store, log.run_id) == ("running", 0)

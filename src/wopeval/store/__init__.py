@@ -66,8 +66,15 @@ class UnitOfWork:
     connection: AsyncConnection
     pipelined: bool = False
     """Whether its statements are held and sent together (a pipelined log transaction on
-    PostgreSQL, `Store.log_transaction`): only then may a statement be checked by the server
-    instead of read back (`RunsRepo.advance_known`)."""
+    PostgreSQL, `Store.log_transaction`): only then may a PostgreSQL statement be checked
+    by the server instead of read back (`RunsRepo.advance_known`)."""
+
+    @property
+    def checks_moves(self) -> bool:
+        """Whether a run row's move may be checked instead of read back
+        (`RunsRepo.advance_known`): by the server in a pipelined transaction, and on SQLite,
+        whose statements run at once, by the count of rows it changed."""
+        return self.pipelined or self.connection.dialect.name == "sqlite"
 
     @property
     def runs(self) -> RunsRepo:
@@ -250,6 +257,12 @@ class Store:
                 yield UnitOfWork(writer)
             if self._checkpoints is not None:
                 self._checkpoints.written()
+
+    @property
+    def pipelines(self) -> bool:
+        """Whether `log_transaction(pipelined=True)` holds its statements to send them
+        together: PostgreSQL's do; SQLite's run at once whatever is asked."""
+        return self._one_writer is None
 
     @asynccontextmanager
     async def log_transaction(self, *, pipelined: bool = False) -> AsyncIterator[UnitOfWork]:

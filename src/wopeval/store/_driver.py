@@ -225,9 +225,10 @@ class Batch:
 
 
 class StaleRun(Exception):
-    """A checked statement of a pipelined transaction (`hold_checked`) changed fewer rows
-    than it had to: the server stopped at it, so nothing of the transaction is written
-    (its COMMIT never ran), and the caller goes the way that reads what it had assumed."""
+    """A checked statement of a pipelined transaction (`hold_checked`), or of SQLite's
+    (`run_checked`), changed fewer rows than it had to: nothing of the transaction is
+    written (the server stopped at it and its COMMIT never ran; SQLite's is rolled back),
+    and the caller goes the way that reads what it had assumed."""
 
 
 _CHECK_FAILED = "wopeval: checked statement changed rows: "
@@ -251,6 +252,15 @@ def hold_checked(connection: AsyncConnection, sql: str, values: dict[str, Any], 
         f" ELSE CAST('{_CHECK_FAILED}' || count(*) AS integer) END FROM changed",
         values,
     )
+
+
+def run_checked(connection: AsyncConnection, sql: str, values: Row, rows: int) -> None:
+    """Run `sql`, a SQLite UPDATE (named parameters) that must change exactly `rows` rows;
+    `StaleRun` when it changes fewer (the caller's transaction then ends without writing
+    anything, as a PostgreSQL batch's does at a failed check, `hold_checked`)."""
+    changed = driver_connection(connection).sqlite.execute(sql, values).rowcount
+    if changed != rows:
+        raise StaleRun(f"{_CHECK_FAILED}{changed}, not {rows}")
 
 
 _batches: dict[int, Batch] = {}

@@ -469,13 +469,19 @@ class RunsRepo:
         its known last sequence plus its events if it is still there and in one of
         `allowed_from`. The caller numbers the events from what it knows.
 
-        Pipelined transactions only (store/_driver.py `Batch`): the statements are held and
-        checked by the server, so the move costs no round trip of its own; a row found
-        elsewhere (another writer moved it, or its state changed) fails the whole
-        transaction with `StaleRun` when it is sent, and nothing of it is written."""
+        A row found elsewhere (another writer moved it, or its state changed) fails the
+        whole transaction with `StaleRun`, and nothing of it is written. In a pipelined
+        PostgreSQL transaction (store/_driver.py `Batch`) the statement is held and checked
+        by the server, so the move costs no round trip of its own. On SQLite it runs at once
+        and the rows it changed are counted here: SQLite's RETURNING, which `advance_each`
+        reads the rows back by, cost a live call's group as much again as the UPDATE."""
         states = sorted(state.value for state in allowed_from)
         values = _moved(moves, states)
         values |= {f"known_{index}": known[move.run_id] for index, move in enumerate(moves)}
+        if self._connection.dialect.name == "sqlite":
+            statement = _advance_known_sqlite(len(moves), len(states))
+            _driver.run_checked(self._connection, statement, values, len(moves))
+            return
         statement = _advance_known_statement(len(moves), len(states))
         _driver.hold_checked(self._connection, statement, values, len(moves))
 
@@ -585,15 +591,33 @@ def _advance_each_statement(runs_count: int, states_count: int) -> TextClause:
     Plain SQL (valid on SQLite and PostgreSQL): an expression tree of this size costs
     more to build and to key for the statement cache at each execution than the
     UPDATE costs to run."""
+    moved = _cased_move(runs_count, states_count, checked=False)
+    return text(f"{moved} RETURNING run_id, last_sequence")
+
+
+@functools.cache
+def _advance_known_sqlite(runs_count: int, states_count: int) -> str:
+    """`RunsRepo.advance_known`'s UPDATE on SQLite for that many runs and allowed states,
+    built once (named parameters, `_moved`'s and each run's `known_{index}`)."""
+    return _cased_move(runs_count, states_count, checked=True)
+
+
+def _cased_move(runs_count: int, states_count: int, *, checked: bool) -> str:
+    """An UPDATE of that many runs' rows, each by its own counts, if in one of that many
+    states; `checked`, each only if at its known last sequence too."""
     indexes = range(runs_count)
     counts = " ".join(f"WHEN :run_{i} THEN CAST(:count_{i} AS INTEGER)" for i in indexes)
     trials = " ".join(f"WHEN :run_{i} THEN CAST(:trials_{i} AS INTEGER)" for i in indexes)
-    keys = " OR ".join(f"(tenant = :tenant_{i} AND run_id = :run_{i})" for i in indexes)
+    keys = " OR ".join(
+        f"(tenant = :tenant_{i} AND run_id = :run_{i}"
+        + (f" AND last_sequence = :known_{i})" if checked else ")")
+        for i in indexes
+    )
     states = ", ".join(f":state_{i}" for i in range(states_count))
-    return text(
+    return (
         f"UPDATE runs SET last_sequence = last_sequence + CASE run_id {counts} ELSE 0 END,"
         f" landed_trials = landed_trials + CASE run_id {trials} ELSE 0 END"
-        f" WHERE ({keys}) AND status IN ({states}) RETURNING run_id, last_sequence"
+        f" WHERE ({keys}) AND status IN ({states})"
     )
 
 

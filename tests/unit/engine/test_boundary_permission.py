@@ -5,11 +5,13 @@ reaches no one with a secret or the invocation's token in it."""
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 import pytest
 from pydantic import JsonValue
 
+from _handles import handle_of
 from wopeval.agents import AgentContext, AgentRegistry, AgentSpec, PythonAgent, ToolCallError
 from wopeval.engine.recording.boundary import Boundary, LiveTransport
 from wopeval.engine.recording.grants import InvocationGrants
@@ -29,7 +31,11 @@ async def _decide(context: object) -> JsonValue:
 
 
 def _invocation(
-    log: RunLog, ran: list[str], allowlist: tuple[str, ...] | None, *tools: PythonTool
+    log: RunLog,
+    ran: list[str],
+    allowlist: tuple[str, ...] | None,
+    *tools: PythonTool,
+    secrets: tuple[SecretSource, ...] = (SecretSource(value=SECRET),),
 ) -> Invocation:
     registry = ToolRegistry()
 
@@ -48,7 +54,7 @@ def _invocation(
         registry,
         ToolContext(tenant=TENANT, run_id=log.run_id),
         5.0,
-        redactor=Redactor((SecretSource(value=SECRET),)),
+        redactor=Redactor(secrets),
     )
     return Invocation(
         spec=AgentSpec("agent", PythonAgent(_decide), "python", tools=allowlist),
@@ -187,6 +193,48 @@ async def test_the_invocations_token_is_cut_from_what_a_tool_is_sent_and_answers
         # The agent's args lose it too, before the tool or the record sees them.
         assert token_seen[1] == str({"mine": [REDACTED, REDACTED]})
         assert invocation.shared.executed[0].args == {"mine": [REDACTED, REDACTED]}
+
+
+async def _echo_environment(args: JsonValue) -> JsonValue:
+    return {"rotated": os.environ.get("UNIT_ROTATED_TOKEN"), "added": os.environ.get("UNIT_ADDED")}
+
+
+async def test_a_secret_rotated_or_set_between_two_calls_is_cut_from_the_second(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A variable is read as egress reads it, at each call: the list searched for, kept
+    # from the first call, must not hide the second call's new values.
+    monkeypatch.setenv("UNIT_ROTATED_TOKEN", "first-token-value")
+    monkeypatch.delenv("UNIT_ADDED", raising=False)
+    async with open_store(tmp_path) as store:
+        log = await open_run(writer_for(store))
+        invocation = _invocation(
+            log,
+            [],
+            None,
+            PythonTool("leaky:environment", _echo_environment),
+            secrets=(SecretSource(env="UNIT_ROTATED_TOKEN"), SecretSource(env="UNIT_ADDED")),
+        )
+        sent: list[JsonValue] = ["first-token-value", "second-token-value", "added-value"]
+        first = await invocation.call_tool("leaky:environment", {"sent": sent})
+        assert first == {"rotated": REDACTED, "added": None}
+        monkeypatch.setenv("UNIT_ROTATED_TOKEN", "second-token-value")
+        monkeypatch.setenv("UNIT_ADDED", "added-value")
+        second = await invocation.call_tool("leaky:environment", {"sent": sent})
+        assert second == {"rotated": REDACTED, "added": REDACTED}
+        executed = invocation.shared.executed
+        assert executed[0].args == {"sent": [REDACTED, "second-token-value", "added-value"]}
+        assert executed[1].args == {"sent": ["first-token-value", REDACTED, REDACTED]}
+        await invocation.journal.flush()
+        async with store.reading() as uow:
+            run = await handle_of(uow, log.run_id)
+            docs = await uow.events.all_docs(run)
+            (_, recorded) = await uow.tool_calls.page(run, after=-1, limit=10)
+        # The second call's record and events: args and answer, without the new values.
+        assert (recorded.inputs, recorded.result) == (executed[1].args, second)
+        tail = "".join(docs[-2:])
+        assert "second-token-value" not in tail
+        assert "added-value" not in tail
 
 
 def test_redacting_an_answer_with_no_secret_known_gives_it_back_as_it_is() -> None:

@@ -12,6 +12,11 @@ agent said"). Before any copy of it exists it passes here, once:
 - and whatever looks like a credential whoever it belongs to: a `Bearer` value,
   a string shaped like a provider's API key (`sk-…`).
 
+A secret named by an environment variable is read at every redaction, as egress reads
+it at every call, so a rotated or newly set one is cut from the next thing redacted.
+Only the read is repeated: the searched-for list is rebuilt when a value read differs
+from the last (`_Known`), not for every live call's args and answer.
+
 Redaction runs over everything the lane kept before the tail is cut, so a
 secret is replaced whole, never left half-visible at the cut.
 """
@@ -21,7 +26,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import JsonValue
@@ -49,12 +54,6 @@ class SecretSource:
     value: str | None = None
     env: str | None = None
 
-    def current(self) -> str | None:
-        """The secret now (a variable is read each time, as egress reads it); None if unset."""
-        if self.value is not None:
-            return self.value
-        return os.environ.get(self.env) if self.env else None
-
     def __repr__(self) -> str:
         return f"SecretSource(env={self.env!r})"
 
@@ -64,11 +63,36 @@ def is_secret_name(name: str) -> bool:
     return _SECRET_NAME.search(name) is not None
 
 
+class _Known:
+    """The configured secrets' values as last read, and the list they make (`_searched`)."""
+
+    def __init__(self, secrets: tuple[SecretSource, ...]) -> None:
+        self._literals = [s.value for s in secrets if s.value is not None]
+        self._variables = [s.env for s in secrets if s.value is None and s.env]
+        self._last: tuple[list[str | None], tuple[str, ...]] | None = None
+        """The variables' values last read, and the list made of them (one assignment, so
+        a reader never pairs one read with another's list)."""
+
+    def now(self) -> tuple[str, ...]:
+        """The configured secrets searched for now: the variables are read each time."""
+        read = [os.environ.get(name) for name in self._variables]
+        last = self._last
+        if last is not None and last[0] == read:
+            return last[1]
+        made = _searched([*self._literals, *(value for value in read if value)])
+        self._last = (read, made)
+        return made
+
+
 @dataclass(frozen=True)
 class Redactor:
     """The host's one redaction rule for what agents say (see the module docstring)."""
 
     secrets: tuple[SecretSource, ...] = ()
+    _configured: _Known = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_configured", _Known(self.secrets))
 
     def redact(self, text: str, also: Iterable[str] = ()) -> str:
         """`text` with every known secret, every `also` value (the invocation's token) and
@@ -92,12 +116,12 @@ class Redactor:
         redacted: JsonValue = _each_string(value, lambda text: _cut(text, known))
         return redacted
 
-    def _known(self, also: Iterable[str]) -> list[str]:
+    def _known(self, also: Iterable[str]) -> tuple[str, ...]:
         """The configured secrets' values and `also`, long enough to search for, longest first
         (a secret that contains another is cut whole)."""
-        values = {value for value in (s.current() for s in self.secrets) if value}
-        values.update(also)
-        return sorted((v for v in values if len(v) >= SHORTEST_SECRET), key=len, reverse=True)
+        configured = self._configured.now()
+        extra = tuple(also)
+        return _searched([*configured, *extra]) if extra else configured
 
     def kept_output(self, tail: bytes, total_bytes: int, also: Iterable[str] = ()) -> str | None:
         """What is kept of an agent's output: `tail` (its last bytes, of `total_bytes` it
@@ -114,14 +138,20 @@ class Redactor:
         return text
 
 
-def _shaped(text: str, known: list[str]) -> str:
+def _searched(values: Iterable[str]) -> tuple[str, ...]:
+    """`values` long enough to search for, each once, longest first."""
+    kept = {value for value in values if len(value) >= SHORTEST_SECRET}
+    return tuple(sorted(kept, key=len, reverse=True))
+
+
+def _shaped(text: str, known: tuple[str, ...]) -> str:
     """`text` with the `known` values and anything credential-shaped cut out."""
     text = _cut(text, known)
     text = _BEARER.sub(lambda found: f"{found.group(1)} {REDACTED}", text)
     return _PROVIDER_KEY.sub(REDACTED, text)
 
 
-def _cut(text: str, known: list[str]) -> str:
+def _cut(text: str, known: tuple[str, ...]) -> str:
     for value in known:
         text = text.replace(value, REDACTED)
     return text

@@ -12,12 +12,13 @@ contiguous and in commit order even with another process writing to it. A
 run's steps that only add to its log (`_PlainSteps`: an eval's trials, a
 workflow's nodes) move its row once per transaction, however many there are.
 
-On PostgreSQL, where a transaction of such steps is pipelined, the row is not read
-back: the writer numbers the events from the last sequence its own commits left the
-run at, and the row's move is checked by the server against it
-(`RunsRepo.advance_known`), so a live call's step is one round trip. A run that is
-not where the writer left it (another writer moved it, or its state changed) fails
-that transaction whole (`StaleRun`), and its steps go again the way that reads the row.
+On PostgreSQL, where a transaction of such steps is pipelined, and on SQLite, the row
+is not read back: the writer numbers the events from the last sequence its own commits
+left the run at, and the row's move is checked against it (`RunsRepo.advance_known`: by
+the server, so a live call's step is one round trip; on SQLite by the count of rows
+changed, with no RETURNING). A run that is not where the writer left it (another writer
+moved it, or its state changed) fails that transaction whole (`StaleRun`), and its steps
+go again the way that reads the row.
 
 A step may carry a `Fence` (fence.py). Its run's row is then locked once for the
 transaction (every fenced run of a group in run-id order, so two writers never
@@ -217,7 +218,7 @@ class LogWriter:
     async def _write_once(self, batch: list[_Queued]) -> list[bool]:
         group = _Group()
         landed = [False] * len(batch)
-        pipelined = not self._broadcast and _only_driver_statements(batch)
+        pipelined = self.store.pipelines and not self._broadcast and _only_driver_statements(batch)
         async with self.store.log_transaction(pipelined=pipelined) as uow:
             fenced = _FencedRuns(uow, batch)
             plain = _PlainSteps(uow, group, landed, self._known)
@@ -298,9 +299,9 @@ class _PlainSteps:
     run's consecutive ones of a transaction take their sequences with one row update, and
     land or are refused together (they allow the same states of the same locked row).
 
-    In a pipelined transaction a run whose row is known (`known`, the writer's; or moved
-    earlier in this transaction) is numbered from there and its row's move is checked,
-    not read back."""
+    In a transaction that checks moves (pipelined, or SQLite's) a run whose row is known
+    (`known`, the writer's; or moved earlier in this transaction) is numbered from there
+    and its row's move is checked, not read back."""
 
     def __init__(
         self, uow: UnitOfWork, group: _Group, landed: list[bool], known: dict[str, int]
@@ -369,9 +370,9 @@ class _PlainSteps:
                 sequence += len(queued.step.staged)
 
     def _known_lasts(self, moves: list[RunMove]) -> dict[str, int]:
-        """The last sequence of each of these runs whose row is known, in a pipelined
-        transaction (elsewhere none: the move is read back)."""
-        if not self._uow.pipelined:
+        """The last sequence of each of these runs whose row is known, in a transaction
+        that checks moves (elsewhere none: the move is read back)."""
+        if not self._uow.checks_moves:
             return {}
         moved, known = self._group.lasts, self._known
         found: dict[str, int] = {}
