@@ -38,7 +38,7 @@ from wopeval.engine.recording.grants import MCP_PATH
 from wopeval.engine.recording.invocation import Invocation
 
 if TYPE_CHECKING:
-    from wopeval.api.routes._mcp_server import Handler
+    from wopeval.api.routes._mcp_server import DirectServer
 
 router = APIRouter(tags=["host"])
 
@@ -78,11 +78,11 @@ class McpSessions:
 
     def __init__(self) -> None:
         self._wanted = asyncio.Event()
-        self._ready: asyncio.Future[Handler] | None = None
+        self._ready: asyncio.Future[DirectServer] | None = None
 
     @contextlib.asynccontextmanager
     async def run(self) -> AsyncIterator[None]:
-        ready: asyncio.Future[Handler] = asyncio.get_running_loop().create_future()
+        ready: asyncio.Future[DirectServer] = asyncio.get_running_loop().create_future()
         self._ready = ready
         serving = asyncio.create_task(self._serve(ready), name="mcp-sessions")
         try:
@@ -91,7 +91,7 @@ class McpSessions:
             serving.cancel()
             await asyncio.gather(serving, return_exceptions=True)
 
-    async def server(self) -> Handler:
+    async def server(self) -> DirectServer:
         """The running server's request handler, started on the first call."""
         if self._ready is None:
             raise RuntimeError("the MCP sessions are not running")
@@ -99,7 +99,7 @@ class McpSessions:
         # Shielded: a request that gives up waiting must not cancel the start for the others.
         return await asyncio.shield(self._ready)
 
-    async def _serve(self, ready: asyncio.Future[Handler]) -> None:
+    async def _serve(self, ready: asyncio.Future[DirectServer]) -> None:
         await self._wanted.wait()
         try:
             from wopeval.api.routes._mcp_server import serving
