@@ -19,8 +19,10 @@ request and shapes a result, the server's initialization options and `serverInfo
 stamp) and the same handlers (`_listing`, `_called`). What it does not recognise as
 one of those requests, well formed, it hands to the SDK unchanged, body and all: every
 refusal (a malformed body, a batch, a bad header, bad params, an unknown method, a
-GET) is the SDK's own answer. The equivalence is tested request by request
-(tests/unit/api/test_mcp_direct.py).
+DELETE) is the SDK's own answer. A GET (the stream a client may open for what the server
+sends unasked) is 405 whatever the era: a stateless server never sends anything unasked,
+and the SDK's handshake-era transport would hold the stream open, empty. The equivalence
+is tested request by request (tests/unit/api/test_mcp_direct.py).
 """
 
 from __future__ import annotations
@@ -197,6 +199,12 @@ class DirectServer:
     async def __call__(
         self, invocation: Invocation, scope: Scope, receive: Receive, send: Send
     ) -> None:
+        if scope["method"] == "GET":
+            # A stateless server has nothing to send on a stream of its own: 405, as the
+            # SDK answers a 2026-07-28 GET. (Its handshake-era transport would hold the
+            # GET open, empty, for as long as the client stays.)
+            await Response(status_code=405, headers={"Allow": "POST"})(scope, _no_body, send)
+            return
         received: list[Message] = []
         try:
             body = await _read_body(scope, receive, received)
