@@ -10,9 +10,10 @@ mapped back to the canonical name and handed to the invocation's
 closed exactly like a call the agent makes in-process.
 
 The server is the official `mcp` SDK's Streamable-HTTP server, stateless and
-answering in JSON (`_mcp_server.py`, started by the first MCP request): every
-request names its invocation by the token in its path, so there is no session
-to keep. The token is the capability
+answering in JSON (`_mcp_server.py`, started by the first MCP request), in front of
+which the hot requests (the handshake, `tools/list`, `tools/call`) are answered
+directly, the SDK's way (`DirectServer`): every request names its invocation by the
+token in its path, so there is no session to keep. The token is the capability
 (engine/recording/grants.py), checked as the model proxy checks it
 (api/invocation_token.py): a request that also carries an API key must be of
 the token's tenant; every refusal is the same 404, whatever the reason. Which
