@@ -10,9 +10,10 @@ mapped back to the canonical name and handed to the invocation's
 closed exactly like a call the agent makes in-process.
 
 The server is the official `mcp` SDK's Streamable-HTTP server, stateless and
-answering in JSON (`_mcp_server.py`, started by the first MCP request): every
-request names its invocation by the token in its path, so there is no session
-to keep. The token is the capability
+answering in JSON (`_mcp_server.py`, started by the first MCP request), in front of
+which the hot requests (the handshake, `tools/list`, `tools/call`) are answered
+directly, the SDK's way (`DirectServer`): every request names its invocation by the
+token in its path, so there is no session to keep. The token is the capability
 (engine/recording/grants.py), checked as the model proxy checks it
 (api/invocation_token.py): a request that also carries an API key must be of
 the token's tenant; every refusal is the same 404, whatever the reason. Which
@@ -38,7 +39,7 @@ from wopeval.engine.recording.grants import MCP_PATH
 from wopeval.engine.recording.invocation import Invocation
 
 if TYPE_CHECKING:
-    from wopeval.api.routes._mcp_server import Handler
+    from wopeval.api.routes._mcp_server import DirectServer
 
 router = APIRouter(tags=["host"])
 
@@ -78,11 +79,11 @@ class McpSessions:
 
     def __init__(self) -> None:
         self._wanted = asyncio.Event()
-        self._ready: asyncio.Future[Handler] | None = None
+        self._ready: asyncio.Future[DirectServer] | None = None
 
     @contextlib.asynccontextmanager
     async def run(self) -> AsyncIterator[None]:
-        ready: asyncio.Future[Handler] = asyncio.get_running_loop().create_future()
+        ready: asyncio.Future[DirectServer] = asyncio.get_running_loop().create_future()
         self._ready = ready
         serving = asyncio.create_task(self._serve(ready), name="mcp-sessions")
         try:
@@ -91,7 +92,7 @@ class McpSessions:
             serving.cancel()
             await asyncio.gather(serving, return_exceptions=True)
 
-    async def server(self) -> Handler:
+    async def server(self) -> DirectServer:
         """The running server's request handler, started on the first call."""
         if self._ready is None:
             raise RuntimeError("the MCP sessions are not running")
@@ -99,7 +100,7 @@ class McpSessions:
         # Shielded: a request that gives up waiting must not cancel the start for the others.
         return await asyncio.shield(self._ready)
 
-    async def _serve(self, ready: asyncio.Future[Handler]) -> None:
+    async def _serve(self, ready: asyncio.Future[DirectServer]) -> None:
         await self._wanted.wait()
         try:
             from wopeval.api.routes._mcp_server import serving
