@@ -20,6 +20,7 @@ from sqlalchemy import null, update
 
 from _backends import Backend
 from _hosts import TENANT, running_host
+from _recorded_calls import AGENT, recorded
 from wopeval import evals
 from wopeval.engine.recording.redaction import Redactor
 from wopeval.engine.runs.erasure import erased_error
@@ -30,7 +31,6 @@ from wopeval.wire import json_text
 from wopeval.wire.principal import Principal
 from wopeval.wire.runs import CreateRunRequest, RunStatus
 
-AGENT = "conformance.scripted-agent"
 SCRIPT: dict[str, Any] = {
     "calls": [
         {"tool": "conformance.eval:counter", "args": {"op": "inc", "key": "held"}},
@@ -65,25 +65,6 @@ async def _sources(host: Host, count: int) -> list[RunHandle]:
     return handles
 
 
-def _call(sequence: int, **fields: Any) -> evals.RecordedCall:
-    values: dict[str, Any] = {
-        "sequence": sequence,
-        "invocation_id": "inv-added",
-        "agent_id": AGENT,
-        "is_delegate": False,
-        "tool": "conformance.eval:counter",
-        "call_id": f"call-{sequence}",
-        "inputs": {"op": "inc"},
-        "status": "ok",
-        "result": {"count": sequence},
-        "error": None,
-        "served_by": "live",
-        "duration_ms": 2,
-        **fields,
-    }
-    return evals.RecordedCall(**values)
-
-
 def _edge_calls() -> list[evals.RecordedCall]:
     """Calls whose documents have tripped, or could trip, a text written by hand. Out of
     sequence order, as a store may hold them; no floats (a float's text is the codec's
@@ -91,27 +72,27 @@ def _edge_calls() -> list[evals.RecordedCall]:
     redactor = Redactor()
     nested = {"a": [1, {"b": [None, True, {"c": "d"}]}], "": {}, "e": []}
     calls = [
-        _call(FIRST + 9, inputs={"q": "é ☃ 😀 \u2028\u2029 \ufeff"}, result="naïve\nquote\"\\"),
-        _call(FIRST + 2, tool='quoted "tool"\n\t\x01\x1f\x7f é/☃', inputs=nested, result=nested),
-        _call(FIRST + 3, inputs=None, result=None),
-        _call(FIRST + 4, inputs=[], result={"big": 2**70, "negative": -(2**70)}),
-        _call(FIRST + 5, inputs="", result=0),
-        _call(FIRST + 6, status="error", result=None,
+        recorded(FIRST + 9, inputs={"q": "é ☃ 😀 \u2028\u2029 \ufeff"}, result="naïve\nquote\"\\"),
+        recorded(FIRST + 2, tool='quoted "tool"\n\t\x01\x1f\x7f é/☃', inputs=nested, result=nested),
+        recorded(FIRST + 3, inputs=None, result=None),
+        recorded(FIRST + 4, inputs=[], result={"big": 2**70, "negative": -(2**70)}),
+        recorded(FIRST + 5, inputs="", result=0),
+        recorded(FIRST + 6, status="error", result=None,
               error={"code": "tool_error", "message": "non", "details": {"x": [1, "ü"]}}),
-        _call(FIRST + 7, status="forbidden", result=None, error={"code": "forbidden"}),
-        _call(FIRST + 8, status="rate_limited", result=None, error=None, duration_ms=None),
-        _call(FIRST + 1, status="unknown", result=None, error=None, duration_ms=None),
+        recorded(FIRST + 7, status="forbidden", result=None, error={"code": "forbidden"}),
+        recorded(FIRST + 8, status="rate_limited", result=None, error=None, duration_ms=None),
+        recorded(FIRST + 1, status="unknown", result=None, error=None, duration_ms=None),
         # The agent's content as the recording keeps it: its token cut out, a credential-
         # shaped string in an error's words too.
-        _call(FIRST + 10, inputs=redactor.redact_known({"auth": f"use {TOKEN}"}, [TOKEN]),
+        recorded(FIRST + 10, inputs=redactor.redact_known({"auth": f"use {TOKEN}"}, [TOKEN]),
               result=redactor.redact_known([TOKEN, "kept"], [TOKEN])),
-        _call(FIRST + 11, status="error", result=None,
+        recorded(FIRST + 11, status="error", result=None,
               error=redactor.redact_error({"code": "tool_error", "message": f"{TOKEN} refused"},
                                           [TOKEN])),
         # Not own calls: another agent's, and a delegate's of this agent.
-        _call(FIRST + 12, agent_id="someone-else", status="error", error={"code": "x"}),
-        _call(FIRST + 13, is_delegate=True, status="forbidden", error={"code": "forbidden"}),
-        _call(FIRST + 14, is_delegate=True, tool="delegated", result={"hidden": True}),
+        recorded(FIRST + 12, agent_id="someone-else", status="error", error={"code": "x"}),
+        recorded(FIRST + 13, is_delegate=True, status="forbidden", error={"code": "forbidden"}),
+        recorded(FIRST + 14, is_delegate=True, tool="delegated", result={"hidden": True}),
     ]  # fmt: skip
     return calls
 
@@ -176,10 +157,10 @@ def test_documents_are_the_rules_byte_for_byte(backend: Backend, tmp_path: Path)
 def test_the_facts_are_the_rules_of_the_calls(backend: Backend, tmp_path: Path) -> None:
     # RFC 0252 §C's failed call is an own call's, never another agent's or a delegate's.
     cases: dict[str, list[evals.RecordedCall]] = {
-        "all-ok": [_call(FIRST)],
-        "other-agent-failed": [_call(FIRST, agent_id="someone-else", status="error")],
-        "delegate-failed": [_call(FIRST, is_delegate=True, status="forbidden")],
-        "own-never-ran": [_call(FIRST, status="rate_limited", result=None)],
+        "all-ok": [recorded(FIRST)],
+        "other-agent-failed": [recorded(FIRST, agent_id="someone-else", status="error")],
+        "delegate-failed": [recorded(FIRST, is_delegate=True, status="forbidden")],
+        "own-never-ran": [recorded(FIRST, status="rate_limited", result=None)],
     }
 
     async def scenario() -> None:

@@ -2,31 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from _recorded_calls import AGENT, recorded
 from wopeval import evals
 from wopeval.wire.suite import ToolResponse
-
-AGENT = "conformance.scripted-agent"
-
-
-def recorded(sequence: int, **overrides: Any) -> evals.RecordedCall:
-    fields: dict[str, Any] = {
-        "sequence": sequence,
-        "invocation_id": "inv-1",
-        "agent_id": AGENT,
-        "is_delegate": False,
-        "tool": "conformance.eval:counter",
-        "call_id": f"call-{sequence}",
-        "inputs": {"op": "inc", "key": "k"},
-        "status": "ok",
-        "result": {"key": "k", "count": sequence},
-        "error": None,
-        "served_by": "live",
-        "duration_ms": 3,
-    }
-    fields.update(overrides)
-    return evals.RecordedCall(**fields)
 
 
 def test_one_exact_entry_per_call_in_sequence_order() -> None:
