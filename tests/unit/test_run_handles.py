@@ -30,7 +30,7 @@ BARE_READS = {
     "events.docs_at": "uow.events.docs_at(RUN, [0])",
     "events.docs_of_types": 'uow.events.docs_of_types(RUN, ["run.started"])',
     "tool_calls.page": "uow.tool_calls.page(RUN, after=-1, limit=1)",
-    "tool_calls.held_calls": 'uow.tool_calls.held_calls([RUN], "agent")',
+    "tool_calls.derive": 'uow.tool_calls.derive([RUN], "agent")',
     "tool_calls.count_live": "uow.tool_calls.count_live(RUN)",
     "tool_calls.copy": "uow.tool_calls.copy(RUN, RUN)",
     "model_calls.of_run": "uow.model_calls.of_run(RUN)",

@@ -1,7 +1,10 @@
 """Fixtures derived from a recorded run (RFC 0252 §D).
 
-The engine reads a source run's as-executed calls from the store as
-`RecordedCall`s; this module turns them into the task's `toolResponses`.
+This module states the rules: which of a source run's as-executed calls
+(`RecordedCall`s) become the task's `toolResponses`, and each entry's document. A create
+has the store write those documents in SQL (`ToolCallsRepo.derive`, a source's 10,000
+calls never read into Python); tests/engine/test_derive_documents.py holds its text
+byte for byte to what these functions derive, on both stores.
 Nothing here reads an egress request: `inputs` are the args as the agent
 passed them, before the tool layer injected any credential (SR-1).
 """
@@ -10,11 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from operator import attrgetter
-from typing import Any, Literal, NamedTuple, Protocol, TypeVar
+from typing import Any, Literal, NamedTuple, Protocol
 
 from pydantic import JsonValue
 
-from wopeval.wire import json_text
 from wopeval.wire.suite import ToolResponse
 
 CallStatus = Literal["ok", "error", "forbidden", "rate_limited"]
@@ -53,8 +55,8 @@ class RecordedCall(NamedTuple):
     """Absent when the call never started."""
 
 
-class _OwnCall(Protocol):
-    """What picking and ordering a source's own calls reads, and their status."""
+class DerivableCall(Protocol):
+    """What derivation reads of a recorded call (a `RecordedCall`), its contents decoded."""
 
     @property
     def sequence(self) -> int: ...
@@ -66,11 +68,6 @@ class _OwnCall(Protocol):
     def tool(self) -> str: ...
     @property
     def status(self) -> RecordedStatus: ...
-
-
-class DerivableCall(_OwnCall, Protocol):
-    """What derivation reads of a recorded call (a `RecordedCall`), its contents decoded."""
-
     @property
     def inputs(self) -> JsonValue: ...
     @property
@@ -79,45 +76,12 @@ class DerivableCall(_OwnCall, Protocol):
     def error(self) -> dict[str, JsonValue] | None: ...
 
 
-class HeldCall(_OwnCall, Protocol):
-    """A fixture source's call as the store reads it for a create: its contents (`inputs`,
-    `result`, `error`) as the store's JSON text, which the derived copy keeps as it is.
-    Nothing only copied is parsed: at 10,000 calls, decoding the contents, building the
-    entries' dicts and writing them again was a third of a create."""
-
-    @property
-    def inputs(self) -> str: ...
-    @property
-    def result(self) -> str: ...
-    @property
-    def error(self) -> str: ...
-
-
-Call = TypeVar("Call", DerivableCall, HeldCall)
-
 _SEQUENCE = attrgetter("sequence")
 
 
-def own_calls(calls: Iterable[Call], agent_id: str) -> list[Call]:
+def own_calls(calls: Iterable[DerivableCall], agent_id: str) -> list[DerivableCall]:
     """RFC 0252 §D: calls "of the eval's agentId, excluding delegates", in sequence order."""
     return sorted((c for c in calls if c.agent_id == agent_id and not c.is_delegate), key=_SEQUENCE)
-
-
-class DerivedText(NamedTuple):
-    """A source's own calls as the create needs them: `derive_fixture_documents` as one JSON
-    array's text, and `has_failed_call`."""
-
-    documents: str
-    has_failed_call: bool
-
-
-def derive_source(calls: Iterable[HeldCall], agent_id: str) -> DerivedText:
-    """`derive_fixture_documents` and `has_failed_call` of the same held calls, their own
-    calls picked and ordered once; the documents written from the contents' JSON text."""
-    own = own_calls(calls, agent_id)
-    tools: dict[str, str] = {}
-    documents = ",".join([_document_text(call, tools) for call in own])
-    return DerivedText(f"[{documents}]", _any_failed(own))
 
 
 def derive_fixtures(calls: Iterable[DerivableCall], agent_id: str) -> list[ToolResponse]:
@@ -149,11 +113,7 @@ def fixtures_of(documents: Iterable[Mapping[str, Any]]) -> list[ToolResponse]:
 
 def has_failed_call(calls: Iterable[DerivableCall], agent_id: str) -> bool:
     """RFC 0252 §C: whether any own call of the agent failed or never ran."""
-    return _any_failed(own_calls(calls, agent_id))
-
-
-def _any_failed(own: Iterable[_OwnCall]) -> bool:
-    return any(call.status != "ok" for call in own)
+    return any(call.status != "ok" for call in own_calls(calls, agent_id))
 
 
 def _document(call: DerivableCall) -> dict[str, JsonValue]:
@@ -177,15 +137,3 @@ def _document(call: DerivableCall) -> dict[str, JsonValue]:
         "response": error,
         "isError": True,
     }
-
-
-def _document_text(call: HeldCall, tools: dict[str, str]) -> str:
-    """`_document` of a held call, as JSON text (`tools`: each tool name's JSON string)."""
-    tool = tools.get(call.tool)
-    if tool is None:
-        tool = tools[call.tool] = json_text.compact(call.tool)
-    head = f'{{"tool":{tool},"args":{call.inputs},"argsMatch":"exact","response":'
-    if call.status == "ok":
-        return f"{head}{call.result}}}"
-    error = call.error if call.error != "null" else f'{{"code":"{call.status}"}}'
-    return f'{head}{error},"isError":true}}'

@@ -53,7 +53,12 @@ from wopeval.store._small_repos import (
     copy_derived,
     replace_keys,
 )
-from wopeval.store._tool_calls import ToolCallOutcome, ToolCallRow, ToolCallsRepo
+from wopeval.store._tool_calls import (
+    DerivedSource,
+    ToolCallOutcome,
+    ToolCallRow,
+    ToolCallsRepo,
+)
 from wopeval.store._tool_listings import ListingRow, ToolListingsRepo
 from wopeval.store.db import MIGRATION_LOCK_KEY, create_engine, migrate, sqlite_url
 from wopeval.store.lease import DatabaseUnreachable, Lease, LeaseHeld, database_name, take_lease
@@ -333,6 +338,7 @@ __all__ = [
     "CountersRepo",
     "DatabaseUnreachable",
     "DerivedFixturesRepo",
+    "DerivedSource",
     "EventsRepo",
     "IdempotencyRecord",
     "IdempotencyRepo",

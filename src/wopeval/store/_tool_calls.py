@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import groupby
+from operator import itemgetter
 from typing import Any, Literal, NamedTuple
 
 from pydantic import JsonValue
@@ -13,6 +15,7 @@ from sqlalchemy import (
     Text,
     and_,
     bindparam,
+    case,
     cast,
     func,
     literal,
@@ -21,6 +24,9 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.functions import FunctionElement
 
 import wopeval.store._driver as _driver
 from wopeval.evals import RecordedCall, RecordedStatus, ServedBy
@@ -53,20 +59,16 @@ class ToolCallRow(NamedTuple):
         return {**self._asdict(), "run_id": run_id, "sequence": sequence}
 
 
-class HeldCall(NamedTuple):
-    """A fixture source's call as derivation reads it (`evals.HeldCall`, its contents as
-    JSON text): a source's calls are read by the thousand, and the columns derivation does
-    not read (ids, how it was served, its duration) cost a 10,000-call source a third of
-    its read."""
+class DerivedSource(NamedTuple):
+    """A fixture source as a create reads it for one agent: the RFC 0252 §D documents its
+    own calls derive to, and the §C facts of its calls."""
 
-    sequence: int
-    agent_id: str
-    is_delegate: bool
-    tool: str
-    inputs: str
-    status: RecordedStatus
-    result: str
-    error: str
+    documents: str
+    """The `toolResponses` documents, as one JSON array's text."""
+    all_held: bool
+    """Every call of the agent (delegates' too) still holds its content and outcome."""
+    has_failed_call: bool
+    """Some own call of the agent failed or never ran."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,24 +133,65 @@ def _recorded_calls(rows: Sequence[Any]) -> list[RecordedCall]:
     return calls
 
 
-_HELD = (
-    tool_calls.c.run_id,
-    tool_calls.c.sequence,
-    tool_calls.c.is_delegate,
-    tool_calls.c.tool,
-    tool_calls.c.status,
-    and_(
-        tool_calls.c.recorded.is_(True),
-        tool_calls.c.erased_at.is_(None),
-        tool_calls.c.status != "unknown",
-    ).label("held"),
-    _json_text(tool_calls.c.inputs),
-    _json_text(tool_calls.c.result),
-    _json_text(tool_calls.c.error),
+_NOT_HELD = or_(
+    tool_calls.c.recorded.is_(False),
+    tool_calls.c.erased_at.is_not(None),
+    tool_calls.c.status == "unknown",
 )
-"""What `held_calls` reads of a call: derivation's fields, whether the call is held
-(recorded with its content and outcome, and not erased since), and its contents as the
-JSON text they are stored as."""
+"""A call whose content or outcome the record lacks: its agent's `record` was off, it was
+erased since, or its outcome never reached the record."""
+
+
+class _JsonString(FunctionElement[str]):
+    """A text column as a JSON string's text, written as `json_text.compact` writes it (only
+    `"`, `\\` and the control characters escaped, these as `\\b`, `\\t`, `\\n`, `\\f`, `\\r`
+    or `\\u00xx`): SQLite's `json_quote` and PostgreSQL's `to_json` both do."""
+
+    type = Text()
+    inherit_cache = True
+
+
+@compiles(_JsonString)
+def _json_quote(element: _JsonString, compiler: SQLCompiler, **kw: Any) -> str:
+    return f"json_quote({compiler.process(element.clauses, **kw)})"
+
+
+@compiles(_JsonString, "postgresql")
+def _to_json(element: _JsonString, compiler: SQLCompiler, **kw: Any) -> str:
+    return f"CAST(to_json({compiler.process(element.clauses, **kw)}) AS TEXT)"
+
+
+def _text(value: str) -> ColumnElement[str]:
+    return literal(value, Text)
+
+
+_DOCUMENT = (
+    # RFC 0252 §D, as `evals.derive_fixture_documents` states it (the two are held byte for
+    # byte by tests/engine/test_derive_documents.py): "`tool` is the call's toolName; `args`
+    # is the call's inputs as the agent passed them, with `argsMatch: "exact"`; `response`
+    # is its result." The contents are copied as the JSON text they are stored as.
+    _text('{"tool":')
+    + _JsonString(tool_calls.c.tool)
+    + _text(',"args":')
+    + _json_text(tool_calls.c.inputs)
+    + _text(',"argsMatch":"exact","response":')
+    + case(
+        (tool_calls.c.status == "ok", _json_text(tool_calls.c.result) + _text("}")),
+        # "A call that failed, or never ran (`forbidden` or `rate_limited`), yields
+        # `isError: true` with its error as `response`." A record without an error object
+        # still carries its status as the code, so the agent sees a failure.
+        (
+            _json_text(tool_calls.c.error) == "null",
+            _text('{"code":"') + tool_calls.c.status + _text('"},"isError":true}'),
+        ),
+        else_=_json_text(tool_calls.c.error) + _text(',"isError":true}'),
+    )
+).label("document")
+"""An own call's `toolResponses` document as JSON text, written by the database: a
+10,000-call source read into Python and written again there spent most of a create."""
+
+_RUN_OF = itemgetter(0)
+_DOCUMENT_OF = itemgetter(1)
 
 
 _COMPLETE = (
@@ -200,34 +243,43 @@ class ToolCallsRepo:
             ],
         )
 
-    async def held_calls(
+    async def derive(
         self, sources: Collection[RunHandle], agent_id: str
-    ) -> dict[str, tuple[list[HeldCall], bool]]:
-        """Per run id, the agent's calls in sequence order and whether every one is still held
-        with content; one query for all the runs (an eval names up to a source per task)."""
-        found: dict[str, tuple[list[HeldCall], bool]] = {
-            source.run_id: ([], True) for source in sources
-        }
-        if not found:
-            return found
-        rows = await _driver.select_rows(
+    ) -> dict[str, DerivedSource]:
+        """Per run id, what the agent's calls in it derive to (RFC 0252 §C–§D), the documents
+        written by the database; one query for the documents of all the runs (an eval names
+        up to a source per task) and one for their facts."""
+        run_ids = [source.run_id for source in sources]
+        if not run_ids:
+            return {}
+        of_agent = and_(tool_calls.c.run_id.in_(run_ids), tool_calls.c.agent_id == agent_id)
+        # RFC 0252 §D: calls "of the eval's agentId, excluding delegates", in sequence order.
+        own = tool_calls.c.is_delegate.is_(False)
+        documents = await _driver.select_rows(
             self._connection,
-            select(*_HELD)
-            .where(and_(tool_calls.c.run_id.in_(list(found)), tool_calls.c.agent_id == agent_id))
+            select(tool_calls.c.run_id, _DOCUMENT)
+            .where(and_(of_agent, own))
             .order_by(tool_calls.c.run_id, tool_calls.c.sequence),
         )
-        calls: list[HeldCall] = []
-        current = ""
-        for run_id, sequence, is_delegate, tool, status, held, inputs, result, error in rows:
-            if run_id != current:
-                current = run_id
-                calls = found[run_id][0]
-            calls.append(
-                HeldCall(sequence, agent_id, bool(is_delegate), tool, inputs, status, result, error)
+        facts = await _driver.select_rows(
+            self._connection,
+            select(
+                tool_calls.c.run_id,
+                func.count().filter(_NOT_HELD),
+                # RFC 0252 §C: a failed tool call is any own call not `ok`.
+                func.count().filter(and_(own, tool_calls.c.status != "ok")),
             )
-            if not held and found[run_id][1]:
-                found[run_id] = (calls, False)
-        return found
+            .where(of_agent)
+            .group_by(tool_calls.c.run_id),
+        )
+        texts = {
+            run_id: f"[{','.join(map(_DOCUMENT_OF, rows))}]"
+            for run_id, rows in groupby(documents, key=_RUN_OF)
+        }
+        derived = {run_id: DerivedSource("[]", True, False) for run_id in run_ids}
+        for run_id, not_held, failed in facts:
+            derived[run_id] = DerivedSource(texts.get(run_id, "[]"), not not_held, bool(failed))
+        return derived
 
     async def page(self, run: RunHandle, *, after: int, limit: int) -> list[RecordedCall]:
         """Every agent's calls in the run after sequence `after`, in order, at most `limit`."""
@@ -245,17 +297,12 @@ class ToolCallsRepo:
         of rows not held comes back."""
         if not run_ids:
             return True
-        not_held = or_(
-            tool_calls.c.recorded.is_(False),
-            tool_calls.c.erased_at.is_not(None),
-            tool_calls.c.status == "unknown",
-        )
         result = await self._connection.execute(
             select(func.count()).where(
                 and_(
                     tool_calls.c.run_id.in_(list(run_ids)),
                     tool_calls.c.agent_id == agent_id,
-                    not_held,
+                    _NOT_HELD,
                 )
             )
         )

@@ -2,34 +2,9 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
+from _recorded_calls import AGENT, recorded
 from wopeval import evals
-from wopeval.store._tool_calls import HeldCall
-from wopeval.wire import json_text
 from wopeval.wire.suite import ToolResponse
-
-AGENT = "conformance.scripted-agent"
-
-
-def recorded(sequence: int, **overrides: Any) -> evals.RecordedCall:
-    fields: dict[str, Any] = {
-        "sequence": sequence,
-        "invocation_id": "inv-1",
-        "agent_id": AGENT,
-        "is_delegate": False,
-        "tool": "conformance.eval:counter",
-        "call_id": f"call-{sequence}",
-        "inputs": {"op": "inc", "key": "k"},
-        "status": "ok",
-        "result": {"key": "k", "count": sequence},
-        "error": None,
-        "served_by": "live",
-        "duration_ms": 3,
-    }
-    fields.update(overrides)
-    return evals.RecordedCall(**fields)
 
 
 def test_one_exact_entry_per_call_in_sequence_order() -> None:
@@ -133,41 +108,3 @@ def test_unvalidated_entries_equal_validated_ones() -> None:
     assert built == validated
     assert [e.model_fields_set for e in built] == [e.model_fields_set for e in validated]
     assert [e.model_dump(mode="json", exclude_unset=True) for e in validated] == documents
-
-
-def held(call: evals.RecordedCall) -> HeldCall:
-    """The call as the store reads it for a create: its contents as stored JSON text (a
-    missing error as JSON null, as the store's read writes it)."""
-    return HeldCall(
-        call.sequence, call.agent_id, call.is_delegate, call.tool, json_text.compact(call.inputs),
-        call.status, json_text.compact(call.result), json_text.compact(call.error),
-    )  # fmt: skip
-
-
-def test_derive_source_is_both_rules_of_its_calls_written_from_their_text() -> None:
-    # The create reads a source's own calls once for both, their contents as JSON text it
-    # never parses: it must answer what each rule answers alone of the decoded calls,
-    # delegates and other agents left out of both.
-    calls = [
-        recorded(5, is_delegate=True, status="error", error={"code": "x"}),
-        recorded(3, agent_id="someone-else", status="forbidden", error={}),
-        recorded(2, tool='quoted "tool"\n', result={"big": 2**70, "text": "é\u2028"}),
-        recorded(1, inputs=None),
-        recorded(6, status="error", error={"code": "tool_error", "message": "no"}),
-    ]
-    derived = evals.derive_source([held(call) for call in calls], AGENT)
-    assert json.loads(derived.documents) == evals.derive_fixture_documents(calls, AGENT)
-    assert derived.has_failed_call is evals.has_failed_call(calls, AGENT) is True
-    ok = [call for call in calls if call.status == "ok"]
-    assert evals.derive_source([held(call) for call in ok], AGENT).has_failed_call is False
-    with_failure = [*ok, recorded(4, status="rate_limited", error=None)]
-    failed = evals.derive_source([held(call) for call in with_failure], AGENT)
-    assert failed.has_failed_call is evals.has_failed_call(with_failure, AGENT) is True
-    assert json.loads(failed.documents)[-1] == {
-        "tool": "conformance.eval:counter",
-        "args": {"op": "inc", "key": "k"},
-        "argsMatch": "exact",
-        "response": {"code": "rate_limited"},
-        "isError": True,
-    }
-    assert evals.derive_source([], AGENT) == ("[]", False)

@@ -582,7 +582,7 @@ class UsableSource:
 
     handle: RunHandle
     documents: str
-    """As `DerivedSource.documents`."""
+    """As `store.DerivedSource.documents`."""
 
 
 async def load_sources(
@@ -590,7 +590,8 @@ async def load_sources(
 ) -> dict[str, UsableSource]:
     """RFC 0252 §C through one path, then §D: each usable source, by id.
 
-    One query per table for all the sources; the first unusable one, in the order
+    One query per table for all the sources (two of the calls: the documents the store
+    writes, and the facts); the first unusable one, in the order
     given, refuses the create. Only the tenant's own runs are read past the lookup:
     another tenant's run and one that does not exist cost the same.
     """
@@ -598,22 +599,20 @@ async def load_sources(
         return {}
     states = await uow.runs.states(tenant, run_ids)
     owned = [state.handle for state in states.values()]
-    held = await uow.tool_calls.held_calls(owned, agent_id)
+    derived_sources = await uow.tool_calls.derive(owned, agent_id)
     invoked = await uow.events.invoked_agents_of(owned)
     derived: dict[str, UsableSource] = {}
     for run_id in run_ids:
         state = states.get(run_id)
         facts = None
-        own = evals.DerivedText("[]", False)
         if state is not None:
-            calls, all_held = held[run_id]
-            own = evals.derive_source(calls, agent_id)
+            own = derived_sources[run_id]
             facts = evals.SourceFacts(
                 tenant=tenant,
                 status=state.status,
                 agent_id=agent_id,
                 invocation_count=invoked[run_id].count(agent_id),
-                all_calls_held=all_held,
+                all_calls_held=own.all_held,
                 has_failed_call=own.has_failed_call,
             )
         usable = evals.is_usable_source(
@@ -621,7 +620,7 @@ async def load_sources(
         )
         if state is None or not usable:
             raise errors.ValidationFailed(UNUSABLE_SOURCE)
-        derived[run_id] = UsableSource(state.handle, own.documents)
+        derived[run_id] = UsableSource(state.handle, derived_sources[run_id].documents)
     return derived
 
 
