@@ -15,7 +15,7 @@ from sqlalchemy.exc import DBAPIError, DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 import wopeval.store._sqlite_inline as _sqlite_inline
-from wopeval.store import tables
+from wopeval.store.tables import declare_postgresql_conditions
 from wopeval.wire import json_text
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ def create_engine(url: str) -> AsyncEngine:
         )
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         return engine
-    tables.declare_postgresql_conditions()
+    declare_postgresql_conditions()
     engine = create_async_engine(
         url,
         # As many at most as before (30 a process), all of them kept once opened: a
