@@ -163,7 +163,7 @@ class EvalPlan:
             if plan.source_run_id is not None and plan.model_fixtures is not None
         }
         judged = self._judge_copied()
-        await uow.runs.hold(tenant, sources | ({judged} if judged else set()))
+        await uow.runs.hold(tenant, sources | ({judged[0]} if judged else set()))
         agent_id = self.agent.agent_id
         held = await uow.tool_calls.still_held(sources, agent_id)
         if held and replayed:
@@ -172,31 +172,34 @@ class EvalPlan:
             raise errors.ValidationFailed(UNUSABLE_SOURCE)
         # The judgements copied were read before this transaction: an erasure of their run
         # since then would not find this copy, so it refuses the run as for a task's source.
-        if judged and self.judge is not None:
-            judge_agent = judge_agent_id(self.judge.judge.judge_id)
-            if not await uow.model_calls.still_held([judged], judge_agent):
+        if judged:
+            source_run_id, judge = judged
+            judge_agent = judge_agent_id(judge.judge.judge_id)
+            if not await uow.model_calls.still_held([source_run_id], judge_agent):
                 raise errors.ValidationFailed(UNUSABLE_JUDGE_SOURCE)
         await uow.derived_fixtures.store(eval_run_id, self.derived_copies())
 
-    def _judge_copied(self) -> str | None:
-        """The run whose recorded judgements this eval run keeps a copy of, if any."""
+    def _judge_copied(self) -> tuple[str, JudgePlan] | None:
+        """The run whose recorded judgements this eval run keeps a copy of, if any, with
+        the judge they are of."""
         judge = self.judge
         if judge is None or judge.source_run_id is None or not judge.recorded:
             return None
-        return judge.source_run_id
+        return judge.source_run_id, judge
 
     def derived_copies(self) -> list[dict[str, Any]]:
         return self._task_copies() + self._judge_copy()
 
     def _judge_copy(self) -> list[dict[str, Any]]:
         judged = self._judge_copied()
-        if judged is None or self.judge is None:
+        if judged is None:
             return []
-        entries = [fixture.to_json() for fixture in self.judge.recorded]
+        source_run_id, judge = judged
+        entries = [fixture.to_json() for fixture in judge.recorded]
         return [
             {
                 "task_id": JUDGE_COPY,
-                "source_run_id": judged,
+                "source_run_id": source_run_id,
                 "entries": [],
                 "model_entries": entries,
             }
