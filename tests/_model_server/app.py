@@ -55,11 +55,21 @@ class RequestStats:
 
     def __init__(self) -> None:
         self._by_path: Counter[str] = Counter()
+        self._clients: set[tuple[str, int]] = set()
         self._lock = threading.Lock()
 
-    def count(self, path: str) -> None:
+    def count(self, path: str, client: tuple[str, int] | None) -> None:
         with self._lock:
             self._by_path[path] += 1
+            if client is not None:
+                self._clients.add(client)
+
+    @property
+    def connections(self) -> int:
+        """The connections requests came on (their client addresses): a caller that keeps
+        its connection adds none for its next request."""
+        with self._lock:
+            return len(self._clients)
 
     @property
     def requests(self) -> int:
@@ -73,6 +83,7 @@ class RequestStats:
     def reset(self) -> None:
         with self._lock:
             self._by_path.clear()
+            self._clients.clear()
 
 
 class _CountRequests:
@@ -82,7 +93,8 @@ class _CountRequests:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and not scope["path"].startswith(STATS_PATH):
-            self.stats.count(scope["path"])
+            client = scope.get("client")
+            self.stats.count(scope["path"], None if client is None else tuple(client))
         await self.app(scope, receive, send)
 
 

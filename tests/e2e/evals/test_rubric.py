@@ -254,6 +254,26 @@ def test_a_rubric_eval_is_judged_live_then_replayed_with_no_judge_call(
         )
 
 
+def test_judgements_share_the_hosts_kept_connection_to_the_judge(
+    judged_host: ServerHandle, model_server: ModelServer
+) -> None:
+    """The judge is asked with the host's outbound client, not a client of its own per
+    judgement: a judgement made right after another opens no connection."""
+    answers = [f"Within 30 days ({uuid.uuid4().hex[:8]})." for _ in range(2)]
+    client = judged_host.client()
+    with judged_host.http() as http:
+        connections = []
+        for answer in answers:
+            script_judgement(model_server, answer, 4, 4)
+            ref = publish(http, suite(new_suite_id("kept"),
+                                      [task("t", answer=answer, expected=rubric(0.5, 0.5))],
+                                      modes=("rubric",)))  # fmt: skip
+            run_eval(client, http, ref)
+            assert judge_calls(model_server, answer) == 1
+            connections.append(model_server.stats.connections)
+    assert connections[1] == connections[0]
+
+
 def test_erasing_a_judge_source_erases_the_copies_of_its_judgements(
     judged_host: ServerHandle, model_server: ModelServer
 ) -> None:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from string import Template
 
+import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
 from wopeval import evals
@@ -87,13 +88,16 @@ class Judge:
     max_tokens: int
     timeout_seconds: float
     retries: int
+    http: httpx.AsyncClient
+    """The host's outbound client (hosting/outbound.py): judgements share its kept
+    connections instead of each opening its own (and loading the CA store)."""
 
     @property
     def judge_id(self) -> str:
         return self.rules.judge_id
 
 
-def load_judge(entry: JudgeEntry, directory: Path) -> Judge:
+def load_judge(entry: JudgeEntry, directory: Path, http: httpx.AsyncClient) -> Judge:
     """An entry resolved: its prompt file read, its template and scale checked, its key read."""
     where = f"judges {entry.id}"
     if entry.scale is not None and entry.choices is not None:
@@ -131,6 +135,7 @@ def load_judge(entry: JudgeEntry, directory: Path) -> Judge:
         max_tokens=entry.max_tokens,
         timeout_seconds=entry.timeout_seconds,
         retries=entry.retries,
+        http=http,
     )
 
 

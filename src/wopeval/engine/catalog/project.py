@@ -161,7 +161,7 @@ def load_project(
         for entry in project.judges:
             if entry.id in catalog.judges:
                 raise ValueError(f"judge {entry.id!r} is defined twice")
-            catalog.judges[entry.id] = load_judge(entry, directory)
+            catalog.judges[entry.id] = load_judge(entry, directory, http)
         check_judges(catalog.judges)
         catalog.calibration_floor = evals.CalibrationFloor(
             kappa_min=project.calibration.kappa_min, min_labels=project.calibration.min_labels

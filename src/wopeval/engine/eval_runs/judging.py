@@ -123,29 +123,30 @@ async def _ask(judge: Judge, request: ModelRequest) -> LiveAnswer:
     key = None if endpoint.api_key is None else endpoint.api_key()
     headers = {"Accept": "application/json", **api.egress_headers(key, {})}
     url = endpoint.base_url + api.upstream_path
-    async with httpx.AsyncClient(timeout=judge.timeout_seconds) as http:
 
-        async def send() -> ModelAnswer:
-            response = await http.post(url, json=request.body, headers=headers)
-            if response.status_code >= 400:
-                raise _Refused(response)
-            try:
-                return api.answer(response.json())
-            except ValueError:
-                raise ModelCallFailed(
-                    f"the judge's answer is not a {api.name} answer", {"code": "malformed"}
-                ) from None
+    async def send() -> ModelAnswer:
+        response = await judge.http.post(
+            url, json=request.body, headers=headers, timeout=judge.timeout_seconds
+        )
+        if response.status_code >= 400:
+            raise _Refused(response)
+        try:
+            return api.answer(response.json())
+        except ValueError:
+            raise ModelCallFailed(
+                f"the judge's answer is not a {api.name} answer", {"code": "malformed"}
+            ) from None
 
-        def refused(exc: Exception) -> Refusal | None:
-            if isinstance(exc, _Refused):
-                fields = api.error_fields(_json(exc.response))
-                retry_after = exc.response.headers.get("retry-after")
-                return status_refusal(exc.response.status_code, fields, retry_after)
-            if isinstance(exc, httpx.HTTPError):
-                return transport_refusal(exc, isinstance(exc, httpx.TimeoutException))
-            return None
+    def refused(exc: Exception) -> Refusal | None:
+        if isinstance(exc, _Refused):
+            fields = api.error_fields(_json(exc.response))
+            retry_after = exc.response.headers.get("retry-after")
+            return status_refusal(exc.response.status_code, fields, retry_after)
+        if isinstance(exc, httpx.HTTPError):
+            return transport_refusal(exc, isinstance(exc, httpx.TimeoutException))
+        return None
 
-        return await retried(send, refused, judge.retries, endpoint.base_url)
+    return await retried(send, refused, judge.retries, endpoint.base_url)
 
 
 class _Refused(Exception):
