@@ -42,7 +42,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic, TypeVar
@@ -425,11 +425,16 @@ def run_store(database_url: str, runs: int, calls: int) -> StoreResult:
 
 
 def parse_args(
-    argv: list[str] | None, *, description: str | None = __doc__, calls: int = 1000
+    argv: list[str] | None,
+    *,
+    description: str | None = __doc__,
+    calls: int = 1000,
+    parents: Sequence[argparse.ArgumentParser] = (),
 ) -> argparse.Namespace:
-    """The options of this bench and of bench/wire_runs.py (`calls`: the default per run)."""
+    """The options of this bench and of bench/wire_runs.py (`calls`: the default per run;
+    `parents`: a bench's own options, there for `--help`)."""
     parser = argparse.ArgumentParser(
-        description=description.splitlines()[0] if description else None
+        description=description.splitlines()[0] if description else None, parents=parents
     )
     parser.add_argument("--calls", type=int, default=calls, help="live calls per run")
     parser.add_argument("--runs", type=int, default=32, help="concurrent runs for throughput")
@@ -455,10 +460,11 @@ def run_bench(
     *,
     description: str | None = __doc__,
     calls: int = 1000,
+    parents: Sequence[argparse.ArgumentParser] = (),
 ) -> int:
     """Measure the stores the options name, one after another, printing each as it ends,
     then the load and the JSON report (this bench's and bench/wire_runs.py's `main`)."""
-    args = parse_args(argv, description=description, calls=calls)
+    args = parse_args(argv, description=description, calls=calls, parents=parents)
     report: Report[Measured] = Report(
         calls=args.calls,
         runs=args.runs,

@@ -6,7 +6,10 @@ project record_path.py runs in-process (a python agent calling a no-op python to
 live); asked to, the agent returns its own per-call timings as its output, since it
 runs in the serve's process (read from the run's `run.completed` event).
 `--runs` runs are created at once, each a `POST /runs` of its own over concurrent
-connections, each making `--calls` live calls.
+connections, each making `--calls` live calls: one round. One serve measures a warm-up
+round (printed, not counted) and then `--rounds` rounds one after another; a round
+lasts well under a second at the defaults, so one is noise on a shared machine, and
+the figures given are the rounds' medians (the JSON keeps every round).
 
 - calls/s: every run's calls ÷ the time from just before the first POST to the last
   run's `completedAt` (the server's clock; the runs are polled by one listing every
@@ -32,13 +35,16 @@ commands and the measured figures.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
+import statistics
 import sys
 import tempfile
 import threading
 import time
 from dataclasses import dataclass
+from functools import partial
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -82,23 +88,42 @@ class WireResult:
 
 
 @dataclass
+class Medians:
+    """The counted rounds' medians, each figure's own (not one round's)."""
+
+    rounds: int
+    calls_per_second: float
+    p50_ms: float
+    serve_cpu_ms_per_call: float | None
+    tool_call_rows: int
+    """Over every round, the warm-up's too: each one checked."""
+
+
+@dataclass
 class StoreResult:
     backend: str
-    wire: WireResult
+    wire: Medians
+    warm_up: WireResult
+    """Measured and checked like the rest, not counted: the serve's first runs pay its
+    imports, caches and the store's first pages."""
+    rounds: list[WireResult]
     anchor: AnchorResult
     """The store's own driver: sqlite3 on SQLite, psycopg on PostgreSQL."""
     per_call_ratio: float
-    """Host p50 per call ÷ the anchor's p50 per call (two commits)."""
+    """Host median p50 per call ÷ the anchor's p50 per call (two commits)."""
     throughput_ratio: float
-    """Host calls/s ÷ the anchor's calls/s."""
+    """Host median calls/s ÷ the anchor's calls/s."""
 
 
 # ── the measurement ──────────────────────────────────────────────────
 
 
-async def create_runs(base: str, runs: int, calls: int) -> tuple[float, float, list[str]]:
+async def create_runs(
+    base: str, runs: int, calls: int, label: str
+) -> tuple[float, float, list[str]]:
     """POST the runs at once, each on a connection of its own; the wall-clock start,
-    the seconds until every 201, and the run ids."""
+    the seconds until every 201, and the run ids. `label` names the round: the agent
+    keeps its timings by run key, so each round's keys are its own."""
     limits = httpx.Limits(max_connections=runs)
     async with httpx.AsyncClient(
         base_url=base, headers=HEADERS, timeout=60.0, trust_env=False, limits=limits
@@ -106,7 +131,7 @@ async def create_runs(base: str, runs: int, calls: int) -> tuple[float, float, l
         # Every connection open before the clock: the figure is the runs, not TCP set-up.
         await asyncio.gather(*(http.get("/host/wopeval/health") for _ in range(runs)))
         bodies = [
-            {"workflowId": WORKFLOW, "inputs": {"key": f"wire-{i}", "calls": calls, "report": True}}
+            {"workflowId": WORKFLOW, "inputs": {"key": f"{label}-{i}", "calls": calls, "report": True}}
             for i in range(runs)
         ]
         started, wall = time.perf_counter(), time.time()
@@ -166,9 +191,9 @@ def serve_cpu_seconds() -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def measure(base: str, runs: int, calls: int) -> WireResult:
+def measure(base: str, runs: int, calls: int, label: str) -> WireResult:
     cpu_before = serve_cpu_seconds()
-    wall, create_seconds, run_ids = asyncio.run(create_runs(base, runs, calls))
+    wall, create_seconds, run_ids = asyncio.run(create_runs(base, runs, calls, label))
     with httpx.Client(base_url=base, headers=HEADERS, timeout=60.0, trust_env=False) as http:
         wait_all_ended(http, runs)
         cpu_after = serve_cpu_seconds()
@@ -190,7 +215,20 @@ def measure(base: str, runs: int, calls: int) -> WireResult:
     )
 
 
-def run_store(database_url: str, runs: int, calls: int) -> StoreResult:
+def medians(warm_up: WireResult, rounds: list[WireResult]) -> Medians:
+    cpu = [each.serve_cpu_ms_per_call for each in rounds]
+    return Medians(
+        rounds=len(rounds),
+        calls_per_second=statistics.median(each.calls_per_second for each in rounds),
+        p50_ms=statistics.median(each.per_call.p50_ms for each in rounds),
+        serve_cpu_ms_per_call=(
+            None if None in cpu else statistics.median(ms for ms in cpu if ms is not None)
+        ),
+        tool_call_rows=sum(each.tool_call_rows for each in [warm_up, *rounds]),
+    )
+
+
+def run_store(database_url: str, runs: int, calls: int, *, rounds: int) -> StoreResult:
     with tempfile.TemporaryDirectory(prefix="wopeval-wire-bench-") as scratch:
         directory = Path(scratch)
         (directory / "project").mkdir()
@@ -202,13 +240,22 @@ def run_store(database_url: str, runs: int, calls: int) -> StoreResult:
                 if sqlite
                 else postgres_anchor(url, runs * calls)
             )
+            store = backend_name(None if sqlite else url)
             with serving(url, directory, directory / "project") as base:
-                wire = measure(base, runs, calls)
+                warm_up = measure(base, runs, calls, "warm-up")
+                print_round(store, "warm-up", warm_up)
+                measured = []
+                for index in range(rounds):
+                    measured.append(measure(base, runs, calls, f"round-{index + 1}"))
+                    print_round(store, f"round {index + 1}", measured[-1])
+    wire = medians(warm_up, measured)
     return StoreResult(
-        backend=backend_name(None if sqlite else url),
+        backend=store,
         wire=wire,
+        warm_up=warm_up,
+        rounds=measured,
         anchor=anchor,
-        per_call_ratio=wire.per_call.p50_ms / anchor.per_call.p50_ms,
+        per_call_ratio=wire.p50_ms / anchor.per_call.p50_ms,
         throughput_ratio=wire.calls_per_second / anchor.calls_per_second,
     )
 
@@ -216,23 +263,35 @@ def run_store(database_url: str, runs: int, calls: int) -> StoreResult:
 # ── command line ─────────────────────────────────────────────────────
 
 
-def print_store(result: StoreResult) -> None:
-    wire, anchor, store = result.wire, result.anchor, result.backend
+def print_round(store: str, name: str, wire: WireResult) -> None:
+    cpu = wire.serve_cpu_ms_per_call
     print(
-        f"wire       {store:<10} {wire.runs} runs x {wire.calls_per_run} live calls over HTTP: "
+        f"{name:<10} {store:<10} {wire.runs} runs x {wire.calls_per_run} live calls over HTTP: "
         f"{wire.calls_per_second:8.0f} calls/s ({wire.seconds:.2f}s, creates "
         f"{wire.create_seconds:.2f}s), p50 {wire.per_call.p50_ms:.3f} ms/call "
-        f"(p90 {wire.per_call.p90_ms:.3f}, p99 {wire.per_call.p99_ms:.3f})",
+        f"(p90 {wire.per_call.p90_ms:.3f}, p99 {wire.per_call.p99_ms:.3f})"
+        + ("" if cpu is None else f", serve cpu {cpu:.3f} ms/call"),
+        flush=True,
+    )
+
+
+def print_store(result: StoreResult) -> None:
+    wire, anchor, store = result.wire, result.anchor, result.backend
+    first = result.rounds[0]
+    print(
+        f"wire       {store:<10} {first.runs} runs x {first.calls_per_run} live calls over HTTP, "
+        f"median of {wire.rounds} rounds: {wire.calls_per_second:8.0f} calls/s, "
+        f"p50 {wire.p50_ms:.3f} ms/call",
         flush=True,
     )
     print(
         f"anchor     {store:<10} {anchor.driver} 2 commits: p50 {anchor.per_call.p50_ms:.3f} "
-        f"ms/call, {anchor.calls_per_second:.0f} calls/s; host/anchor: per call "
+        f"ms/call, {anchor.calls_per_second:.0f} calls/s; host/anchor (medians): per call "
         f"{result.per_call_ratio:.1f}x, throughput {result.throughput_ratio:.2f}",
         flush=True,
     )
     if wire.serve_cpu_ms_per_call is not None:
-        print(f"serve cpu  {store:<10} {wire.serve_cpu_ms_per_call:.3f} ms/call", flush=True)
+        print(f"serve cpu  {store:<10} {wire.serve_cpu_ms_per_call:.3f} ms/call (median)", flush=True)
     print(f"rows       {store:<10} {wire.tool_call_rows} tool records, all checked", flush=True)
     target = TARGET_CALLS_PER_SECOND.get(store)
     if target is not None:
@@ -241,7 +300,24 @@ def print_store(result: StoreResult) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_bench(argv, run_store, print_store, description=__doc__, calls=50)
+    rounds = argparse.ArgumentParser(add_help=False)
+    rounds.add_argument(
+        "--rounds",
+        type=int,
+        default=5,
+        help="rounds counted, after one warm-up round, on the same serve (default 5)",
+    )
+    known, rest = rounds.parse_known_args(argv)
+    if known.rounds < 1:
+        rounds.error("--rounds must be >= 1")
+    return run_bench(
+        rest,
+        partial(run_store, rounds=known.rounds),
+        print_store,
+        description=__doc__,
+        calls=50,
+        parents=[rounds],
+    )
 
 
 if __name__ == "__main__":

@@ -19,6 +19,8 @@ def run_wire_bench(store: str, report: Path) -> str:
         "3",
         "--runs",
         "3",
+        "--rounds",
+        "1",
         "--database-url",
         store,
         "--json",
@@ -30,9 +32,13 @@ def test_the_wire_runs_bench_runs_on_sqlite(tmp_path: Path) -> None:
     printed = run_wire_bench("sqlite", tmp_path / "wire.json")
     assert "wire       sqlite     3 runs x 3 live calls over HTTP" in printed
     assert "anchor     sqlite     sqlite3 2 commits" in printed
-    assert "9 tool records, all checked" in printed
+    assert "warm-up    sqlite     3 runs x 3 live calls over HTTP" in printed
+    assert "round 1    sqlite     3 runs x 3 live calls over HTTP" in printed
+    # The warm-up round's and the counted round's records, each checked.
+    assert "18 tool records, all checked" in printed
     (store,) = json.loads((tmp_path / "wire.json").read_text())["stores"]
-    assert store["wire"]["tool_call_rows"] == 9
+    assert store["wire"]["rounds"] == 1
+    assert [each["tool_call_rows"] for each in [store["warm_up"], *store["rounds"]]] == [9, 9]
 
 
 @pytest.mark.postgres
@@ -43,4 +49,4 @@ def test_the_wire_runs_bench_runs_on_postgresql(
     printed = run_wire_bench(url, tmp_path / "wire.json")
     assert "wire       postgresql 3 runs x 3 live calls over HTTP" in printed
     assert "psycopg 2 commits" in printed
-    assert "9 tool records, all checked" in printed
+    assert "18 tool records, all checked" in printed
