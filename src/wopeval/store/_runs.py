@@ -288,12 +288,17 @@ def decode_cursor(cursor: str) -> int:
     return int(value)
 
 
+_INSERT = runs.insert()
+
+
 class RunsRepo:
     def __init__(self, connection: AsyncConnection) -> None:
         self._connection = connection
 
     async def insert(self, record: RunRecord) -> None:
-        await self._connection.execute(runs.insert().values(**record.to_row()))
+        # One statement, the row its parameters: `.values(**row)` built a new statement per
+        # run, each a walk of SQLAlchemy's cache key before its compiled form was found.
+        await self._connection.execute(_INSERT, record.to_row())
         if record.plan is not None:
             await self._connection.execute(
                 run_plans.insert().values(run_id=record.run_id, plan=record.plan.to_stored())
