@@ -44,8 +44,8 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass
-from functools import partial
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -131,7 +131,10 @@ async def create_runs(
         # Every connection open before the clock: the figure is the runs, not TCP set-up.
         await asyncio.gather(*(http.get("/host/wopeval/health") for _ in range(runs)))
         bodies = [
-            {"workflowId": WORKFLOW, "inputs": {"key": f"{label}-{i}", "calls": calls, "report": True}}
+            {
+                "workflowId": WORKFLOW,
+                "inputs": {"key": f"{label}-{i}", "calls": calls, "report": True},
+            }
             for i in range(runs)
         ]
         started, wall = time.perf_counter(), time.time()
@@ -291,7 +294,9 @@ def print_store(result: StoreResult) -> None:
         flush=True,
     )
     if wire.serve_cpu_ms_per_call is not None:
-        print(f"serve cpu  {store:<10} {wire.serve_cpu_ms_per_call:.3f} ms/call (median)", flush=True)
+        print(
+            f"serve cpu  {store:<10} {wire.serve_cpu_ms_per_call:.3f} ms/call (median)", flush=True
+        )
     print(f"rows       {store:<10} {wire.tool_call_rows} tool records, all checked", flush=True)
     target = TARGET_CALLS_PER_SECOND.get(store)
     if target is not None:
