@@ -1,4 +1,4 @@
-"""The model proxy's connections to its agents' model servers: one httpcore connection pool
+"""The model proxy's connections to its agents' model servers: one pool of kept connections
 per upstream origin (scheme, host, port), kept by the host while it runs and closed when it
 stops (api/routes/model_proxy.py).
 
@@ -12,13 +12,28 @@ and goes through the proxy the environment names for its origin as httpx's clien
 (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`, less `NO_PROXY`): a host whose egress needs
 one still reaches its models. No `Accept-Encoding` is sent, so an answer comes as its
 server wrote it and is relayed and recorded without decoding.
+
+The kept connections are held here, not in httpcore's `AsyncConnectionPool`: on each
+request and each response's end that pool walks every connection it holds, asks each
+idle one whether its socket is readable (a `poll` system call apiece) and counts the
+idle ones again for each idle one. After 32 agents' exchanges it held ~40 idle
+connections for their 5 s, and every exchange in those seconds paid ~1.5–2 ms of CPU
+for the walk (issue 29: the Responses and Messages figures measured after chat's
+32-agent phase were twice chat's). Here a request takes the most recently used idle
+connection, and only that one is asked whether the server has closed it; connections
+idle past their keep-alive are closed oldest first as requests come. httpcore's pool
+still makes each connection (`create_connection`: the environment's proxy, TLS).
 """
 
 from __future__ import annotations
 
+import time
 import urllib.request
+from collections import deque
+from collections.abc import AsyncIterable, AsyncIterator
 from dataclasses import dataclass
 
+import anyio
 import httpcore
 import httpx
 
@@ -48,7 +63,7 @@ class UpstreamPools:
     """The host's connection pools to model upstreams, one per origin."""
 
     def __init__(self) -> None:
-        self._pools: dict[tuple[bytes, bytes, int | None], httpcore.AsyncConnectionPool] = {}
+        self._pools: dict[tuple[bytes, bytes, int | None], _OriginPool] = {}
         self._targets: dict[str, _Target] = {}
         """Each upstream URL parsed once (an agent's upstreams are its configuration's)."""
         self._closed = False
@@ -71,13 +86,15 @@ class UpstreamPools:
         request = httpcore.Request(
             b"POST", target.url, headers=sent, content=body, extensions={"timeout": timeout}
         )
-        return await self._pool(target.origin).handle_async_request(request)
+        return await self._pool(target.origin).send(request)
 
     def _target(self, url: str) -> _Target:
         target = self._targets.get(url)
         if target is None:
             # httpx's parsing, as its client did it: IDNA hosts, percent-encoding, ports.
             parsed = httpx.URL(url)
+            if parsed.scheme not in ("http", "https"):
+                raise httpcore.UnsupportedProtocol(f"An upstream URL must be http(s): {url!r}.")
             core = httpcore.URL(
                 scheme=parsed.raw_scheme,
                 host=parsed.raw_host,
@@ -88,18 +105,20 @@ class UpstreamPools:
             target = self._targets[url] = _Target(core, parsed.netloc, origin)
         return target
 
-    def _pool(self, origin: tuple[bytes, bytes, int | None]) -> httpcore.AsyncConnectionPool:
+    def _pool(self, origin: tuple[bytes, bytes, int | None]) -> _OriginPool:
         pool = self._pools.get(origin)
         if pool is None:
             if self._closed:
                 raise RuntimeError("the host's upstream pools are closed")
             scheme, host = origin[0].decode(), origin[1].decode()
-            pool = self._pools[origin] = httpcore.AsyncConnectionPool(
+            maker = httpcore.AsyncConnectionPool(
                 ssl_context=httpx.create_ssl_context() if scheme == "https" else None,
                 proxy=_environment_proxy(scheme, host),
-                max_connections=None,
-                max_keepalive_connections=None,
                 keepalive_expiry=KEEPALIVE_SECONDS,
+            )
+            pool = self._pools[origin] = _OriginPool(
+                maker,
+                httpcore.URL(scheme=origin[0], host=origin[1], port=origin[2], target=b"/").origin,
             )
         return pool
 
@@ -112,6 +131,107 @@ class UpstreamPools:
         pools, self._pools = list(self._pools.values()), {}
         for pool in pools:
             await pool.aclose()
+
+
+_Connection = httpcore.AsyncConnectionInterface
+
+
+class _OriginPool:
+    """One origin's connections: those idle, the most recently used last, and those in use."""
+
+    def __init__(self, maker: httpcore.AsyncConnectionPool, origin: httpcore.Origin) -> None:
+        self._maker = maker
+        """Makes each connection, as its pool would (the proxy, TLS); holds none itself."""
+        self._origin = origin
+        self._idle: deque[tuple[float, _Connection]] = deque()
+        """Each idle connection with the time it went idle, oldest first."""
+        self._busy: set[_Connection] = set()
+
+    async def send(self, request: httpcore.Request) -> httpcore.Response:
+        """`request` on a kept connection, or a new one; its response's end gives the
+        connection back."""
+        await self._close_stale()
+        while True:
+            connection = await self._take()
+            self._busy.add(connection)
+            try:
+                response = await connection.handle_async_request(request)
+            except httpcore.ConnectionNotAvailable:
+                await self.give_back(connection)  # closed meanwhile: another one
+                continue
+            except BaseException:
+                await self.give_back(connection)
+                raise
+            assert isinstance(response.stream, AsyncIterable)  # an async connection's body
+            stream = _Returning(response.stream, connection, self)
+            return httpcore.Response(
+                status=response.status,
+                headers=response.headers,
+                content=stream,
+                extensions=response.extensions,
+            )
+
+    async def _take(self) -> _Connection:
+        """The most recently used idle connection the server has not closed, or a new one."""
+        while self._idle:
+            _, connection = self._idle.pop()
+            if connection.is_available() and not connection.has_expired():
+                return connection
+            await connection.aclose()
+        return self._maker.create_connection(self._origin)
+
+    async def _close_stale(self) -> None:
+        """Close the connections idle past their keep-alive (the oldest are first)."""
+        expired_before = time.monotonic() - KEEPALIVE_SECONDS
+        while self._idle and self._idle[0][0] < expired_before:
+            _, connection = self._idle.popleft()
+            await connection.aclose()
+
+    async def give_back(self, connection: _Connection) -> None:
+        """A connection whose exchange ended: kept when it is idle, closed otherwise."""
+        self._busy.discard(connection)
+        if connection.is_idle() and not connection.is_closed():
+            self._idle.append((time.monotonic(), connection))
+        else:
+            await connection.aclose()
+
+    async def aclose(self) -> None:
+        connections = [c for _, c in self._idle] + list(self._busy)
+        self._idle.clear()
+        self._busy.clear()
+        for connection in connections:
+            await connection.aclose()
+
+
+class _Returning:
+    """A response's body, which gives its connection back to its pool once closed."""
+
+    def __init__(
+        self, stream: AsyncIterable[bytes], connection: _Connection, pool: _OriginPool
+    ) -> None:
+        self._stream = stream
+        self._connection = connection
+        self._pool = pool
+        self._closed = False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        try:
+            async for part in self._stream:
+                yield part
+        except BaseException:
+            await self.aclose()
+            raise
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        # Shielded, as httpcore's pool does: a cancelled relay still hands its connection back.
+        with anyio.CancelScope(shield=True):
+            closing = getattr(self._stream, "aclose", None)
+            if closing is not None:
+                await closing()
+            await self._pool.give_back(self._connection)
 
 
 def _environment_proxy(scheme: str, host: str) -> httpcore.Proxy | None:
