@@ -20,12 +20,16 @@ import operator
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql import ClauseElement, Insert
 from sqlalchemy.sql.compiler import SQLCompiler
+
+if TYPE_CHECKING:
+    from psycopg.errors import InvalidTextRepresentation
+    from psycopg.pq.abc import PGresult
 
 Row = Mapping[str, Any]
 
@@ -210,18 +214,33 @@ class Batch:
             # Never prepared: a prepared statement is one statement, and these are many.
             await cursor.execute(query, prepare=False)
         except InvalidTextRepresentation as failed:
-            if _CHECK_FAILED in (failed.diag.message_primary or ""):
-                raise StaleRun(failed.diag.message_primary) from failed
+            _raise_if_stale(failed)
             raise
         while cursor.nextset():
             pass
         return cursor
 
     async def commit(self) -> None:
-        """Send what is held with the COMMIT; returns once the server answered it."""
-        committed = await self.send("COMMIT")
-        if committed.statusmessage != "COMMIT":
-            raise RuntimeError(f"the transaction ended {committed.statusmessage}")
+        """Send what is held with the COMMIT; returns once the server answered it.
+
+        Straight on psycopg's libpq connection, not through a cursor: nothing is read
+        back, and a cursor's result and prepared-statement bookkeeping cost a live
+        call's step more Python than the rest of its send."""
+        from psycopg import generators, pq
+
+        query = ";\n".join([*self._held, "COMMIT"])
+        self._held = []
+        driver = self._driver
+        pgconn = driver.pgconn
+        async with driver.lock:
+            pgconn.send_query(query.encode(driver.info.encoding))
+            results = await driver.wait(generators.execute(pgconn))
+        for result in results:
+            if result.status == pq.ExecStatus.FATAL_ERROR:
+                _raise_failed(driver, result)
+        status = results[-1].command_status if results else None
+        if status != b"COMMIT":
+            raise RuntimeError(f"the transaction ended {status!r}")
 
 
 class StaleRun(Exception):
@@ -233,6 +252,23 @@ class StaleRun(Exception):
 
 _CHECK_FAILED = "wopeval: checked statement changed rows: "
 """What the failing cast of a checked statement reads, so that its error is told apart."""
+
+
+def _raise_if_stale(failed: InvalidTextRepresentation) -> None:
+    """`StaleRun` from `failed` if it is a checked statement's failing cast."""
+    message = failed.diag.message_primary or ""
+    if _CHECK_FAILED in message:
+        raise StaleRun(message) from failed
+
+
+def _raise_failed(driver: Any, result: PGresult) -> NoReturn:
+    """Raise a failed result as psycopg's exception for it (`StaleRun` for a failed check)."""
+    from psycopg import errors
+
+    failed = errors.error_from_result(result, encoding=driver.info.encoding)
+    if isinstance(failed, errors.InvalidTextRepresentation):
+        _raise_if_stale(failed)
+    raise failed
 
 
 def hold_checked(connection: AsyncConnection, sql: str, values: dict[str, Any], rows: int) -> None:
