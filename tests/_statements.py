@@ -34,11 +34,17 @@ def statements_matching(engine: AsyncEngine, pattern: re.Pattern[str]) -> Iterat
         event.remove(sync_engine, "before_cursor_execute", note)
 
 
+_PARSED = re.compile(r'\s*"[^"]*"\s+"(.*)"[\sN\d]*', re.DOTALL)
+"""A traced Parse message: its statement's name, its text, and its parameters' types
+(NNNN: the trace's regress mode hides type ids)."""
+
+
 @contextmanager
 def round_trips(driver: Any) -> Iterator[list[str]]:
     """What a psycopg connection (`driver`) sends the server while the block runs, one entry
     per wait for its answer: a simple query's whole text (its statements joined by `;`),
-    or "<sync>" for an extended-protocol exchange. From libpq's own trace of the
+    or an extended-protocol exchange's (a pipeline's, up to its Sync) statements joined
+    by `;` ("<sync>" if it parsed none). From libpq's own trace of the
     connection, so statements that bypass SQLAlchemy (the log writer's) are seen too; the
     list is filled when the block ends."""
     seen: list[str] = []
@@ -59,9 +65,13 @@ def round_trips(driver: Any) -> Iterator[list[str]]:
             messages.append([line])
         elif messages:
             messages[-1].append(line)
+    parsed: list[str] = []
     for message in messages:
         direction, _length, kind, *text = "\n".join(message).split("\t", 3)
         if direction == "F" and kind == "Query":
             seen.append(text[0].strip().strip('"'))
+        elif direction == "F" and kind == "Parse":
+            parsed.append(_PARSED.fullmatch(text[0]).group(1))  # type: ignore[union-attr]
         elif direction == "F" and kind == "Sync":
-            seen.append("<sync>")
+            seen.append(";".join(parsed) or "<sync>")
+            parsed = []

@@ -158,10 +158,10 @@ async def _driver_transaction(writer: AsyncConnection, *, pipelined: bool) -> As
     SQLAlchemy, it has begun a transaction of its own over the same connection, and
     SQLAlchemy ends it (committing the driver's with it).
 
-    `pipelined` (PostgreSQL, driver statements only): the statements are bound on the
-    client and held, and go out together (store/_driver.py `Batch`) between a BEGIN
-    and a COMMIT of our own: those before a statement whose rows are read go with it,
-    the rest with the COMMIT. The block returns once the server has answered the
+    `pipelined` (PostgreSQL, driver statements only): the statements are held with their
+    parameters, and go out together in libpq's pipeline mode (store/_driver.py `Batch`)
+    between a BEGIN and a COMMIT of our own: those before a statement whose rows are read
+    go with it, the rest with the COMMIT. The block returns once the server has answered the
     COMMIT, so what it wrote is durable (synchronous_commit as the server has it). A
     step of a live call whose run the log writer knows is then one round trip and one
     send: BEGIN, the run row's move checked by the server (`RunsRepo.advance_known`),

@@ -16,20 +16,24 @@ A driver error is raised as the driver's own exception (`sqlite3.Error`,
 
 from __future__ import annotations
 
+import functools
 import operator
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NoReturn, cast
+from typing import Any, NoReturn, cast
 
+from psycopg import OperationalError, adapt, errors, generators, pq
+from psycopg.abc import Buffer, PQGen, Transformer
+from psycopg.adapt import AdaptersMap, PyFormat
+from psycopg.errors import InvalidTextRepresentation
+from psycopg.pq.abc import PGconn, PGresult
+from psycopg.types.numeric import Int8Dumper
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql import ClauseElement, Insert
 from sqlalchemy.sql.compiler import SQLCompiler
-
-if TYPE_CHECKING:
-    from psycopg.errors import InvalidTextRepresentation
-    from psycopg.pq.abc import PGresult
 
 Row = Mapping[str, Any]
 
@@ -128,11 +132,7 @@ async def insert_many(
     if batch is not None:
         # One INSERT of every row: the server parses and plans a batch's statements
         # anew each time (no prepared statements), so one a table, not one a row.
-        head, _, values = compiled.sql.partition(" VALUES ")
-        listed = ", ".join(
-            batch.bound(values, cast(dict[str, Any], compiled.bind(row))) for row in rows
-        )
-        batch.hold_bound(f"{head} VALUES {listed}")
+        batch.hold_rows(compiled.sql, [cast(dict[str, Any], compiled.bind(row)) for row in rows])
         return
     if len(rows) < COPY_FROM_ROWS:
         await _execute_many(connection, compiled, rows)
@@ -169,78 +169,151 @@ async def fetch(
         return rows
     batch = _batches.get(id(driver))
     if batch is not None:
-        bound = batch.bound(compiled.sql, cast(dict[str, Any], compiled.bind(values)))
-        cursor = await batch.send(bound)
-    else:
-        cursor = await driver.execute(compiled.sql, compiled.bind(values))
+        return await batch.fetch(compiled.sql, cast(dict[str, Any], compiled.bind(values)))
+    cursor = await driver.execute(compiled.sql, compiled.bind(values))
     return await cursor.fetchall() if cursor.description is not None else []
+
+
+@dataclass(frozen=True, slots=True)
+class _Bound:
+    """A statement as libpq's `PQsendQueryParams` takes it: numbered parameters ($1, …)
+    and their values apart, dumped by psycopg's adapters."""
+
+    sql: bytes
+    values: Sequence[Buffer | None]
+    types: Sequence[int]
+    formats: Sequence[int]
+
+
+_BEGIN = _Bound(b"BEGIN", (), (), ())
+_COMMIT = _Bound(b"COMMIT", (), (), ())
+
+_PLACEHOLDER = re.compile(r"%\((\w+)\)s|%%")
+
+
+@functools.lru_cache(maxsize=1024)
+def _numbered(sql: str, rows: int) -> tuple[bytes, tuple[str, ...]]:
+    """`sql` (pyformat, as compiled for psycopg) with its parameters numbered, and the name
+    of each number in order; for an INSERT of more than one row, its VALUES tuple once
+    a row, numbered on (the names are then a row's, taken row after row)."""
+    if rows > 1:
+        head, _, values = sql.partition(" VALUES ")
+        sql = f"{head} VALUES {', '.join([values] * rows)}"
+    names: list[str] = []
+
+    def number(found: re.Match[str]) -> str:
+        name = found.group(1)
+        if name is None:
+            return "%"
+        names.append(name)
+        return f"${len(names)}"
+
+    numbered = _PLACEHOLDER.sub(number, sql)
+    return numbered.encode(), tuple(names[: len(names) // rows])
 
 
 class Batch:
     """A PostgreSQL transaction's statements sent together (store/__init__.py
-    `log_transaction`, pipelined): each is bound on the client and held until a statement
-    whose rows are read, or the COMMIT, and then they go as one query, one `send` and one
-    round trip, the transaction's BEGIN first."""
+    `log_transaction`, pipelined): each is held, its values bound as the protocol's
+    parameters, until a statement whose rows are read, or the COMMIT, and then they go
+    in libpq's pipeline mode: one `send` and one round trip, the transaction's BEGIN first.
+
+    Straight on psycopg's libpq connection, not through its cursors: a cursor's result and
+    prepared-statement bookkeeping, and its client-side binding (`mogrify`), cost a live
+    call's step more Python than the rest of its send."""
 
     def __init__(self, driver: Any) -> None:
-        from psycopg import AsyncClientCursor  # only a PostgreSQL store comes here
-
         self._driver = driver
-        self._binder = AsyncClientCursor(driver)
-        self._held = ["BEGIN"]
-
-    def bound(self, sql: str, values: dict[str, Any]) -> str:
-        """The statement with its values in it (psycopg's own client-side binding)."""
-        bound: str = self._binder.mogrify(sql, values)
-        return bound
+        self._binder = _binder(driver)
+        self._held = [_BEGIN]
 
     def hold(self, sql: str, values: dict[str, Any]) -> None:
-        self.hold_bound(self.bound(sql, values))
+        """Hold `sql` (pyformat) with its values."""
+        self.hold_rows(sql, [values])
 
-    def hold_bound(self, statement: str) -> None:
-        self._held.append(statement)
+    def hold_rows(self, sql: str, rows: list[dict[str, Any]]) -> None:
+        """Hold `sql`, an INSERT (pyformat) of one row, as one INSERT of every row of `rows`."""
+        numbered, names = _numbered(sql, len(rows))
+        ordered = [row[name] for row in rows for name in names]
+        binder = self._binder
+        values = binder.dump_sequence(ordered, [PyFormat.AUTO] * len(ordered))
+        self._held.append(_Bound(numbered, values, binder.types or (), binder.formats or ()))
 
-    async def send(self, last: str) -> Any:
-        """Run what is held and `last` as one query; the cursor on `last`'s result.
+    async def fetch(self, sql: str, values: dict[str, Any]) -> list[tuple[Any, ...]]:
+        """Run what is held and `sql` with its values; `sql`'s rows.
 
         Raises `StaleRun` when a checked statement among them (`hold_checked`) changed
         fewer rows than it had to."""
-        from psycopg.errors import InvalidTextRepresentation
-
-        query = ";\n".join([*self._held, last])
-        self._held = []
-        cursor = self._driver.cursor()
-        try:
-            # Never prepared: a prepared statement is one statement, and these are many.
-            await cursor.execute(query, prepare=False)
-        except InvalidTextRepresentation as failed:
-            _raise_if_stale(failed)
-            raise
-        while cursor.nextset():
-            pass
-        return cursor
+        self.hold(sql, values)
+        result = await self._send()
+        binder = self._binder
+        binder.set_pgresult(result)
+        rows: list[tuple[Any, ...]] = binder.load_rows(0, result.ntuples, tuple)
+        binder.set_pgresult(None)
+        return rows
 
     async def commit(self) -> None:
-        """Send what is held with the COMMIT; returns once the server answered it.
+        """Send what is held with the COMMIT; returns once the server answered it."""
+        self._held.append(_COMMIT)
+        committed = await self._send()
+        if committed.command_status != b"COMMIT":
+            raise RuntimeError(f"the transaction ended {committed.command_status!r}")
 
-        Straight on psycopg's libpq connection, not through a cursor: nothing is read
-        back, and a cursor's result and prepared-statement bookkeeping cost a live
-        call's step more Python than the rest of its send."""
-        from psycopg import generators, pq
-
-        query = ";\n".join([*self._held, "COMMIT"])
-        self._held = []
+    async def _send(self) -> PGresult:
+        """What is held, as one pipeline and one round trip; the last statement's result."""
+        held, self._held = self._held, []
         driver = self._driver
         pgconn = driver.pgconn
         async with driver.lock:
-            pgconn.send_query(query.encode(driver.info.encoding))
-            results = await driver.wait(generators.execute(pgconn))
-        for result in results:
-            if result.status == pq.ExecStatus.FATAL_ERROR:
-                _raise_failed(driver, result)
-        status = results[-1].command_status if results else None
-        if status != b"COMMIT":
-            raise RuntimeError(f"the transaction ended {status!r}")
+            pgconn.enter_pipeline_mode()
+            try:
+                for bound in held:
+                    pgconn.send_query_params(bound.sql, bound.values, bound.types, bound.formats)
+                pgconn.pipeline_sync()
+                answers = await driver.wait(_answers(pgconn, len(held)))
+            finally:
+                _leave_pipeline(pgconn)
+        for answer in answers:
+            for result in answer:
+                if result.status == pq.ExecStatus.FATAL_ERROR:
+                    _raise_failed(driver, result)
+        last: PGresult = answers[-1][-1]
+        return last
+
+
+def _answers(pgconn: PGconn, statements: int) -> PQGen[list[list[PGresult]]]:
+    """psycopg's generator (run by its connection's `wait`) that flushes a pipeline and
+    reads each statement's results; a statement after a failed one answers PIPELINE_ABORTED."""
+    yield from generators.send(pgconn)
+    answers: list[list[PGresult]] = []
+    for _ in range(statements):
+        answers.append((yield from generators.fetch_many(pgconn)))
+    yield from generators.fetch_many(pgconn)  # the pipeline's sync
+    return answers
+
+
+def _leave_pipeline(pgconn: Any) -> None:
+    """Out of pipeline mode, if every result was read; otherwise (the wait was cut short)
+    the connection is left in it, and its transaction's rollback fails and discards it."""
+    with suppress(OperationalError):
+        pgconn.exit_pipeline_mode()
+
+
+def _binder(driver: Any) -> Transformer:
+    """psycopg's adapters of this connection, with every int dumped as bigint: by default
+    psycopg picks the smallest type that holds the value, and a sum of two smallints
+    (`RunsRepo.advance_known`'s known sequence and count) would overflow past 32,767."""
+    adapters = AdaptersMap(driver.adapters)
+    adapters.register_dumper(int, Int8Dumper)
+    return adapt.Transformer(_Context(adapters, driver))
+
+
+@dataclass(frozen=True, slots=True)
+class _Context:
+    """What psycopg's `Transformer` reads of its context (psycopg.abc.AdaptContext)."""
+
+    adapters: Any
+    connection: Any
 
 
 class StaleRun(Exception):
@@ -263,8 +336,6 @@ def _raise_if_stale(failed: InvalidTextRepresentation) -> None:
 
 def _raise_failed(driver: Any, result: PGresult) -> NoReturn:
     """Raise a failed result as psycopg's exception for it (`StaleRun` for a failed check)."""
-    from psycopg import errors
-
     failed = errors.error_from_result(result, encoding=driver.info.encoding)
     if isinstance(failed, errors.InvalidTextRepresentation):
         _raise_if_stale(failed)

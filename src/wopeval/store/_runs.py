@@ -629,10 +629,10 @@ def _cased_move(runs_count: int, states_count: int, *, checked: bool) -> str:
 @functools.cache
 def _advance_known_statement(runs_count: int, states_count: int) -> str:
     """`RunsRepo.advance_known`'s UPDATE for that many runs and allowed states, built once
-    (pyformat: bound on the client, store/_driver.py `Batch`). The runs are a VALUES list
-    joined to their rows by key: the server plans it as an index lookup a run (checked
-    with 64 runs against 100,000 rows), where `advance_each`'s CASE tests every run's
-    branch for each row."""
+    (pyformat: its values bound as the protocol's parameters, store/_driver.py `Batch`).
+    The runs are a VALUES list joined to their rows by key: the server plans it as an
+    index lookup a run (checked with 64 runs against 100,000 rows), where `advance_each`'s
+    CASE tests every run's branch for each row."""
     rows = ", ".join(
         f"(%(tenant_{i})s, %(run_{i})s, %(known_{i})s, %(count_{i})s, %(trials_{i})s)"
         for i in range(runs_count)
