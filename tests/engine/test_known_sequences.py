@@ -223,6 +223,23 @@ async def test_a_run_moved_twice_in_one_transaction_is_checked_from_its_first_mo
 
 
 @pytest.mark.postgres
+async def test_a_checked_move_past_the_smallint_range_lands(postgres_store: Store) -> None:
+    """The batch's values go as the protocol's parameters: a known sequence and a count that
+    psycopg would each send as a smallint must not be summed as one (store/_driver.py
+    `_binder`)."""
+    store = postgres_store
+    log = await open_run(writer_for(store))
+    async with store.transaction() as uow:
+        await uow.connection.execute(
+            update(runs).where(runs.c.run_id == log.run_id).values(last_sequence=32_765)
+        )
+    move = RunMove(log.tenant, log.run_id, events=5, trials=0)
+    async with store.log_transaction(pipelined=True) as uow:
+        uow.runs.advance_known([move], {log.run_id: 32_765}, frozenset({RunStatus.RUNNING}))
+    assert await _row(store, log.run_id) == ("running", 32_770)
+
+
+@pytest.mark.postgres
 async def test_a_checked_move_is_refused_outside_a_pipelined_transaction(
     postgres_store: Store,
 ) -> None:

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any, NoReturn, cast
+from weakref import WeakKeyDictionary
 
 from psycopg import OperationalError, adapt, errors, generators, pq
 from psycopg.abc import Buffer, PQGen, Transformer
@@ -302,10 +303,19 @@ def _leave_pipeline(pgconn: Any) -> None:
 def _binder(driver: Any) -> Transformer:
     """psycopg's adapters of this connection, with every int dumped as bigint: by default
     psycopg picks the smallest type that holds the value, and a sum of two smallints
-    (`RunsRepo.advance_known`'s known sequence and count) would overflow past 32,767."""
-    adapters = AdaptersMap(driver.adapters)
-    adapters.register_dumper(int, Int8Dumper)
-    return adapt.Transformer(_Context(adapters, driver))
+    (`RunsRepo.advance_known`'s known sequence and count) would overflow past 32,767.
+
+    Made once a connection (its batches come one after another): a transformer keeps the
+    dumpers it looked up."""
+    binder = _binders.get(driver)
+    if binder is None:
+        adapters = AdaptersMap(driver.adapters)
+        adapters.register_dumper(int, Int8Dumper)
+        binder = _binders[driver] = adapt.Transformer(_Context(adapters, driver))
+    return binder
+
+
+_binders: WeakKeyDictionary[Any, Transformer] = WeakKeyDictionary()
 
 
 @dataclass(frozen=True, slots=True)
