@@ -167,13 +167,11 @@ async def _driver_transaction(writer: AsyncConnection, *, pipelined: bool) -> As
     send: BEGIN, the run row's move checked by the server (`RunsRepo.advance_known`),
     its rows and the COMMIT; one whose row must be read back, two.
     """
-    driver = driver_connection(writer)
-    if pipelined:
-        # The BEGIN is ours, sent with the first statements: psycopg's own waits alone.
-        await driver.set_autocommit(True)
     try:
         if pipelined:
-            with batched(driver) as batch:
+            # The BEGIN is ours, sent with the first statements on libpq's connection,
+            # beneath psycopg's own transaction handling: its autocommit is left as it is.
+            with batched(driver_connection(writer)) as batch:
                 yield
                 await batch.commit()
         else:
@@ -187,9 +185,6 @@ async def _driver_transaction(writer: AsyncConnection, *, pipelined: bool) -> As
             # The connection is lost: the next transaction takes a new one.
             await writer.invalidate()
         raise
-    finally:
-        if pipelined and not driver.closed:
-            await driver.set_autocommit(False)
 
 
 def _not_in_a_batch(connection: Any, *_: Any) -> None:
