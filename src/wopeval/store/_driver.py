@@ -233,7 +233,8 @@ class Batch:
         self.hold_rows(sql, [values])
 
     def hold_rows(self, sql: str, rows: list[dict[str, Any]]) -> None:
-        """Hold `sql`, an INSERT (pyformat) of one row, as one INSERT of every row of `rows`."""
+        """Hold `sql` (pyformat) with the values of `rows`: with more than one, `sql` is an
+        INSERT of one row, held as one INSERT of every row."""
         numbered, names = _numbered(sql, len(rows))
         ordered = [row[name] for row in rows for name in names]
         binder = self._binder
