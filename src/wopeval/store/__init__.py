@@ -25,7 +25,7 @@ from wopeval.store._details import (
     TrialRow,
     TrialsRepo,
 )
-from wopeval.store._driver import StaleRun, batched, driver_connection, in_a_batch
+from wopeval.store._driver import batched, driver_connection, in_a_batch
 from wopeval.store._events import EVENTS_PAGE_SIZE, EventsRepo, StoredEvent
 from wopeval.store._idempotency import IDEMPOTENCY_RETENTION, IdempotencyRecord, IdempotencyRepo
 from wopeval.store._model_calls import ModelCallRow, ModelCallsRepo, ModelVia
@@ -53,6 +53,7 @@ from wopeval.store._small_repos import (
     copy_derived,
     replace_keys,
 )
+from wopeval.store._stale import StaleRun
 from wopeval.store._tool_calls import (
     DerivedSource,
     ToolCallOutcome,

@@ -1,0 +1,192 @@
+"""A PostgreSQL transaction's statements held and sent together, in libpq's pipeline mode
+(store/_driver.py `batched`; store/__init__.py `log_transaction`, pipelined).
+
+A module of its own so that psycopg is imported only by a host on PostgreSQL: a SQLite
+host's start-up does not pay for it (~0.2 s).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Sequence
+from contextlib import suppress
+from dataclasses import dataclass
+from typing import Any, NoReturn
+from weakref import WeakKeyDictionary
+
+from psycopg import OperationalError, adapt, errors, generators, pq
+from psycopg.abc import Buffer, PQGen, Transformer
+from psycopg.adapt import AdaptersMap, PyFormat
+from psycopg.errors import InvalidTextRepresentation
+from psycopg.pq.abc import PGconn, PGresult
+from psycopg.types.numeric import Int8Dumper
+
+from wopeval.store._stale import CHECK_FAILED, StaleRun
+
+
+@dataclass(frozen=True, slots=True)
+class _Bound:
+    """A statement as libpq's `PQsendQueryParams` takes it: numbered parameters ($1, …)
+    and their values apart, dumped by psycopg's adapters."""
+
+    sql: bytes
+    values: Sequence[Buffer | None]
+    types: Sequence[int]
+    formats: Sequence[int]
+
+
+_BEGIN = _Bound(b"BEGIN", (), (), ())
+_COMMIT = _Bound(b"COMMIT", (), (), ())
+
+_PLACEHOLDER = re.compile(r"%\((\w+)\)s|%%")
+
+
+@functools.lru_cache(maxsize=1024)
+def _numbered(sql: str, rows: int) -> tuple[bytes, tuple[str, ...]]:
+    """`sql` (pyformat, as compiled for psycopg) with its parameters numbered, and the name
+    of each number in order; for an INSERT of more than one row, its VALUES tuple once
+    a row, numbered on (the names are then a row's, taken row after row)."""
+    if rows > 1:
+        head, _, values = sql.partition(" VALUES ")
+        sql = f"{head} VALUES {', '.join([values] * rows)}"
+    names: list[str] = []
+
+    def number(found: re.Match[str]) -> str:
+        name = found.group(1)
+        if name is None:
+            return "%"
+        names.append(name)
+        return f"${len(names)}"
+
+    numbered = _PLACEHOLDER.sub(number, sql)
+    return numbered.encode(), tuple(names[: len(names) // rows])
+
+
+class Batch:
+    """A PostgreSQL transaction's statements sent together (store/__init__.py
+    `log_transaction`, pipelined): each is held, its values bound as the protocol's
+    parameters, until a statement whose rows are read, or the COMMIT, and then they go
+    in libpq's pipeline mode: one `send` and one round trip, the transaction's BEGIN first.
+
+    Straight on psycopg's libpq connection, not through its cursors: a cursor's result and
+    prepared-statement bookkeeping, and its client-side binding (`mogrify`), cost a live
+    call's step more Python than the rest of its send."""
+
+    def __init__(self, driver: Any) -> None:
+        self._driver = driver
+        self._binder = _binder(driver)
+        self._held = [_BEGIN]
+
+    def hold(self, sql: str, values: dict[str, Any]) -> None:
+        """Hold `sql` (pyformat) with its values."""
+        self.hold_rows(sql, [values])
+
+    def hold_rows(self, sql: str, rows: list[dict[str, Any]]) -> None:
+        """Hold `sql` (pyformat) with the values of `rows`: with more than one, `sql` is an
+        INSERT of one row, held as one INSERT of every row."""
+        numbered, names = _numbered(sql, len(rows))
+        ordered = [row[name] for row in rows for name in names]
+        binder = self._binder
+        values = binder.dump_sequence(ordered, [PyFormat.AUTO] * len(ordered))
+        self._held.append(_Bound(numbered, values, binder.types or (), binder.formats or ()))
+
+    async def fetch(self, sql: str, values: dict[str, Any]) -> list[tuple[Any, ...]]:
+        """Run what is held and `sql` with its values; `sql`'s rows.
+
+        Raises `StaleRun` when a checked statement among them (`hold_checked`) changed
+        fewer rows than it had to."""
+        self.hold(sql, values)
+        result = await self._send()
+        binder = self._binder
+        binder.set_pgresult(result)
+        rows: list[tuple[Any, ...]] = binder.load_rows(0, result.ntuples, tuple)
+        binder.set_pgresult(None)
+        return rows
+
+    async def commit(self) -> None:
+        """Send what is held with the COMMIT; returns once the server answered it."""
+        self._held.append(_COMMIT)
+        committed = await self._send()
+        if committed.command_status != b"COMMIT":
+            raise RuntimeError(f"the transaction ended {committed.command_status!r}")
+
+    async def _send(self) -> PGresult:
+        """What is held, as one pipeline and one round trip; the last statement's result."""
+        held, self._held = self._held, []
+        driver = self._driver
+        pgconn = driver.pgconn
+        async with driver.lock:
+            pgconn.enter_pipeline_mode()
+            try:
+                for bound in held:
+                    pgconn.send_query_params(bound.sql, bound.values, bound.types, bound.formats)
+                pgconn.pipeline_sync()
+                answers = await driver.wait(_answers(pgconn, len(held)))
+            finally:
+                _leave_pipeline(pgconn)
+        for answer in answers:
+            for result in answer:
+                if result.status == pq.ExecStatus.FATAL_ERROR:
+                    _raise_failed(driver, result)
+        last: PGresult = answers[-1][-1]
+        return last
+
+
+def _answers(pgconn: PGconn, statements: int) -> PQGen[list[list[PGresult]]]:
+    """psycopg's generator (run by its connection's `wait`) that flushes a pipeline and
+    reads each statement's results; a statement after a failed one answers PIPELINE_ABORTED."""
+    yield from generators.send(pgconn)
+    answers: list[list[PGresult]] = []
+    for _ in range(statements):
+        answers.append((yield from generators.fetch_many(pgconn)))
+    yield from generators.fetch_many(pgconn)  # the pipeline's sync
+    return answers
+
+
+def _leave_pipeline(pgconn: Any) -> None:
+    """Out of pipeline mode, if every result was read; otherwise (the wait was cut short)
+    the connection is left in it, and its transaction's rollback fails and discards it."""
+    with suppress(OperationalError):
+        pgconn.exit_pipeline_mode()
+
+
+def _binder(driver: Any) -> Transformer:
+    """psycopg's adapters of this connection, with every int dumped as bigint: by default
+    psycopg picks the smallest type that holds the value, and a sum of two smallints
+    (`RunsRepo.advance_known`'s known sequence and count) would overflow past 32,767.
+
+    Made once a connection (its batches come one after another): a transformer keeps the
+    dumpers it looked up."""
+    binder = _binders.get(driver)
+    if binder is None:
+        adapters = AdaptersMap(driver.adapters)
+        adapters.register_dumper(int, Int8Dumper)
+        binder = _binders[driver] = adapt.Transformer(_Context(adapters, driver))
+    return binder
+
+
+_binders: WeakKeyDictionary[Any, Transformer] = WeakKeyDictionary()
+
+
+@dataclass(frozen=True, slots=True)
+class _Context:
+    """What psycopg's `Transformer` reads of its context (psycopg.abc.AdaptContext)."""
+
+    adapters: Any
+    connection: Any
+
+
+def _raise_if_stale(failed: InvalidTextRepresentation) -> None:
+    """`StaleRun` from `failed` if it is a checked statement's failing cast."""
+    message = failed.diag.message_primary or ""
+    if CHECK_FAILED in message:
+        raise StaleRun(message) from failed
+
+
+def _raise_failed(driver: Any, result: PGresult) -> NoReturn:
+    """Raise a failed result as psycopg's exception for it (`StaleRun` for a failed check)."""
+    failed = errors.error_from_result(result, encoding=driver.info.encoding)
+    if isinstance(failed, errors.InvalidTextRepresentation):
+        _raise_if_stale(failed)
+    raise failed
