@@ -81,6 +81,7 @@ ANSWER = (
 MODEL_KEY_ENV = "BENCH_MODEL_KEY"
 MODEL_KEY = "sk-bench-" + "m" * 24
 APIS = ("chat", "responses", "messages")
+MODES = {"whole": False, "streamed": True}
 TARGET_OVERHEAD_MS = 1.0
 TARGET_RATE_RATIO = 0.9
 
@@ -278,7 +279,7 @@ async def measure_apis(
     )
     async with httpx.AsyncClient(limits=limits, timeout=60, trust_env=False) as http:
         for api in options.api or APIS:
-            for stream in (False, True):
+            for stream in (MODES[mode] for mode in options.mode or MODES):
                 direct = exchange_of(http, api, stream, endpoints(api, model_root, None))
                 proxied = [
                     exchange_of(http, api, stream, endpoints(api, model_root, invocation))
@@ -331,6 +332,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     crowd_options(parser, "--exchanges", "exchanges")
     parser.add_argument("--api", action="append", choices=APIS, help="only these (repeatable)")
+    parser.add_argument(
+        "--mode",
+        action="append",
+        choices=MODES,
+        help="only whole or only streamed exchanges (repeatable; default both)",
+    )
     parser.add_argument(
         "--model-delay-ms",
         type=float,
