@@ -178,23 +178,24 @@ class _Forward:
 
     async def _relay(self, response: httpcore.Response) -> AsyncIterator[bytes]:
         """The upstream's bytes as they arrive, chunk by chunk as it sent them (one write to
-        the agent per chunk, not per line: a chunk of many events costs one), each sent on
-        before it is read for the record (the agent waits for no parsing); the answer its
-        lines add up to, recorded at the end."""
-        assembler = self._request.api.assembler()
-        lines = models.SseLines()
+        the agent per chunk, not per line: a chunk of many events costs one); the answer its
+        lines add up to, recorded at the end, before the stream's end goes to the agent.
+
+        A chunk is only kept while the stream runs: its lines are read once, all together,
+        when it ends (one decode and one split of the whole, not one per event; issue 29)."""
+        relayed: list[bytes] = []
         try:
             async for chunk in response.aiter_stream():
                 yield chunk
-                for line in lines.feed(chunk):
-                    assembler.feed(line)
-            for line in lines.feed(b"", final=True):
-                assembler.feed(line)
+                relayed.append(chunk)
         finally:
             await response.aclose()
-            self._record_stream(assembler)
+            self._record_stream(relayed)
 
-    def _record_stream(self, assembler: models.StreamAssembler) -> None:
+    def _record_stream(self, relayed: list[bytes]) -> None:
+        assembler = self._request.api.assembler()
+        for line in models.SseLines().feed(b"".join(relayed), final=True):
+            assembler.feed(line)
         if not assembler.complete:
             self._record(
                 None, _failure("the stream ended before the answer was complete", "incomplete")
