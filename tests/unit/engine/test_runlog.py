@@ -130,6 +130,35 @@ async def test_steps_queued_during_a_commit_share_the_next_transaction(tmp_path:
             assert [seq for seq, _ in await sequences(store, log.run_id)] == [0, 1, 2]
 
 
+async def test_steps_of_runs_that_resume_turns_apart_share_one_transaction(
+    tmp_path: Path,
+) -> None:
+    """Runs out of step with each other (started by requests that came in one by one) still
+    land together: the writer waits while each turn of the loop brings it more steps."""
+    async with open_store(tmp_path) as store:
+        writer = writer_for(store)
+        logs = [await open_run(writer) for _ in range(4)]
+        opened = 0
+        original = store.transaction
+
+        def counting() -> AbstractAsyncContextManager[UnitOfWork]:
+            nonlocal opened
+            opened += 1
+            return original()
+
+        async def after_turns(log: RunLog, turns: int) -> None:
+            for _ in range(turns):
+                await asyncio.sleep(0)
+            await log.commit(_node_step("n"))
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(store, "transaction", counting)
+            await asyncio.gather(*(after_turns(log, turns) for turns, log in enumerate(logs)))
+        assert opened == 1
+        for log in logs:
+            assert [seq for seq, _ in await sequences(store, log.run_id)] == [0, 1, 2]
+
+
 async def test_plain_steps_in_one_transaction_move_their_rows_in_one_update(
     tmp_path: Path,
 ) -> None:

@@ -182,6 +182,15 @@ class LogWriter:
         return await asyncio.shield(queued.done)
 
     async def _flush(self) -> None:
+        # Turns of the loop before the first group is taken, while each brings more steps:
+        # runs out of step with each other (started one by one, as `POST /runs` starts
+        # them) join one group, then resume together and stay together, rather than each
+        # paying a transaction of its own. Every step still waits for its commit.
+        waiting = len(self._queue)
+        await asyncio.sleep(0)
+        while len(self._queue) > waiting and len(self._queue) < MAX_GROUP:
+            waiting = len(self._queue)
+            await asyncio.sleep(0)
         while self._queue:
             batch, self._queue = self._queue[:MAX_GROUP], self._queue[MAX_GROUP:]
             try:
