@@ -160,7 +160,7 @@ async def _driver_transaction(writer: AsyncConnection, *, pipelined: bool) -> As
     SQLAlchemy ends it (committing the driver's with it).
 
     `pipelined` (PostgreSQL, driver statements only): the statements are held with their
-    parameters, and go out together in libpq's pipeline mode (store/_driver.py `Batch`)
+    parameters, and go out together in libpq's pipeline mode (store/_pg_batch.py `Batch`)
     between a BEGIN and a COMMIT of our own: those before a statement whose rows are read
     go with it, the rest with the COMMIT. The block returns once the server has answered the
     COMMIT, so what it wrote is durable (synchronous_commit as the server has it). A

@@ -476,7 +476,7 @@ class RunsRepo:
 
         A row found elsewhere (another writer moved it, or its state changed) fails the
         whole transaction with `StaleRun`, and nothing of it is written. In a pipelined
-        PostgreSQL transaction (store/_driver.py `Batch`) the statement is held and checked
+        PostgreSQL transaction (store/_pg_batch.py `Batch`) the statement is held and checked
         by the server, so the move costs no round trip of its own. On SQLite it runs at once
         and the rows it changed are counted here: SQLite's RETURNING, which `advance_each`
         reads the rows back by, cost a live call's group as much again as the UPDATE."""
@@ -629,7 +629,7 @@ def _cased_move(runs_count: int, states_count: int, *, checked: bool) -> str:
 @functools.cache
 def _advance_known_statement(runs_count: int, states_count: int) -> str:
     """`RunsRepo.advance_known`'s UPDATE for that many runs and allowed states, built once
-    (pyformat: its values bound as the protocol's parameters, store/_driver.py `Batch`).
+    (pyformat: its values bound as the protocol's parameters, store/_pg_batch.py `Batch`).
     The runs are a VALUES list joined to their rows by key: the server plans it as an
     index lookup a run (checked with 64 runs against 100,000 rows), where `advance_each`'s
     CASE tests every run's branch for each row."""
