@@ -627,9 +627,12 @@ def test_the_suites_page_lists_versions_documents_and_their_eval_runs(
     expect(row).to_contain_text("1.0.0")
     expect(row).to_contain_text("1.1.0")
     check_page(page, dashboard, "suites")
-    row.locator("a").click()
+    # The rows are read at once (`all()` does not wait): first the suite's page, loaded.
+    with page.expect_navigation():
+        row.locator("a").click()
     base = page.locator('section.version[data-version="1.0.0"]')
     candidate = page.locator('section.version[data-version="1.1.0"]')
+    expect(base).to_be_attached()
     assert dashboard.base.run_id in run_ids_of(base)
     assert dashboard.candidate.run_id not in run_ids_of(base)
     assert dashboard.candidate.run_id in run_ids_of(candidate)
