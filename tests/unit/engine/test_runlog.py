@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractAsyncContextManager, contextmanager
 from pathlib import Path
 
 import pytest
@@ -107,25 +108,32 @@ async def test_concurrent_runs_land_whole_steps_with_contiguous_sequences(tmp_pa
             assert (await _status(store, log.run_id))[1] == 50
 
 
+@contextmanager
+def counted_transactions(store: Store) -> Iterator[Callable[[], int]]:
+    """The store's transactions opened while the block runs: how many, asked after."""
+    opened = 0
+    original = store.transaction
+
+    def counting() -> AbstractAsyncContextManager[UnitOfWork]:
+        nonlocal opened
+        opened += 1
+        return original()
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(store, "transaction", counting)
+        yield lambda: opened
+
+
 async def test_steps_queued_during_a_commit_share_the_next_transaction(tmp_path: Path) -> None:
     async with open_store(tmp_path) as store:
         writer = writer_for(store)
         logs = [await open_run(writer) for _ in range(20)]
-        opened = 0
-        original = store.transaction
-
-        def counting() -> AbstractAsyncContextManager[UnitOfWork]:
-            nonlocal opened
-            opened += 1
-            return original()
-
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(store, "transaction", counting)
+        with counted_transactions(store) as opened:
             first = asyncio.ensure_future(logs[0].commit(_node_step("n")))
             await asyncio.sleep(0.001)  # the first commit is on its way alone
             await asyncio.gather(first, *(log.commit(_node_step("n")) for log in logs[1:]))
         # The 19 steps queued behind the first, from 19 runs, share one transaction.
-        assert opened == 2
+        assert opened() == 2
         for log in logs:
             assert [seq for seq, _ in await sequences(store, log.run_id)] == [0, 1, 2]
 
@@ -138,23 +146,15 @@ async def test_steps_of_runs_that_resume_turns_apart_share_one_transaction(
     async with open_store(tmp_path) as store:
         writer = writer_for(store)
         logs = [await open_run(writer) for _ in range(4)]
-        opened = 0
-        original = store.transaction
-
-        def counting() -> AbstractAsyncContextManager[UnitOfWork]:
-            nonlocal opened
-            opened += 1
-            return original()
 
         async def after_turns(log: RunLog, turns: int) -> None:
             for _ in range(turns):
                 await asyncio.sleep(0)
             await log.commit(_node_step("n"))
 
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(store, "transaction", counting)
+        with counted_transactions(store) as opened:
             await asyncio.gather(*(after_turns(log, turns) for turns, log in enumerate(logs)))
-        assert opened == 1
+        assert opened() == 1
         for log in logs:
             assert [seq for seq, _ in await sequences(store, log.run_id)] == [0, 1, 2]
 
