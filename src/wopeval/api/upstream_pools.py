@@ -86,7 +86,7 @@ class UpstreamPools:
         request = httpcore.Request(
             b"POST", target.url, headers=sent, content=body, extensions={"timeout": timeout}
         )
-        return await self._pool(target.origin).send(request)
+        return await self._pool(target).send(request)
 
     def _target(self, url: str) -> _Target:
         target = self._targets.get(url)
@@ -105,21 +105,18 @@ class UpstreamPools:
             target = self._targets[url] = _Target(core, parsed.netloc, origin)
         return target
 
-    def _pool(self, origin: tuple[bytes, bytes, int | None]) -> _OriginPool:
-        pool = self._pools.get(origin)
+    def _pool(self, target: _Target) -> _OriginPool:
+        pool = self._pools.get(target.origin)
         if pool is None:
             if self._closed:
                 raise RuntimeError("the host's upstream pools are closed")
-            scheme, host = origin[0].decode(), origin[1].decode()
+            scheme, host = target.origin[0].decode(), target.origin[1].decode()
             maker = httpcore.AsyncConnectionPool(
                 ssl_context=httpx.create_ssl_context() if scheme == "https" else None,
                 proxy=_environment_proxy(scheme, host),
                 keepalive_expiry=KEEPALIVE_SECONDS,
             )
-            pool = self._pools[origin] = _OriginPool(
-                maker,
-                httpcore.URL(scheme=origin[0], host=origin[1], port=origin[2], target=b"/").origin,
-            )
+            pool = self._pools[target.origin] = _OriginPool(maker, target.url.origin)
         return pool
 
     def pool_count(self) -> int:

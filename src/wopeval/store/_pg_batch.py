@@ -18,7 +18,6 @@ from weakref import WeakKeyDictionary
 from psycopg import OperationalError, adapt, errors, generators, pq
 from psycopg.abc import Buffer, PQGen, Transformer
 from psycopg.adapt import AdaptersMap, PyFormat
-from psycopg.errors import InvalidTextRepresentation
 from psycopg.pq.abc import PGconn, PGresult
 from psycopg.types.numeric import Int8Dumper
 
@@ -177,16 +176,11 @@ class _Context:
     connection: Any
 
 
-def _raise_if_stale(failed: InvalidTextRepresentation) -> None:
-    """`StaleRun` from `failed` if it is a checked statement's failing cast."""
-    message = failed.diag.message_primary or ""
-    if CHECK_FAILED in message:
-        raise StaleRun(message) from failed
-
-
 def _raise_failed(driver: Any, result: PGresult) -> NoReturn:
-    """Raise a failed result as psycopg's exception for it (`StaleRun` for a failed check)."""
+    """Raise a failed result as psycopg's exception for it (`StaleRun` for a checked
+    statement's failing cast)."""
     failed = errors.error_from_result(result, encoding=driver.info.encoding)
-    if isinstance(failed, errors.InvalidTextRepresentation):
-        _raise_if_stale(failed)
+    message = failed.diag.message_primary or ""
+    if isinstance(failed, errors.InvalidTextRepresentation) and CHECK_FAILED in message:
+        raise StaleRun(message) from failed
     raise failed
