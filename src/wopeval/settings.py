@@ -34,8 +34,6 @@ class EvalFeatures(BaseSettings):
     tools_changed: ToolsChangedPolicy = "report"
     """`WOPEVAL_EVAL_TOOLS_CHANGED`: see `ToolsChangedPolicy`."""
     concurrency: int = Field(default=32, ge=1, le=1024)
-    """`WOPEVAL_EVAL_CONCURRENCY`: trials an in-process eval run runs at once; as many tasks
-    again may be waiting for their last trial's step to land (engine/eval_runs/eval_runner.py)."""
     alpha: float = Field(default=0.05, gt=0, lt=1)
 
 
