@@ -45,15 +45,11 @@ class EvalContext:
 
 async def run_eval(plan: EvalPlan, context: EvalContext) -> Terminal:
     outcomes: dict[str, list[evals.TrialOutcome]] = {}
-    # `concurrency` trials run at once, and as many tasks again may wait for their last
-    # trial's step to land: while one group of trials commits, the next runs, and a
-    # PostgreSQL commit's round trips overlap the trials' CPU instead of idling the loop.
-    landing = asyncio.Semaphore(2 * context.concurrency)
-    running = asyncio.Semaphore(context.concurrency)
+    gate = asyncio.Semaphore(context.concurrency)
 
     async def bounded(task_plan: TaskPlan) -> None:
-        async with landing:
-            outcomes[task_plan.task.taskId] = await run_task(plan, task_plan, context, running)
+        async with gate:
+            outcomes[task_plan.task.taskId] = await run_task(plan, task_plan, context)
 
     async with asyncio.TaskGroup() as group:
         for task_plan in plan.tasks:
@@ -79,28 +75,22 @@ def task_cursors(task_plan: TaskPlan) -> Cursors:
 
 
 async def run_task(
-    plan: EvalPlan, task_plan: TaskPlan, context: EvalContext, running: asyncio.Semaphore
+    plan: EvalPlan, task_plan: TaskPlan, context: EvalContext
 ) -> list[evals.TrialOutcome]:
-    """The task's trials in order: each runs holding a place in `running`, and lands after
-    it gave the place up; the next starts once it has landed."""
     cursors = task_cursors(task_plan)
     trials: list[evals.TrialOutcome] = []
     for trial in range(task_plan.trials):
         last = trial == task_plan.trials - 1
 
-        async def attempt(
-            trial: int = trial, last: bool = last
-        ) -> tuple[evals.TrialOutcome, Journal]:
+        async def attempt(trial: int = trial, last: bool = last) -> evals.TrialOutcome:
             journal = Journal(context.log)
             outcome = await run_trial(plan, task_plan, trial, cursors, journal, context)
             if last:
                 journal.emit(scored(plan, task_plan, [*trials, outcome]))
-            return outcome, journal
+            await journal.flush()
+            return outcome
 
-        async with running:
-            outcome, journal = await context.control.unit(attempt)
-        await journal.flush()
-        trials.append(outcome)
+        trials.append(await context.control.unit(attempt))
     return trials
 
 
