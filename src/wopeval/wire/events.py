@@ -10,7 +10,13 @@ from wopeval.wire._agent_events import (
     ToolStatus,
 )
 from wopeval.wire._eval_events import EvalCompleted, EvalScored, EvalStarted
-from wopeval.wire._event_base import EVENT_LOG_SCHEMA_VERSION, SCHEMA_VERSION, EventDoc, Payload
+from wopeval.wire._event_base import (
+    EVENT_LOG_SCHEMA_VERSION,
+    SCHEMA_VERSION,
+    Built,
+    EventDoc,
+    Payload,
+)
 from wopeval.wire._run_events import (
     NodeCompleted,
     NodeFailed,
@@ -35,6 +41,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "TERMINAL_TYPES",
     "UPDATES_TYPES_PREFIXES",
+    "Built",
     "Decided",
     "EvalCompleted",
     "EvalScored",

@@ -44,15 +44,14 @@ from wopeval.wire.task_detail import (
 
 def tool_called(
     agent_id: str, tool: str, call_id: str, args: JsonValue, mode: WireContent
-) -> events.ToolCalled:
-    full = mode == "full"
-    return events.ToolCalled(
-        agentId=agent_id,
-        toolName=tool,
-        callId=call_id,
-        inputs=args if full else None,
-        argsHash=None if full else evals.args_hash(args),
-    )
+) -> events.Built:
+    """`agent.tool-called`'s payload (`events.ToolCalled`, as its `to_wire` writes it)."""
+    wire: dict[str, Any] = {"agentId": agent_id, "toolName": tool, "callId": call_id}
+    if mode != "full":
+        wire["argsHash"] = evals.args_hash(args)
+    elif args is not None:
+        wire["inputs"] = args
+    return events.Built(events.ToolCalled.TYPE, wire)
 
 
 def tool_returned(
@@ -64,17 +63,23 @@ def tool_returned(
     error: dict[str, Any] | None,
     duration_ms: int | None,
     mode: WireContent,
-) -> events.ToolReturned:
+) -> events.Built:
+    """`agent.tool-returned`'s payload (`events.ToolReturned`, as its `to_wire` writes it);
+    a tool's error, which came from outside, is still checked as `events.ToolError`."""
     full = mode == "full"
-    return events.ToolReturned(
-        agentId=agent_id,
-        toolName=tool,
-        callId=call_id,
-        status=status,
-        outcome=result if full and status == "ok" else None,
-        error=events.ToolError(**error) if error and full else None,
-        durationMs=duration_ms,
-    )
+    wire: dict[str, Any] = {
+        "agentId": agent_id,
+        "toolName": tool,
+        "callId": call_id,
+        "status": status,
+    }
+    if full and status == "ok" and result is not None:
+        wire["outcome"] = result
+    if error and full:
+        wire["error"] = events.ToolError(**error).to_wire()
+    if duration_ms is not None:
+        wire["durationMs"] = duration_ms
+    return events.Built(events.ToolReturned.TYPE, wire)
 
 
 def agent_failure(agent_id: str, error: dict[str, Any] | None, mode: WireContent) -> str:

@@ -309,7 +309,7 @@ class Invocation:
             raise AgentCrashed(f"delegate {agent_id!r} failed: {cause}")
         return outcome.decision
 
-    def _returned(self, call: ToolCall, result: ToolResult) -> events.ToolReturned:
+    def _returned(self, call: ToolCall, result: ToolResult) -> events.Built:
         return content.tool_returned(
             self.agent_id,
             call.tool,

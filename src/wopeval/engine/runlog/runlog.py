@@ -122,7 +122,7 @@ class Journal:
         self.log = log
         self._step = Step()
 
-    def emit(self, payload: events.Payload, *, node_id: str | None = None) -> Staged:
+    def emit(self, payload: events.Payload | events.Built, *, node_id: str | None = None) -> Staged:
         return self._step.emit(payload, node_id=node_id)
 
     def record_call(self, called: Staged, row: ToolCallRow) -> None:

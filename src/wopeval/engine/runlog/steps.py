@@ -112,7 +112,7 @@ class Step:
     trials: list[TrialRow] = field(default_factory=list)
     listings: list[ListingRow] = field(default_factory=list)
 
-    def emit(self, payload: events.Payload, *, node_id: str | None = None) -> Staged:
+    def emit(self, payload: events.Payload | events.Built, *, node_id: str | None = None) -> Staged:
         staged = Staged(payload.TYPE, payload.to_wire(), event_time(), node_id)
         self.staged.append(staged)
         return staged
