@@ -17,6 +17,7 @@ tunnel's TLS is started on this stream). Only httpcore's public backend interfac
 from __future__ import annotations
 
 import asyncio
+import select
 import ssl
 from collections.abc import Iterable
 from typing import Any
@@ -179,8 +180,11 @@ class LoopStream(httpcore.AsyncNetworkStream):
     def get_extra_info(self, info: str) -> Any:
         if info == "is_readable":
             # Asked of an idle connection: anything received, or the peer's end, means the
-            # server has closed it (or will: an unasked-for answer such as a 408).
-            return bool(self._received.held) or self._received.ended
+            # server has closed it (or will: an unasked-for answer such as a 408). The socket
+            # is asked too, as httpcore's own backends ask it: a busy loop may not have read
+            # what has arrived yet.
+            received = self._received
+            return bool(received.held) or received.ended or _readable(self._transport)
         names = {
             "ssl_object": "ssl_object",
             "client_addr": "sockname",
@@ -188,6 +192,15 @@ class LoopStream(httpcore.AsyncNetworkStream):
             "socket": "socket",
         }
         return self._transport.get_extra_info(names[info]) if info in names else None
+
+
+def _readable(transport: asyncio.Transport) -> bool:
+    sock = transport.get_extra_info("socket")
+    if sock is None:
+        return True  # no socket left: closed
+    poller = select.poll()
+    poller.register(sock.fileno(), select.POLLIN)
+    return bool(poller.poll(0))
 
 
 def _expire(waiter: asyncio.Future[None]) -> None:
