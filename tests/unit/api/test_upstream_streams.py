@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import ipaddress
+import socket
 import ssl
 from collections.abc import AsyncIterator
 from contextlib import AbstractContextManager, asynccontextmanager
@@ -203,3 +204,19 @@ async def test_a_request_s_head_and_body_go_out_in_one_send_when_its_answer_is_r
     large = b"x" * 300_000  # past what is held back: sent as it is written
     await stream.write(large)
     assert transport.sent[1:] == [large]
+
+
+async def test_an_idle_connection_s_socket_is_asked_before_the_loop_has_read_it() -> None:
+    """On a busy loop what the server sent (its close) may not be read yet when a request
+    takes the connection: the socket itself is asked, as httpcore's own backends ask it."""
+    ours, theirs = socket.socketpair()
+    transport, received = await asyncio.get_running_loop().create_connection(_Received, sock=ours)
+    try:
+        assert isinstance(transport, asyncio.Transport)
+        stream = LoopStream(transport, received)
+        assert not stream.get_extra_info("is_readable")
+        theirs.close()  # no turn of the loop between this and the question
+        assert not received.ended
+        assert stream.get_extra_info("is_readable")
+    finally:
+        transport.close()
