@@ -9,9 +9,11 @@ bench/README.md's proxy-whole section), for four reads and writes. Here a connec
 `asyncio.Protocol` on the loop's transport: what arrives is kept in a buffer (reading pauses
 past `_HELD_BYTES` held, resumes once read), a read that must wait has one timer for its
 time limit, and a request's writes (httpcore writes a head and a body apart) go to the
-socket in one `send` when its answer is first read. TLS is the
-loop's `start_tls`, as anyio's is; the environment's proxy is still httpcore's (a CONNECT
-tunnel's TLS is started on this stream). Only httpcore's public backend interface is used.
+socket in one `send` when its answer is first read. An idle connection is taken for a
+request only if nothing has arrived on it, its socket asked as httpcore's backends ask it.
+TLS is the loop's `start_tls`, as anyio's is; the environment's proxy is still httpcore's
+(a CONNECT tunnel's TLS is started on this stream). Only httpcore's public backend
+interface is used.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from typing import Any
 import httpcore
 
 _HELD_BYTES = 256 * 1024
-"""Unread bytes held before the socket's reading pauses (asyncio's streams keep 64 KiB)."""
+"""Received bytes held unread before the socket's reading pauses (asyncio's streams keep
+64 KiB), and written bytes held unsent before they go without waiting for a read."""
 
 
 class _Received(asyncio.Protocol):
