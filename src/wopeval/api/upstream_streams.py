@@ -8,9 +8,8 @@ and puts it back. Under a whole exchange that was ~10 % of the host's CPU (py-sp
 bench/README.md's proxy-whole section), for four reads and writes. Here a connection is an
 `asyncio.Protocol` on the loop's transport: what arrives is kept in a buffer (reading pauses
 past `_HELD_BYTES` held, resumes once read), a read that must wait has one timer for its
-time limit, and a request's writes (httpcore writes a head and a body apart) go to the
-socket in one `send` when its answer is first read. An idle connection is taken for a
-request only if nothing has arrived on it, its socket asked as httpcore's backends ask it.
+time limit, a write waits only while the transport holds too much unsent. An idle
+connection is taken for a request only if nothing has arrived on it, its socket asked as httpcore's backends ask it.
 TLS is the loop's `start_tls`, as anyio's is; the environment's proxy is still httpcore's
 (a CONNECT tunnel's TLS is started on this stream). Only httpcore's public backend
 interface is used.
@@ -27,8 +26,7 @@ from typing import Any
 import httpcore
 
 _HELD_BYTES = 256 * 1024
-"""Received bytes held unread before the socket's reading pauses (asyncio's streams keep
-64 KiB), and written bytes held unsent before they go without waiting for a read."""
+"""Unread bytes held before the socket's reading pauses (asyncio's streams keep 64 KiB)."""
 
 
 class _Received(asyncio.Protocol):
@@ -86,14 +84,8 @@ class LoopStream(httpcore.AsyncNetworkStream):
     def __init__(self, transport: asyncio.Transport, received: _Received) -> None:
         self._transport = transport
         self._received = received
-        self._unsent: list[bytes] = []
-        """Written and not yet handed to the transport: a request's head and body go out in
-        one `send` when its answer is first read (httpcore writes them apart; each `send` on
-        loopback runs the receiver's side of TCP too)."""
-        self._unsent_bytes = 0
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        self._send_unsent()
         received = self._received
         if not received.held and not received.ended:
             await self._wait(timeout, httpcore.ReadTimeout)
@@ -119,23 +111,11 @@ class LoopStream(httpcore.AsyncNetworkStream):
         received = self._received
         if received.closed or self._transport.is_closing():
             raise httpcore.WriteError("the connection was closed")
-        self._unsent.append(buffer)
-        self._unsent_bytes += len(buffer)
-        if self._unsent_bytes < _HELD_BYTES:
-            return
-        self._send_unsent()  # a large body goes as it is written, at the pace the peer reads
+        self._transport.write(buffer)
         while received.paused_writing and not received.closed:
             await self._wait(timeout, httpcore.WriteTimeout)
         if received.closed:
             raise httpcore.WriteError(f"the connection was lost: {received.error}")
-
-    def _send_unsent(self) -> None:
-        if self._unsent:
-            unsent = self._unsent[0] if len(self._unsent) == 1 else b"".join(self._unsent)
-            self._unsent.clear()
-            self._unsent_bytes = 0
-            if not self._received.closed:
-                self._transport.write(unsent)
 
     async def _wait(self, timeout: float | None, expired: type[httpcore.TimeoutException]) -> None:
         """Until the connection has news (data, its end, room to write), or `timeout`."""

@@ -178,34 +178,6 @@ async def test_an_idle_connection_with_an_unasked_for_answer_is_not_sent_on() ->
     assert server.opened == 2
 
 
-async def test_a_request_s_head_and_body_go_out_in_one_send_when_its_answer_is_read() -> None:
-    """httpcore writes a request's head and body apart: two `send`s, each running the
-    receiver's side of TCP on loopback (issue 29)."""
-
-    class Sent(asyncio.Transport):
-        def __init__(self) -> None:
-            super().__init__()
-            self.sent: list[bytes] = []
-
-        def write(self, data: bytes | bytearray | memoryview) -> None:
-            self.sent.append(bytes(data))
-
-        def is_closing(self) -> bool:
-            return False
-
-    transport, received = Sent(), _Received()
-    stream = LoopStream(transport, received)
-    await stream.write(b"POST /v1/x HTTP/1.1\r\n\r\n")
-    await stream.write(b"{}")
-    assert transport.sent == []
-    received.data_received(b"HTTP/1.1 200 OK\r\n")
-    assert await stream.read(65536) == b"HTTP/1.1 200 OK\r\n"
-    assert transport.sent == [b"POST /v1/x HTTP/1.1\r\n\r\n{}"]
-    large = b"x" * 300_000  # past what is held back: sent as it is written
-    await stream.write(large)
-    assert transport.sent[1:] == [large]
-
-
 async def test_an_idle_connection_s_socket_is_asked_before_the_loop_has_read_it() -> None:
     """On a busy loop what the server sent (its close) may not be read yet when a request
     takes the connection: the socket itself is asked, as httpcore's own backends ask it."""
