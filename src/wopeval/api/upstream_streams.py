@@ -9,10 +9,10 @@ bench/README.md's proxy-whole section), for four reads and writes. Here a connec
 `asyncio.Protocol` on the loop's transport: what arrives is kept in a buffer (reading pauses
 past `_HELD_BYTES` held, resumes once read), a read that must wait has one timer for its
 time limit, a write waits only while the transport holds too much unsent. An idle
-connection is taken for a request only if nothing has arrived on it, its socket asked as httpcore's backends ask it.
-TLS is the loop's `start_tls`, as anyio's is; the environment's proxy is still httpcore's
-(a CONNECT tunnel's TLS is started on this stream). Only httpcore's public backend
-interface is used.
+connection is taken for a request only if nothing has arrived on it, its socket asked as
+httpcore's backends ask it. TLS is the loop's `start_tls`, as anyio's is; the environment's
+proxy is still httpcore's (a CONNECT tunnel's TLS is started on this stream). Only
+httpcore's public backend interface is used.
 """
 
 from __future__ import annotations
