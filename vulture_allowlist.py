@@ -111,3 +111,14 @@ _.init
 
 # The SDK's stdio spawn, replaced by the host's (tools/_mcp_client.py) and called by the SDK.
 _._create_platform_compatible_process
+
+# The upstream sockets' protocol and backend (api/upstream_streams.py), called by asyncio's
+# transports and by httpcore's connections.
+_.connection_made
+_.data_received
+_.eof_received
+_.connection_lost
+_.pause_writing
+_.resume_writing
+_.connect_tcp
+_.connect_unix_socket

@@ -22,7 +22,8 @@ for the walk (issue 29: the Responses and Messages figures measured after chat's
 32-agent phase were twice chat's). Here a request takes the most recently used idle
 connection, and only that one is asked whether the server has closed it; connections
 idle past their keep-alive are closed oldest first as requests come. httpcore's pool
-still makes each connection (`create_connection`: the environment's proxy, TLS).
+still makes each connection (`create_connection`: the environment's proxy, TLS), on the
+event loop's own transports (api/upstream_streams.py).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ import httpcore
 import httpx
 
 from wopeval import __version__
+from wopeval.api.upstream_streams import LoopBackend
 
 UPSTREAM_ERRORS = (
     httpcore.TimeoutException,
@@ -49,6 +51,8 @@ UPSTREAM_ERRORS = (
 """What an upstream that did not answer raises (httpcore's errors share no base class)."""
 KEEPALIVE_SECONDS = 5.0
 _USER_AGENT = f"wopeval/{__version__}".encode()
+_LOOP_BACKEND = LoopBackend()
+"""The sockets on the event loop's transports, not anyio's streams (api/upstream_streams.py)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +119,7 @@ class UpstreamPools:
                 ssl_context=httpx.create_ssl_context() if scheme == "https" else None,
                 proxy=_environment_proxy(scheme, host),
                 keepalive_expiry=KEEPALIVE_SECONDS,
+                network_backend=_LOOP_BACKEND,
             )
             pool = self._pools[target.origin] = _OriginPool(maker, target.url.origin)
         return pool
