@@ -19,7 +19,7 @@ from _backends import Backend
 from wopeval.store import create_engine, migrate
 from wopeval.store.db import HEAD_REVISION, alembic_config
 from wopeval.store.queue_schema import is_queue_object
-from wopeval.store.tables import INVOCATION_STARTED, events, metadata
+from wopeval.store.tables import INVOCATION_STARTED, events, metadata, run_plans
 
 VERSION_TABLE = "alembic_version"
 QUEUE_TABLES = {
@@ -211,3 +211,46 @@ async def test_the_partial_index_has_the_condition_the_tables_declare(
         built = await connection.run_sync(_index_definition, "ix_events_invocation_started")
     assert declared.endswith("WHERE type = 'agent.invocation-started'")
     assert "'agent.invocation-started'" in built.partition(" WHERE ")[2]
+
+
+def _compression(connection: Connection) -> dict[tuple[str, str], str]:
+    """Each large JSON column of an eval create (migration 0014) and its own compression
+    method: 'l' for lz4, '' for the server's default (pglz)."""
+    found = connection.execute(
+        text(
+            "SELECT attrelid::regclass::text, attname, attcompression FROM pg_attribute"
+            " WHERE attrelid IN ('run_plans'::regclass, 'derived_fixtures'::regclass)"
+            " AND attname IN ('plan', 'entries', 'model_entries')"
+        )
+    )
+    return {(table, column): method for table, column, method in found}
+
+
+def _stored_compression(connection: Connection) -> str:
+    """How a plan of a megabyte is stored once inserted."""
+    plan = {"suite": {"tasks": [{"taskId": f"t{i}", "input": {"call": i}} for i in range(40_000)]}}
+    connection.execute(run_plans.insert().values(run_id="big", plan=plan))
+    query = "SELECT pg_column_compression(plan) FROM run_plans WHERE run_id = 'big'"
+    return str(connection.execute(text(query)).scalar_one())
+
+
+async def test_an_eval_creates_megabytes_are_compressed_with_lz4_on_postgresql(
+    empty_database: AsyncEngine,
+) -> None:
+    """A plan holding its suite and a derived copy are megabytes in the create's
+    transaction: lz4 compresses them in a fraction of pglz's time (migration 0014). The
+    downgrade gives the columns back the server's default."""
+    if empty_database.dialect.name != "postgresql":
+        pytest.skip("TOAST compression is PostgreSQL's")
+    await migrate(empty_database)
+    async with empty_database.begin() as connection:
+        offered = await connection.execute(
+            text("SELECT enumvals FROM pg_settings WHERE name = 'default_toast_compression'")
+        )
+        if "lz4" not in offered.scalar_one():
+            pytest.skip("this PostgreSQL was built without lz4")
+        assert set((await connection.run_sync(_compression)).values()) == {"l"}
+        assert await connection.run_sync(_stored_compression) == "lz4"
+    async with empty_database.begin() as connection:
+        await connection.run_sync(_to("0013_invocation_started_index", down=True))
+        assert set((await connection.run_sync(_compression)).values()) == {""}

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 _MIGRATIONS = Path(__file__).with_name("migrations")
 MIGRATION_LOCK_KEY = 0x776F_7066
 """The advisory lock that serialises migrations of one PostgreSQL database ("wopf")."""
-HEAD_REVISION = "0013_invocation_started_index"
+HEAD_REVISION = "0014_lz4_copies"
 """The newest migration's revision (tests/migration holds it to Alembic's own head): a
 database stamped with it is not handed to Alembic at all (`migrate`)."""
 
