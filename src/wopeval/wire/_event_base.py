@@ -69,9 +69,10 @@ class Payload(BaseModel):
 @dataclass(frozen=True, slots=True)
 class Built:
     """A payload's wire form (`Payload.to_wire`) built by the host itself, for the events of
-    every tool call (engine/recording/content.py): values its types already guarantee need
-    no validation, and pydantic's check of each field, then its walk back out, cost those
-    two events more than the rest of their emit."""
+    every tool call (engine/recording/content.py), every invocation's bracket and every
+    task's score: values its types already guarantee need no validation, and pydantic's
+    check of each field, then its walk back out, cost those events more than the rest of
+    their emit."""
 
     TYPE: str
     wire: dict[str, Any]

@@ -359,10 +359,7 @@ async def run_invocation(invocation: Invocation, *, source: Source) -> Invocatio
     invocation.shared.invoked_agents.add(agent_id)
     started = now()
     journal.emit(
-        events.InvocationStarted(
-            invocationId=invocation.invocation_id, agentId=agent_id, source=source
-        ),
-        node_id=invocation.node_id,
+        invocation_started(invocation.invocation_id, agent_id, source), node_id=invocation.node_id
     )
     shared = invocation.shared
     try:
@@ -402,6 +399,23 @@ async def run_invocation(invocation: Invocation, *, source: Source) -> Invocatio
     )
 
 
+def invocation_started(invocation_id: str, agent_id: str, source: Source) -> events.Built:
+    """`agent.invocation-started`'s payload (`events.InvocationStarted`, as its `to_wire`
+    writes it): the host's own ids and a `Source` literal, so nothing to validate on a
+    path every trial takes (events.Built)."""
+    wire = {"invocationId": invocation_id, "agentId": agent_id, "source": source}
+    return events.Built(events.InvocationStarted.TYPE, wire)
+
+
+def invocation_completed(
+    invocation_id: str, agent_id: str, outcome: Literal["completed", "failed"]
+) -> events.Built:
+    """`agent.invocation-completed`'s payload (`events.InvocationCompleted`, as its `to_wire`
+    writes it), built as `invocation_started` is."""
+    wire = {"invocationId": invocation_id, "agentId": agent_id, "outcome": outcome}
+    return events.Built(events.InvocationCompleted.TYPE, wire)
+
+
 def _raised(invocation: Invocation, exc: Exception) -> dict[str, Any]:
     """The agent's exception as kept and logged: redacted like a tool's error, so a secret
     in its message (a failing client's request it repeats) reaches no record and no log."""
@@ -434,9 +448,7 @@ def _close(
     idle: tuple[evals.IdleReason, ...] = (),
 ) -> None:
     invocation.journal.emit(
-        events.InvocationCompleted(
-            invocationId=invocation.invocation_id, agentId=invocation.agent_id, outcome=outcome
-        ),
+        invocation_completed(invocation.invocation_id, invocation.agent_id, outcome),
         node_id=invocation.node_id,
     )
     where = invocation.where
