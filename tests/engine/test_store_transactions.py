@@ -7,8 +7,10 @@ so each of these cases is its own path; on PostgreSQL the log writer's may also 
 from __future__ import annotations
 
 import asyncio
+import logging
 import select as io_select
 import socket
+import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
@@ -18,6 +20,7 @@ import pytest
 from sqlalchemy import insert, select, text
 
 import wopeval.store
+import wopeval.store._pg_batch
 import wopeval.store.db
 from _backends import Backend, PostgresDatabases
 from wopeval.store import Store, UnitOfWork, sqlite_url
@@ -295,7 +298,7 @@ async def _kept_socket(store: Store) -> int:
     """The socket's number of the log writer's kept connection, after a pipelined transaction
     (which leaves the loop's reader on it: store/_pg_batch.py `_Readable`)."""
     async with store.log_transaction(pipelined=True) as uow:
-        await _by_driver(uow, f"on-{id(uow)}", 0)
+        await _by_driver(uow, f"on-{uuid.uuid4().hex}", 0)
         number: int = driver_connection(uow.connection).pgconn.socket
     return number
 
@@ -316,9 +319,37 @@ async def _watched_anew(number: int) -> None:
             loop.remove_reader(number)
 
 
+def _no_reader_lost(caplog: pytest.LogCaptureFixture) -> None:
+    """No batch found its reader taken off unannounced (`_Readable._check`, the net under
+    a path that forgot `unwatch`): each path below removes it itself."""
+    lost = [r for r in caplog.records if "lost its reader" in r.getMessage()]
+    assert not lost
+
+
+@pytest.fixture
+def reader_checked(caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lost reader is noticed at once, and logged where the test can see it."""
+    monkeypatch.setattr(wopeval.store._pg_batch, "LOST_READER_CHECK_SECONDS", 0.05)
+    caplog.set_level(logging.WARNING, logger=wopeval.store._pg_batch.__name__)
+
+
+@pytest.mark.postgres
+async def test_a_kept_connections_reader_taken_off_unannounced_is_put_back(
+    postgres_store: Store, caplog: pytest.LogCaptureFixture, reader_checked: None
+) -> None:
+    """Something that takes the loop's reader off without `unwatch` (a future path waiting
+    through psycopg that forgot it) costs the next batch a check's delay and a warning, not a
+    wait forever."""
+    number = await _kept_socket(store := postgres_store)
+    assert asyncio.get_running_loop().remove_reader(number)
+    await asyncio.wait_for(_kept_socket(store), 10)
+    assert [r for r in caplog.records if "lost its reader" in r.getMessage()]
+    await asyncio.wait_for(_kept_socket(store), 10)  # put back: the next one is woken
+
+
 @pytest.mark.postgres
 async def test_a_kept_connections_reader_leaves_before_psycopg_waits_on_it(
-    postgres_store: Store,
+    postgres_store: Store, caplog: pytest.LogCaptureFixture, reader_checked: None
 ) -> None:
     """A transaction not pipelined waits through psycopg, whose reader replaces the batch's
     and is then removed: the batch's must leave first, or the next batch would take it as
@@ -327,22 +358,28 @@ async def test_a_kept_connections_reader_leaves_before_psycopg_waits_on_it(
     for _ in range(2):
         await asyncio.wait_for(_kept_socket(store), 10)
         await _kept_backend(store)
+    _no_reader_lost(caplog)
 
 
 @pytest.mark.postgres
 async def test_a_kept_connections_reader_leaves_before_an_abandoned_batch_rolls_back(
-    postgres_store: Store,
+    postgres_store: Store, caplog: pytest.LogCaptureFixture, reader_checked: None
 ) -> None:
-    """The rollback waits through psycopg too (above)."""
+    """The rollback waits through psycopg too (above): a batch's reader, left by the
+    transaction before, must leave first."""
+    store = postgres_store
 
     async def abandon() -> None:
-        async with postgres_store.log_transaction(pipelined=True) as uow:
+        async with store.log_transaction(pipelined=True) as uow:
             await fetch(uow.connection, text("SELECT CAST(:n AS integer)"), {"n": 1})
             raise _Abandoned
 
     for _ in range(2):
+        await asyncio.wait_for(_kept_socket(store), 10)
         with pytest.raises(_Abandoned):
             await asyncio.wait_for(abandon(), 10)
+    await asyncio.wait_for(_kept_socket(store), 10)
+    _no_reader_lost(caplog)
 
 
 @pytest.mark.postgres

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import re
+import select
 from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import dataclass
@@ -38,6 +40,12 @@ class _Bound:
 
 
 _T = TypeVar("_T")
+
+log = logging.getLogger(__name__)
+
+LOST_READER_CHECK_SECONDS = 1.0
+"""How long a batch waits for its answers before it asks the socket itself whether the
+loop's reader was taken off it (`_Readable._check`)."""
 
 _BEGIN = _Bound(b"BEGIN", (), (), ())
 _COMMIT = _Bound(b"COMMIT", (), (), ())
@@ -198,10 +206,28 @@ class _Readable:
             self._loop = loop
         self._unasked = False
         waiter = self._waiter = loop.create_future()
+        check = loop.call_later(LOST_READER_CHECK_SECONDS, self._check, waiter)
         try:
             await waiter
         finally:
+            check.cancel()
             self._waiter = None
+
+    def _check(self, waiter: asyncio.Future[None]) -> None:
+        """A wait unwoken for a while: if the socket has answers the reader did not report,
+        something took the reader off without `unwatch` (a path waiting through psycopg that
+        forgot it): put it back and read, rather than wait forever. Logged, since that path
+        is a bug; a slow answer (the socket not ready) just goes on waiting."""
+        if waiter.done():
+            return
+        loop = asyncio.get_running_loop()
+        if not _socket_readable(self._fd):
+            loop.call_later(LOST_READER_CHECK_SECONDS, self._check, waiter)  # a no-op once done
+            return
+        log.warning("the log writer's connection lost its reader unannounced; put back")
+        loop.add_reader(self._fd, self._ready)
+        self._loop = loop
+        waiter.set_result(None)
 
     def _ready(self) -> None:
         waiter = self._waiter
@@ -216,6 +242,12 @@ class _Readable:
         if self._loop is not None:
             self._loop.remove_reader(self._fd)
             self._loop = None
+
+
+def _socket_readable(fd: int) -> bool:
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(0))
 
 
 @dataclass(frozen=True, slots=True)
