@@ -7,6 +7,10 @@ so each of these cases is its own path; on PostgreSQL the log writer's may also 
 from __future__ import annotations
 
 import asyncio
+import logging
+import select as io_select
+import socket
+import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
@@ -16,10 +20,11 @@ import pytest
 from sqlalchemy import insert, select, text
 
 import wopeval.store
+import wopeval.store._pg_batch
 import wopeval.store.db
 from _backends import Backend, PostgresDatabases
 from wopeval.store import Store, UnitOfWork, sqlite_url
-from wopeval.store._driver import fetch
+from wopeval.store._driver import driver_connection, fetch
 from wopeval.store.tables import events
 
 Opened = Callable[[Store], AbstractAsyncContextManager[UnitOfWork]]
@@ -273,3 +278,157 @@ async def test_a_pooled_connection_idle_too_long_is_pinged_before_it_is_lent(
     async with store.reading() as uow:
         found = await uow.connection.execute(text("SELECT pg_backend_pid()"))
         assert found.scalar_one() != pid
+
+
+@pytest.mark.postgres
+async def test_a_pipeline_bigger_than_the_socket_takes_is_sent_whole(
+    postgres_store: Store,
+) -> None:
+    """What the socket does not take at once is sent as it drains, before the answers are
+    read (else the server would wait for the rest, and the batch for its answers)."""
+    big = "x" * 16_000_000
+    async with postgres_store.log_transaction(pipelined=True) as uow:
+        ((length,),) = await asyncio.wait_for(
+            fetch(uow.connection, text("SELECT length(CAST(:v AS text))"), {"v": big}), 30
+        )
+    assert length == len(big)
+
+
+async def _kept_socket(store: Store) -> int:
+    """The socket's number of the log writer's kept connection, after a pipelined transaction
+    (which leaves the loop's reader on it: store/_pg_batch.py `_Readable`)."""
+    async with store.log_transaction(pipelined=True) as uow:
+        await _by_driver(uow, f"on-{uuid.uuid4().hex}", 0)
+        number: int = driver_connection(uow.connection).pgconn.socket
+    return number
+
+
+async def _watched_anew(number: int) -> None:
+    """A new socket given `number` (the lowest free) is watched by the loop: its reader is
+    woken when the socket is ready."""
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        assert number == ours.fileno(), "the number went elsewhere: this test would show nothing"
+        loop = asyncio.get_running_loop()
+        ready = loop.create_future()
+        loop.add_reader(number, ready.set_result, None)
+        try:
+            theirs.send(b"!")
+            await asyncio.wait_for(ready, 10)
+        finally:
+            loop.remove_reader(number)
+
+
+def _no_reader_lost(caplog: pytest.LogCaptureFixture) -> None:
+    """No batch found its reader taken off unannounced (`_Readable._check`, the net under
+    a path that forgot `unwatch`): each path below removes it itself."""
+    lost = [r for r in caplog.records if "lost its reader" in r.getMessage()]
+    assert not lost
+
+
+@pytest.fixture
+def reader_checked(caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lost reader is noticed at once, and logged where the test can see it."""
+    monkeypatch.setattr(wopeval.store._pg_batch, "LOST_READER_CHECK_SECONDS", 0.05)
+    caplog.set_level(logging.WARNING, logger=wopeval.store._pg_batch.__name__)
+
+
+@pytest.mark.postgres
+async def test_a_kept_connections_reader_taken_off_unannounced_is_put_back(
+    postgres_store: Store, caplog: pytest.LogCaptureFixture, reader_checked: None
+) -> None:
+    """Something that takes the loop's reader off without `unwatch` (a future path waiting
+    through psycopg that forgot it) costs the next batch a check's delay and a warning, not a
+    wait forever."""
+    number = await _kept_socket(store := postgres_store)
+    assert asyncio.get_running_loop().remove_reader(number)
+    await asyncio.wait_for(_kept_socket(store), 10)
+    assert [r for r in caplog.records if "lost its reader" in r.getMessage()]
+    await asyncio.wait_for(_kept_socket(store), 10)  # put back: the next one is woken
+
+
+@pytest.mark.postgres
+async def test_a_kept_connections_reader_leaves_before_psycopg_waits_on_it(
+    postgres_store: Store, caplog: pytest.LogCaptureFixture, reader_checked: None
+) -> None:
+    """A transaction not pipelined waits through psycopg, whose reader replaces the batch's
+    and is then removed: the batch's must leave first, or the next batch would take it as
+    still there and wait unwoken."""
+    store = postgres_store
+    for _ in range(2):
+        await asyncio.wait_for(_kept_socket(store), 10)
+        await _kept_backend(store)
+    _no_reader_lost(caplog)
+
+
+@pytest.mark.postgres
+async def test_a_kept_connections_reader_leaves_before_an_abandoned_batch_rolls_back(
+    postgres_store: Store, caplog: pytest.LogCaptureFixture, reader_checked: None
+) -> None:
+    """The rollback waits through psycopg too (above): a batch's reader, left by the
+    transaction before, must leave first."""
+    store = postgres_store
+
+    async def abandon() -> None:
+        async with store.log_transaction(pipelined=True) as uow:
+            await fetch(uow.connection, text("SELECT CAST(:n AS integer)"), {"n": 1})
+            raise _Abandoned
+
+    for _ in range(2):
+        await asyncio.wait_for(_kept_socket(store), 10)
+        with pytest.raises(_Abandoned):
+            await asyncio.wait_for(abandon(), 10)
+    await asyncio.wait_for(_kept_socket(store), 10)
+    _no_reader_lost(caplog)
+
+
+@pytest.mark.postgres
+async def test_a_kept_connections_reader_leaves_before_the_connection_is_replaced(
+    postgres_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The loop's reader a batch left on the kept connection is removed before the connection
+    is replaced (or closed, below): asyncio keeps a reader by the socket's number, and a later
+    socket given that number would never be watched (its first wait never woken)."""
+    store = postgres_store
+    replaced = await _kept_socket(store)
+    monkeypatch.setattr(wopeval.store, "LOG_WRITER_IDLE_SECONDS", 0.0)
+    # A new connection, given the number the replaced one freed.
+    assert await asyncio.wait_for(_kept_socket(store), 10) == replaced
+
+
+@pytest.mark.postgres
+async def test_a_kept_connections_reader_leaves_before_the_store_closes(
+    postgres_databases: PostgresDatabases,
+) -> None:
+    store = await Store.open(postgres_databases.create())
+    closed = await _kept_socket(store)
+    await store.close()
+    await _watched_anew(closed)
+
+
+@pytest.mark.postgres
+async def test_a_kept_connections_reader_leaves_when_its_socket_is_ready_unasked(
+    postgres_store: Store,
+) -> None:
+    """A socket ready while nobody waits (its server gone) would wake the loop at every turn:
+    the reader removes itself at the first such readiness."""
+    store = postgres_store
+    pid = await _kept_backend(store)
+    number = await _kept_socket(store)
+    await _terminate(store, pid)
+    io_select.select([number], [], [], 10)
+    for _ in range(4):  # turns of the loop, each of which sees it ready
+        await asyncio.sleep(0)
+    assert not asyncio.get_running_loop().remove_reader(number)
+
+
+@pytest.mark.postgres
+async def test_a_kept_connections_reader_stays_between_its_batches(postgres_store: Store) -> None:
+    """Its last answer read, the socket is no longer ready: the reader stays for the next."""
+    number = await _kept_socket(store := postgres_store)
+    for _ in range(4):
+        await asyncio.sleep(0)
+    await _kept_socket(store)
+    for _ in range(4):
+        await asyncio.sleep(0)
+    assert asyncio.get_running_loop().remove_reader(number)

@@ -176,9 +176,12 @@ async def _driver_transaction(writer: AsyncConnection, *, pipelined: bool) -> As
                 yield
                 await batch.commit()
         else:
+            _unwatch(writer)
             yield
             await _end(writer, commit=True)
     except BaseException:
+        if pipelined:
+            _unwatch(writer)
         # A failed commit too: the next transaction must not continue this one.
         try:
             await _end(writer, commit=False)
@@ -186,6 +189,16 @@ async def _driver_transaction(writer: AsyncConnection, *, pipelined: bool) -> As
             # The connection is lost: the next transaction takes a new one.
             await writer.invalidate()
         raise
+
+
+def _unwatch(writer: AsyncConnection) -> None:
+    """Before anything but a batch waits on the log writer's kept connection, and before it
+    is closed: the loop's reader its batches left on its socket is removed
+    (store/_pg_batch.py `_Readable`)."""
+    if writer.dialect.name == "postgresql":
+        from wopeval.store._pg_batch import unwatch  # psycopg: PostgreSQL's only
+
+        unwatch(driver_connection(writer))
 
 
 def _not_in_a_batch(connection: Any, *_: Any) -> None:
@@ -291,6 +304,7 @@ class Store:
             if time.monotonic() - self._log_used < LOG_WRITER_IDLE_SECONDS:
                 return writer
             # Not back to the pool: just checked in, it would be lent again unpinged.
+            _unwatch(writer)
             await writer.invalidate()
         self._writer = await self.engine.connect()
         return self._writer
@@ -318,6 +332,8 @@ class Store:
 
     async def close(self) -> None:
         if self._writer is not None:
+            if not (self._writer.closed or self._writer.invalidated):
+                _unwatch(self._writer)
             await self._writer.close()
         await self.engine.dispose()
         if self._checkpoints is not None:

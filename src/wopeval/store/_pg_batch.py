@@ -7,12 +7,15 @@ host's start-up does not pay for it (~0.2 s).
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import logging
 import re
+import select
 from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 from weakref import WeakKeyDictionary
 
 from psycopg import OperationalError, adapt, errors, generators, pq
@@ -20,6 +23,7 @@ from psycopg.abc import Buffer, PQGen, Transformer
 from psycopg.adapt import AdaptersMap, PyFormat
 from psycopg.pq.abc import PGconn, PGresult
 from psycopg.types.numeric import Int8Dumper
+from psycopg.waiting import READY_R
 
 from wopeval.store._stale import CHECK_FAILED, StaleRun
 
@@ -34,6 +38,14 @@ class _Bound:
     types: Sequence[int]
     formats: Sequence[int]
 
+
+_T = TypeVar("_T")
+
+log = logging.getLogger(__name__)
+
+LOST_READER_CHECK_SECONDS = 1.0
+"""How long a batch waits for its answers before it asks the socket itself whether the
+loop's reader was taken off it (`_Readable._check`)."""
 
 _BEGIN = _Bound(b"BEGIN", (), (), ())
 _COMMIT = _Bound(b"COMMIT", (), (), ())
@@ -74,7 +86,8 @@ class Batch:
 
     def __init__(self, driver: Any) -> None:
         self._driver = driver
-        self._binder = _binder(driver)
+        self._kept = _kept(driver)
+        self._binder = self._kept.binder
         self._held = [_BEGIN]
 
     def hold(self, sql: str, values: dict[str, Any]) -> None:
@@ -121,7 +134,12 @@ class Batch:
                 for bound in held:
                     pgconn.send_query_params(bound.sql, bound.values, bound.types, bound.formats)
                 pgconn.pipeline_sync()
-                answers = await driver.wait(_answers(pgconn, len(held)))
+                if pgconn.flush():
+                    # More than the socket takes at once: psycopg's wait sends the rest,
+                    # with a reader of its own on the socket in place of ours.
+                    self._kept.readable.remove()
+                    await driver.wait(generators.send(pgconn))
+                answers = await self._kept.readable.drive(_answers(pgconn, len(held)))
             finally:
                 _leave_pipeline(pgconn)
         for answer in answers:
@@ -133,9 +151,8 @@ class Batch:
 
 
 def _answers(pgconn: PGconn, statements: int) -> PQGen[list[list[PGresult]]]:
-    """psycopg's generator (run by its connection's `wait`) that flushes a pipeline and
-    reads each statement's results; a statement after a failed one answers PIPELINE_ABORTED."""
-    yield from generators.send(pgconn)
+    """psycopg's generator (run by `_Readable.drive`) that reads each statement's results
+    of a flushed pipeline; a statement after a failed one answers PIPELINE_ABORTED."""
     answers: list[list[PGresult]] = []
     for _ in range(statements):
         answers.append((yield from generators.fetch_many(pgconn)))
@@ -150,22 +167,124 @@ def _leave_pipeline(pgconn: Any) -> None:
         pgconn.exit_pipeline_mode()
 
 
+class _Readable:
+    """The event loop's reader of a kept connection's socket, left registered between its
+    batches: psycopg's `wait` adds and removes one around every wait, two `epoll_ctl` and
+    their Python a round trip.
+
+    It removes itself when the socket is ready twice with nobody waiting (else a socket left
+    readable while idle, the server gone, would wake the loop at every turn; once is no
+    sign: the loop may have seen the last answer ready before the reading of it ran), and
+    `unwatch` removes it before anything else waits on the connection or closes it:
+    psycopg's `wait` would replace it and then remove it, and asyncio keeps a reader by the
+    fd's number, so a later socket given the same number would be taken as watched and
+    never be."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._loop: asyncio.AbstractEventLoop | None = None
+        """The loop it is registered on, while it is."""
+        self._waiter: asyncio.Future[None] | None = None
+        self._unasked = False
+        """Whether the socket was ready since the last wait, with nobody waiting."""
+
+    async def drive(self, reading: PQGen[_T]) -> _T:
+        """Run psycopg's generator `reading`, which waits only to read, to its end."""
+        try:
+            next(reading)
+            while True:
+                await self._readable()
+                reading.send(READY_R)
+        except StopIteration as done:
+            value: _T = done.value
+            return value
+
+    async def _readable(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self._loop is None:
+            loop.add_reader(self._fd, self._ready)
+            self._loop = loop
+        self._unasked = False
+        waiter = self._waiter = loop.create_future()
+        check = loop.call_later(LOST_READER_CHECK_SECONDS, self._check, waiter)
+        try:
+            await waiter
+        finally:
+            check.cancel()
+            self._waiter = None
+
+    def _check(self, waiter: asyncio.Future[None]) -> None:
+        """A wait unwoken for a while: if the socket has answers the reader did not report,
+        something took the reader off without `unwatch` (a path waiting through psycopg that
+        forgot it): put it back and read, rather than wait forever. Logged, since that path
+        is a bug; a slow answer (the socket not ready) just goes on waiting."""
+        if waiter.done():
+            return
+        loop = asyncio.get_running_loop()
+        if not _socket_readable(self._fd):
+            loop.call_later(LOST_READER_CHECK_SECONDS, self._check, waiter)  # a no-op once done
+            return
+        log.warning("the log writer's connection lost its reader unannounced; put back")
+        loop.add_reader(self._fd, self._ready)
+        self._loop = loop
+        waiter.set_result(None)
+
+    def _ready(self) -> None:
+        waiter = self._waiter
+        if waiter is None:
+            if self._unasked:
+                self.remove()
+            self._unasked = True
+        elif not waiter.done():
+            waiter.set_result(None)
+
+    def remove(self) -> None:
+        if self._loop is not None:
+            self._loop.remove_reader(self._fd)
+            self._loop = None
+
+
+def _socket_readable(fd: int) -> bool:
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(0))
+
+
+@dataclass(frozen=True, slots=True)
+class _Kept:
+    """What a connection's batches share (they come one after another)."""
+
+    binder: Transformer
+    readable: _Readable
+
+
+def _kept(driver: Any) -> _Kept:
+    """This connection's `_Kept`, made at its first batch."""
+    kept = _kepts.get(driver)
+    if kept is None:
+        kept = _kepts[driver] = _Kept(_binder(driver), _Readable(driver.pgconn.socket))
+    return kept
+
+
+def unwatch(driver: Any) -> None:
+    """Remove the loop's reader a batch left on this connection's socket (`_Readable`)."""
+    kept = _kepts.get(driver)
+    if kept is not None:
+        kept.readable.remove()
+
+
 def _binder(driver: Any) -> Transformer:
     """psycopg's adapters of this connection, with every int dumped as bigint: by default
     psycopg picks the smallest type that holds the value, and a sum of two smallints
     (`RunsRepo.advance_known`'s known sequence and count) would overflow past 32,767.
 
-    Made once a connection (its batches come one after another): a transformer keeps the
-    dumpers it looked up."""
-    binder = _binders.get(driver)
-    if binder is None:
-        adapters = AdaptersMap(driver.adapters)
-        adapters.register_dumper(int, Int8Dumper)
-        binder = _binders[driver] = adapt.Transformer(_Context(adapters, driver))
-    return binder
+    Made once a connection: a transformer keeps the dumpers it looked up."""
+    adapters = AdaptersMap(driver.adapters)
+    adapters.register_dumper(int, Int8Dumper)
+    return adapt.Transformer(_Context(adapters, driver))
 
 
-_binders: WeakKeyDictionary[Any, Transformer] = WeakKeyDictionary()
+_kepts: WeakKeyDictionary[Any, _Kept] = WeakKeyDictionary()
 
 
 @dataclass(frozen=True, slots=True)
