@@ -334,8 +334,9 @@ def reader_checked(caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyP
 
 
 @pytest.mark.postgres
+@pytest.mark.usefixtures("reader_checked")
 async def test_a_kept_connections_reader_taken_off_unannounced_is_put_back(
-    postgres_store: Store, caplog: pytest.LogCaptureFixture, reader_checked: None
+    postgres_store: Store, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Something that takes the loop's reader off without `unwatch` (a future path waiting
     through psycopg that forgot it) costs the next batch a check's delay and a warning, not a
@@ -348,8 +349,9 @@ async def test_a_kept_connections_reader_taken_off_unannounced_is_put_back(
 
 
 @pytest.mark.postgres
+@pytest.mark.usefixtures("reader_checked")
 async def test_a_kept_connections_reader_leaves_before_psycopg_waits_on_it(
-    postgres_store: Store, caplog: pytest.LogCaptureFixture, reader_checked: None
+    postgres_store: Store, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A transaction not pipelined waits through psycopg, whose reader replaces the batch's
     and is then removed: the batch's must leave first, or the next batch would take it as
@@ -362,8 +364,9 @@ async def test_a_kept_connections_reader_leaves_before_psycopg_waits_on_it(
 
 
 @pytest.mark.postgres
+@pytest.mark.usefixtures("reader_checked")
 async def test_a_kept_connections_reader_leaves_before_an_abandoned_batch_rolls_back(
-    postgres_store: Store, caplog: pytest.LogCaptureFixture, reader_checked: None
+    postgres_store: Store, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The rollback waits through psycopg too (above): a batch's reader, left by the
     transaction before, must leave first."""
