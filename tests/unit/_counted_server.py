@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
+from wopeval.api.upstream_pools import UpstreamPools
+
 
 class CountedConnections:
     """Counts the connections its clients opened and those they still hold; `answer` answers
@@ -36,3 +38,10 @@ class CountedConnections:
         await reader.readexactly(length)
         writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
         await writer.drain()
+
+
+async def exchange(pools: UpstreamPools, url: str) -> None:
+    """One request through `pools` to a `CountedConnections` server, answered `{}`."""
+    answer = await pools.post(url, {}, b"{}", 5.0)
+    assert (answer.status, await answer.aread()) == (200, b"{}")
+    await answer.aclose()

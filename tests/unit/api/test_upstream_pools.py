@@ -15,7 +15,7 @@ from wopeval.api.upstream_pools import UpstreamPools
 from wopeval.hosting.host import Host
 from wopeval.settings import Settings
 
-from .._counted_server import CountedConnections
+from .._counted_server import CountedConnections, exchange
 
 
 async def test_one_pool_per_upstream_each_connection_kept_all_closed_when_the_host_stops(
@@ -73,11 +73,11 @@ async def test_the_last_used_connection_is_reused_and_those_idle_past_the_keep_a
     url = f"http://127.0.0.1:{listening.sockets[0].getsockname()[1]}/v1/x"
     pools = UpstreamPools()
     try:
-        await asyncio.gather(*(_exchange(pools, url) for _ in range(3)))
-        await _exchange(pools, url)
+        await asyncio.gather(*(exchange(pools, url) for _ in range(3)))
+        await exchange(pools, url)
         assert (server.opened, server.open) == (3, 3), "an idle connection was not reused"
         await asyncio.sleep(0.4)  # all three idle past their keep-alive
-        await _exchange(pools, url)
+        await exchange(pools, url)
         await asyncio.sleep(0.1)
         assert (server.opened, server.open) == (4, 1), "an expired connection was kept"
     finally:
@@ -99,18 +99,12 @@ async def test_a_connection_the_upstream_closed_while_idle_is_not_sent_on() -> N
     pools = UpstreamPools()
     try:
         for _ in range(3):
-            await _exchange(pools, url)
+            await exchange(pools, url)
             await asyncio.sleep(0.05)  # the close reaches the host's socket
         assert server.opened == 3
     finally:
         await pools.aclose()
         listening.close()
-
-
-async def _exchange(pools: UpstreamPools, url: str) -> None:
-    answer = await pools.post(url, {}, b"{}", 5.0)
-    assert (answer.status, await answer.aread()) == (200, b"{}")
-    await answer.aclose()
 
 
 async def test_an_exchange_asks_only_the_connection_it_takes_whether_the_upstream_closed_it(
@@ -131,9 +125,9 @@ async def test_an_exchange_asks_only_the_connection_it_takes_whether_the_upstrea
         return has_expired(connection)
 
     try:
-        await asyncio.gather(*(_exchange(pools, url) for _ in range(8)))
+        await asyncio.gather(*(exchange(pools, url) for _ in range(8)))
         monkeypatch.setattr(httpcore.AsyncHTTPConnection, "has_expired", counted)
-        await _exchange(pools, url)
+        await exchange(pools, url)
         assert asked == 1
     finally:
         await pools.aclose()

@@ -26,7 +26,7 @@ from cryptography.x509.oid import NameOID
 from wopeval.api.upstream_pools import UpstreamPools
 from wopeval.api.upstream_streams import LoopBackend, LoopStream, _Received
 
-from .._counted_server import CountedConnections
+from .._counted_server import CountedConnections, exchange
 
 
 @asynccontextmanager
@@ -61,9 +61,7 @@ async def test_an_exchange_enters_no_anyio_cancel_scope_per_read_or_write(
     async with _listening(server) as port:
         try:
             for _ in range(2):
-                answer = await pools.post(f"http://127.0.0.1:{port}/v1/x", {}, b"{}", 5.0)
-                assert (answer.status, await answer.aread()) == (200, b"{}")
-                await answer.aclose()
+                await exchange(pools, f"http://127.0.0.1:{port}/v1/x")
         finally:
             await pools.aclose()
     assert server.opened == 1
@@ -169,9 +167,7 @@ async def test_an_idle_connection_with_an_unasked_for_answer_is_not_sent_on() ->
     async with _listening(server) as port:
         try:
             for _ in range(2):
-                answer = await pools.post(f"http://127.0.0.1:{port}/v1/x", {}, b"{}", 5.0)
-                assert (answer.status, await answer.aread()) == (200, b"{}")
-                await answer.aclose()
+                await exchange(pools, f"http://127.0.0.1:{port}/v1/x")
                 await asyncio.sleep(0.1)  # the 408 reaches the host
         finally:
             await pools.aclose()
