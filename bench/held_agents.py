@@ -261,6 +261,18 @@ class Side:
 
 
 @dataclass
+class Beside:
+    """1 agent: another side timed in the same interleaved loop as direct and the host (a
+    floor, another transport), against the same direct calls."""
+
+    side: Side
+    added_p50_ms: float
+    added_p99_ms: float
+    cpu_ms_per_call: float | None
+    """Its own process's CPU per call through it, when it has one."""
+
+
+@dataclass
 class Overhead:
     """1 agent: direct and through the host, interleaved; the host's side minus direct."""
 
@@ -274,6 +286,8 @@ class Overhead:
     machine about what a call waits for the host, whatever else the machine runs."""
     added_first_p50_ms: float | None = None
     added_first_p99_ms: float | None = None
+    beside: dict[str, Beside] = field(default_factory=dict)
+    """The other sides timed in the same loop, by name."""
 
 
 @dataclass
@@ -290,6 +304,17 @@ class Phase:
 
 
 @dataclass
+class Rated:
+    """Another side's phases, beside direct's in the same rounds."""
+
+    rate: float
+    ratio: float
+    """Its calls/s ÷ direct's, over all rounds."""
+    cpu_ms_per_call: dict[str, float]
+    """Per process, over its phases."""
+
+
+@dataclass
 class Concurrent:
     agents: int
     rounds: int
@@ -300,6 +325,8 @@ class Concurrent:
     """Calls/s through the host ÷ direct, over all rounds."""
     cpu_ms_per_call: dict[str, dict[str, float]]
     """Per side, per process, over all rounds."""
+    beside: dict[str, Rated] = field(default_factory=dict)
+    """The other sides' phases (in `phases` too, by their name), by name."""
 
 
 def side_of(timings: list[Timing]) -> Side:
@@ -307,31 +334,51 @@ def side_of(timings: list[Timing]) -> Side:
     return Side(Latency.of([t.last for t in timings]), Latency.of(firsts) if firsts else None)
 
 
-async def overhead(direct: Call, via_host: Call, pairs: int, host_pid: int) -> Overhead:
-    """`pairs` calls to each side, interleaved, each pair's order alternating, after a warm-up;
-    with the host's CPU per call through it (the host does nothing for a direct call)."""
-    for _ in range(warm_up_calls(pairs)):
-        await direct()
-        await via_host()
-    host_cpu = cpu_seconds(host_pid)
-    direct_timings: list[Timing] = []
-    host_timings: list[Timing] = []
-    for index in range(pairs):
-        if index % 2:
-            host_timings.append(await via_host())
-            direct_timings.append(await direct())
-        else:
-            direct_timings.append(await direct())
-            host_timings.append(await via_host())
-    host_cpu_ms = (cpu_seconds(host_pid) - host_cpu) / pairs * 1000
-    d, h = side_of(direct_timings), side_of(host_timings)
+async def interleaved(
+    sides: list[Call], rounds: int, pids: list[int]
+) -> tuple[list[list[Timing]], list[float]]:
+    """`rounds` calls to each side, after a warm-up, each round's order rotated by one (two
+    sides: alternating); each side's timings, and each of `pids`' CPU ms per round."""
+    for _ in range(warm_up_calls(rounds)):
+        for call in sides:
+            await call()
+    cpu_before = [cpu_seconds(pid) for pid in pids]
+    timings: list[list[Timing]] = [[] for _ in sides]
+    for index in range(rounds):
+        for offset in range(len(sides)):
+            side = (index + offset) % len(sides)
+            timings[side].append(await sides[side]())
+    cpu_ms = [
+        (cpu_seconds(pid) - before) / rounds * 1000
+        for pid, before in zip(pids, cpu_before, strict=True)
+    ]
+    return timings, cpu_ms
+
+
+def overhead_of(direct: list[Timing], host: list[Timing], host_cpu_ms: float) -> Overhead:
+    d, h = side_of(direct), side_of(host)
     result = Overhead(
-        pairs, d, h, h.last.p50_ms - d.last.p50_ms, h.last.p99_ms - d.last.p99_ms, host_cpu_ms
+        len(host), d, h, h.last.p50_ms - d.last.p50_ms, h.last.p99_ms - d.last.p99_ms, host_cpu_ms
     )
     if d.first is not None and h.first is not None:
         result.added_first_p50_ms = h.first.p50_ms - d.first.p50_ms
         result.added_first_p99_ms = h.first.p99_ms - d.first.p99_ms
     return result
+
+
+def beside_of(direct: list[Timing], other: list[Timing], cpu_ms: float | None) -> Beside:
+    d, o = side_of(direct), side_of(other)
+    added_p50, added_p99 = o.last.p50_ms - d.last.p50_ms, o.last.p99_ms - d.last.p99_ms
+    return Beside(o, added_p50, added_p99, cpu_ms)
+
+
+async def overhead(direct: Call, via_host: Call, pairs: int, host_pid: int) -> Overhead:
+    """`pairs` calls to each side, interleaved, each pair's order alternating, after a warm-up;
+    with the host's CPU per call through it (the host does nothing for a direct call)."""
+    (direct_timings, host_timings), (host_cpu_ms,) = await interleaved(
+        [direct, via_host], pairs, [host_pid]
+    )
+    return overhead_of(direct_timings, host_timings, host_cpu_ms)
 
 
 def warm_up_calls(pairs: int) -> int:
@@ -368,15 +415,22 @@ async def phase(side: str, agents: list[Call], per_agent: int, pids: dict[str, i
 
 
 async def concurrent(
-    direct: list[Call], via_host: list[Call], per_agent: int, rounds: int, pids: dict[str, int]
+    direct: list[Call],
+    via_host: list[Call],
+    per_agent: int,
+    rounds: int,
+    pids: dict[str, int],
+    beside: dict[str, list[Call]] | None = None,
 ) -> Concurrent:
-    """`rounds` rounds of a direct and a through-the-host phase, their order alternating."""
-    await phase("warm-up", via_host, WARM_UP_PER_AGENT, pids)
-    await phase("warm-up", direct, WARM_UP_PER_AGENT, pids)
+    """`rounds` rounds of a direct, a through-the-host phase and one of each `beside` side,
+    each round's order rotated by one (two sides: alternating)."""
+    sides = [("direct", direct), ("host", via_host), *(beside or {}).items()]
+    for _, agents in reversed(sides):
+        await phase("warm-up", agents, WARM_UP_PER_AGENT, pids)
     phases: list[Phase] = []
     for index in range(rounds):
-        sides = [("direct", direct), ("host", via_host)]
-        for side, agents in sides if index % 2 == 0 else reversed(sides):
+        for offset in range(len(sides)):
+            side, agents = sides[(index + offset) % len(sides)]
             phases.append(await phase(side, agents, per_agent, pids))
 
     def total(side: str) -> tuple[float, dict[str, float]]:
@@ -389,6 +443,10 @@ async def concurrent(
         return made / sum(p.seconds for p in ran), cpu
 
     (direct_rate, direct_cpu), (host_rate, host_cpu) = total("direct"), total("host")
+    rated = {}
+    for side in beside or {}:
+        rate, cpu = total(side)
+        rated[side] = Rated(rate, rate / direct_rate, cpu)
     return Concurrent(
         agents=len(direct),
         rounds=rounds,
@@ -397,6 +455,7 @@ async def concurrent(
         host_rate=host_rate,
         ratio=host_rate / direct_rate,
         cpu_ms_per_call={"direct": direct_cpu, "host": host_cpu},
+        beside=rated,
     )
 
 

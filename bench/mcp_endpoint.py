@@ -19,6 +19,15 @@ This bench measures that, for an MCP server over stdio and one over Streamable H
 - `--agents` agents at once: `--rounds` rounds of a direct and a through-the-host phase
   (order alternating), each agent making `--per-agent` calls; calls/s through the host ÷
   direct, and each side's CPU per call of the host, the HTTP tool server and this process.
+- the floor, in the same loops (a third side: 1 agent, triples whose order rotates; N
+  agents, a floor phase in each round): a bare MCP relay on the host's stack with no
+  wopeval code (bench/bare_mcp_relay.py: uvicorn as the serve configures it, a raw ASGI
+  app, one held SDK client session per tool server), the agent's client talking
+  Streamable HTTP to it as to the host; what any Python relay on this stack adds;
+- the agent's own transport: with the stdio server, a fourth side at 1 agent, the
+  agent's client over Streamable HTTP straight to the HTTP server (the same echo server,
+  no relay): what the agent pays for talking HTTP instead of stdio, part of the floor's
+  and the host's added time over a stdio server.
 
 Every call through the host is checked as recorded once the runs end: one `tool_calls`
 row per call, live and ok. Run `python bench/mcp_endpoint.py --help` for the options;
@@ -29,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import shlex
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -47,11 +57,13 @@ from held_agents import (  # noqa: E402  (the benches' shared helpers)
     Overhead,
     Plan,
     Timing,
+    beside_of,
     checked,
     concurrent,
     crowd_options,
     hold,
-    overhead,
+    interleaved,
+    overhead_of,
     print_figures,
     python_child,
     release,
@@ -59,9 +71,13 @@ from held_agents import (  # noqa: E402  (the benches' shared helpers)
     serving_host,
     write_project,
 )
-from queue_throughput import free_port  # noqa: E402
+from queue_throughput import free_port, wait_ready  # noqa: E402
 
 SERVER_SCRIPT = HERE / "mcp_echo_server.py"
+RELAY_SCRIPT = HERE / "bare_mcp_relay.py"
+FLOOR = "floor"
+AGENT_OVER_HTTP = "agent_over_http"
+"""The stdio figure's fourth side: the agent's client over Streamable HTTP to the HTTP server."""
 SERVERS = ("stdio", "http")
 TEXT = "bench: a tool call's argument"
 TARGET_OVERHEAD_MS = 1.0
@@ -113,20 +129,75 @@ async def measure_server(
     server: str,
     http_url: str,
     endpoints: list[str],
+    floor_url: str,
     options: argparse.Namespace,
     pids: dict[str, int],
 ) -> ServerResult:
     direct_target: StdioServerParameters | str = stdio_server() if server == "stdio" else http_url
     tool = f"b{server}__echo"
+    # The agent over HTTP beside its stdio server; with the HTTP server that is direct itself.
+    over_http: list[StdioServerParameters | str] = [http_url] if server == "stdio" else []
     async with (
         sessions([direct_target] * len(endpoints)) as direct,
         sessions(list(endpoints)) as via_host,
+        sessions([floor_url] * len(endpoints)) as via_floor,
+        sessions(over_http) as agent_over_http,
     ):
         direct_calls = [timed(client, "echo") for client in direct]
         host_calls = [timed(client, tool) for client in via_host]
-        lone = await overhead(direct_calls[0], host_calls[0], options.calls, pids["host"])
-        crowd = await concurrent(direct_calls, host_calls, options.per_agent, options.rounds, pids)
+        floor_calls = [timed(client, "echo") for client in via_floor]
+        lone_sides = [direct_calls[0], host_calls[0], floor_calls[0]]
+        lone_sides += [timed(client, "echo") for client in agent_over_http]
+        timings, (host_cpu, floor_cpu) = await interleaved(
+            lone_sides, options.calls, [pids["host"], pids[FLOOR]]
+        )
+        lone = overhead_of(timings[0], timings[1], host_cpu)
+        lone.beside[FLOOR] = beside_of(timings[0], timings[2], floor_cpu)
+        if agent_over_http:
+            lone.beside[AGENT_OVER_HTTP] = beside_of(timings[0], timings[3], None)
+        crowd = await concurrent(
+            direct_calls,
+            host_calls,
+            options.per_agent,
+            options.rounds,
+            pids,
+            beside={FLOOR: floor_calls},
+        )
     return ServerResult(server, lone, crowd)
+
+
+def print_floor(label: str, lone: Overhead, crowd: Concurrent, server: str) -> None:
+    """The floor's lines beside the host's, and the agent's transport (stdio server)."""
+    floor, rated = lone.beside[FLOOR], crowd.beside[FLOOR]
+    print(
+        f"floor      {label} 1 agent x {lone.calls}: floor p50 {floor.side.last.p50_ms:.3f} ms:"
+        f" {floor.added_p50_ms:+.3f} ms p50, {floor.added_p99_ms:+.3f} ms p99"
+        f" (host {lone.added_p50_ms:+.3f}, {lone.added_p99_ms:+.3f});"
+        f" floor cpu {floor.cpu_ms_per_call or 0:.3f} ms/call"
+        f" (host {lone.host_cpu_ms_per_call:.3f})",
+        flush=True,
+    )
+    print(
+        f"floor      {label} {crowd.agents} agents: floor {rated.rate:.0f}/s, ratio"
+        f" {rated.ratio:.2f} (host {crowd.ratio:.2f}); cpu ms/call: floor"
+        f" {rated.cpu_ms_per_call[FLOOR]:.3f} (host {crowd.cpu_ms_per_call['host']['host']:.3f}),"
+        f" {server} server {rated.cpu_ms_per_call[server]:.3f}",
+        flush=True,
+    )
+    met = floor.added_p50_ms <= TARGET_OVERHEAD_MS
+    print(
+        f"target     {label} floor overhead p50 <= {TARGET_OVERHEAD_MS} ms:"
+        f" {'meets' if met else 'MISSES'}",
+        flush=True,
+    )
+    transport = lone.beside.get(AGENT_OVER_HTTP)
+    if transport is not None:
+        print(
+            f"transport  {label} the agent over HTTP to the HTTP server, no relay:"
+            f" p50 {transport.side.last.p50_ms:.3f} ms: {transport.added_p50_ms:+.3f} ms p50"
+            f" over stdio, {transport.added_p99_ms:+.3f} ms p99",
+            flush=True,
+        )
 
 
 def recorded(host: Host) -> list[tuple[str, int]]:
@@ -150,12 +221,22 @@ def check_recorded(host: Host, report: Report) -> None:
 
 
 async def measure(options: argparse.Namespace, directory: Path, report: Report) -> None:
-    port = free_port()
+    port, relay_port = free_port(), free_port()
     http_url = f"http://127.0.0.1:{port}/mcp"
     http_server = python_child(
         [str(SERVER_SCRIPT), "--http", str(port)], directory / "mcp-http.log"
     )
+    relay = python_child(
+        [str(RELAY_SCRIPT), "--port", str(relay_port), "--http", http_url,
+         "--stdio", shlex.join([sys.executable, str(SERVER_SCRIPT)])],
+        directory / "floor.log",
+    )  # fmt: skip
+    relay_url = f"http://127.0.0.1:{relay_port}"
     try:
+        try:
+            wait_ready(relay_url + "/ready")
+        except RuntimeError:
+            raise SystemExit((directory / "floor.log").read_text()) from None
         async with HeldAgents().serving() as agents:
             servers = (
                 f'[[mcp_servers]]\nname = "bstdio"\n'
@@ -167,9 +248,12 @@ async def measure(options: argparse.Namespace, directory: Path, report: Report) 
             with serving_host(directory, project, options.database_url) as (host, _):
                 held = await hold(host, agents, options.agents)
                 endpoints = [invocation.mcp_url for invocation in held]
-                pids = {"host": host.pid, "http": http_server.pid}
+                pids = {"host": host.pid, "http": http_server.pid, FLOOR: relay.pid}
                 for server in options.server or SERVERS:
-                    result = await measure_server(server, http_url, endpoints, options, pids)
+                    floor_url = f"{relay_url}/{server}"
+                    result = await measure_server(
+                        server, http_url, endpoints, floor_url, options, pids
+                    )
                     report.results.append(result)
                     print_figures(
                         f"{server:5}",
@@ -179,11 +263,14 @@ async def measure(options: argparse.Namespace, directory: Path, report: Report) 
                         target_ms=TARGET_OVERHEAD_MS,
                         target_ratio=TARGET_RATE_RATIO,
                     )
+                    print_floor(f"{server:5}", result.overhead, result.concurrent, "http")
                 await release(host, agents)
                 check_recorded(host, report)
     finally:
+        relay.terminate()  # its lifespan's end closes its sessions and its stdio server
         http_server.kill()
-        http_server.wait(30)
+        for child in (relay, http_server):
+            child.wait(30)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
