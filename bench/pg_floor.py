@@ -37,6 +37,7 @@ from typing import Any, NamedTuple
 
 import psycopg
 from psycopg import AsyncConnection, AsyncRawCursor, generators, pq
+from psycopg.abc import PQGen
 from psycopg.pq.abc import PGresult
 from psycopg.types.numeric import Int8Dumper
 
@@ -246,7 +247,8 @@ async def _pipelined(connection: AsyncConnection[Any], statements: Step) -> list
     return answers
 
 
-def _answers(pgconn: Any, statements: int) -> Any:
+def _answers(pgconn: Any, statements: int) -> PQGen[list[PGresult]]:
+    """psycopg's generator that reads a flushed pipeline's results, then its sync."""
     results: list[PGresult] = []
     for _ in range(statements):
         results.extend((yield from generators.fetch_many(pgconn)))

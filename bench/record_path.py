@@ -547,14 +547,14 @@ def print_store(result: StoreResult) -> None:
             f"{result.throughput_ratio:.2f}",
             flush=True,
         )
-    for floor in result.postgres_floors if second is not None else ():
-        print(
-            f"floor      {store:<10} {floor.driver}: p50 {floor.per_call.p50_ms:.3f} ms/call "
-            f"(cpu {(floor.cpu_seconds or 0) / floor.calls * 1000:.3f} ms/call), "
-            f"{floor.per_call.p50_ms / second.per_call.p50_ms:.2f}x the sync anchor; "
-            f"host/floor {overhead.per_call.p50_ms / floor.per_call.p50_ms:.2f}x",
-            flush=True,
-        )
+        for floor in result.postgres_floors:
+            print(
+                f"floor      {store:<10} {floor.driver}: p50 {floor.per_call.p50_ms:.3f} ms/call "
+                f"(cpu {(floor.cpu_seconds or 0) / floor.calls * 1000:.3f} ms/call), "
+                f"{floor.per_call.p50_ms / second.per_call.p50_ms:.2f}x the sync anchor; "
+                f"host/floor {overhead.per_call.p50_ms / floor.per_call.p50_ms:.2f}x",
+                flush=True,
+            )
     print(
         f"rows       {store:<10} {overhead.event_rows + throughput.event_rows} events, "
         f"{overhead.tool_call_rows + throughput.tool_call_rows} tool_calls, all checked",
