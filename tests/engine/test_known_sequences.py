@@ -153,7 +153,8 @@ async def test_a_step_of_a_run_its_writer_knows_is_one_round_trip(postgres_store
     # the pipeline's sync: no BEGIN or COMMIT to send.
     assert len(known) == 1
     assert known[0].startswith("WITH changed AS (UPDATE runs")
-    assert "BEGIN" not in known[0] and "COMMIT" not in known[0]
+    assert "BEGIN" not in known[0]
+    assert "COMMIT" not in known[0]
     # A writer that never wrote the run reads its row once (the move, then the rows) …
     with round_trips(driver) as first:
         await stranger.commit(_step("stranger-1"))
