@@ -149,12 +149,10 @@ async def test_a_step_of_a_run_its_writer_knows_is_one_round_trip(postgres_store
     driver = await _kept_driver(store)
     with round_trips(driver) as known:
         await log.commit(_step("known"))
-    # Its move checked in the same query as its rows, one implicit transaction committed at
-    # the pipeline's sync: no BEGIN or COMMIT to send.
+    # Its move checked in the same query as its rows and the COMMIT.
     assert len(known) == 1
-    assert known[0].startswith("WITH changed AS (UPDATE runs")
-    assert "BEGIN" not in known[0]
-    assert "COMMIT" not in known[0]
+    assert known[0].startswith("BEGIN;")
+    assert known[0].endswith("COMMIT")
     # A writer that never wrote the run reads its row once (the move, then the rows) …
     with round_trips(driver) as first:
         await stranger.commit(_step("stranger-1"))

@@ -191,8 +191,7 @@ async def test_a_pipelined_transaction_lands_whole_or_not_at_all(postgres_store:
 @pytest.mark.postgres
 async def test_a_pipelined_transaction_refused_at_its_commit_raises(postgres_store: Store) -> None:
     """A refusal that only the commit raises (a deferred constraint here) fails the block,
-    not returns as if the rows were durable: it comes with the COMMIT's answer or, for a
-    batch sent whole as the pipeline's implicit transaction, with its sync's."""
+    not returns as if the rows were durable: it comes with the COMMIT's answer."""
     store = postgres_store
     async with store.transaction() as uow:
         for statement in (

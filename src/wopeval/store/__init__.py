@@ -160,14 +160,13 @@ async def _driver_transaction(writer: AsyncConnection, *, pipelined: bool) -> As
     SQLAlchemy ends it (committing the driver's with it).
 
     `pipelined` (PostgreSQL, driver statements only): the statements are held with their
-    parameters, and go out together in libpq's pipeline mode (store/_pg_batch.py `Batch`):
-    those before a statement whose rows are read go with it, after a BEGIN of our own, the
-    rest with the COMMIT. A transaction that reads nothing goes whole as one pipeline with
-    neither: its statements are the pipeline's implicit transaction, committed at its sync.
-    The block returns once the server has answered the commit, so what it wrote is durable
-    (synchronous_commit as the server has it). A step of a live call whose run the log
-    writer knows is then one round trip and one send: the run row's move checked by the
-    server (`RunsRepo.advance_known`) and its rows; one whose row must be read back, two.
+    parameters, and go out together in libpq's pipeline mode (store/_pg_batch.py `Batch`)
+    between a BEGIN and a COMMIT of our own: those before a statement whose rows are read
+    go with it, the rest with the COMMIT. The block returns once the server has answered the
+    COMMIT, so what it wrote is durable (synchronous_commit as the server has it). A
+    step of a live call whose run the log writer knows is then one round trip and one
+    send: BEGIN, the run row's move checked by the server (`RunsRepo.advance_known`),
+    its rows and the COMMIT; one whose row must be read back, two.
     """
     try:
         if pipelined:

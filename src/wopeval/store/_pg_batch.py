@@ -77,9 +77,8 @@ def _numbered(sql: str, rows: int) -> tuple[bytes, tuple[str, ...]]:
 class Batch:
     """A PostgreSQL transaction's statements sent together (store/__init__.py
     `log_transaction`, pipelined): each is held, its values bound as the protocol's
-    parameters, until a statement whose rows are read, or the commit, and then they go
-    in libpq's pipeline mode: one `send` and one round trip (`commit` says when the
-    transaction's BEGIN and COMMIT go with them).
+    parameters, until a statement whose rows are read, or the COMMIT, and then they go
+    in libpq's pipeline mode: one `send` and one round trip, the transaction's BEGIN first.
 
     Straight on psycopg's libpq connection, not through its cursors: a cursor's result and
     prepared-statement bookkeeping, and its client-side binding (`mogrify`), cost a live
@@ -118,20 +117,8 @@ class Batch:
         return rows
 
     async def commit(self) -> None:
-        """Send what is held and commit it; returns once the server answered the commit.
-
-        A batch that read nothing before goes whole here, without its BEGIN and COMMIT:
-        the statements before a pipeline's sync are one implicit transaction, which the
-        server commits when it comes to the sync, before it answers it (a live call's step,
-        two statements fewer to parse and run). One that read rows first began with the
-        BEGIN it sent then, and ends with its COMMIT."""
-        held = self._held
-        if held and held[0] is _BEGIN:
-            del held[0]
-            if held:
-                await self._send()
-            return
-        held.append(_COMMIT)
+        """Send what is held with the COMMIT; returns once the server answered it."""
+        self._held.append(_COMMIT)
         committed = await self._send()
         if committed.command_status != b"COMMIT":
             raise RuntimeError(f"the transaction ended {committed.command_status!r}")
@@ -155,22 +142,21 @@ class Batch:
                 answers = await self._kept.readable.drive(_answers(pgconn, len(held)))
             finally:
                 _leave_pipeline(pgconn)
-        # The sync's answer last: an implicit transaction's commit fails there.
         for answer in answers:
             for result in answer:
                 if result.status == pq.ExecStatus.FATAL_ERROR:
                     _raise_failed(driver, result)
-        last: PGresult = answers[-2][-1]
+        last: PGresult = answers[-1][-1]
         return last
 
 
 def _answers(pgconn: PGconn, statements: int) -> PQGen[list[list[PGresult]]]:
     """psycopg's generator (run by `_Readable.drive`) that reads each statement's results
-    of a flushed pipeline, then the sync's; a statement after a failed one answers
-    PIPELINE_ABORTED."""
+    of a flushed pipeline; a statement after a failed one answers PIPELINE_ABORTED."""
     answers: list[list[PGresult]] = []
-    for _ in range(statements + 1):
+    for _ in range(statements):
         answers.append((yield from generators.fetch_many(pgconn)))
+    yield from generators.fetch_many(pgconn)  # the pipeline's sync
     return answers
 
 
