@@ -18,7 +18,11 @@ what that costs a user, in-process (a `Host` started with `Settings`, no HTTP):
   a raw insert loop doing what the host must at least do per call, two
   single-row-transaction commits of an event-sized row: Python's sqlite3 in WAL
   mode with `synchronous=NORMAL` (as store/db.py sets them), and for PostgreSQL
-  psycopg in autocommit. Each figure is printed beside its anchor with the ratio.
+  psycopg in autocommit. Each figure is printed beside its anchor with the ratio;
+- PostgreSQL's floors on the host's own driver, psycopg's `AsyncConnection` on the event
+  loop, with no wopeval code (bench/pg_floor.py): the anchor's loop on it, and a live
+  call's two steps as the host sends them (its statements, one pipelined transaction a
+  step), printed beside the sync anchor and the host.
 
 After each measurement every run is checked: completed; `--calls` `tool_calls`
 rows, all `ok` and served live; `--calls` tool-called and tool-returned events,
@@ -43,7 +47,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Generic, TypeVar
 
@@ -52,11 +56,13 @@ from sqlalchemy import select
 from sqlalchemy.engine import make_url
 
 from eval_throughput import backend_name, postgres_database
+from pg_floor import floors
 from reporting import finish
 from wopeval.engine.runlog.steps import now, timestamp
 from wopeval.hosting.host import Host
 from wopeval.settings import Settings
 from wopeval.store import tables
+from wopeval.store.db import create_engine, migrate
 from wopeval.wire.principal import Principal
 from wopeval.wire.runs import CreateRunRequest, RunStatus
 
@@ -152,6 +158,9 @@ class AnchorResult:
     calls_per_second: float
     per_call: Latency
     rows: int
+    cpu_seconds: float | None = None
+    """The process's CPU seconds over the loop (the floors on the event loop: the driver's
+    Python a call, beside the host's)."""
 
 
 @dataclass
@@ -181,6 +190,10 @@ class StoreResult:
     """Host calls/s ÷ the store's own anchor calls/s (psycopg's on PostgreSQL)."""
     postgres_anchor: AnchorResult | None = None
     """On PostgreSQL, the same loop through psycopg against the same server."""
+    postgres_floors: list[AnchorResult] = field(default_factory=list)
+    """On PostgreSQL, loops on psycopg's asyncio driver (bench/pg_floor.py), each by its
+    `driver` name, of the lone run's `calls` calls (the floors of its p50): their
+    `seconds` are the sum of their calls'."""
 
 
 @dataclass
@@ -274,6 +287,28 @@ def postgres_anchor(database_url: str, calls: int) -> AnchorResult:
         found = connection.execute("SELECT count(*) FROM anchor_events").fetchone()
         connection.execute("DROP TABLE anchor_events")
     return _anchor("psycopg", calls, seconds, per_call, found[0] if found else 0)
+
+
+def postgres_floors(database_url: str, calls: int) -> list[AnchorResult]:
+    """bench/pg_floor.py's loops, in the host's tables: the schema is migrated first (as the
+    host's start would; it then finds it at head)."""
+
+    async def migrated() -> None:
+        engine = create_engine(database_url)
+        try:
+            await migrate(engine)
+        finally:
+            await engine.dispose()
+
+    asyncio.run(migrated())
+    dsn = make_url(database_url).set(drivername="postgresql").render_as_string(False)
+    return [
+        replace(
+            _anchor(name, calls, sum(timed.per_call), timed.per_call, 2 * calls),
+            cpu_seconds=timed.cpu_seconds,
+        )
+        for name, timed in floors(dsn, calls).items()
+    ]
 
 
 def _anchor(
@@ -408,6 +443,7 @@ def run_store(database_url: str, runs: int, calls: int) -> StoreResult:
     with store_url(database_url) as (url, data_dir):
         anchor = sqlite_anchor(data_dir, runs * calls)
         second = None if url is None else postgres_anchor(url, runs * calls)
+        on_the_loop = [] if url is None else postgres_floors(url, calls)
         overhead, throughput = asyncio.run(measure_store(url, data_dir, runs, calls))
     closest = second or anchor
     return StoreResult(
@@ -418,6 +454,7 @@ def run_store(database_url: str, runs: int, calls: int) -> StoreResult:
         overhead_ratio=overhead.per_call.p50_ms / anchor.per_call.p50_ms,
         throughput_ratio=throughput.calls_per_second / closest.calls_per_second,
         postgres_anchor=second,
+        postgres_floors=on_the_loop,
     )
 
 
@@ -510,6 +547,14 @@ def print_store(result: StoreResult) -> None:
             f"{result.throughput_ratio:.2f}",
             flush=True,
         )
+        for floor in result.postgres_floors:
+            print(
+                f"floor      {store:<10} {floor.driver}: p50 {floor.per_call.p50_ms:.3f} ms/call "
+                f"(cpu {(floor.cpu_seconds or 0) / floor.calls * 1000:.3f} ms/call), "
+                f"{floor.per_call.p50_ms / second.per_call.p50_ms:.2f}x the sync anchor; "
+                f"host/floor {overhead.per_call.p50_ms / floor.per_call.p50_ms:.2f}x",
+                flush=True,
+            )
     print(
         f"rows       {store:<10} {overhead.event_rows + throughput.event_rows} events, "
         f"{overhead.tool_call_rows + throughput.tool_call_rows} tool_calls, all checked",

@@ -189,6 +189,33 @@ async def test_a_pipelined_transaction_lands_whole_or_not_at_all(postgres_store:
 
 
 @pytest.mark.postgres
+async def test_a_pipelined_transaction_refused_at_its_commit_raises(postgres_store: Store) -> None:
+    """A refusal that only the commit raises (a deferred constraint here) fails the block,
+    not returns as if the rows were durable: it comes with the COMMIT's answer."""
+    store = postgres_store
+    async with store.transaction() as uow:
+        for statement in (
+            "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS "
+            "$$ BEGIN RAISE EXCEPTION 'refused at commit'; END $$",
+            "CREATE CONSTRAINT TRIGGER refuse_at_commit AFTER INSERT ON events "
+            "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW "
+            "WHEN (NEW.run_id = 'refused') EXECUTE FUNCTION refuse()",
+        ):
+            await uow.connection.execute(text(statement))
+
+    async def refused() -> None:
+        async with store.log_transaction(pipelined=True) as uow:
+            await _by_driver(uow, "refused", 0)
+
+    with pytest.raises(psycopg.Error, match="refused at commit"):
+        await refused()
+    assert await _stored(store, "refused") == []
+    async with store.log_transaction(pipelined=True) as uow:
+        await _by_driver(uow, "after", 0)
+    assert await _stored(store, "after") == [0]
+
+
+@pytest.mark.postgres
 async def test_a_pipelined_transaction_refuses_a_sqlalchemy_statement(
     postgres_store: Store,
 ) -> None:
