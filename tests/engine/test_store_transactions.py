@@ -181,10 +181,14 @@ async def test_a_pipelined_transaction_lands_whole_or_not_at_all(postgres_store:
     assert await _stored(store, "many") == list(range(20))
     # A batch's COPYs too: held until the COMMIT, and sent with it.
     copied = range(_driver.BATCH_COPY_FROM_ROWS)
-    with pytest.raises(_Abandoned):
+
+    async def abandon_copied() -> None:
         async with store.log_transaction(pipelined=True) as uow:
             await uow.events.append([_row("abandoned", sequence) for sequence in copied])
             raise _Abandoned
+
+    with pytest.raises(_Abandoned):
+        await abandon_copied()
 
     async def copy_a_taken_key() -> None:
         async with store.log_transaction(pipelined=True) as uow:

@@ -145,10 +145,10 @@ async def insert_many(
     if len(rows) < COPY_FROM_ROWS:
         await _execute_many(connection, compiled, rows)
         return
-    async with driver.cursor() as cursor:
-        async with cursor.copy(_copy_sql(connection, statement, compiled)) as copy:
-            for row in rows:
-                await copy.write_row(compiled.ordered(row))
+    copy_sql = _copy_sql(connection, statement, compiled)
+    async with driver.cursor() as cursor, cursor.copy(copy_sql) as copy:
+        for row in rows:
+            await copy.write_row(compiled.ordered(row))
 
 
 def _copy_sql(connection: AsyncConnection, statement: ClauseElement, compiled: _Compiled) -> str:
