@@ -26,7 +26,7 @@ from _statements import round_trips
 from unit.engine._store import open_run, writer_for
 from wopeval.engine.runlog.runlog import RunLog
 from wopeval.engine.runlog.steps import RUNNING, RunClosed, Step, Transition
-from wopeval.store import RunMove, StaleRun, Store, sqlite_url
+from wopeval.store import RunMove, StaleRun, Store, _driver, sqlite_url
 from wopeval.store._driver import driver_connection
 from wopeval.store.tables import runs
 from wopeval.wire import events
@@ -166,6 +166,31 @@ async def test_a_step_of_a_run_its_writer_knows_is_one_round_trip(postgres_store
         (1, "known"),
         (2, "stranger-1"),
         (3, "stranger-2"),
+    ]
+
+
+@pytest.mark.postgres
+async def test_a_big_step_of_a_known_run_sends_its_copies_with_the_commit(
+    postgres_store: Store,
+) -> None:
+    """An eval's group (hundreds of events): the BEGIN and the run row's checked move in one
+    pipeline, then its COPYs and the COMMIT in one query, not each on its own."""
+    store = postgres_store
+    log = await open_run(writer_for(store))
+    step = Step()
+    for index in range(_driver.BATCH_COPY_FROM_ROWS):
+        step.emit(events.NodeStarted(nodeId=f"n{index}", nodeType="core.noop"), node_id=f"n{index}")
+    driver = await _kept_driver(store)
+    with round_trips(driver) as sent:
+        await log.commit(step)
+    assert len(sent) == 2
+    assert sent[0].startswith("BEGIN;")
+    assert "UPDATE runs" in sent[0]
+    assert sent[1].startswith("COPY events")
+    assert sent[1].endswith("COMMIT")
+    stored = await _log(store, log.run_id)
+    assert stored == [(0, None)] + [
+        (index + 1, f"n{index}") for index in range(_driver.BATCH_COPY_FROM_ROWS)
     ]
 
 

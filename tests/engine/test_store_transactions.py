@@ -23,7 +23,7 @@ import wopeval.store
 import wopeval.store._pg_batch
 import wopeval.store.db
 from _backends import Backend, PostgresDatabases
-from wopeval.store import Store, UnitOfWork, sqlite_url
+from wopeval.store import Store, UnitOfWork, _driver, sqlite_url
 from wopeval.store._driver import driver_connection, fetch
 from wopeval.store.tables import events
 
@@ -179,6 +179,30 @@ async def test_a_pipelined_transaction_lands_whole_or_not_at_all(postgres_store:
     async with store.log_transaction(pipelined=True) as uow:
         await uow.events.append([_row("many", sequence) for sequence in range(20)])
     assert await _stored(store, "many") == list(range(20))
+    # A batch's COPYs too: held until the COMMIT, and sent with it.
+    copied = range(_driver.BATCH_COPY_FROM_ROWS)
+
+    async def abandon_copied() -> None:
+        async with store.log_transaction(pipelined=True) as uow:
+            await uow.events.append([_row("abandoned", sequence) for sequence in copied])
+            raise _Abandoned
+
+    with pytest.raises(_Abandoned):
+        await abandon_copied()
+
+    async def copy_a_taken_key() -> None:
+        async with store.log_transaction(pipelined=True) as uow:
+            await uow.events.append([_row("refused", sequence) for sequence in copied])
+            await uow.events.append([_row("refused", sequence) for sequence in copied])
+
+    # The second COPY fails in the query that carries the COMMIT: the first does not land.
+    with pytest.raises(Exception, match=r"(?i)unique|duplicate"):
+        await copy_a_taken_key()
+    async with store.log_transaction(pipelined=True) as uow:
+        await _by_driver(uow, "copied", 0)
+        await uow.events.append([_row("copied", sequence + 1) for sequence in copied])
+        await _by_driver(uow, "copied", len(copied) + 1)
+    assert await _stored(store, "copied") == list(range(len(copied) + 2))
     # Each pipelined transaction is committed, and read by another connection at once.
     for sequence in range(3):
         async with store.log_transaction(pipelined=True) as uow:

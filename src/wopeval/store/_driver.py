@@ -76,6 +76,13 @@ cost psycopg more than the rest of the log writer's work on the eval bench (whos
 carry thousands); a COPY takes a round trip more, so a live call's row or two still go
 as INSERTs."""
 
+BATCH_COPY_FROM_ROWS = 64
+"""From this many rows, an insert held in a pipelined transaction is a COPY
+(store/_pg_batch.py `Batch.hold_copy`); fewer go as one INSERT of every row, in the
+pipeline: a busy host's group of live calls, a row or two from each run, costs no round trip
+more. Many rows as one INSERT took the server longer than their COPY (bench/README.md,
+"Branch `eval-fast`")."""
+
 _compiled: dict[tuple[int, str, tuple[str, ...] | None], tuple[ClauseElement, _Compiled]] = {}
 """By statement, dialect name and inserted columns (every engine is made by db.py's
 `create_engine`, with the same JSON codec). The statement is kept beside its compiled
@@ -126,6 +133,10 @@ async def insert_many(
         return
     driver = driver_connection(connection)
     batch = _batches.get(id(driver))
+    if batch is not None and len(rows) >= BATCH_COPY_FROM_ROWS:
+        copy_sql = _copy_sql(connection, statement, compiled)
+        await batch.hold_copy(copy_sql, [compiled.ordered(row) for row in rows])
+        return
     if batch is not None:
         # One INSERT of every row: the server parses and plans a batch's statements
         # anew each time (no prepared statements), so one a table, not one a row.
@@ -134,14 +145,17 @@ async def insert_many(
     if len(rows) < COPY_FROM_ROWS:
         await _execute_many(connection, compiled, rows)
         return
-    table = cast(Insert, statement).table
+    copy_sql = _copy_sql(connection, statement, compiled)
+    async with driver.cursor() as cursor, cursor.copy(copy_sql) as copy:
+        for row in rows:
+            await copy.write_row(compiled.ordered(row))
+
+
+def _copy_sql(connection: AsyncConnection, statement: ClauseElement, compiled: _Compiled) -> str:
+    """The COPY FROM STDIN of `statement`'s table and `compiled`'s columns, in its order."""
     preparer = connection.dialect.identifier_preparer
     columns = ", ".join(preparer.quote(name) for name in compiled.names)
-    async with driver.cursor() as cursor:
-        copy_sql = f"COPY {preparer.format_table(table)} ({columns}) FROM STDIN"
-        async with cursor.copy(copy_sql) as copy:
-            for row in rows:
-                await copy.write_row(compiled.ordered(row))
+    return f"COPY {preparer.format_table(cast(Insert, statement).table)} ({columns}) FROM STDIN"
 
 
 async def execute_many(

@@ -64,10 +64,6 @@ ANY_STATE = frozenset(RunStatus)
 MAX_GROUP = 512
 """Steps per transaction at most, so one commit never holds the store for long."""
 
-PIPELINED_ROWS = 64
-"""Rows of a kind in a pipelined (batched) transaction at most: they go as INSERTs, one
-a row, where a bigger group's go by one COPY."""
-
 KNOWN_RUNS = 4096
 """Runs whose last sequence a writer remembers at most, the least recently written
 forgotten first: a forgotten run's next step reads its row, as a first step does."""
@@ -476,18 +472,14 @@ class _FencedRuns:
 
 
 def _only_driver_statements(batch: list[_Queued]) -> bool:
-    """Whether the batch is written by the driver's statements alone, few enough to be
-    sent together (store/__init__.py `log_transaction`, pipelined): plain steps
-    (`_PlainSteps`) whose rows of each kind stay under `PIPELINED_ROWS`. A fence, a state
+    """Whether the batch is written by the driver's statements alone, to be sent together
+    (store/__init__.py `log_transaction`, pipelined; a big group's rows by COPYs sent
+    together too, store/_pg_batch.py): plain steps (`_PlainSteps`). A fence, a state
     change, row values or an MCP tool listing (a run's first of each server) go through
-    SQLAlchemy, and a big group's rows go faster by COPY (store/_driver.py)."""
+    SQLAlchemy."""
     if any(queued.fence is not None or queued.transition.to is not None for queued in batch):
         return False
-    if any(queued.update.values() or queued.step.listings for queued in batch):
-        return False
-    steps = [queued.step for queued in batch]
-    kinds = ("staged", "calls", "outcomes", "model_calls", "invocations", "trials")
-    return all(sum(len(getattr(step, kind)) for step in steps) < PIPELINED_ROWS for kind in kinds)
+    return not any(queued.update.values() or queued.step.listings for queued in batch)
 
 
 def _settle(queued: _Queued, outcome: bool | BaseException) -> None:
