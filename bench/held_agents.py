@@ -274,6 +274,21 @@ class Overhead:
     machine about what a call waits for the host, whatever else the machine runs."""
     added_first_p50_ms: float | None = None
     added_first_p99_ms: float | None = None
+    floors: dict[str, Floor] = field(default_factory=dict)
+    """Each floor side (a bare relay in the host's place), measured in the same loop."""
+
+
+@dataclass
+class Floor:
+    """1 agent: a floor side's latencies and what it adds over direct, as the host's are."""
+
+    side: Side
+    added_p50_ms: float
+    added_p99_ms: float
+    cpu_ms_per_call: float
+    """What the floor's process spent per call through it."""
+    added_first_p50_ms: float | None = None
+    added_first_p99_ms: float | None = None
 
 
 @dataclass
@@ -300,6 +315,9 @@ class Concurrent:
     """Calls/s through the host ÷ direct, over all rounds."""
     cpu_ms_per_call: dict[str, dict[str, float]]
     """Per side, per process, over all rounds."""
+    floor_rates: dict[str, float] = field(default_factory=dict)
+    floor_ratios: dict[str, float] = field(default_factory=dict)
+    """Per floor side: calls/s through it ÷ direct, over all rounds."""
 
 
 def side_of(timings: list[Timing]) -> Side:
@@ -307,31 +325,48 @@ def side_of(timings: list[Timing]) -> Side:
     return Side(Latency.of([t.last for t in timings]), Latency.of(firsts) if firsts else None)
 
 
-async def overhead(direct: Call, via_host: Call, pairs: int, host_pid: int) -> Overhead:
-    """`pairs` calls to each side, interleaved, each pair's order alternating, after a warm-up;
-    with the host's CPU per call through it (the host does nothing for a direct call)."""
+async def overhead(
+    direct: Call,
+    via_host: Call,
+    pairs: int,
+    host_pid: int,
+    floors: dict[str, tuple[Call, int]] | None = None,
+) -> Overhead:
+    """`pairs` calls to each side, interleaved, each round's order rotating, after a warm-up;
+    with the host's CPU per call through it (the host does nothing for a direct call).
+    `floors` (name: its call and its process) are sides measured the same way beside them."""
+    floors = floors or {}
+    sides = {"direct": direct, "host": via_host, **{n: call for n, (call, _) in floors.items()}}
+    pids = {"host": host_pid, **{name: pid for name, (_, pid) in floors.items()}}
     for _ in range(warm_up_calls(pairs)):
-        await direct()
-        await via_host()
-    host_cpu = cpu_seconds(host_pid)
-    direct_timings: list[Timing] = []
-    host_timings: list[Timing] = []
+        for call in sides.values():
+            await call()
+    cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    timings: dict[str, list[Timing]] = {name: [] for name in sides}
+    names = list(sides)
     for index in range(pairs):
-        if index % 2:
-            host_timings.append(await via_host())
-            direct_timings.append(await direct())
-        else:
-            direct_timings.append(await direct())
-            host_timings.append(await via_host())
-    host_cpu_ms = (cpu_seconds(host_pid) - host_cpu) / pairs * 1000
-    d, h = side_of(direct_timings), side_of(host_timings)
+        shift = index % len(names)
+        for name in names[shift:] + names[:shift]:
+            timings[name].append(await sides[name]())
+    cpu_ms = {name: (cpu_seconds(pid) - cpu_before[name]) / pairs * 1000 for name, pid in pids.items()}
+    d, h = side_of(timings["direct"]), side_of(timings["host"])
     result = Overhead(
-        pairs, d, h, h.last.p50_ms - d.last.p50_ms, h.last.p99_ms - d.last.p99_ms, host_cpu_ms
+        pairs, d, h, h.last.p50_ms - d.last.p50_ms, h.last.p99_ms - d.last.p99_ms, cpu_ms["host"]
     )
-    if d.first is not None and h.first is not None:
-        result.added_first_p50_ms = h.first.p50_ms - d.first.p50_ms
-        result.added_first_p99_ms = h.first.p99_ms - d.first.p99_ms
+    result.added_first_p50_ms, result.added_first_p99_ms = added_first(d, h)
+    for name in floors:
+        f = side_of(timings[name])
+        floor = Floor(f, f.last.p50_ms - d.last.p50_ms, f.last.p99_ms - d.last.p99_ms, cpu_ms[name])
+        floor.added_first_p50_ms, floor.added_first_p99_ms = added_first(d, f)
+        result.floors[name] = floor
     return result
+
+
+def added_first(direct: Side, other: Side) -> tuple[float | None, float | None]:
+    """A stream's added time to the first token, p50 and p99 (none for whole calls)."""
+    if direct.first is None or other.first is None:
+        return None, None
+    return other.first.p50_ms - direct.first.p50_ms, other.first.p99_ms - direct.first.p99_ms
 
 
 def warm_up_calls(pairs: int) -> int:
@@ -368,16 +403,28 @@ async def phase(side: str, agents: list[Call], per_agent: int, pids: dict[str, i
 
 
 async def concurrent(
-    direct: list[Call], via_host: list[Call], per_agent: int, rounds: int, pids: dict[str, int]
+    direct: list[Call],
+    via_host: list[Call],
+    per_agent: int,
+    rounds: int,
+    pids: dict[str, int],
+    floors: dict[str, list[Call]] | None = None,
 ) -> Concurrent:
-    """`rounds` rounds of a direct and a through-the-host phase, their order alternating."""
-    await phase("warm-up", via_host, WARM_UP_PER_AGENT, pids)
-    await phase("warm-up", direct, WARM_UP_PER_AGENT, pids)
+    """`rounds` rounds of a direct and a through-the-host phase (and one per floor side),
+    their order rotating."""
+    floors = floors or {}
+    sides = {"direct": direct, "host": via_host, **floors}
+    for side in ["host", *floors, "direct"]:
+        await phase("warm-up", sides[side], WARM_UP_PER_AGENT, pids)
+    names = list(sides)
     phases: list[Phase] = []
     for index in range(rounds):
-        sides = [("direct", direct), ("host", via_host)]
-        for side, agents in sides if index % 2 == 0 else reversed(sides):
-            phases.append(await phase(side, agents, per_agent, pids))
+        # Two sides alternate (direct first in even rounds); more rotate.
+        order = names if index % 2 == 0 else names[::-1]
+        if len(names) > 2:
+            order = names[index % len(names) :] + names[: index % len(names)]
+        for side in order:
+            phases.append(await phase(side, sides[side], per_agent, pids))
 
     def total(side: str) -> tuple[float, dict[str, float]]:
         ran = [p for p in phases if p.side == side]
@@ -388,7 +435,8 @@ async def concurrent(
         }
         return made / sum(p.seconds for p in ran), cpu
 
-    (direct_rate, direct_cpu), (host_rate, host_cpu) = total("direct"), total("host")
+    totals = {side: total(side) for side in names}
+    direct_rate, host_rate = totals["direct"][0], totals["host"][0]
     return Concurrent(
         agents=len(direct),
         rounds=rounds,
@@ -396,7 +444,9 @@ async def concurrent(
         direct_rate=direct_rate,
         host_rate=host_rate,
         ratio=host_rate / direct_rate,
-        cpu_ms_per_call={"direct": direct_cpu, "host": host_cpu},
+        cpu_ms_per_call={side: cpu for side, (_, cpu) in totals.items()},
+        floor_rates={side: totals[side][0] for side in floors},
+        floor_ratios={side: totals[side][0] / direct_rate for side in floors},
     )
 
 
@@ -466,14 +516,35 @@ def print_figures(
         f" {cpu['host']['bench']:.3f} (direct {cpu['direct']['bench']:.3f})",
         flush=True,
     )
-    checks = [
-        (lone.added_p50_ms <= target_ms, f"overhead p50 <= {target_ms} ms"),
-        (crowd.ratio >= target_ratio, f"rate at {crowd.agents} agents >= {target_ratio}"),
+    for name, floor in lone.floors.items():
+        line = (
+            f"floor      {label} {name}: 1 agent p50 {floor.side.last.p50_ms:.3f} ms:"
+            f" +{floor.added_p50_ms:.3f} ms p50, +{floor.added_p99_ms:.3f} ms p99;"
+            f" {name} cpu {floor.cpu_ms_per_call:.3f} ms/call"
+        )
+        if floor.added_first_p50_ms is not None:
+            line += f"; first token +{floor.added_first_p50_ms:.3f} ms p50"
+        if name in crowd.floor_ratios:
+            line += (
+                f"; {crowd.agents} agents {crowd.floor_rates[name]:.0f}/s: ratio"
+                f" {crowd.floor_ratios[name]:.2f}, {name} cpu"
+                f" {cpu[name][name]:.3f} ms/call"
+            )
+        print(line, flush=True)
+    sides = [("host", lone.added_p50_ms, lone.added_first_p50_ms, crowd.ratio)]
+    sides += [
+        (name, floor.added_p50_ms, floor.added_first_p50_ms, crowd.floor_ratios.get(name))
+        for name, floor in lone.floors.items()
     ]
-    if lone.added_first_p50_ms is not None:
-        checks.append((lone.added_first_p50_ms <= target_ms, f"first token p50 <= {target_ms} ms"))
-    for met, what in checks:
-        print(f"target     {label} {what}: {'meets' if met else 'MISSES'}", flush=True)
+    for side, added, added_first, ratio in sides:
+        who = "" if side == "host" else f"{side}: "
+        checks = [(added <= target_ms, f"overhead p50 <= {target_ms} ms")]
+        if ratio is not None:
+            checks.append((ratio >= target_ratio, f"rate at {crowd.agents} agents >= {target_ratio}"))
+        if added_first is not None:
+            checks.append((added_first <= target_ms, f"first token p50 <= {target_ms} ms"))
+        for met, what in checks:
+            print(f"target     {label} {who}{what}: {'meets' if met else 'MISSES'}", flush=True)
 
 
 def crowd_options(parser: argparse.ArgumentParser, pairs: str, what: str) -> None:
