@@ -29,7 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterable, Awaitable, Callable
 from typing import Any
 
 import httpcore
@@ -109,7 +109,7 @@ class Relay:
         chunks each as it arrives."""
         kept = [(n, v) for n, v in response.headers if n.lower() == b"content-type"]
         streamed = any(v.startswith(b"text/event-stream") for _, v in kept)
-        assert not isinstance(response.stream, bytes | list)  # an async connection's body
+        assert isinstance(response.stream, AsyncIterable)  # an async connection's body
         if not streamed:
             body = b"".join([chunk async for chunk in response.stream])
             length = [(b"content-length", str(len(body)).encode())]

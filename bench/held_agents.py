@@ -348,7 +348,9 @@ async def overhead(
         shift = index % len(names)
         for name in names[shift:] + names[:shift]:
             timings[name].append(await sides[name]())
-    cpu_ms = {name: (cpu_seconds(pid) - cpu_before[name]) / pairs * 1000 for name, pid in pids.items()}
+    cpu_ms = {
+        name: (cpu_seconds(pid) - cpu_before[name]) / pairs * 1000 for name, pid in pids.items()
+    }
     d, h = side_of(timings["direct"]), side_of(timings["host"])
     result = Overhead(
         pairs, d, h, h.last.p50_ms - d.last.p50_ms, h.last.p99_ms - d.last.p99_ms, cpu_ms["host"]
@@ -531,6 +533,7 @@ def print_figures(
                 f" {cpu[name][name]:.3f} ms/call"
             )
         print(line, flush=True)
+    sides: list[tuple[str, float, float | None, float | None]]
     sides = [("host", lone.added_p50_ms, lone.added_first_p50_ms, crowd.ratio)]
     sides += [
         (name, floor.added_p50_ms, floor.added_first_p50_ms, crowd.floor_ratios.get(name))
@@ -540,7 +543,9 @@ def print_figures(
         who = "" if side == "host" else f"{side}: "
         checks = [(added <= target_ms, f"overhead p50 <= {target_ms} ms")]
         if ratio is not None:
-            checks.append((ratio >= target_ratio, f"rate at {crowd.agents} agents >= {target_ratio}"))
+            checks.append(
+                (ratio >= target_ratio, f"rate at {crowd.agents} agents >= {target_ratio}")
+            )
         if added_first is not None:
             checks.append((added_first <= target_ms, f"first token p50 <= {target_ms} ms"))
         for met, what in checks:
