@@ -270,6 +270,8 @@ class Beside:
     added_p99_ms: float
     cpu_ms_per_call: float | None
     """Its own process's CPU per call through it, when it has one."""
+    added_first_p50_ms: float | None = None
+    added_first_p99_ms: float | None = None
 
 
 @dataclass
@@ -360,16 +362,21 @@ def overhead_of(direct: list[Timing], host: list[Timing], host_cpu_ms: float) ->
     result = Overhead(
         len(host), d, h, h.last.p50_ms - d.last.p50_ms, h.last.p99_ms - d.last.p99_ms, host_cpu_ms
     )
-    if d.first is not None and h.first is not None:
-        result.added_first_p50_ms = h.first.p50_ms - d.first.p50_ms
-        result.added_first_p99_ms = h.first.p99_ms - d.first.p99_ms
+    result.added_first_p50_ms, result.added_first_p99_ms = added_first(d, h)
     return result
 
 
 def beside_of(direct: list[Timing], other: list[Timing], cpu_ms: float | None) -> Beside:
     d, o = side_of(direct), side_of(other)
     added_p50, added_p99 = o.last.p50_ms - d.last.p50_ms, o.last.p99_ms - d.last.p99_ms
-    return Beside(o, added_p50, added_p99, cpu_ms)
+    return Beside(o, added_p50, added_p99, cpu_ms, *added_first(d, o))
+
+
+def added_first(direct: Side, other: Side) -> tuple[float | None, float | None]:
+    """A stream's added time to its first token, p50 and p99 (none for whole calls)."""
+    if direct.first is None or other.first is None:
+        return None, None
+    return other.first.p50_ms - direct.first.p50_ms, other.first.p99_ms - direct.first.p99_ms
 
 
 async def overhead(direct: Call, via_host: Call, pairs: int, host_pid: int) -> Overhead:

@@ -24,7 +24,14 @@ whole or event by event, and records the exchange. This bench measures that hop:
     phase (their order alternating), every agent making `--per-agent` exchanges one
     after the other; the figure is proxied exchanges/s ÷ direct exchanges/s;
   - each phase's CPU per exchange of the host, the model server and this process
-    (from /proc), a figure the machine's load moves much less than wall time.
+    (from /proc), a figure the machine's load moves much less than wall time;
+- the floor, in the same loops: bench/bare_relay.py, a relay with no wopeval code in
+  the host's place (same client, same request bytes, the model server's own key), as
+  more sides of each 1-agent round (the order rotating) and more phases of each
+  32-agent round: `floor` (uvicorn as the host's serve configures it, a raw ASGI app,
+  httpcore upstream), `splice` (a byte pipe on asyncio's transports, no HTTP), and
+  `floor-fast` (uvicorn on httptools and uvloop) when both are installed. Whatever
+  target the floor misses, no Python relay on this stack meets on this machine.
 
 Every proxied exchange is checked as recorded once the runs end: one `model_calls`
 row per exchange, `via` proxy, live, ok, of the API and stream mode it was made in.
@@ -56,11 +63,13 @@ from held_agents import (  # noqa: E402  (the benches' shared helpers)
     Overhead,
     Plan,
     Timing,
+    beside_of,
     checked,
     concurrent,
     crowd_options,
     hold,
-    overhead,
+    interleaved,
+    overhead_of,
     print_figures,
     python_child,
     release,
@@ -81,6 +90,12 @@ ANSWER = (
 MODEL_KEY_ENV = "BENCH_MODEL_KEY"
 MODEL_KEY = "sk-bench-" + "m" * 24
 APIS = ("chat", "responses", "messages")
+FLOORS = {
+    "floor": ["--kind", "relay"],
+    "splice": ["--kind", "splice"],
+    "floor-fast": ["--kind", "relay", "--http", "httptools", "--loop", "uvloop"],
+}
+"""bench/bare_relay.py's sides: its arguments after the ports."""
 MODES = {"whole": False, "streamed": True}
 TARGET_OVERHEAD_MS = 1.0
 TARGET_RATE_RATIO = 0.9
@@ -136,7 +151,8 @@ class Endpoint:
 
 
 def endpoints(api: str, model_root: str, invocation: Invocation | None) -> Endpoint:
-    """The direct endpoint (no invocation), or the invocation's proxy."""
+    """The direct endpoint (no invocation), or the invocation's proxy; a floor's is its
+    direct endpoint with the floor's root as `model_root`."""
     if api == "messages":
         root = model_root if invocation is None else invocation.anthropic_base_url
         key = MODEL_KEY if invocation is None else invocation.anthropic_api_key
@@ -201,6 +217,8 @@ class ApiResult:
 class Report(Plan):
     model_delay_ms: float = 0.0
     results: list[ApiResult] = field(default_factory=list)
+    floors: dict[str, list[str]] = field(default_factory=dict)
+    """Each floor side measured: bench/bare_relay.py's arguments."""
 
 
 # ── measuring ────────────────────────────────────────────────────────
@@ -216,6 +234,43 @@ def print_result(result: ApiResult) -> None:
         target_ms=TARGET_OVERHEAD_MS,
         target_ratio=TARGET_RATE_RATIO,
     )
+    print_floors(f"{result.api:9} {mode:8}", result.overhead, result.concurrent)
+
+
+def print_floors(label: str, lone: Overhead, crowd: Concurrent) -> None:
+    """Each floor side's lines beside the host's: what it adds, its rate, the targets."""
+    for name, floor in lone.beside.items():
+        rated = crowd.beside[name]
+        line = (
+            f"floor      {label} {name}: 1 agent p50 {floor.side.last.p50_ms:.3f} ms:"
+            f" {floor.added_p50_ms:+.3f} ms p50, {floor.added_p99_ms:+.3f} ms p99"
+            f" (host {lone.added_p50_ms:+.3f}); {name} cpu {floor.cpu_ms_per_call or 0:.3f}"
+            f" ms/call (host {lone.host_cpu_ms_per_call:.3f})"
+        )
+        checks = [
+            (floor.added_p50_ms <= TARGET_OVERHEAD_MS, f"overhead p50 <= {TARGET_OVERHEAD_MS} ms")
+        ]
+        if floor.added_first_p50_ms is not None:
+            line += f"; first token {floor.added_first_p50_ms:+.3f} ms p50"
+            checks.append(
+                (
+                    floor.added_first_p50_ms <= TARGET_OVERHEAD_MS,
+                    f"first token p50 <= {TARGET_OVERHEAD_MS} ms",
+                )
+            )
+        line += (
+            f"; {crowd.agents} agents {rated.rate:.0f}/s: ratio {rated.ratio:.2f}"
+            f" (host {crowd.ratio:.2f}), {name} cpu {rated.cpu_ms_per_call[name]:.3f} ms/call"
+        )
+        checks.append(
+            (
+                rated.ratio >= TARGET_RATE_RATIO,
+                f"rate at {crowd.agents} agents >= {TARGET_RATE_RATIO}",
+            )
+        )
+        print(line, flush=True)
+        for met, what in checks:
+            print(f"target     {label} {name}: {what}: {'meets' if met else 'MISSES'}", flush=True)
 
 
 # ── the recording, checked ───────────────────────────────────────────
@@ -255,7 +310,15 @@ async def measure(options: argparse.Namespace, directory: Path, report: Report) 
             with serving_host(directory, project, options.database_url, env) as (host, _):
                 held = await hold(host, agents, options.agents)
                 pids = {"host": host.pid, "model": model.pid}
-                await measure_apis(options, model_root, held, pids, report)
+                floors = start_floors(report, model_port, directory)
+                try:
+                    pids |= {name: process.pid for name, (process, _) in floors.items()}
+                    roots = {name: root for name, (_, root) in floors.items()}
+                    await measure_apis(options, model_root, roots, held, pids, report)
+                finally:
+                    for process, _ in floors.values():
+                        process.kill()
+                        process.wait(30)
                 await release(host, agents)
                 check_recorded(host, report)
     finally:
@@ -263,9 +326,43 @@ async def measure(options: argparse.Namespace, directory: Path, report: Report) 
         model.wait(30)
 
 
+def start_floors(report: Report, model_port: int, directory: Path) -> dict[str, tuple[Any, str]]:
+    """Each of the report's floor sides serving (bench/bare_relay.py), with its URL root."""
+    started: dict[str, tuple[Any, str]] = {}
+    for name, arguments in report.floors.items():
+        port = free_port()
+        relay = [str(HERE / "bare_relay.py"), str(port), str(model_port), *arguments]
+        started[name] = (python_child(relay, directory / f"{name}.log"), f"http://127.0.0.1:{port}")
+    for name, (_, root) in started.items():
+        try:
+            wait_ready(root + "/_stats")
+        except RuntimeError:
+            for process, _ in started.values():
+                process.kill()
+            raise SystemExit((directory / f"{name}.log").read_text()) from None
+    return started
+
+
+def floors_of(chosen: list[str] | None) -> dict[str, list[str]]:
+    """The floor sides asked for (default: every one this environment can serve)."""
+    if chosen is None:
+        chosen = [name for name in FLOORS if name != "floor-fast" or fast_stack_installed()]
+    elif "none" in chosen:
+        return {}
+    return {name: FLOORS[name] for name in chosen}
+
+
+def fast_stack_installed() -> bool:
+    """Whether uvicorn's httptools protocol and uvloop's loop are installed."""
+    import importlib.util
+
+    return all(importlib.util.find_spec(name) for name in ("httptools", "uvloop"))
+
+
 async def measure_apis(
     options: argparse.Namespace,
     model_root: str,
+    floor_roots: dict[str, str],
     held: list[Invocation],
     pids: dict[str, int],
     report: Report,
@@ -285,9 +382,27 @@ async def measure_apis(
                     exchange_of(http, api, stream, endpoints(api, model_root, invocation))
                     for invocation in held
                 ]
-                lone = await overhead(direct, proxied[0], options.exchanges, pids["host"])
+                floors = {
+                    name: exchange_of(http, api, stream, endpoints(api, root, None))
+                    for name, root in floor_roots.items()
+                }
+                timings, cpu_ms = await interleaved(
+                    [direct, proxied[0], *floors.values()],
+                    options.exchanges,
+                    [pids["host"], *(pids[name] for name in floors)],
+                )
+                lone = overhead_of(timings[0], timings[1], cpu_ms[0])
+                for name, floor_timings, floor_cpu in zip(
+                    floors, timings[2:], cpu_ms[1:], strict=True
+                ):
+                    lone.beside[name] = beside_of(timings[0], floor_timings, floor_cpu)
                 crowd = await concurrent(
-                    [direct] * len(held), proxied, options.per_agent, options.rounds, pids
+                    [direct] * len(held),
+                    proxied,
+                    options.per_agent,
+                    options.rounds,
+                    pids,
+                    beside={name: [call] * len(held) for name, call in floors.items()},
                 )
                 result = ApiResult(api, stream, lone, crowd)
                 report.results.append(result)
@@ -344,6 +459,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=0.0,
         help="the model server waits this long before each answer (default 0: the hop alone)",
     )
+    parser.add_argument(
+        "--floor",
+        action="append",
+        choices=[*FLOORS, "none"],
+        help="floor sides (repeatable; default floor and splice, and floor-fast when"
+        " httptools and uvloop are installed; none: the host and direct alone)",
+    )
     parser.add_argument("--serve-model", nargs=3, help=argparse.SUPPRESS)
     options = parser.parse_args(argv)
     checked(parser, options, options.exchanges)
@@ -358,6 +480,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     report = Report.of(options, options.exchanges)
     report.model_delay_ms = options.model_delay_ms
+    report.floors = floors_of(options.floor)
     return run(measure, options, report)
 
 
