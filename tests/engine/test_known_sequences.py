@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -28,9 +29,13 @@ from wopeval.engine.runlog.runlog import RunLog
 from wopeval.engine.runlog.steps import RUNNING, RunClosed, Step, Transition
 from wopeval.store import RunMove, StaleRun, Store, _driver, sqlite_url
 from wopeval.store._driver import driver_connection
+from wopeval.store._tool_calls import ToolCallOutcome, ToolCallRow
 from wopeval.store.tables import runs
 from wopeval.wire import events
 from wopeval.wire.runs import RunStatus
+
+sys.path.insert(0, str(Path(__file__).parents[2] / "bench"))
+import pg_floor  # bench/pg_floor.py: the record bench's PostgreSQL floors
 
 
 @asynccontextmanager
@@ -167,6 +172,47 @@ async def test_a_step_of_a_run_its_writer_knows_is_one_round_trip(postgres_store
         (2, "stranger-1"),
         (3, "stranger-2"),
     ]
+
+
+@pytest.mark.postgres
+async def test_the_record_benchs_floor_sends_what_a_live_call_sends(postgres_store: Store) -> None:
+    """bench/pg_floor.py times a live call's two steps as the host's own statements with no
+    wopeval code, so it holds them as text: they must stay what the log writer sends."""
+    store = postgres_store
+    log = await open_run(writer_for(store))
+    driver = await _kept_driver(store)
+    call = Step()
+    called = call.emit(events.NodeStarted(nodeId="called", nodeType="core.noop"))
+    row = ToolCallRow(
+        invocation_id="invocation",
+        agent_id="agent",
+        is_delegate=False,
+        tool="bench:noop",
+        call_id="call-1",
+        status="unknown",
+        served_by="live",
+        duration_ms=None,
+        recorded=True,
+        inputs={"index": 0},
+        result=None,
+        error=None,
+    )
+    call.record_call(called, row)
+    back = Step()
+    back.emit(events.NodeStarted(nodeId="returned", nodeType="core.noop"))
+    with round_trips(driver) as sent_call:
+        await log.commit(call)
+    back.complete_call(called, ToolCallOutcome("ok", "ok", None, 0, True))
+    with round_trips(driver) as sent_back:
+        await log.commit(back)
+    floor_call, floor_back = pg_floor.call_steps(log.run_id, "invocation", 0)
+    assert sent_call == [_pipelined(floor_call)]
+    assert sent_back == [_pipelined(floor_back)]
+
+
+def _pipelined(step: pg_floor.Step) -> str:
+    """A floor's step as `round_trips` reads the host's: its statements in one pipeline."""
+    return ";".join(["BEGIN", *(sql.decode() for sql, _ in step), "COMMIT"])
 
 
 @pytest.mark.postgres
