@@ -1,4 +1,5 @@
-"""The floor under the MCP endpoint's hop: a bare MCP relay on the host's stack, no wopeval code.
+"""The floor under the MCP endpoint's hop: a bare MCP relay on the host's stack, no wopeval code
+on a call's path.
 
 `mcp_endpoint.py` measures what an invocation's MCP endpoint adds to an agent's tool call.
 This is what any Python relay built on the same stack must add, for the same bench to
@@ -12,8 +13,11 @@ The app takes the agent's Streamable HTTP POSTs statelessly and answers each in 
 (what the host's endpoint answers): a notification 202; `server/discover` (the
 SDK client's first request) and `tools/list` with answers made once at the start;
 `tools/call` by calling the tool server through the held session, its result as the
-session gave it. POST `/stdio` is the stdio server's, `/http` the Streamable HTTP
-server's. A GET of `/ready` answers 200 once both sessions are open.
+session gave it. What it takes from wopeval is set up before any call, so that it is the
+host's and not a copy: its listening socket (`hosting/loopback.py`) and the host's spawn
+of a stdio server, which importing `tools/_mcp_client.py` installs in the SDK. POST
+`/stdio` is the stdio server's, `/http` the Streamable HTTP server's. A GET of `/ready`
+answers 200 once both sessions are open.
 
     python bench/bare_mcp_relay.py --port 8123 --stdio "python bench/mcp_echo_server.py" \\
         --http http://127.0.0.1:8124/mcp
@@ -25,43 +29,22 @@ import argparse
 import contextlib
 import json
 import shlex
-import socket
-import sys
-from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
-import anyio
-import mcp.client.stdio
 import mcp_types
 import uvicorn
-from anyio.abc import Process
 from mcp import Client, MCPError, StdioServerParameters
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.types import Receive, Scope, Send
+
+import wopeval.tools._mcp_client  # noqa: F401  (installs the host's stdio spawn in the SDK)
+from wopeval.hosting.loopback import loopback_socket
 
 BACKLOG = 2048
 """`wopeval serve`'s (cli/serve.py)."""
 CALL_TIMEOUT_SECONDS = 60.0
 """The bench project's `timeout_seconds`, which the host passes on each call."""
 JSON = [(b"content-type", b"application/json")]
-OWN_GROUP_THEN_EXEC = "import os, sys; os.setpgid(0, 0); os.execv(sys.argv[1], sys.argv[1:])"
-
-
-async def spawn_in_relay_session(
-    command: str,
-    args: list[str],
-    env: dict[str, str] | None = None,
-    errlog: TextIO = sys.stderr,
-    cwd: Path | str | None = None,
-) -> Process:
-    """The SDK's stdio spawn, the server kept in the relay's session as the host keeps it
-    (tools/_mcp_client.py says why: with autogroup scheduling a session of its own made
-    each call wait ~20 ms for a core); it leads its own process group, which the SDK kills."""
-    shim = [sys.executable, "-I", "-S", "-c", OWN_GROUP_THEN_EXEC]
-    return await anyio.open_process([*shim, command, *args], env=env, stderr=errlog, cwd=cwd)
-
-
-mcp.client.stdio._create_platform_compatible_process = spawn_in_relay_session
 
 
 class Relay:
@@ -164,10 +147,8 @@ def main() -> None:
     if options.http:
         targets["/http"] = options.http
     # As `wopeval serve` builds its server: the defaults (access log on), the serve's backlog,
-    # a socket made TCP by name (hosting/loopback.py: so asyncio sets TCP_NODELAY).
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", options.port))
+    # the host's own listening socket (made TCP by name, so asyncio sets TCP_NODELAY).
+    sock = loopback_socket(options.port)
     sock.listen(BACKLOG)
     config = uvicorn.Config(RelayApp(targets), log_level="info", backlog=BACKLOG)
     uvicorn.Server(config).run(sockets=[sock])

@@ -22,18 +22,21 @@ own stack adds. Two kinds:
   one of each per streamed chunk), no parsing, no log.
 
 No recording, no token, no authentication: the agent sends the model server's own key.
+The one piece of wopeval, set up before any exchange, is the host's listening socket
+(`hosting/loopback.py`), so that it is the host's and not a copy.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import socket
 from collections.abc import AsyncIterable, Awaitable, Callable
 from typing import Any
 
 import httpcore
 import uvicorn
+
+from wopeval.hosting.loopback import loopback_socket
 
 KEEPALIVE_SECONDS = 4.0
 """How long an idle upstream connection is kept: under the model server's 5 s (uvicorn's),
@@ -176,15 +179,6 @@ async def splice(port: int, host: str, upstream_port: int) -> None:
         await server.serve_forever()
 
 
-def tcp_socket(port: int) -> socket.socket:
-    """A loopback socket that says TCP, so asyncio sets TCP_NODELAY on what it accepts (as
-    the host's does: hosting/loopback.py)."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", port))
-    return sock
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("port", type=int, help="the loopback port to serve on")
@@ -198,7 +192,8 @@ def main() -> None:
         return
     app = Relay("127.0.0.1", options.upstream_port)
     config = uvicorn.Config(app, http=options.http, loop=options.loop, log_level="info")
-    uvicorn.Server(config).run(sockets=[tcp_socket(options.port)])
+    # The host's own listening socket (made TCP by name, so asyncio sets TCP_NODELAY).
+    uvicorn.Server(config).run(sockets=[loopback_socket(options.port)])
 
 
 if __name__ == "__main__":
