@@ -129,7 +129,7 @@ class FixtureCursor:
         self._patterns: dict[str, list[int]] = {}
         """By tool: the other entries' indexes, in list order."""
         for index, entry in enumerate(self._entries):
-            form = canonical_form(entry.args) if entry.args_match == "exact" else None
+            form = canonical_form(entry.args) if entry.mode() == "exact" else None
             if form is not None:
                 self._exact.setdefault(entry.tool, {}).setdefault(form, []).append(index)
             else:
