@@ -288,11 +288,18 @@ async def select_rows(
 async def _execute_many(
     connection: AsyncConnection, compiled: _Compiled, rows: Sequence[Row]
 ) -> None:
-    values = [compiled.bind(row) for row in rows]
     driver = driver_connection(connection)
     if compiled.sqlite:
-        driver.sqlite.executemany(compiled.sql, values)
+        # A statement without processed columns (an event's row) binds each row's values as
+        # they are: `values` itself (an itemgetter) over the rows, no call of ours a row.
+        ordered = (
+            list(map(compiled.values, rows))
+            if not compiled.processed
+            else [compiled.bind(row) for row in rows]
+        )
+        driver.sqlite.executemany(compiled.sql, ordered)
         return
+    values = [compiled.bind(row) for row in rows]
     batch = _batches.get(id(driver))
     if batch is not None:
         for bound in values:
