@@ -48,35 +48,63 @@ def _written_alike(value: JsonValue) -> bool:
     """
     # Exact types, not isinstance: a subclass (an enum member, say) goes to the reference
     # implementation, which is always right; and the exact test is the cheaper one on a
-    # path every tool call takes several times. (Untyped: the walk checks what it meets.)
-    pending: list[Any] = [value]
-    while pending:
-        item = pending.pop()
-        kind = type(item)
-        if kind is str or kind is bool or item is None:
-            continue
-        if kind is int:
-            if -_JCS_INTEGERS <= item <= _JCS_INTEGERS:
+    # path every tool call takes several times. An object's members are checked in its own
+    # loop, a call's args being mostly one object of scalars. (Untyped: the walk checks
+    # what it meets.) A value nested too deep for the walk goes to the reference too.
+    try:
+        return _alike(value)
+    except RecursionError:
+        return False
+
+
+def _alike(value: Any) -> bool:
+    kind = type(value)
+    if kind is str or kind is bool or value is None:
+        return True
+    if kind is int:
+        return bool(-_JCS_INTEGERS <= value <= _JCS_INTEGERS)
+    if kind is dict:
+        for key, item in value.items():
+            # A key that is not a string is not JSON's to write alike.
+            if type(key) is not str or not key.isascii():
+                return False
+            member = type(item)
+            if member is str or member is bool or item is None:
                 continue
-            return False
-        if kind is dict:
-            try:
-                keys = "".join(item)
-            except TypeError:  # a key that is not a string: not JSON's to write alike
+            if member is int:
+                if -_JCS_INTEGERS <= item <= _JCS_INTEGERS:
+                    continue
                 return False
-            if not keys.isascii():
+            if not _alike(item):
                 return False
-            pending.extend(item.values())
-        elif kind is list:
-            pending.extend(item)
-        else:
-            return False
-    return True
+        return True
+    if kind is list:
+        return all(_alike(item) for item in value)
+    return False
 
 
 def args_hash(value: JsonValue) -> str:
     """docs/design.md §3 `argsHash`: `"sha256:" + hex(sha256(JCS(args)))`."""
-    return "sha256:" + hashlib.sha256(canonical_json(value)).hexdigest()
+    return hash_of_form(canonical_json(value))
+
+
+def hash_of_form(form: bytes) -> str:
+    """`args_hash` of the value whose `canonical_json` is `form`."""
+    return "sha256:" + hashlib.sha256(form).hexdigest()
+
+
+def canonical_form(value: JsonValue) -> bytes | None:
+    """`canonical_json(value)`, or None for a value JCS cannot write.
+
+    Two values with forms are `json_equal` exactly when their forms are equal (that is
+    what `exact` means, docs/design.md §3), and a value without one is `json_equal` to
+    no value with one: its sorted fallback text holds what JCS refused (NaN, an
+    infinity, an integer beyond ±(2**53 - 1), a lone surrogate), which no written value
+    with a form holds. So a value's form can stand for it as a key of `exact` matching."""
+    try:
+        return canonical_json(value)
+    except rfc8785.CanonicalizationError:
+        return None
 
 
 def json_equal(left: JsonValue, right: JsonValue) -> bool:

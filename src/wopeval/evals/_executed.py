@@ -10,6 +10,7 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import JsonValue
 
+from wopeval.evals._canonical import args_hash
 from wopeval.evals._miss import MissDetail
 
 ServedAs = Literal["fixture", "live", "miss"]
@@ -34,6 +35,13 @@ class ExecutedCall(NamedTuple):
     duration_ms: int | None = None
     miss: MissDetail | None = None
     """For a fixture miss: the closest recording and how the call differs from it."""
+    args_hash: str | None = None
+    """`argsHash` of `args`, when the fixture matcher wrote their canonical form; None:
+    not worked out yet (`hashed_args`)."""
+
+    def hashed_args(self) -> str:
+        """`argsHash` of the call's args (docs/design.md §3)."""
+        return self.args_hash or args_hash(self.args)
 
     def to_trace(self) -> dict[str, Any]:
         """The call as a custom grader receives it (docs/graders.md)."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from pydantic import JsonValue
 
-from wopeval.evals._canonical import json_equal
+from wopeval.evals._canonical import canonical_form, hash_of_form, json_equal
 from wopeval.evals._miss import MissDetail, closest_entry
 from wopeval.wire.suite import ArgsPattern, OnMiss, ToolResponse
 
@@ -79,6 +79,9 @@ class Served:
     index: int
     """The entry's position in the task's `toolResponses`."""
     entry: ToolResponse
+    args_hash: str | None = None
+    """The call's `argsHash`, when the selection wrote its args' canonical form (so its
+    trial detail need not write them again); None otherwise."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,22 +106,49 @@ class FixtureCursor:
     The engine builds one per task and calls `reset()` at the start of each
     trial ("consumption resets at each trial", docs/design.md §3); it reads
     `miss_count` for the trial's outcome before resetting.
+
+    Selection is `select_entry`'s rule, found through an index built once per task: an
+    `exact` entry matches exactly the calls whose args have its canonical form (RFC 8785,
+    docs/design.md §3), so the `exact` entries of a tool are kept by that form, each form's
+    in list order, and a call's candidate among them is one lookup, not a comparison with
+    each entry. The other entries of the tool (`subset`, `ignore`, and an `exact` one whose
+    args JCS cannot write, `canonical_form`) are asked in list order as `select_entry` asks
+    them, only before that candidate. Entries of one form are consumed in list order (the
+    first unconsumed one is always the one served), so a form's consumed entries are
+    counted, not searched.
     """
 
     def __init__(self, entries: Sequence[ToolResponse], on_miss: OnMiss) -> None:
         self._entries = tuple(entries)
         self._on_miss = on_miss
-        self._consumed: frozenset[int] = frozenset()
+        self._consumed: set[int] = set()
         self.miss_count = 0
         """Misses under `onMiss: fail` since the last reset."""
+        self._exact: dict[str, dict[bytes, list[int]]] = {}
+        """By tool, then by canonical args: the `exact` entries' indexes, in list order."""
+        self._patterns: dict[str, list[int]] = {}
+        """By tool: the other entries' indexes, in list order."""
+        for index, entry in enumerate(self._entries):
+            form = canonical_form(entry.args) if entry.mode() == "exact" else None
+            if form is not None:
+                self._exact.setdefault(entry.tool, {}).setdefault(form, []).append(index)
+            else:
+                self._patterns.setdefault(entry.tool, []).append(index)
+        self._used: dict[tuple[str, bytes], int] = {}
+        """How many entries of each (tool, form) this trial consumed: always the first ones."""
 
     def serve(self, tool: str, args: JsonValue) -> Served | Missed | GoLive:
         """Select and consume the entry for this call, or say what a miss means."""
-        outcome = select_entry(self._entries, self._consumed, tool, args)
-        if isinstance(outcome, FixtureHit):
-            self._consumed |= {outcome.index}
-            return Served(index=outcome.index, entry=outcome.entry)
-        detail = closest_entry(self._entries, self._consumed, tool, args)
+        found = self._select(tool, args)
+        if found is not None:
+            index, form = found
+            self._consumed.add(index)
+            if form is None:
+                return Served(index, self._entries[index])
+            self._used[tool, form] = self._used.get((tool, form), 0) + 1
+            return Served(index, self._entries[index], hash_of_form(form))
+        consumed = frozenset(self._consumed)
+        detail = closest_entry(self._entries, consumed, tool, args)
         # "Miss under `live`: the live tool runs" (wire digest §2.1); it is not counted.
         if self._on_miss == "live":
             return GoLive(detail)
@@ -126,12 +156,35 @@ class FixtureCursor:
         self.miss_count += 1
         return Missed(detail)
 
+    def _select(self, tool: str, args: JsonValue) -> tuple[int, bytes | None] | None:
+        """`select_entry`'s choice, with the call's canonical form when an `exact` entry
+        of that form is the one (None: a pattern entry is)."""
+        exact: int | None = None
+        form: bytes | None = None
+        forms = self._exact.get(tool)
+        if forms is not None:
+            form = canonical_form(args)
+            # Args JCS cannot write equal no indexed entry's (`canonical_form`): no candidate.
+            if form is not None:
+                indexes = forms.get(form, ())
+                used = self._used.get((tool, form), 0)
+                if used < len(indexes):
+                    exact = indexes[used]
+        for index in self._patterns.get(tool, ()):
+            # Only an earlier entry comes first ("the first unconsumed entry, in list order").
+            if exact is not None and index > exact:
+                break
+            if index not in self._consumed and args_match(self._entries[index], args):
+                return index, None
+        return None if exact is None else (exact, form)
+
     def reset(self) -> None:
         """Start a new trial: every entry is unconsumed again and no miss is counted."""
-        self._consumed = frozenset()
+        self._consumed = set()
+        self._used = {}
         self.miss_count = 0
 
     @property
     def consumed(self) -> frozenset[int]:
         """Indexes of entries served since the last reset."""
-        return self._consumed
+        return frozenset(self._consumed)

@@ -22,12 +22,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
+from sqlalchemy import JSON, Boolean
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql import ClauseElement, Insert
 from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.types import TypeEngine
 
 from wopeval.store._stale import CHECK_FAILED, StaleRun
+from wopeval.wire import json_text
 
 if TYPE_CHECKING:
     from wopeval.store._pg_batch import Batch
@@ -102,15 +105,39 @@ def _compile(
     )
     sqlite = dialect.name == "sqlite"
     names = tuple(compiled.positiontup or ()) if sqlite else tuple(compiled.binds)
-    processors = (
-        compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect) for name in names
-    )
+    processors = (_processor(compiled.binds[name].type, dialect) for name in names)
     processed = tuple(
         (index, process) for index, process in enumerate(processors) if process is not None
     )
     made = _Compiled(compiled.string, names, _getter(names), processed, sqlite)
     _compiled[key] = (statement, made)
     return made
+
+
+def _processor(kind: TypeEngine[Any], dialect: Dialect) -> Callable[[Any], Any] | None:
+    """The bind processor SQLAlchemy would use for a value of `kind`; on SQLite, for the
+    log writer's two kinds of processed column, a function that gives what it gives
+    without its checks of its own sentinels (which the host's rows never hold): every
+    tool call's row binds three JSON columns and two booleans, and SQLAlchemy's
+    processors cost more than the writing itself."""
+    impl = kind.dialect_impl(dialect)
+    process = impl.bind_processor(dialect)
+    if process is None or dialect.name != "sqlite":
+        return process
+    # SQLite's JSON is SQLAlchemy's `JSON` (a subclass of it is adapted to it) and writes
+    # its text as is; its processor is the codec alone unless None is SQL NULL.
+    written: Callable[[Any], str] = json_text.compact
+    if isinstance(impl, JSON) and dialect._json_serializer is written and not impl.none_as_null:
+        # As JSON's processor: None too is written (`null`), not bound as SQL NULL.
+        return written
+    if type(impl) is Boolean:
+        # As Boolean's processor on SQLite: True, False and None only (1 and 0 equal them),
+        # as 1, 0 and NULL; anything else raises (a KeyError where SQLAlchemy's TypeError).
+        return _SQLITE_BOOLEANS.__getitem__
+    return process
+
+
+_SQLITE_BOOLEANS: dict[bool | None, int | None] = {None: None, True: 1, False: 0}
 
 
 def driver_connection(connection: AsyncConnection) -> Any:
@@ -261,11 +288,18 @@ async def select_rows(
 async def _execute_many(
     connection: AsyncConnection, compiled: _Compiled, rows: Sequence[Row]
 ) -> None:
-    values = [compiled.bind(row) for row in rows]
     driver = driver_connection(connection)
     if compiled.sqlite:
-        driver.sqlite.executemany(compiled.sql, values)
+        # A statement without processed columns (an event's row) binds each row's values as
+        # they are: `values` itself (an itemgetter) over the rows, no call of ours a row.
+        ordered = (
+            list(map(compiled.values, rows))
+            if not compiled.processed
+            else [compiled.bind(row) for row in rows]
+        )
+        driver.sqlite.executemany(compiled.sql, ordered)
         return
+    values = [compiled.bind(row) for row in rows]
     batch = _batches.get(id(driver))
     if batch is not None:
         for bound in values:

@@ -87,7 +87,7 @@ def _call(index: int, call: evals.ExecutedCall) -> dict[str, JsonValue]:
         "delegate": call.is_delegate,
         "durationMs": call.duration_ms,
         "inputs": call.args,
-        "argsHash": evals.args_hash(call.args),
+        "argsHash": call.hashed_args(),
         "outcome": call.result,
         "error": call.error,
     }

@@ -45,6 +45,8 @@ class ToolResult(NamedTuple):
     duration_ms: int | None
     miss: evals.MissDetail | None = None
     """A fixture miss: the closest recording and how the call differs from it."""
+    args_hash: str | None = None
+    """The call's `argsHash`, when the fixture matcher already wrote its canonical args."""
 
     @property
     def fixture_miss(self) -> bool:
@@ -131,8 +133,9 @@ class FixtureServer:
         if isinstance(outcome, evals.Served):
             entry = outcome.entry
             if entry.is_error:
-                return _failed(ToolFailure.from_error(_as_error(entry.response)), "fixture", 0)
-            return ToolResult("ok", entry.response, None, "fixture", 0)
+                failed = _failed(ToolFailure.from_error(_as_error(entry.response)), "fixture", 0)
+                return failed._replace(args_hash=outcome.args_hash)
+            return ToolResult("ok", entry.response, None, "fixture", 0, None, outcome.args_hash)
         if isinstance(outcome, evals.Missed):
             failure = ToolFailure(
                 "fixture_miss", f"no unconsumed fixture matches this call to {call.tool}"

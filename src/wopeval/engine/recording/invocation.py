@@ -276,6 +276,7 @@ class Invocation:
                 served="miss" if result.fixture_miss else result.served_by,
                 duration_ms=result.duration_ms,
                 miss=result.miss,
+                args_hash=result.args_hash,
             )
         )
         if result.fixture_miss:

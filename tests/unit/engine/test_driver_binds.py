@@ -1,0 +1,86 @@
+"""store/_driver.py `_processor`: on SQLite, the JSON and boolean columns of the log writer's
+rows are bound by plain functions, only where they give what SQLAlchemy's processors give.
+(tests/engine/test_driver_rows.py holds the stored rows to SQLAlchemy's on both databases.)"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from sqlalchemy import JSON, Boolean, Column, Integer, MetaData, Table
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Dialect
+
+from wopeval.store import _driver
+from wopeval.wire import json_text
+
+_ROWS = Table(
+    "rows",
+    MetaData(),
+    Column("id", Integer, primary_key=True),
+    Column("doc", JSON),
+    Column("flag", Boolean),
+    Column("nullable_doc", JSON(none_as_null=True)),
+)
+
+
+def _store_sqlite() -> Dialect:
+    return sqlite.dialect(json_serializer=json_text.compact)
+
+
+def _bound(dialect: Dialect, row: dict[str, Any]) -> tuple[Any, ...]:
+    return _driver._compile(_ROWS.insert(), dialect, tuple(row)).ordered(row)
+
+
+def _sqlalchemy(dialect: Dialect, column: str, value: Any) -> Any:
+    kind = _ROWS.c[column].type.dialect_impl(dialect)
+    process = kind.bind_processor(dialect)
+    return value if process is None else process(value)
+
+
+@pytest.mark.parametrize(
+    "doc", [None, {"q": "é", "n": [1, 2.5, None]}, [True, 2**70], "text", 0, {"": {}}]
+)
+@pytest.mark.parametrize("flag", [True, False, None, 1, 0])
+def test_sqlite_binds_as_sqlalchemy_does(doc: Any, flag: Any) -> None:
+    dialect = _store_sqlite()
+    bound = _bound(dialect, {"doc": doc, "flag": flag, "nullable_doc": doc})
+    assert bound == (
+        _sqlalchemy(dialect, "doc", doc),
+        _sqlalchemy(dialect, "flag", flag),
+        _sqlalchemy(dialect, "nullable_doc", doc),
+    )
+    assert type(bound[1]) is type(_sqlalchemy(dialect, "flag", flag))
+
+
+def test_the_plain_functions_are_taken_only_where_they_are_sqlalchemy_s() -> None:
+    def processors(dialect: Dialect) -> dict[str, Any]:
+        columns = ("doc", "flag", "nullable_doc")
+        compiled = _driver._compile(_ROWS.insert(), dialect, columns)
+        return {compiled.names[index]: process for index, process in compiled.processed}
+
+    store = processors(_store_sqlite())
+    assert store["doc"] is json_text.compact
+    assert store["flag"] == _driver._SQLITE_BOOLEANS.__getitem__
+    # None is SQL NULL here, not `null`: SQLAlchemy's own processor stays.
+    assert store["nullable_doc"] is not json_text.compact
+    assert _bound(_store_sqlite(), {"doc": None, "flag": None, "nullable_doc": None}) == (
+        "null",
+        None,
+        None,
+    )
+    # Another codec than the store's: SQLAlchemy's processor, with that codec.
+    other = processors(sqlite.dialect(json_serializer=lambda value: "x"))
+    assert other["doc"] is not json_text.compact
+    assert _bound(sqlite.dialect(json_serializer=lambda value: "x"), {"doc": {}}) == ("x",)
+    # PostgreSQL's processors are SQLAlchemy's own.
+    psycopg = postgresql.psycopg.dialect(json_serializer=json_text.compact)  # type: ignore[no-untyped-call]
+    pg = processors(psycopg)
+    assert json_text.compact not in pg.values()
+
+
+def test_a_value_no_boolean_is_refused_as_sqlalchemy_refuses_it() -> None:
+    with pytest.raises(TypeError):
+        _sqlalchemy(_store_sqlite(), "flag", "yes")
+    with pytest.raises(KeyError):
+        _bound(_store_sqlite(), {"flag": "yes"})
