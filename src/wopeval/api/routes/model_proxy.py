@@ -29,6 +29,7 @@ out of `/openapi.json`, whose bodies are OpenWOP's.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
@@ -36,14 +37,17 @@ import httpcore
 from fastapi import APIRouter
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from wopeval import models
 from wopeval.agents import shown_url, status_refusal, transport_refusal
 from wopeval.api.deps import InvocationAccess
+from wopeval.api.errors import envelope_response
 from wopeval.api.invocation_token import invocation_for
 from wopeval.api.upstream_pools import UPSTREAM_ERRORS, UpstreamPools
 from wopeval.engine.recording.grants import ANTHROPIC_PATH, OPENAI_PATH
 from wopeval.engine.recording.models import ModelRecorder
+from wopeval.wire import errors
 
 router = APIRouter(tags=["host"])
 REFUSED = "No such model endpoint."
@@ -62,12 +66,56 @@ def _route(api: models.ModelApi) -> Callable[[Request], Awaitable[Response]]:
 
 
 # Chat Completions; Responses (`previous_response_id` forwarded as sent); Anthropic Messages.
-for _path, _api in (
-    (OPENAI_PATH + "{token}/v1/chat/completions", models.CHAT),
-    (OPENAI_PATH + "{token}/v1/responses", models.RESPONSES),
-    (ANTHROPIC_PATH + "{token}/v1/messages", models.MESSAGES),
-):
-    router.add_route(_path, _route(_api), methods=["POST"], include_in_schema=False)
+_ROUTES = (
+    (OPENAI_PATH, "/v1/chat/completions", models.CHAT),
+    (OPENAI_PATH, "/v1/responses", models.RESPONSES),
+    (ANTHROPIC_PATH, "/v1/messages", models.MESSAGES),
+)
+for _prefix, _suffix, _api in _ROUTES:
+    router.add_route(
+        _prefix + "{token}" + _suffix, _route(_api), methods=["POST"], include_in_schema=False
+    )
+
+_APIS = {(prefix, suffix): api for prefix, suffix, api in _ROUTES}
+_PATH = re.compile(
+    "("
+    + "|".join(re.escape(prefix) for prefix in dict.fromkeys(p for p, _, _ in _ROUTES))
+    + ")([^/]+)("
+    + "|".join(re.escape(suffix) for _, suffix, _ in _ROUTES)
+    + ")"
+)
+"""The routes' paths in one pattern: a token is one path segment (`{token}`, as Starlette
+matches it); a prefix and suffix that are no route's pair are left to the router."""
+
+
+class ProxyExchanges:
+    """Pure ASGI, the innermost of the host's layers: a `POST` to one of the proxy's routes
+    is answered here, by the routes' own `_exchange`, below FastAPI's exception layer and
+    router (the route match, the request wrapper and the exception handlers' send
+    wrapper, ~10 % of the host's CPU on a whole exchange, issue 29). Every layer of the
+    host around it (the version header, the request guard with its size limit and strict
+    JSON, the crash guard) still wraps it. The token's refusal is the routes' one 404
+    envelope, as the exception handler renders it; any other request, another method or
+    a path under a `root_path` goes on to the router, which answers it as before."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        matched = None
+        if scope["type"] == "http" and scope["method"] == "POST" and not scope.get("root_path"):
+            matched = _PATH.fullmatch(scope["path"])
+        api = None if matched is None else _APIS.get((matched.group(1), matched.group(3)))
+        if matched is None or api is None:
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope, receive)
+        access: InvocationAccess = scope["app"].state.invocation_access
+        try:
+            response = await _exchange(api, matched.group(2), request, access)
+        except errors.WireError as refusal:
+            response = envelope_response(refusal)
+        await response(scope, receive, send)
 
 
 async def _exchange(
