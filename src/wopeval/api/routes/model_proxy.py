@@ -184,9 +184,12 @@ class _Forward:
         self._timeout = timeout_seconds
         self._request = request
         self._recorder = recorder
-        self._url = shown_url(target.url.removesuffix(request.api.upstream_path))
-        """The provider's base URL, as a failure names it."""
         self._started = time.perf_counter()
+
+    @property
+    def _url(self) -> str:
+        """The provider's base URL, as a failure names it (parsed only for a failure)."""
+        return shown_url(self._target.url.removesuffix(self._request.api.upstream_path))
 
     async def _send(self, body: bytes) -> httpcore.Response:
         target = self._target
