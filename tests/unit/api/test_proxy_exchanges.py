@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from wopeval.api.auth import Authenticator
 from wopeval.api.deps import InvocationAccess
@@ -43,14 +43,20 @@ class Inner:
         await send({"type": "http.response.body", "body": b""})
 
 
+def _state() -> SimpleNamespace:
+    grants: InvocationGrants[Invocation] = InvocationGrants("http://host")
+    return SimpleNamespace(
+        invocation_access=InvocationAccess(grants, Authenticator([]), UpstreamPools())
+    )
+
+
 async def _asked(
     method: str, path: str, *, root_path: str = ""
 ) -> tuple[httpx.Response, list[tuple[str, str]]]:
     inner = Inner()
     layer = model_proxy.ProxyExchanges(inner)
-    grants: InvocationGrants[Invocation] = InvocationGrants("http://host")
-    access = InvocationAccess(grants, Authenticator([]), UpstreamPools())
-    state = SimpleNamespace(invocation_access=access)
+    state = _state()
+    access = state.invocation_access
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         scope = {**scope, "app": SimpleNamespace(state=state), "root_path": root_path}
@@ -79,6 +85,29 @@ async def test_a_post_to_a_proxy_route_is_answered_by_the_layer_with_its_refusal
     # An unknown token: the routes' one 404, in the wire's envelope.
     assert answer.status_code == 404
     assert answer.json() == {"error": "not_found", "message": "No such model endpoint."}
+
+
+async def test_an_agent_gone_mid_body_is_answered_nothing() -> None:
+    inner = Inner()
+    sent: list[Message] = []
+    arriving: list[Message] = [
+        {"type": "http.request", "body": b'{"model"', "more_body": True},
+        {"type": "http.disconnect"},
+    ]
+
+    async def receive() -> Message:
+        return arriving.pop(0)
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "method": "POST", "path": CHAT, "headers": [], "app": _app()}
+    await model_proxy.ProxyExchanges(inner)(scope, receive, send)
+    assert (sent, inner.reached) == ([], [])
+
+
+def _app() -> SimpleNamespace:
+    return SimpleNamespace(state=_state())
 
 
 @pytest.mark.parametrize(

@@ -35,6 +35,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import httpcore
 from fastapi import APIRouter
+from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -59,7 +60,8 @@ def _route(api: models.ModelApi) -> Callable[[Request], Awaitable[Response]]:
 
     async def endpoint(request: Request) -> Response:
         access: InvocationAccess = request.app.state.invocation_access
-        return await _exchange(api, request.path_params["token"], request, access)
+        token = request.path_params["token"]
+        return await _exchange(api, token, request.headers, await request.body(), access)
 
     endpoint.__doc__ = f"One {api.name} exchange of a running invocation's agent."
     return endpoint
@@ -102,28 +104,50 @@ class ProxyExchanges:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        matched = None
-        if scope["type"] == "http" and scope["method"] == "POST" and not scope.get("root_path"):
-            matched = _PATH.fullmatch(scope["path"])
-        api = None if matched is None else _APIS.get((matched.group(1), matched.group(3)))
-        if matched is None or api is None:
+        claim = claimed(scope)
+        if claim is None:
             await self.app(scope, receive, send)
             return
-        request = Request(scope, receive)
+        api, token = claim
+        body = await _body(receive)
+        if body is None:
+            return  # the agent went away mid-body; nothing is left to answer
         access: InvocationAccess = scope["app"].state.invocation_access
         try:
-            response = await _exchange(api, matched.group(2), request, access)
+            response = await _exchange(api, token, Headers(scope=scope), body, access)
         except errors.WireError as refusal:
             response = envelope_response(refusal)
         await response(scope, receive, send)
 
 
+def claimed(scope: Scope) -> tuple[models.ModelApi, str] | None:
+    """The wire API and token of a request the proxy's layer answers: a `POST` to one of
+    the routes' paths, not under a `root_path` (whose match is the router's)."""
+    if scope["type"] != "http" or scope["method"] != "POST" or scope.get("root_path"):
+        return None
+    matched = _PATH.fullmatch(scope["path"])
+    api = None if matched is None else _APIS.get((matched.group(1), matched.group(3)))
+    return None if matched is None or api is None else (api, matched.group(2))
+
+
+async def _body(receive: Receive) -> bytes | None:
+    """The request's body as its messages bring it (the request guard has counted it and
+    hands it on in one); None when the client left before its end."""
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
 async def _exchange(
-    api: models.ModelApi, token: str, request: Request, access: InvocationAccess
+    api: models.ModelApi, token: str, headers: Headers, body: bytes, access: InvocationAccess
 ) -> Response:
     """One exchange: replayed, or forwarded and recorded."""
-    invocation = invocation_for(token, request, access, REFUSED)
-    body = await request.body()
+    invocation = invocation_for(token, headers, access, REFUSED)
     try:
         model_request = api.parse(json.loads(body))
     except models.InvalidModelRequest as exc:
@@ -147,7 +171,7 @@ async def _exchange(
         )
         recorder.record(model_request, None, 0, via="proxy", failure=failure)
         return _error(api, 502, str(failure), "no_upstream")
-    target = upstream.request(model_request, request.headers)
+    target = upstream.request(model_request, headers)
     forward = _Forward(access.upstreams, target, upstream.timeout_seconds, model_request, recorder)
     return await (forward.streamed(body) if model_request.stream else forward.whole(body))
 
