@@ -104,7 +104,12 @@ def create_app(
     app.add_middleware(model_proxy.ProxyExchanges)
     app.add_middleware(HotReads)
     app.add_middleware(error_handlers.CrashGuard)
-    app.add_middleware(RequestGuard, max_body_bytes=settings.max_body_bytes, router=app.router)
+    app.add_middleware(
+        RequestGuard,
+        max_body_bytes=settings.max_body_bytes,
+        router=app.router,
+        routed=model_proxy.serves,
+    )
     app.add_middleware(LegacyPathIds)
     app.add_middleware(VersionNegotiation)
     app.add_middleware(ExpectedStartupFailures, failure=failure)

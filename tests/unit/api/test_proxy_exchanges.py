@@ -13,12 +13,14 @@ from typing import Any
 
 import httpx
 import pytest
+from starlette.routing import Match
 from starlette.types import Message, Receive, Scope, Send
 
 from wopeval.api.auth import Authenticator
 from wopeval.api.deps import InvocationAccess
 from wopeval.api.middleware import PROTOCOL_VERSION, VERSION_HEADER
 from wopeval.api.routes import model_proxy
+from wopeval.api.routing import route_match
 from wopeval.api.upstream_pools import UpstreamPools
 from wopeval.engine.recording.grants import InvocationGrants
 from wopeval.engine.recording.invocation import Invocation
@@ -129,6 +131,21 @@ async def test_every_other_request_goes_on_to_the_router(
     answer, reached = await _asked(method, path, root_path=root_path)
     assert answer.status_code == 299
     assert reached == [(method, path)]
+
+
+def test_what_the_layer_answers_the_route_table_serves(tmp_path: Path) -> None:
+    # The request guard takes the layer's word for the table's (`routed`): it must be true.
+    table = host_app(Settings(data_dir=tmp_path / "data")).router
+    claimed = [
+        f"/host/wopeval/openai/{TOKEN}/v1/chat/completions",
+        f"/host/wopeval/openai/{TOKEN}/v1/responses",
+        f"/host/wopeval/anthropic/{TOKEN}/v1/messages",
+        "/host/wopeval/openai/a%2Fb/v1/responses",
+    ]
+    for path in claimed:
+        scope = {"type": "http", "method": "POST", "path": path, "headers": []}
+        assert model_proxy.serves(scope)
+        assert route_match(table, scope) is Match.FULL
 
 
 @pytest.fixture

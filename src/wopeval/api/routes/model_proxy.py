@@ -130,6 +130,11 @@ def claimed(scope: Scope) -> tuple[models.ModelApi, str] | None:
     return None if matched is None or api is None else (api, matched.group(2))
 
 
+def serves(scope: Scope) -> bool:
+    """Whether the proxy's layer answers the request (the request guard's match of it)."""
+    return claimed(scope) is not None
+
+
 async def _body(receive: Receive) -> bytes | None:
     """The request's body as its messages bring it (the request guard has counted it and
     hands it on in one); None when the client left before its end."""
