@@ -94,7 +94,7 @@ class ProxyExchanges:
     """Pure ASGI, the innermost of the host's layers: a `POST` to one of the proxy's routes
     is answered here, by the routes' own `_exchange`, below FastAPI's exception layer and
     router (the route match, the request wrapper and the exception handlers' send
-    wrapper, ~10 % of the host's CPU on a whole exchange, issue 29). Every layer of the
+    wrapper, ~4 % of the host's CPU on a whole exchange, issue 29). Every layer of the
     host around it (the version header, the request guard with its size limit and strict
     JSON, the crash guard) still wraps it. The token's refusal is the routes' one 404
     envelope, as the exception handler renders it; any other request, another method or
