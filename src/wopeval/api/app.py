@@ -100,9 +100,16 @@ def create_app(
     logging.getLogger("uvicorn.access").addFilter(REDACT_TOKENS)
     # Each one added wraps the ones before it: the version header goes on every answer,
     # and a refused body is refused before any route, credential check or parser runs.
+    # The model proxy's exchanges, innermost: every layer below wraps them too.
+    app.add_middleware(model_proxy.ProxyExchanges)
     app.add_middleware(HotReads)
     app.add_middleware(error_handlers.CrashGuard)
-    app.add_middleware(RequestGuard, max_body_bytes=settings.max_body_bytes, router=app.router)
+    app.add_middleware(
+        RequestGuard,
+        max_body_bytes=settings.max_body_bytes,
+        router=app.router,
+        routed=model_proxy.serves,
+    )
     app.add_middleware(LegacyPathIds)
     app.add_middleware(VersionNegotiation)
     app.add_middleware(ExpectedStartupFailures, failure=failure)
@@ -120,6 +127,7 @@ def create_worker_app(
     for router in (health.router, mcp.router, model_proxy.router):
         app.include_router(router)
     error_handlers.install(app)
+    app.add_middleware(model_proxy.ProxyExchanges)
     sessions = mcp.McpSessions()
     app.state.health = report
     app.state.invocation_access = access

@@ -13,6 +13,7 @@ refused body is not drained, so those answers close the connection.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from urllib.parse import parse_qsl
 
 from starlette.datastructures import Headers
@@ -30,10 +31,20 @@ _CLOSE = {"Connection": "close"}
 
 
 class RequestGuard:
-    def __init__(self, app: ASGIApp, *, max_body_bytes: int, router: Router) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        max_body_bytes: int,
+        router: Router,
+        routed: Callable[[Scope], bool] = lambda scope: False,
+    ) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.router = router
+        self.routed = routed
+        """True for a request a layer inside answers itself at a path and method the table
+        serves (the model proxy's exchanges): the table's answer, without its walk."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -42,7 +53,9 @@ class RequestGuard:
         headers = Headers(scope=scope)
         try:
             _check_target(scope)
-            if _has_body(headers) and route_match(self.router, scope) is Match.FULL:
+            if _has_body(headers) and (
+                self.routed(scope) or route_match(self.router, scope) is Match.FULL
+            ):
                 body = await self._read_body(headers, receive)
                 if body is None:
                     return  # the client went away mid-body; nothing is left to answer

@@ -68,3 +68,14 @@ def test_other_paths_are_logged_untouched() -> None:
     args = record.args
     assert REDACT_TOKENS.filter(record)
     assert record.args is args
+
+
+def test_the_shortest_text_that_holds_a_token_is_cut() -> None:
+    for path, logged in [
+        ("/host/wopeval/mcp/x", "/host/wopeval/mcp/…"),
+        ("/host/wopeval/openai/x", "/host/wopeval/openai/…"),
+        ("x" * 43, "…"),
+    ]:
+        record = _access_line(path)
+        REDACT_TOKENS.filter(record)
+        assert record.getMessage() == f'127.0.0.1:5000 - "POST {logged} HTTP/1.1" 200'

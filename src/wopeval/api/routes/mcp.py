@@ -50,7 +50,8 @@ async def mcp_endpoint(request: Request) -> Response:
     """The MCP endpoint of one running invocation, for as long as it runs (a plain Starlette
     route, below FastAPI's parameter and dependency handling, as the model proxy's)."""
     access: InvocationAccess = request.app.state.invocation_access
-    invocation = invocation_for(request.path_params["token"], request, access, REFUSED)
+    token = request.path_params["token"]
+    invocation = invocation_for(token, request.headers, access, REFUSED)
     sessions: McpSessions = request.app.state.mcp_sessions
     return _Exchange(sessions, invocation)
 

@@ -29,21 +29,26 @@ out of `/openapi.json`, whose bodies are OpenWOP's.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import httpcore
 from fastapi import APIRouter
+from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from wopeval import models
 from wopeval.agents import shown_url, status_refusal, transport_refusal
 from wopeval.api.deps import InvocationAccess
+from wopeval.api.errors import envelope_response
 from wopeval.api.invocation_token import invocation_for
 from wopeval.api.upstream_pools import UPSTREAM_ERRORS, UpstreamPools
 from wopeval.engine.recording.grants import ANTHROPIC_PATH, OPENAI_PATH
 from wopeval.engine.recording.models import ModelRecorder
+from wopeval.wire import errors
 
 router = APIRouter(tags=["host"])
 REFUSED = "No such model endpoint."
@@ -55,27 +60,99 @@ def _route(api: models.ModelApi) -> Callable[[Request], Awaitable[Response]]:
 
     async def endpoint(request: Request) -> Response:
         access: InvocationAccess = request.app.state.invocation_access
-        return await _exchange(api, request.path_params["token"], request, access)
+        token = request.path_params["token"]
+        return await _exchange(api, token, request.headers, await request.body(), access)
 
     endpoint.__doc__ = f"One {api.name} exchange of a running invocation's agent."
     return endpoint
 
 
 # Chat Completions; Responses (`previous_response_id` forwarded as sent); Anthropic Messages.
-for _path, _api in (
-    (OPENAI_PATH + "{token}/v1/chat/completions", models.CHAT),
-    (OPENAI_PATH + "{token}/v1/responses", models.RESPONSES),
-    (ANTHROPIC_PATH + "{token}/v1/messages", models.MESSAGES),
-):
-    router.add_route(_path, _route(_api), methods=["POST"], include_in_schema=False)
+_ROUTES = (
+    (OPENAI_PATH, "/v1/chat/completions", models.CHAT),
+    (OPENAI_PATH, "/v1/responses", models.RESPONSES),
+    (ANTHROPIC_PATH, "/v1/messages", models.MESSAGES),
+)
+for _prefix, _suffix, _api in _ROUTES:
+    router.add_route(
+        _prefix + "{token}" + _suffix, _route(_api), methods=["POST"], include_in_schema=False
+    )
+
+_APIS = {(prefix, suffix): api for prefix, suffix, api in _ROUTES}
+_PATH = re.compile(
+    "("
+    + "|".join(re.escape(prefix) for prefix in dict.fromkeys(p for p, _, _ in _ROUTES))
+    + ")([^/]+)("
+    + "|".join(re.escape(suffix) for _, suffix, _ in _ROUTES)
+    + ")"
+)
+"""The routes' paths in one pattern: a token is one path segment (`{token}`, as Starlette
+matches it); a prefix and suffix that are no route's pair are left to the router."""
+
+
+class ProxyExchanges:
+    """Pure ASGI, the innermost of the host's layers: a `POST` to one of the proxy's routes
+    is answered here, by the routes' own `_exchange`, below FastAPI's exception layer and
+    router (the route match, the request wrapper and the exception handlers' send
+    wrapper, ~4 % of the host's CPU on a whole exchange, issue 29). Every layer of the
+    host around it (the version header, the request guard with its size limit and strict
+    JSON, the crash guard) still wraps it. The token's refusal is the routes' one 404
+    envelope, as the exception handler renders it; any other request, another method or
+    a path under a `root_path` goes on to the router, which answers it as before."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        claim = claimed(scope)
+        if claim is None:
+            await self.app(scope, receive, send)
+            return
+        api, token = claim
+        body = await _body(receive)
+        if body is None:
+            return  # the agent went away mid-body; nothing is left to answer
+        access: InvocationAccess = scope["app"].state.invocation_access
+        try:
+            response = await _exchange(api, token, Headers(scope=scope), body, access)
+        except errors.WireError as refusal:
+            response = envelope_response(refusal)
+        await response(scope, receive, send)
+
+
+def claimed(scope: Scope) -> tuple[models.ModelApi, str] | None:
+    """The wire API and token of a request the proxy's layer answers: a `POST` to one of
+    the routes' paths, not under a `root_path` (whose match is the router's)."""
+    if scope["type"] != "http" or scope["method"] != "POST" or scope.get("root_path"):
+        return None
+    matched = _PATH.fullmatch(scope["path"])
+    api = None if matched is None else _APIS.get((matched.group(1), matched.group(3)))
+    return None if matched is None or api is None else (api, matched.group(2))
+
+
+def serves(scope: Scope) -> bool:
+    """Whether the proxy's layer answers the request (the request guard's match of it)."""
+    return claimed(scope) is not None
+
+
+async def _body(receive: Receive) -> bytes | None:
+    """The request's body as its messages bring it (the request guard has counted it and
+    hands it on in one); None when the client left before its end."""
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(chunks)
 
 
 async def _exchange(
-    api: models.ModelApi, token: str, request: Request, access: InvocationAccess
+    api: models.ModelApi, token: str, headers: Headers, body: bytes, access: InvocationAccess
 ) -> Response:
     """One exchange: replayed, or forwarded and recorded."""
-    invocation = invocation_for(token, request, access, REFUSED)
-    body = await request.body()
+    invocation = invocation_for(token, headers, access, REFUSED)
     try:
         model_request = api.parse(json.loads(body))
     except models.InvalidModelRequest as exc:
@@ -99,7 +176,7 @@ async def _exchange(
         )
         recorder.record(model_request, None, 0, via="proxy", failure=failure)
         return _error(api, 502, str(failure), "no_upstream")
-    target = upstream.request(model_request, request.headers)
+    target = upstream.request(model_request, headers)
     forward = _Forward(access.upstreams, target, upstream.timeout_seconds, model_request, recorder)
     return await (forward.streamed(body) if model_request.stream else forward.whole(body))
 
@@ -136,9 +213,12 @@ class _Forward:
         self._timeout = timeout_seconds
         self._request = request
         self._recorder = recorder
-        self._url = shown_url(target.url.removesuffix(request.api.upstream_path))
-        """The provider's base URL, as a failure names it."""
         self._started = time.perf_counter()
+
+    @property
+    def _url(self) -> str:
+        """The provider's base URL, as a failure names it (parsed only for a failure)."""
+        return shown_url(self._target.url.removesuffix(self._request.api.upstream_path))
 
     async def _send(self, body: bytes) -> httpcore.Response:
         target = self._target
