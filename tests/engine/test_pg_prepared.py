@@ -236,3 +236,23 @@ async def test_a_url_may_turn_prepared_statements_off(
         assert await _stored(store, "run") == [0, 1, 2]
     finally:
         await store.close()
+
+
+async def test_a_connection_left_with_answers_unread_is_not_used_again(
+    postgres_store: Store,
+) -> None:
+    """A pipeline cut short (its rollback cancelled) leaves the kept connection with answers
+    unread: the next transaction fails before it sends anything, rather than take them for
+    its own, and the one after lands on a new connection."""
+    store = postgres_store
+    driver = await _writer(store)
+    pgconn = driver.pgconn
+    pgconn.enter_pipeline_mode()
+    pgconn.send_query_params(b"SELECT 1", None)
+    pgconn.pipeline_sync()
+    pgconn.flush()
+    with pytest.raises(psycopg.OperationalError):
+        await _append(store, "run", 0)
+    await _append(store, "run", 1)
+    assert await _writer(store) is not driver
+    assert await _stored(store, "run") == [1]

@@ -228,6 +228,11 @@ class Batch:
     async def _pipelined(self, held: list[_Bound]) -> list[PGresult]:
         driver = self._driver
         pgconn = driver.pgconn
+        if pgconn.pipeline_status != pq.PipelineStatus.OFF:
+            # An exchange cut short (a rollback cancelled) left its answers unread: they
+            # would be taken for these statements'. The transaction fails, and with it the
+            # connection (psycopg's rollback fails in a pipeline).
+            raise OperationalError("the connection was left in a pipeline, answers unread")
         prepared = self._kept.prepared if driver.prepare_threshold is not None else None
         pgconn.enter_pipeline_mode()
         try:
