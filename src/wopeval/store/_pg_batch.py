@@ -448,8 +448,8 @@ class _Prepared:
         names = self._names
         statements: list[int] = []
         preparing: list[tuple[int, _Key, bytes]] = []
+        # The statements prepared in this pipeline, recorded once answered (`answered`).
         pending: dict[_Key, bytes] = {}
-        """The statements prepared in this pipeline, not yet recorded (`answered`)."""
         for bound in held:
             name: bytes | None = None
             if bound.values:  # not BEGIN, COMMIT: nothing to plan in those
