@@ -11,13 +11,16 @@ code in them:
   step sends (captured from the host's batch, store/_pg_batch.py, at `7ef3974`): BEGIN,
   the run row's checked move, the event's INSERT, the tool call's INSERT (the call) or
   UPDATE (its return), COMMIT, in one `AsyncConnection.pipeline()` block (one sync, one
-  round trip), unprepared as the host sends them, every int bound as a bigint as the host
-  binds it;
+  round trip), unprepared, every int bound as a bigint as the host binds it;
 - the same, its statements prepared (psycopg's `prepare_threshold=0`): what the server's
   parse and plan of them cost;
 - `libpq pipeline, the host's statements`: the same statements sent as the host sends them,
   on psycopg's libpq connection (`PQsendQueryParams` each, one `pipeline_sync`, one flush)
   and read through psycopg's own wait, without its cursors;
+- the same, prepared as the host prepares them (branch `pg-prepared`, store/_pg_batch.py
+  `_Prepared`): each statement with values prepared under a name in the pipeline of its
+  first use (the host's second), just before its execution, then run by its name
+  (`PQsendQueryPrepared`);
 - the same without BEGIN and COMMIT: the pipeline's implicit transaction, committed at its
   sync (what the two statements cost the server).
 
@@ -222,23 +225,55 @@ async def libpq_pipeline(connection: AsyncConnection[Any], step: Step) -> None:
         raise RuntimeError(f"the step ended {answers[-1].command_status!r}")
 
 
+async def libpq_pipeline_prepared(connection: AsyncConnection[Any], step: Step) -> None:
+    """`libpq_pipeline` with each statement that has values prepared on this connection:
+    under a name of its own, in the pipeline of its first use, then run by that name."""
+    answers = await _pipelined(
+        connection, (*BEGIN, *step, *COMMIT), _names.setdefault(connection, {})
+    )
+    if answers[-1].command_status != b"COMMIT":
+        raise RuntimeError(f"the step ended {answers[-1].command_status!r}")
+
+
+_names: dict[AsyncConnection[Any], dict[tuple[bytes, tuple[int, ...]], bytes]] = {}
+"""Each connection's prepared statements, by text and parameter types, for
+`libpq_pipeline_prepared`."""
+
+
 async def libpq_pipeline_implicit(connection: AsyncConnection[Any], step: Step) -> None:
     """The same without BEGIN and COMMIT: the statements before a pipeline's sync are one
     implicit transaction, committed at the sync, before the server answers it."""
     await _pipelined(connection, step)
 
 
-async def _pipelined(connection: AsyncConnection[Any], statements: Step) -> list[PGresult]:
+async def _pipelined(
+    connection: AsyncConnection[Any],
+    statements: Step,
+    names: dict[tuple[bytes, tuple[int, ...]], bytes] | None = None,
+) -> list[PGresult]:
+    """`statements` in one pipeline, each sent with its values, or with `names` (prepared
+    statements, filled as they are made) each by its name; every command's results."""
     pgconn = connection.pgconn
+    commands = len(statements)
     pgconn.enter_pipeline_mode()
     try:
         for sql, values in statements:
             bound = [_text(value) for value in values]
-            pgconn.send_query_params(sql, [value for value, _ in bound], [oid for _, oid in bound])
+            params = [value for value, _ in bound]
+            types = tuple(oid for _, oid in bound)
+            if names is None or not values:
+                pgconn.send_query_params(sql, params, types)
+                continue
+            name = names.get((sql, types))
+            if name is None:
+                name = names[(sql, types)] = b"floor_%d" % len(names)
+                pgconn.send_prepare(name, sql, types)
+                commands += 1
+            pgconn.send_query_prepared(name, params)
         pgconn.pipeline_sync()
         if pgconn.flush():
             await connection.wait(generators.send(pgconn))
-        answers = await connection.wait(_answers(pgconn, len(statements)))
+        answers = await connection.wait(_answers(pgconn, commands))
     finally:
         pgconn.exit_pipeline_mode()
     for result in answers:
@@ -325,6 +360,7 @@ async def measure_floors(dsn: str, calls: int) -> dict[str, Timed]:
         ("psycopg async pipeline, the host's statements", None, psycopg_pipeline),
         ("psycopg async pipeline, the host's statements prepared", 0, psycopg_pipeline),
         ("libpq pipeline, the host's statements", None, libpq_pipeline),
+        ("libpq pipeline, the host's statements prepared", None, libpq_pipeline_prepared),
         ("libpq pipeline, the host's statements, no BEGIN/COMMIT", None, libpq_pipeline_implicit),
     ]
     for name, threshold, send in kinds:

@@ -6,6 +6,7 @@ import re
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from psycopg.pq import Trace
@@ -34,9 +35,26 @@ def statements_matching(engine: AsyncEngine, pattern: re.Pattern[str]) -> Iterat
         event.remove(sync_engine, "before_cursor_execute", note)
 
 
-_PARSED = re.compile(r'\s*"[^"]*"\s+"(.*)"[\sN\d]*', re.DOTALL)
+_PARSED = re.compile(r'\s*"([^"]*)"\s+"(.*)"[\sN\d]*', re.DOTALL)
 """A traced Parse message: its statement's name, its text, and its parameters' types
 (NNNN: the trace's regress mode hides type ids)."""
+_BOUND = re.compile(r'\s*"[^"]*"\s+"([^"]*)"', re.DOTALL)
+"""A traced Bind message: its portal's name, then its statement's."""
+
+UNNAMED = "unnamed"
+"""How a statement was sent (`Sent.how`): parsed for this execution alone, with its values;"""
+PREPARES = "prepares"
+"""parsed under a name (prepared) in the same exchange, then run by its name;"""
+PREPARED = "prepared"
+"""run by the name of a statement prepared before the exchange."""
+
+
+@dataclass(frozen=True)
+class Sent:
+    """A statement a psycopg connection sent in an extended-protocol exchange."""
+
+    text: str
+    how: str
 
 
 @contextmanager
@@ -44,10 +62,31 @@ def round_trips(driver: Any) -> Iterator[list[str]]:
     """What a psycopg connection (`driver`) sends the server while the block runs, one entry
     per wait for its answer: a simple query's whole text (its statements joined by `;`),
     or an extended-protocol exchange's (a pipeline's, up to its Sync) statements joined
-    by `;` ("<sync>" if it parsed none). From libpq's own trace of the
-    connection, so statements that bypass SQLAlchemy (the log writer's) are seen too; the
-    list is filled when the block ends."""
+    by `;` ("<sync>" if it ran none), a prepared statement's by its text (`exchanges`).
+    The list is filled when the block ends."""
     seen: list[str] = []
+    with exchanges(driver) as sent:
+        yield seen
+    seen += [
+        exchange if isinstance(exchange, str) else ";".join(s.text for s in exchange) or "<sync>"
+        for exchange in sent
+    ]
+
+
+@contextmanager
+def exchanges(driver: Any) -> Iterator[list[str | list[Sent]]]:
+    """What a psycopg connection (`driver`) sends while the block runs, one entry per wait
+    for its answer: a simple query's text, or an extended-protocol exchange's statements
+    (a pipeline's, up to its Sync), each as it was run (`Sent`). From libpq's own trace of
+    the connection, so statements that bypass SQLAlchemy (the log writer's) are seen too;
+    a statement prepared before the block is named by the server's own list of them. The
+    list is filled when the block ends."""
+    found = driver.pgconn.exec_(b"SELECT name, statement FROM pg_prepared_statements")
+    names = {
+        found.get_value(row, 0).decode(): found.get_value(row, 1).decode()
+        for row in range(found.ntuples)
+    }
+    seen: list[str | list[Sent]] = []
     with tempfile.TemporaryFile("w+") as trace:
         driver.pgconn.trace(trace.fileno())
         driver.pgconn.set_trace_flags(Trace.SUPPRESS_TIMESTAMPS | Trace.REGRESS_MODE)
@@ -65,13 +104,31 @@ def round_trips(driver: Any) -> Iterator[list[str]]:
             messages.append([line])
         elif messages:
             messages[-1].append(line)
-    parsed: list[str] = []
+    exchange: list[Sent] = []
+    unnamed = ""
+    prepared_here: set[str] = set()
     for message in messages:
         direction, _length, kind, *text = "\n".join(message).split("\t", 3)
-        if direction == "F" and kind == "Query":
+        if direction != "F":
+            continue
+        if kind == "Query":
             seen.append(text[0].strip().strip('"'))
-        elif direction == "F" and kind == "Parse":
-            parsed.append(_PARSED.fullmatch(text[0]).group(1))  # type: ignore[union-attr]
-        elif direction == "F" and kind == "Sync":
-            seen.append(";".join(parsed) or "<sync>")
-            parsed = []
+        elif kind == "Parse":
+            name, statement = _PARSED.fullmatch(text[0]).groups()  # type: ignore[union-attr]
+            if name:
+                names[name] = statement
+                prepared_here.add(name)
+            else:
+                unnamed = statement
+        elif kind == "Bind":
+            name = _BOUND.match(text[0]).group(1)  # type: ignore[union-attr]
+            if not name:
+                exchange.append(Sent(unnamed, UNNAMED))
+            else:
+                how = PREPARES if name in prepared_here else PREPARED
+                # A name the server dropped before the block: by the name.
+                exchange.append(Sent(names.get(name, f"<{name}>"), how))
+        elif kind == "Sync":
+            seen.append(exchange)
+            exchange = []
+            prepared_here = set()

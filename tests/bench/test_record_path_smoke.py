@@ -15,6 +15,7 @@ FLOORS = (
     "psycopg async pipeline, the host's statements",
     "psycopg async pipeline, the host's statements prepared",
     "libpq pipeline, the host's statements",
+    "libpq pipeline, the host's statements prepared",
     "libpq pipeline, the host's statements, no BEGIN/COMMIT",
 )
 """PostgreSQL's floors on the host's driver (bench/pg_floor.py), each beside the sync anchor."""

@@ -180,15 +180,25 @@ async def _driver_transaction(writer: AsyncConnection, *, pipelined: bool) -> As
             yield
             await _end(writer, commit=True)
     except BaseException:
-        if pipelined:
-            _unwatch(writer)
         # A failed commit too: the next transaction must not continue this one.
         try:
-            await _end(writer, commit=False)
+            if not (pipelined and await _rolled_back_beneath(writer)):
+                if pipelined:
+                    _unwatch(writer)
+                await _end(writer, commit=False)
         except Exception:
             # The connection is lost: the next transaction takes a new one.
+            _unwatch(writer)
             await writer.invalidate()
         raise
+
+
+async def _rolled_back_beneath(writer: AsyncConnection) -> bool:
+    """A pipelined transaction rolled back as it was begun, beneath psycopg, so that the
+    statements its batches prepared stay (store/_pg_batch.py `Batch.rollback`)."""
+    from wopeval.store._pg_batch import Batch  # psycopg: PostgreSQL's only
+
+    return await Batch(driver_connection(writer)).rollback()
 
 
 def _unwatch(writer: AsyncConnection) -> None:
@@ -209,6 +219,11 @@ def _not_in_a_batch(connection: Any, *_: Any) -> None:
 
 
 async def _end(writer: AsyncConnection, *, commit: bool) -> None:
+    if not commit and writer.dialect.name == "postgresql":
+        # psycopg's rollback may deallocate every prepared statement (`forget_prepared`).
+        from wopeval.store._pg_batch import forget_prepared  # psycopg: PostgreSQL's only
+
+        forget_prepared(driver_connection(writer))
     if writer.in_transaction():
         await (writer.commit() if commit else writer.rollback())
         return

@@ -12,6 +12,7 @@ import functools
 import logging
 import re
 import select
+from collections import OrderedDict
 from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import dataclass
@@ -69,6 +70,13 @@ loop's reader was taken off it (`_Readable._check`)."""
 
 _BEGIN = _Bound(b"BEGIN", (), (), ())
 _COMMIT = _Bound(b"COMMIT", (), (), ())
+_ROLLBACK = _Bound(b"ROLLBACK", (), (), ())
+
+PREPARED_MAX = 128
+"""How many statements a connection's batches keep track of, prepared or seen once
+(`_Prepared`): past it the least recently sent is forgotten, and closed on the server if
+it was prepared. A live call's steps send a handful; a busy host's groups, an INSERT of
+each row count up to `BATCH_COPY_FROM_ROWS` (store/_driver.py) a table at most."""
 
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s|%%")
 
@@ -158,6 +166,22 @@ class Batch:
         if committed.command_status != b"COMMIT":
             raise RuntimeError(f"the transaction ended {committed.command_status!r}")
 
+    async def rollback(self) -> bool:
+        """Roll back the transaction the batch's BEGIN opened, on libpq's connection as it
+        was begun: psycopg's rollback, when it has statements of its own prepared (its
+        `prepare_threshold`), sends `DEALLOCATE ALL` after the ROLLBACK, and would drop
+        the batches' too. False, sending nothing, when the connection is in no transaction
+        or has answers unread (a send cut short): psycopg's rollback is then the one."""
+        pgconn = self._driver.pgconn
+        if pgconn.pipeline_status != pq.PipelineStatus.OFF or pgconn.transaction_status not in (
+            pq.TransactionStatus.INTRANS,
+            pq.TransactionStatus.INERROR,
+        ):
+            return False
+        self._held = [_ROLLBACK]
+        await self._send()
+        return True
+
     async def _send(self) -> PGresult:
         """What is held, in its order: each run of statements as one pipeline, each run of
         COPYs (and a COMMIT right after them) as one query; the last statement's result."""
@@ -187,23 +211,50 @@ class Batch:
         return results[-1]
 
     async def _pipeline(self, held: list[_Bound]) -> list[PGresult]:
-        """`held` as one pipeline and one round trip; every statement's results."""
+        """`held` as one pipeline and one round trip; every statement's results.
+
+        The transaction's first pipeline (its BEGIN first) refused because a statement the
+        connection prepared is gone from the server (a `DISCARD ALL` or `DEALLOCATE ALL`
+        sent behind the store's back, a pooler that switched server connections) wrote
+        nothing: it goes again once, rolled back first, every statement unprepared."""
+        results = await self._pipelined(held)
+        if any(map(_statement_gone, results)):
+            # Any other pipeline fails its transaction, and the next prepares anew.
+            self._kept.prepared.forget()
+            if held[0] is _BEGIN:
+                results = (await self._pipelined([_ROLLBACK, *held]))[1:]
+        return results
+
+    async def _pipelined(self, held: list[_Bound]) -> list[PGresult]:
         driver = self._driver
         pgconn = driver.pgconn
+        if pgconn.pipeline_status != pq.PipelineStatus.OFF:
+            # An exchange cut short (a rollback cancelled) left its answers unread: they
+            # would be taken for these statements'. The transaction fails, and with it the
+            # connection (psycopg's rollback fails in a pipeline).
+            raise OperationalError("the connection was left in a pipeline, answers unread")
+        prepared = self._kept.prepared if driver.prepare_threshold is not None else None
         pgconn.enter_pipeline_mode()
         try:
-            for bound in held:
-                pgconn.send_query_params(bound.sql, bound.values, bound.types, bound.formats)
+            sent = prepared.send(pgconn, held) if prepared else _send_unprepared(pgconn, held)
             pgconn.pipeline_sync()
             if pgconn.flush():
                 # More than the socket takes at once: psycopg's wait sends the rest,
                 # with a reader of its own on the socket in place of ours.
                 self._kept.readable.remove()
                 await driver.wait(generators.send(pgconn))
-            answers = await self._kept.readable.drive(_answers(pgconn, len(held)))
+            answers = await self._kept.readable.drive(_answers(pgconn, sent.commands))
         finally:
             _leave_pipeline(pgconn)
-        return [result for answer in answers for result in answer]
+        if prepared:
+            prepared.answered(sent, answers)
+        # The held statements' results, and a prepare's or a close's failure, in order.
+        return [
+            result
+            for index, answer in enumerate(answers)
+            if index in sent.statements or not _succeeded(answer)
+            for result in answer
+        ]
 
     async def _copy_in(self, copies: list[_Copy], *, committing: bool) -> list[PGresult]:
         """`copies` (and the COMMIT) as one query, each COPY given its data when the server
@@ -339,20 +390,142 @@ def _socket_readable(fd: int) -> bool:
     return bool(poller.poll(0))
 
 
+_Key = tuple[bytes, Sequence[int]]
+"""A statement's text and its parameters' types."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Sent:
+    """What went in a pipeline, by the position of each command's answer."""
+
+    commands: int
+    statements: frozenset[int]
+    """The held statements' answers; the rest are prepares' and closes'."""
+    preparing: tuple[tuple[int, _Key, bytes], ...] = ()
+    """Each statement prepared in the pipeline, with its name."""
+    closing: tuple[tuple[int, bytes], ...] = ()
+
+
+def _send_unprepared(pgconn: PGconn, held: list[_Bound]) -> _Sent:
+    for bound in held:
+        pgconn.send_query_params(bound.sql, bound.values, bound.types, bound.formats)
+    return _Sent(len(held), frozenset(range(len(held))))
+
+
+class _Prepared:
+    """The statements a connection's batches prepared on the server, by their text and
+    their parameters' types (a value's type, as psycopg dumps it, is part of a prepared
+    statement: None goes untyped, a number as a bigint).
+
+    The server parses and plans a statement sent with its values anew each time: for a
+    live call's step, more than the rest of its round trip (bench/README.md, "Branch
+    `pg-prepared`"). A statement is prepared the second time it is sent, in the same
+    pipeline, just before its execution, so preparing costs no round trip, and one sent
+    once (an INSERT of an unusual number of rows) is not kept on the server.
+
+    A name is recorded only once the server answered its prepare: a pipeline refused
+    before it (its prepare skipped) leaves the statement unprepared, and the next
+    prepares it under a new name. Names are never reused, so a prepare cannot meet a name
+    already taken, whatever a refused pipeline left on the server.
+
+    Per connection object (`_kept`): a new connection starts with none."""
+
+    def __init__(self) -> None:
+        self._names: OrderedDict[_Key, bytes | None] = OrderedDict()
+        """Each statement sent, least recently first: its name once prepared, None
+        until then."""
+        self._named = 0
+        self._closing: list[bytes] = []
+        """Names forgotten past `PREPARED_MAX`, closed on the server in the next pipeline."""
+
+    def send(self, pgconn: PGconn, held: list[_Bound]) -> _Sent:
+        """Send `held` in the pipeline, after the closes due: each statement seen before as
+        its prepared statement, prepared first the second time."""
+        closing, self._closing = self._closing, []
+        for closed in closing:
+            pgconn.send_close_prepared(closed)
+        commands = len(closing)
+        names = self._names
+        statements: list[int] = []
+        preparing: list[tuple[int, _Key, bytes]] = []
+        # The statements prepared in this pipeline, recorded once answered (`answered`).
+        pending: dict[_Key, bytes] = {}
+        for bound in held:
+            name: bytes | None = None
+            if bound.values:  # not BEGIN, COMMIT: nothing to plan in those
+                key = (bound.sql, bound.types)
+                name = pending.get(key) or names.get(key, b"")
+                if name is None:  # its second use
+                    self._named += 1
+                    name = pending[key] = b"wopeval_%d" % self._named
+                    pgconn.send_prepare(name, bound.sql, bound.types)
+                    preparing.append((commands, key, name))
+                    commands += 1
+                elif name:
+                    names.move_to_end(key)
+                else:  # its first
+                    self._remember(key, None)
+                    name = None
+            if name is None:
+                pgconn.send_query_params(bound.sql, bound.values, bound.types, bound.formats)
+            else:
+                pgconn.send_query_prepared(name, bound.values, bound.formats)
+            statements.append(commands)
+            commands += 1
+        return _Sent(commands, frozenset(statements), tuple(preparing), tuple(enumerate(closing)))
+
+    def answered(self, sent: _Sent, answers: list[list[PGresult]]) -> None:
+        """Record what the server did of what `send` sent: a close refused or skipped goes
+        again with the next pipeline; a statement is prepared once its prepare succeeded,
+        whatever became of the rest (a prepared statement outlives a rolled back
+        transaction)."""
+        for index, name in sent.closing:
+            if not _succeeded(answers[index]):
+                self._closing.append(name)
+        for index, key, name in sent.preparing:
+            if _succeeded(answers[index]):
+                self._remember(key, name)
+
+    def forget(self) -> None:
+        """The server may have dropped the connection's prepared statements: none are known
+        any more, and each is closed with the next pipeline, in case it was not (closing a
+        statement the server does not have is no error)."""
+        self._closing += filter(None, self._names.values())
+        self._names.clear()
+
+    def _remember(self, key: _Key, name: bytes | None) -> None:
+        names = self._names
+        names[key] = name
+        names.move_to_end(key)
+        if len(names) > PREPARED_MAX:
+            _, dropped = names.popitem(last=False)
+            if dropped:
+                self._closing.append(dropped)
+
+
 @dataclass(frozen=True, slots=True)
 class _Kept:
     """What a connection's batches share (they come one after another)."""
 
     binder: Transformer
     readable: _Readable
+    prepared: _Prepared
 
 
 def _kept(driver: Any) -> _Kept:
     """This connection's `_Kept`, made at its first batch."""
     kept = _kepts.get(driver)
     if kept is None:
-        kept = _kepts[driver] = _Kept(_binder(driver), _Readable(driver.pgconn.socket))
+        kept = _kepts[driver] = _Kept(_binder(driver), _Readable(driver.pgconn.socket), _Prepared())
     return kept
+
+
+def forget_prepared(driver: Any) -> None:
+    """After a rollback through psycopg: it sends `DEALLOCATE ALL` with one when it has
+    statements of its own prepared (its `prepare_threshold`), which drops the batches' too."""
+    kept = _kepts.get(driver)
+    if kept is not None:
+        kept.prepared.forget()
 
 
 def unwatch(driver: Any) -> None:
@@ -382,6 +555,18 @@ class _Context:
 
     adapters: Any
     connection: Any
+
+
+def _succeeded(answer: list[PGresult]) -> bool:
+    return all(result.status == pq.ExecStatus.COMMAND_OK for result in answer)
+
+
+def _statement_gone(result: PGresult) -> bool:
+    """Whether `result` is a refusal to run a prepared statement the server does not have."""
+    return (
+        result.status == pq.ExecStatus.FATAL_ERROR
+        and result.error_field(pq.DiagnosticField.SQLSTATE) == b"26000"
+    )
 
 
 def _raise_failed(driver: Any, result: PGresult) -> NoReturn:

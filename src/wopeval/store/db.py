@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, event, text
 from sqlalchemy.dialects import registry
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import DBAPIError, DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
@@ -56,8 +56,10 @@ def create_engine(url: str) -> AsyncEngine:
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         return engine
     declare_postgresql_conditions()
+    parsed, connect_args = _prepare_threshold(make_url(url))
     engine = create_async_engine(
-        url,
+        parsed,
+        connect_args=connect_args,
         # As many at most as before (30 a process), all of them kept once opened: a
         # connection beyond the pool's size is closed when it is returned, and a new one is a
         # new server process, so a burst of reads would open and close them by the dozen.
@@ -82,6 +84,27 @@ def create_engine(url: str) -> AsyncEngine:
     event.listen(engine.sync_engine, "checkin", _checked_in)
     event.listen(engine.sync_engine, "checkout", ping_if_idle)
     return engine
+
+
+PREPARE_THRESHOLD = "prepare_threshold"
+"""The PostgreSQL URL's query parameter that sets when statements are prepared on the
+server: psycopg's own `prepare_threshold` (executions of a statement before psycopg
+prepares it, 5 unless given), and with `none` neither psycopg nor the log writer's
+pipelined transactions (store/_pg_batch.py `_Prepared`) prepare any, for a server
+reached through a pooler that cannot keep them (PgBouncer before 1.21 in transaction
+mode: docs/deploy.md)."""
+
+
+def _prepare_threshold(url: URL) -> tuple[URL, dict[str, Any]]:
+    """`url` without `PREPARE_THRESHOLD`, and psycopg's connect argument for it: libpq
+    refuses a parameter it does not know, and the URL's parameters reach psycopg as text."""
+    given = url.query.get(PREPARE_THRESHOLD)
+    if given is None:
+        return url, {}
+    if not isinstance(given, str):
+        raise ValueError(f"{PREPARE_THRESHOLD} given more than once")
+    threshold = None if given.lower() == "none" else int(given)
+    return url.difference_update_query([PREPARE_THRESHOLD]), {PREPARE_THRESHOLD: threshold}
 
 
 POOL_IDLE_PING_SECONDS = 2.0
