@@ -17,8 +17,11 @@ import wopeval.store
 import wopeval.store._pg_batch
 from _backends import PostgresDatabases
 from _statements import PREPARED, PREPARES, UNNAMED, Sent, exchanges
+from wopeval.engine.live.wakeups import libpq_dsn
 from wopeval.store import Store
 from wopeval.store._driver import driver_connection
+from wopeval.store.db import create_engine
+from wopeval.store.lease import take_lease
 from wopeval.store.tables import events
 
 pytestmark = pytest.mark.postgres
@@ -236,6 +239,23 @@ async def test_a_url_may_turn_prepared_statements_off(
         assert await _stored(store, "run") == [0, 1, 2]
     finally:
         await store.close()
+
+
+def test_every_connection_made_from_the_url_leaves_the_setting_to_the_store(
+    postgres_databases: PostgresDatabases,
+) -> None:
+    """libpq refuses a parameter it does not know: the lease's session and the LISTEN and
+    queue connections (`libpq_dsn`) are made from the URL without it; a value that is not
+    a number or `none` is refused by name."""
+    url = f"{postgres_databases.create()}?prepare_threshold=none"
+    lease = take_lease(url)
+    lease.release()
+    dsn = libpq_dsn(url)
+    assert "prepare_threshold" not in dsn
+    with psycopg.connect(dsn) as connection:
+        assert connection.execute("SELECT 1").fetchone() == (1,)
+    with pytest.raises(ValueError, match="prepare_threshold is a whole number or 'none'"):
+        create_engine(url.replace("=none", "=often"))
 
 
 async def test_a_connection_left_with_answers_unread_is_not_used_again(

@@ -96,15 +96,25 @@ mode: docs/deploy.md)."""
 
 
 def _prepare_threshold(url: URL) -> tuple[URL, dict[str, Any]]:
-    """`url` without `PREPARE_THRESHOLD`, and psycopg's connect argument for it: libpq
-    refuses a parameter it does not know, and the URL's parameters reach psycopg as text."""
+    """`url` as the driver takes it (`driver_url`), and psycopg's connect argument for
+    `PREPARE_THRESHOLD`: the URL's parameters reach psycopg as text."""
     given = url.query.get(PREPARE_THRESHOLD)
     if given is None:
         return url, {}
     if not isinstance(given, str):
         raise ValueError(f"{PREPARE_THRESHOLD} given more than once")
-    threshold = None if given.lower() == "none" else int(given)
-    return url.difference_update_query([PREPARE_THRESHOLD]), {PREPARE_THRESHOLD: threshold}
+    if given.lower() == "none":
+        return driver_url(url), {PREPARE_THRESHOLD: None}
+    if not given.isdigit():
+        raise ValueError(f"{PREPARE_THRESHOLD} is a whole number or 'none', not {given!r}")
+    return driver_url(url), {PREPARE_THRESHOLD: int(given)}
+
+
+def driver_url(url: str | URL) -> URL:
+    """The database URL without the host's own `PREPARE_THRESHOLD`, for every connection
+    made from it (the store's, the lease's, the wakeups' LISTEN, the queue's): libpq
+    refuses a parameter it does not know."""
+    return make_url(url).difference_update_query([PREPARE_THRESHOLD])
 
 
 POOL_IDLE_PING_SECONDS = 2.0

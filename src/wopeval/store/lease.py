@@ -34,6 +34,8 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import NullPool
 
+from wopeval.store.db import driver_url
+
 ADVISORY_KEY = 0x776F_7065
 """The advisory lock id of the owner lease ("wope"); advisory locks are per database."""
 _APPLICATION = "wopeval owner pid="
@@ -169,7 +171,7 @@ class _AdvisoryLease:
     @classmethod
     def take(cls, database_url: str, *, shared: bool = False) -> _AdvisoryLease:
         # A session of its own, outside the store's pool: the lock lives exactly as long as it.
-        url = make_url(database_url).set(drivername="postgresql+psycopg")
+        url = driver_url(database_url).set(drivername="postgresql+psycopg")
         engine = create_engine(
             url,
             poolclass=NullPool,

@@ -22,10 +22,9 @@ import logging
 import time
 from dataclasses import dataclass
 
-from sqlalchemy.engine import make_url
-
 from wopeval.engine.live.notifier import Notifier
 from wopeval.store import RUN_CHANNEL
+from wopeval.store.db import driver_url
 
 log = logging.getLogger("wopeval.wakeups")
 
@@ -47,7 +46,8 @@ class ListenerState:
 
 def libpq_dsn(database_url: str) -> str:
     """A libpq connection string for a SQLAlchemy `postgresql+psycopg://` URL."""
-    return make_url(database_url).set(drivername="postgresql").render_as_string(hide_password=False)
+    url = driver_url(database_url).set(drivername="postgresql")
+    return url.render_as_string(hide_password=False)
 
 
 class Wakeups:
