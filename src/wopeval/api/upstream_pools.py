@@ -49,7 +49,11 @@ UPSTREAM_ERRORS = (
     httpcore.UnsupportedProtocol,
 )
 """What an upstream that did not answer raises (httpcore's errors share no base class)."""
-KEEPALIVE_SECONDS = 5.0
+KEEPALIVE_SECONDS = 4.0
+"""How long an idle upstream connection is kept: under the 5 s after which uvicorn (and so
+vLLM and most Python model servers) and Node close an idle one. At the same 5 s an
+exchange could go out on a connection the server was closing that moment and fail as
+unreachable (a `502` to the agent; seen in the model-proxy bench's 32-agent phases)."""
 _USER_AGENT = f"wopeval/{__version__}".encode()
 _LOOP_BACKEND = LoopBackend()
 """The sockets on the event loop's transports, not anyio's streams (api/upstream_streams.py)."""

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import httpcore
 import pytest
+import uvicorn
 
 from wopeval.api import upstream_pools
 from wopeval.api.upstream_pools import UpstreamPools
@@ -83,6 +84,15 @@ async def test_the_last_used_connection_is_reused_and_those_idle_past_the_keep_a
     finally:
         await pools.aclose()
         listening.close()
+
+
+def test_an_idle_connection_is_let_go_before_a_uvicorn_served_model_server_closes_it() -> None:
+    """A server that closes idle connections at its keep-alive (uvicorn's 5 s: vLLM and most
+    Python model servers) and a pool that keeps them as long race: a request sent as the
+    server closes fails unanswered."""
+    served = uvicorn.Config(app="model_server:app")  # uvicorn's defaults; nothing loaded
+    margin = served.timeout_keep_alive - upstream_pools.KEEPALIVE_SECONDS
+    assert margin >= 1, "the pool keeps an idle connection as long as the server does"
 
 
 async def test_a_connection_the_upstream_closed_while_idle_is_not_sent_on() -> None:
