@@ -179,6 +179,8 @@ class WorkerOptions:
     shutdown_grace_seconds: float = 10.0
     env: tuple[tuple[str, str], ...] = ()
     """Environment variables the process gets besides the test's own."""
+    extra: tuple[str, ...] = ()
+    """Further options, after the ones above."""
 
     def arguments(self) -> list[str]:
         command = [
@@ -206,7 +208,7 @@ class WorkerOptions:
         ]
         if self.project is not None:
             command += ["--project", str(self.project)]
-        return command
+        return [*command, *self.extra]
 
 
 class WorkerProcess:

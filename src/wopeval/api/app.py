@@ -119,7 +119,7 @@ def create_app(
 
 
 def create_worker_app(
-    report: HealthSource, access: InvocationAccess
+    report: HealthSource, access: InvocationAccess, *, max_body_bytes: int
 ) -> tuple[FastAPI, mcp.McpSessions]:
     """A queue worker's app: its health, and the MCP endpoint and model proxy of each
     invocation it runs; with the MCP sessions, which the worker runs while it serves."""
@@ -127,7 +127,13 @@ def create_worker_app(
     for router in (health.router, mcp.router, model_proxy.router):
         app.include_router(router)
     error_handlers.install(app)
+    # An agent on a worker reaches these endpoints as it reaches the host's: the same
+    # body limit and strict JSON before any token is resolved or body parsed.
     app.add_middleware(model_proxy.ProxyExchanges)
+    app.add_middleware(error_handlers.CrashGuard)
+    app.add_middleware(
+        RequestGuard, max_body_bytes=max_body_bytes, router=app.router, routed=model_proxy.serves
+    )
     sessions = mcp.McpSessions()
     app.state.health = report
     app.state.invocation_access = access

@@ -26,6 +26,18 @@ STARTUP_FAILED = 3
 BACKLOG = 2048
 
 
+MaxBodyBytesOption = Annotated[
+    int | None,
+    typer.Option(
+        min=1,
+        envvar="WOPEVAL_MAX_BODY_BYTES",
+        help="Refuse request bodies larger than this with 413 (default 1 MiB).",
+    ),
+]
+"""The body limit of a serving process: an API process's routes, a worker's invocation
+endpoints."""
+
+
 class Executor(enum.StrEnum):
     IN_PROCESS = "in-process"
     QUEUE = "queue"
@@ -66,14 +78,7 @@ def serve(
             help="Erase recorded tool content of runs finished more than this many days ago.",
         ),
     ] = None,
-    max_body_bytes: Annotated[
-        int | None,
-        typer.Option(
-            min=1,
-            envvar="WOPEVAL_MAX_BODY_BYTES",
-            help="Refuse request bodies larger than this with 413 (default 1 MiB).",
-        ),
-    ] = None,
+    max_body_bytes: MaxBodyBytesOption = None,
     executor: Annotated[
         Executor,
         typer.Option(

@@ -9,7 +9,12 @@ from typing import Annotated
 
 import typer
 
-from wopeval.cli.serve import build_settings, refuse_in_process_owner, require_postgres
+from wopeval.cli.serve import (
+    MaxBodyBytesOption,
+    build_settings,
+    refuse_in_process_owner,
+    require_postgres,
+)
 
 
 def worker(
@@ -61,6 +66,7 @@ def worker(
     shutdown_grace_seconds: Annotated[
         float | None, typer.Option(min=0, help="On SIGTERM, time for running trials (60).")
     ] = None,
+    max_body_bytes: MaxBodyBytesOption = None,
 ) -> None:
     """Execute the runs that `wopeval serve --executor queue` processes enqueue.
 
@@ -76,6 +82,8 @@ def worker(
     }
     if project is not None:
         overrides["project"] = project
+    if max_body_bytes is not None:
+        overrides["max_body_bytes"] = max_body_bytes
     settings = build_settings(overrides)
     queue = settings.queue
     given = {

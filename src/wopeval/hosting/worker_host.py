@@ -108,7 +108,9 @@ class WorkerHost:
         to run while it serves. An agent's key is checked against the serving processes'
         stored keys."""
         access = InvocationAccess(self.engine.grants, await stored_keys(self.store), self.upstreams)
-        app, sessions = create_worker_app(report, access)
+        app, sessions = create_worker_app(
+            report, access, max_body_bytes=self.settings.max_body_bytes
+        )
         config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
         return _SignalFreeServer(config), sessions
 

@@ -136,9 +136,9 @@ def serves(scope: Scope) -> bool:
 
 
 async def _body(receive: Receive) -> bytes | None:
-    """The request's body as its messages bring it (in the host, the request guard has
-    counted it and hands it on in one; a queue worker's app has no request guard, and reads
-    it as its routes did); None when the client left before its end."""
+    """The request's body as its messages bring it (the request guard of the host's or a
+    queue worker's app has counted it and hands it on in one); None when the client left
+    before its end."""
     chunks: list[bytes] = []
     while True:
         message = await receive()
