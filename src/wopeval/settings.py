@@ -113,6 +113,13 @@ class Settings(BaseSettings):
     queue: QueueSettings = Field(default_factory=QueueSettings)
     dashboard: DashboardSettings = Field(default_factory=DashboardSettings)
 
+    @field_validator("database_url")
+    @classmethod
+    def _check_database_url(cls, value: str | None) -> str | None:
+        if value is not None:
+            check_database_url(value)
+        return value
+
     @field_validator("api_keys", mode="before")
     @classmethod
     def _parse_keys(cls, value: object) -> object:
@@ -144,6 +151,47 @@ class Settings(BaseSettings):
     def default_database(self) -> Path:
         """The SQLite file used when no `database_url` is given, in the data directory."""
         return (self.data_dir / "wopeval.db").resolve()
+
+
+_POSTGRESQL_DRIVERS = frozenset({"", "psycopg", "psycopg_async"})
+
+
+def check_database_url(database_url: str) -> None:
+    """Refuse, by a message that says what to give instead, a database URL no store can
+    open: one that does not parse, another database than SQLite or PostgreSQL, PostgreSQL
+    through another driver than psycopg, an in-memory SQLite database (a host's runs
+    must outlive it), a `prepare_threshold` (store/db.py) that is neither a whole number
+    nor `none`. The URL itself is never repeated: it may hold a password."""
+    # SQLAlchemy's own parser, loaded only when a URL is given (the store loads it anyway).
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        url = make_url(database_url)
+    except ArgumentError:
+        raise ValueError(
+            "the database URL cannot be parsed: give sqlite:///PATH or "
+            "postgresql+psycopg://USER@HOST:PORT/DATABASE"
+        ) from None
+    backend, driver = url.get_backend_name(), url.get_driver_name()
+    if backend == "sqlite":
+        if not url.database or url.database == ":memory:":
+            raise ValueError("a host needs a SQLite database file (sqlite:///PATH)")
+    elif backend != "postgresql":
+        raise ValueError(
+            f"wopeval stores runs in SQLite or PostgreSQL, not {backend!r}: give "
+            "sqlite:///PATH or postgresql+psycopg://…"
+        )
+    elif url.drivername.partition("+")[2] not in _POSTGRESQL_DRIVERS:
+        raise ValueError(
+            f"wopeval reaches PostgreSQL through psycopg, not {driver!r}: give "
+            "postgresql+psycopg://…"
+        )
+    threshold = url.query.get("prepare_threshold")
+    if threshold is not None and (
+        not isinstance(threshold, str) or not (threshold.isdigit() or threshold.lower() == "none")
+    ):
+        raise ValueError("the database URL's prepare_threshold is a whole number or 'none'")
 
 
 def parse_api_keys(pairs: list[str]) -> dict[str, str]:

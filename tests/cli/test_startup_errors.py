@@ -15,6 +15,7 @@ from sqlalchemy.engine import make_url
 
 from _backends import PostgresDatabases
 from _processes import ServeOptions, ServeProcess, free_port
+from wopeval.cli._exit import ExitCode
 from wopeval.cli.serve import STARTUP_FAILED
 
 from ._support import run_cli
@@ -120,4 +121,31 @@ def test_a_database_the_server_does_not_have_is_named_by_the_server(
     result = run_cli("runs", "list", "--database-url", url, "--data-dir", str(tmp_path / "d"))
     assert result.code == EMBEDDED_ERROR, result.stderr
     assert f'database "{missing}" does not exist' in result.stderr
+    _clean(result.stderr)
+
+
+BAD_URL = "mysql://wopeval:secret-pw@127.0.0.1/runs"
+SAID_OF_BAD_URL = "wopeval stores runs in SQLite or PostgreSQL, not 'mysql'"
+
+
+@pytest.mark.parametrize(
+    ("command", "code"),
+    [
+        (("serve",), ExitCode.ERROR),
+        (("worker",), ExitCode.ERROR),
+        (("purge", "--older-than-days", "1"), ExitCode.ERROR),
+        (("recordings", "export", "--tag", "t", "-o", "bundle.tgz"), ExitCode.ERROR),
+        (("runs", "list"), EMBEDDED_ERROR),
+    ],
+)
+def test_a_database_url_no_store_opens_is_named_before_anything_starts(
+    tmp_path: Path, command: tuple[str, ...], code: int
+) -> None:
+    result = run_cli(
+        *command, "--database-url", BAD_URL, "--data-dir", str(tmp_path / "d"), cwd=tmp_path
+    )
+    assert result.code == code, result.stderr
+    assert SAID_OF_BAD_URL in " ".join(result.stderr.split()), result.stderr
+    assert "secret-pw" not in result.stderr
+    assert not (tmp_path / "d").exists()
     _clean(result.stderr)

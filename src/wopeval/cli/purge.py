@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from wopeval.cli._exit import DATABASE_OWNED
-from wopeval.settings import Settings
+from wopeval.cli.serve import build_settings
 
 if TYPE_CHECKING:
     from wopeval.engine.runs.erasure import Purged
@@ -30,7 +30,7 @@ def purge(
     """Erase the recorded tool content (and every copy derived from it) of expired runs."""
     if older_than_days is None:
         raise typer.BadParameter("give --older-than-days (or WOPEVAL_RETENTION_DAYS)")
-    settings = Settings(data_dir=data_dir, database_url=database_url)
+    settings = build_settings({"data_dir": data_dir, "database_url": database_url})
     # The store loads only for this command, so other commands start fast.
     from wopeval.hosting.ownership import DatabaseOwned, claim
 

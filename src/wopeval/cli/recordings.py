@@ -15,6 +15,7 @@ import typer
 
 from wopeval import client
 from wopeval.cli._exit import DATABASE_OWNED, Group
+from wopeval.cli.serve import build_settings
 from wopeval.settings import Settings
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ def export(
     if len(owners) > 1:
         raise typer.BadParameter(f"the runs belong to several tenants: {sorted(owners)}")
     tenant = owners.pop() if owners else tenant
-    settings = Settings(data_dir=data_dir, database_url=database_url)
+    settings = build_settings({"data_dir": data_dir, "database_url": database_url})
     exported = asyncio.run(_export(settings, tenant, wanted, tag, output))
     typer.echo(f"exported {len(exported)} runs of tenant {tenant!r} to {output}")
 
@@ -87,7 +88,7 @@ def import_(
         loaded = recordings.read_bundle(bundle)
     except recordings.BundleError as error:
         raise _refused(str(error)) from None
-    settings = Settings(data_dir=data_dir, database_url=database_url)
+    settings = build_settings({"data_dir": data_dir, "database_url": database_url})
     from wopeval.hosting.ownership import DatabaseOwned, claim, private_directory
 
     private_directory(settings.data_dir)
