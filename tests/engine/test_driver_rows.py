@@ -107,6 +107,18 @@ async def _as_stored(connection: AsyncConnection, table: Table, run_id: str) -> 
     return [list(row) for row in result]
 
 
+async def _insert(connection: AsyncConnection, table: Table, rows: list[dict[str, Any]]) -> None:
+    """`rows` through the driver, as their values in the table's column order."""
+    columns = tuple(column.name for column in table.c if column.name in rows[0])
+    await _driver.insert_many(
+        connection, _INSERTS[table.name], columns, [tuple(map(row.get, columns)) for row in rows]
+    )
+
+
+_INSERTS = {table.name: table.insert() for table, _ in ROWS.values()}
+"""One statement a table, as the repos keep theirs (the driver compiles each once)."""
+
+
 def test_the_driver_stores_what_sqlalchemy_stores(backend: Backend, tmp_path: Path) -> None:
     async def scenario() -> None:
         store = await Store.open(backend.new_database() or sqlite_url(tmp_path))
@@ -116,13 +128,11 @@ def test_the_driver_stores_what_sqlalchemy_stores(backend: Backend, tmp_path: Pa
                     await uow.connection.execute(
                         table.insert(), [{**row, "run_id": "by-sqlalchemy"}]
                     )
-                    await _driver.insert_many(
-                        uow.connection, table.insert(), [{**row, "run_id": "by-driver"}]
-                    )
+                    await _insert(uow.connection, table, [{**row, "run_id": "by-driver"}])
                     # As many as a PostgreSQL insert takes a COPY for.
-                    await _driver.insert_many(
+                    await _insert(
                         uow.connection,
-                        table.insert(),
+                        table,
                         [
                             {**row, "run_id": f"by-copy-{index}"}
                             for index in range(_driver.COPY_FROM_ROWS)
@@ -157,13 +167,20 @@ def test_the_driver_stores_what_sqlalchemy_stores(backend: Backend, tmp_path: Pa
             # together): the same rows, one at a time and many in one INSERT.
             async with store.log_transaction(pipelined=True) as uow:
                 for table, row in ROWS.values():
-                    await _driver.insert_many(
-                        uow.connection, table.insert(), [{**row, "run_id": "by-batch"}]
-                    )
-                    await _driver.insert_many(
+                    await _insert(uow.connection, table, [{**row, "run_id": "by-batch"}])
+                    await _insert(
                         uow.connection,
-                        table.insert(),
+                        table,
                         [{**row, "run_id": f"by-batch-{index}"} for index in range(3)],
+                    )
+                    # As many as a batch takes a COPY for.
+                    await _insert(
+                        uow.connection,
+                        table,
+                        [
+                            {**row, "run_id": f"by-batch-copy-{index}"}
+                            for index in range(_driver.BATCH_COPY_FROM_ROWS)
+                        ],
                     )
                 await ToolCallsRepo(uow.connection).complete([("by-batch", 3, outcome)])
             async with store.reading() as uow:
@@ -173,6 +190,9 @@ def test_the_driver_stores_what_sqlalchemy_stores(backend: Backend, tmp_path: Pa
                     for index in range(3):
                         batched = await _as_stored(uow.connection, table, f"by-batch-{index}")
                         assert batched == await _as_stored(uow.connection, table, "by-copy-0")
+                    for index in (0, _driver.BATCH_COPY_FROM_ROWS - 1):
+                        copied = await _as_stored(uow.connection, table, f"by-batch-copy-{index}")
+                        assert copied == await _as_stored(uow.connection, table, "by-copy-0")
         finally:
             await store.close()
 

@@ -29,7 +29,9 @@ def _store_sqlite() -> Dialect:
 
 
 def _bound(dialect: Dialect, row: dict[str, Any]) -> tuple[Any, ...]:
-    return _driver._compile(_ROWS.insert(), dialect, tuple(row)).ordered(row)
+    return tuple(
+        _driver._compile(_ROWS.insert(), dialect, tuple(row)).processing(tuple(row.values()))
+    )
 
 
 def _sqlalchemy(dialect: Dialect, column: str, value: Any) -> Any:
