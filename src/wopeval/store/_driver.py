@@ -125,22 +125,25 @@ def _compile(
 
 
 def _processor(kind: TypeEngine[Any], dialect: Dialect) -> Callable[[Any], Any] | None:
-    """The bind processor SQLAlchemy would use for a value of `kind`; on SQLite, for the
-    log writer's two kinds of processed column, a function that gives what it gives
-    without its checks of its own sentinels (which the host's rows never hold): every
-    tool call's row binds three JSON columns and two booleans, and SQLAlchemy's
-    processors cost more than the writing itself."""
+    """The bind processor SQLAlchemy would use for a value of `kind`; for the log writer's
+    JSON columns, and on SQLite its booleans, a function that gives what it gives without
+    its checks of its own sentinels (which the host's rows never hold): every tool call's
+    row binds three JSON columns and two booleans, and SQLAlchemy's processors cost more
+    than the writing itself."""
     impl = kind.dialect_impl(dialect)
     process = impl.bind_processor(dialect)
-    if process is None or dialect.name != "sqlite":
+    if process is None:
         return process
-    # SQLite's JSON is SQLAlchemy's `JSON` (a subclass of it is adapted to it) and writes
-    # its text as is; its processor is the codec alone unless None is SQL NULL.
+    # JSON's processor is the codec alone (a subclass of `JSON` is adapted to one) unless
+    # None is SQL NULL. SQLite's writes the text as is. PostgreSQL's wraps the value for
+    # psycopg's JSON dumper, which writes the same codec's text (the driver's JSON dumps are
+    # the store's codec, db.py): the text itself goes instead, as its parameter (which the
+    # statement casts, `::JSON`: SQLAlchemy's bind casts on psycopg) or in COPY's data.
     written: Callable[[Any], str] = json_text.compact
     if isinstance(impl, JSON) and dialect._json_serializer is written and not impl.none_as_null:
         # As JSON's processor: None too is written (`null`), not bound as SQL NULL.
         return written
-    if type(impl) is Boolean:
+    if dialect.name == "sqlite" and type(impl) is Boolean:
         # As Boolean's processor on SQLite: True, False and None only (1 and 0 equal them),
         # as 1, 0 and NULL; anything else raises (a KeyError where SQLAlchemy's TypeError).
         return _SQLITE_BOOLEANS.__getitem__

@@ -1,5 +1,5 @@
-"""store/_driver.py `_processor`: on SQLite, the JSON and boolean columns of the log writer's
-rows are bound by plain functions, only where they give what SQLAlchemy's processors give.
+"""store/_driver.py `_processor`: the JSON columns of the log writer's rows (and on SQLite its
+booleans) are bound by plain functions, only where they give what SQLAlchemy's processors give.
 (tests/engine/test_driver_rows.py holds the stored rows to SQLAlchemy's on both databases.)"""
 
 from __future__ import annotations
@@ -75,10 +75,14 @@ def test_the_plain_functions_are_taken_only_where_they_are_sqlalchemy_s() -> Non
     other = processors(sqlite.dialect(json_serializer=lambda value: "x"))
     assert other["doc"] is not json_text.compact
     assert _bound(sqlite.dialect(json_serializer=lambda value: "x"), {"doc": {}}) == ("x",)
-    # PostgreSQL's processors are SQLAlchemy's own.
+    # PostgreSQL's JSON is the store's codec's text too (the statement casts it); its
+    # booleans are SQLAlchemy's own processor's.
     psycopg = postgresql.psycopg.dialect(json_serializer=json_text.compact)  # type: ignore[no-untyped-call]
     pg = processors(psycopg)
-    assert json_text.compact not in pg.values()
+    assert pg["doc"] is json_text.compact
+    assert pg["nullable_doc"] is not json_text.compact
+    assert pg["flag"] != _driver._SQLITE_BOOLEANS.__getitem__
+    assert "%(doc)s::JSON" in _driver._compile(_ROWS.insert(), psycopg, ("doc",)).sql
 
 
 def test_a_value_no_boolean_is_refused_as_sqlalchemy_refuses_it() -> None:
