@@ -90,3 +90,21 @@ def test_a_value_no_boolean_is_refused_as_sqlalchemy_refuses_it() -> None:
         _sqlalchemy(_store_sqlite(), "flag", "yes")
     with pytest.raises(KeyError):
         _bound(_store_sqlite(), {"flag": "yes"})
+
+
+def test_rows_are_refused_in_another_order_than_the_statement_s() -> None:
+    """A row is bound as its values come: columns named out of the statement's order (the
+    table's) would store each value in another's column, so they are refused."""
+    statement = _ROWS.insert()
+    for dialect in (_store_sqlite(), postgresql.psycopg.dialect()):  # type: ignore[no-untyped-call]
+        assert _driver._compile(statement, dialect, ("doc", "flag")).names == ("doc", "flag")
+        with pytest.raises(ValueError, match="columns"):
+            _driver._compile(statement, dialect, ("flag", "doc"))
+
+
+def test_postgresql_rows_are_bound_in_place_of_their_names_in_order() -> None:
+    assert _driver._positional("VALUES (%(a)s::JSON, %(b)s, '%%')", ("a", "b")) == (
+        "VALUES (%s::JSON, %s, '%%')"
+    )
+    with pytest.raises(ValueError, match="in order"):
+        _driver._positional("VALUES (%(b)s, %(a)s)", ("a", "b"))
