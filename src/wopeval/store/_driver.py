@@ -173,15 +173,12 @@ async def insert_many(
     if not rows:
         return
     compiled = _compile(statement, connection.dialect, columns)
-    processing = compiled.processing
     driver = driver_connection(connection)
+    # A statement without processed columns (an event's row) binds the rows as they are.
+    processed = list(map(compiled.processing, rows)) if compiled.processed else list(rows)
     if compiled.sqlite:
-        # A statement without processed columns (an event's row) binds the rows as they are.
-        driver.sqlite.executemany(
-            compiled.sql, rows if not compiled.processed else list(map(processing, rows))
-        )
+        driver.sqlite.executemany(compiled.sql, processed)
         return
-    processed = list(map(processing, rows))
     batch = _batches.get(id(driver))
     if batch is not None and len(rows) >= BATCH_COPY_FROM_ROWS:
         await batch.hold_copy(_copy_sql(connection, statement, compiled), processed)
