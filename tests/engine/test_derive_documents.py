@@ -97,12 +97,12 @@ def _edge_calls() -> list[evals.RecordedCall]:
     return calls
 
 
-def _row(call: evals.RecordedCall) -> dict[str, Any]:
+def _row(call: evals.RecordedCall, run_id: str) -> tuple[Any, ...]:
     return ToolCallRow(
         call.invocation_id, call.agent_id, call.is_delegate, call.tool, call.call_id,
         call.status, call.served_by, call.duration_ms, True, call.inputs, call.result,
         call.error,
-    ).to_row("", call.sequence)  # fmt: skip
+    ).to_row(run_id, call.sequence)  # fmt: skip
 
 
 def _expected(calls: list[evals.RecordedCall]) -> str:
@@ -116,9 +116,7 @@ def test_documents_are_the_rules_byte_for_byte(backend: Backend, tmp_path: Path)
             edge, erased, plain, other = await _sources(host, 4)
             added = _edge_calls()
             async with host.store.transaction() as uow:
-                await uow.tool_calls.append(
-                    [{**_row(call), "run_id": edge.run_id} for call in added]
-                )
+                await uow.tool_calls.append([_row(call, edge.run_id) for call in added])
                 # An error of SQL NULL, not JSON null: the status is its code all the same.
                 await uow.connection.execute(
                     update(tool_calls)
@@ -168,7 +166,7 @@ def test_the_facts_are_the_rules_of_the_calls(backend: Backend, tmp_path: Path) 
             sources = dict(zip(cases, await _sources(host, len(cases)), strict=True))
             async with host.store.transaction() as uow:
                 for name, source in sources.items():
-                    rows = [{**_row(call), "run_id": source.run_id} for call in cases[name]]
+                    rows = [_row(call, source.run_id) for call in cases[name]]
                     await uow.tool_calls.append(rows)
             async with host.store.reading() as uow:
                 derived = await uow.tool_calls.derive(list(sources.values()), AGENT)

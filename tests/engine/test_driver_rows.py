@@ -12,7 +12,17 @@ from sqlalchemy import Table, Text, cast, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from _backends import Backend
-from wopeval.store import Store, ToolCallOutcome, ToolCallsRepo, _driver, sqlite_url
+from wopeval.store import (
+    InvocationRow,
+    ModelCallRow,
+    Store,
+    ToolCallOutcome,
+    ToolCallRow,
+    ToolCallsRepo,
+    TrialRow,
+    _driver,
+    sqlite_url,
+)
 from wopeval.store.tables import events, invocations, model_calls, task_trials, tool_calls
 
 AT = datetime(2026, 12, 2, 1, 2, 3, 456789, tzinfo=UTC)
@@ -107,6 +117,18 @@ async def _as_stored(connection: AsyncConnection, table: Table, run_id: str) -> 
     return [list(row) for row in result]
 
 
+async def _insert(connection: AsyncConnection, table: Table, rows: list[dict[str, Any]]) -> None:
+    """`rows` through the driver, as their values in the table's column order."""
+    columns = tuple(column.name for column in table.c if column.name in rows[0])
+    await _driver.insert_many(
+        connection, _INSERTS[table.name], columns, [tuple(map(row.get, columns)) for row in rows]
+    )
+
+
+_INSERTS = {table.name: table.insert() for table, _ in ROWS.values()}
+"""One statement a table, as the repos keep theirs (the driver compiles each once)."""
+
+
 def test_the_driver_stores_what_sqlalchemy_stores(backend: Backend, tmp_path: Path) -> None:
     async def scenario() -> None:
         store = await Store.open(backend.new_database() or sqlite_url(tmp_path))
@@ -116,13 +138,11 @@ def test_the_driver_stores_what_sqlalchemy_stores(backend: Backend, tmp_path: Pa
                     await uow.connection.execute(
                         table.insert(), [{**row, "run_id": "by-sqlalchemy"}]
                     )
-                    await _driver.insert_many(
-                        uow.connection, table.insert(), [{**row, "run_id": "by-driver"}]
-                    )
+                    await _insert(uow.connection, table, [{**row, "run_id": "by-driver"}])
                     # As many as a PostgreSQL insert takes a COPY for.
-                    await _driver.insert_many(
+                    await _insert(
                         uow.connection,
-                        table.insert(),
+                        table,
                         [
                             {**row, "run_id": f"by-copy-{index}"}
                             for index in range(_driver.COPY_FROM_ROWS)
@@ -157,13 +177,20 @@ def test_the_driver_stores_what_sqlalchemy_stores(backend: Backend, tmp_path: Pa
             # together): the same rows, one at a time and many in one INSERT.
             async with store.log_transaction(pipelined=True) as uow:
                 for table, row in ROWS.values():
-                    await _driver.insert_many(
-                        uow.connection, table.insert(), [{**row, "run_id": "by-batch"}]
-                    )
-                    await _driver.insert_many(
+                    await _insert(uow.connection, table, [{**row, "run_id": "by-batch"}])
+                    await _insert(
                         uow.connection,
-                        table.insert(),
+                        table,
                         [{**row, "run_id": f"by-batch-{index}"} for index in range(3)],
+                    )
+                    # As many as a batch takes a COPY for.
+                    await _insert(
+                        uow.connection,
+                        table,
+                        [
+                            {**row, "run_id": f"by-batch-copy-{index}"}
+                            for index in range(_driver.BATCH_COPY_FROM_ROWS)
+                        ],
                     )
                 await ToolCallsRepo(uow.connection).complete([("by-batch", 3, outcome)])
             async with store.reading() as uow:
@@ -173,6 +200,58 @@ def test_the_driver_stores_what_sqlalchemy_stores(backend: Backend, tmp_path: Pa
                     for index in range(3):
                         batched = await _as_stored(uow.connection, table, f"by-batch-{index}")
                         assert batched == await _as_stored(uow.connection, table, "by-copy-0")
+                    for index in (0, _driver.BATCH_COPY_FROM_ROWS - 1):
+                        copied = await _as_stored(uow.connection, table, f"by-batch-copy-{index}")
+                        assert copied == await _as_stored(uow.connection, table, "by-copy-0")
+        finally:
+            await store.close()
+
+    asyncio.run(scenario())
+
+
+def test_each_repos_rows_store_what_sqlalchemy_stores_from_their_fields(
+    backend: Backend, tmp_path: Path
+) -> None:
+    """The rows the log writer builds (`to_row`: the run's id, then the row's fields, as the
+    statement binds them) hold each field in its own column."""
+    _, call = ROWS["tool_calls"]
+    tool_call = ToolCallRow(**{name: call[name] for name in ToolCallRow._fields})
+    invocation = InvocationRow(**ROWS["invocations"][1])
+    trial = TrialRow(**ROWS["task_trials"][1])
+    model_call = ModelCallRow(**{**ROWS["model_calls"][1], "api": "chat"})
+    fields: dict[str, tuple[Table, dict[str, Any]]] = {
+        "events": ROWS["events"],
+        "tool_calls": ROWS["tool_calls"],
+        "invocations": ROWS["invocations"],
+        "task_trials": ROWS["task_trials"],
+        "model_calls": (model_calls, {**ROWS["model_calls"][1], "api": "chat"}),
+    }
+
+    async def scenario() -> None:
+        store = await Store.open(backend.new_database() or sqlite_url(tmp_path))
+        try:
+            for pipelined in (False, True):
+                run_id = f"by-repo-{pipelined}"
+                async with store.log_transaction(pipelined=pipelined) as uow:
+                    event = ROWS["events"][1]
+                    await uow.events.append(
+                        [(run_id, event["sequence"], event["type"], event["doc"])]
+                    )
+                    await uow.tool_calls.append([tool_call.to_row(run_id, call["sequence"])])
+                    await uow.invocations.append([invocation.to_row(run_id)])
+                    await uow.trials.append([trial.to_row(run_id)])
+                    await uow.model_calls.append([model_call.to_row(run_id)])
+            async with store.transaction() as uow:
+                for table, row in fields.values():
+                    await uow.connection.execute(
+                        table.insert(), [{**row, "run_id": "by-sqlalchemy"}]
+                    )
+            async with store.reading() as uow:
+                for name, (table, _) in fields.items():
+                    alike = await _as_stored(uow.connection, table, "by-sqlalchemy")
+                    for pipelined in (False, True):
+                        stored = await _as_stored(uow.connection, table, f"by-repo-{pipelined}")
+                        assert stored == alike, (name, pipelined)
         finally:
             await store.close()
 

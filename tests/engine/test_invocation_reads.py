@@ -19,7 +19,7 @@ AT = datetime(2026, 12, 2, 1, 2, 3, tzinfo=UTC)
 RUN = "acme/" + "a" * 32
 
 
-def _row(invocation_id: str, node_id: str, offset: int, **fields: Any) -> dict[str, Any]:
+def _row(invocation_id: str, node_id: str, offset: int, **fields: Any) -> tuple[Any, ...]:
     base = {
         "invocation_id": invocation_id,
         "agent_id": "agent",

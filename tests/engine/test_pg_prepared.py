@@ -18,7 +18,7 @@ import wopeval.store._pg_batch
 from _backends import PostgresDatabases
 from _statements import PREPARED, PREPARES, UNNAMED, Sent, exchanges
 from wopeval.engine.live.wakeups import libpq_dsn
-from wopeval.store import Store
+from wopeval.store import EventRow, Store
 from wopeval.store._driver import driver_connection
 from wopeval.store.db import create_engine
 from wopeval.store.lease import take_lease
@@ -44,8 +44,8 @@ class _Abandoned(Exception):
     """What a test raises inside a transaction to abandon it."""
 
 
-def _row(run_id: str, sequence: int) -> dict[str, object]:
-    return {"run_id": run_id, "sequence": sequence, "type": "t", "doc": f'{{"n":{sequence}}}'}
+def _row(run_id: str, sequence: int) -> EventRow:
+    return (run_id, sequence, "t", f'{{"n":{sequence}}}')
 
 
 async def _append(store: Store, run_id: str, *sequences: int) -> None:

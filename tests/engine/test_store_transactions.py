@@ -23,8 +23,9 @@ import wopeval.store
 import wopeval.store._pg_batch
 import wopeval.store.db
 from _backends import Backend, PostgresDatabases
-from wopeval.store import Store, UnitOfWork, _driver, sqlite_url
+from wopeval.store import EventRow, Store, UnitOfWork, _driver, sqlite_url
 from wopeval.store._driver import driver_connection, fetch
+from wopeval.store._events import EVENT_COLUMNS
 from wopeval.store.tables import events
 
 Opened = Callable[[Store], AbstractAsyncContextManager[UnitOfWork]]
@@ -38,8 +39,8 @@ class _Abandoned(Exception):
     """What a test raises inside a transaction to abandon it."""
 
 
-def _row(run_id: str, sequence: int) -> dict[str, object]:
-    return {"run_id": run_id, "sequence": sequence, "type": "t", "doc": f'{{"n":{sequence}}}'}
+def _row(run_id: str, sequence: int) -> EventRow:
+    return (run_id, sequence, "t", f'{{"n":{sequence}}}')
 
 
 async def _by_driver(uow: UnitOfWork, run_id: str, sequence: int) -> None:
@@ -47,7 +48,9 @@ async def _by_driver(uow: UnitOfWork, run_id: str, sequence: int) -> None:
 
 
 async def _by_sqlalchemy(uow: UnitOfWork, run_id: str, sequence: int) -> None:
-    await uow.connection.execute(insert(events).values(**_row(run_id, sequence)))
+    await uow.connection.execute(
+        insert(events).values(dict(zip(EVENT_COLUMNS, _row(run_id, sequence), strict=True)))
+    )
 
 
 async def _stored(store: Store, run_id: str) -> list[int]:

@@ -32,10 +32,7 @@ def test_commits_leave_the_log_to_the_checkpoint_thread(tmp_path: Path) -> None:
             for start in range(0, ROWS, 500):
                 async with store.transaction() as uow:
                     await uow.events.append(
-                        [
-                            {"run_id": "r", "sequence": sequence, "type": "t", "doc": DOC}
-                            for sequence in range(start, start + 500)
-                        ]
+                        [("r", sequence, "t", DOC) for sequence in range(start, start + 500)]
                     )
             # ~8 MB went to the log; the database file takes them once a checkpoint ran.
             deadline = time.monotonic() + 10
@@ -67,7 +64,7 @@ def test_a_checkpoint_that_does_not_end_never_holds_the_store_open(
     async def scenario() -> None:
         store = await Store.open(sqlite_url(tmp_path))
         async with store.transaction() as uow:
-            await uow.events.append([{"run_id": "r", "sequence": 0, "type": "t", "doc": "{}"}])
+            await uow.events.append([("r", 0, "t", "{}")])
         assert await asyncio.to_thread(entered.wait, 10)
         ticks = 0
 

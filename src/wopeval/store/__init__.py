@@ -26,7 +26,7 @@ from wopeval.store._details import (
     TrialsRepo,
 )
 from wopeval.store._driver import batched, driver_connection, in_a_batch
-from wopeval.store._events import EVENTS_PAGE_SIZE, EventsRepo, StoredEvent
+from wopeval.store._events import EVENTS_PAGE_SIZE, EventRow, EventsRepo, StoredEvent
 from wopeval.store._idempotency import IDEMPOTENCY_RETENTION, IdempotencyRecord, IdempotencyRepo
 from wopeval.store._model_calls import ModelCallRow, ModelCallsRepo, ModelVia
 from wopeval.store._plan import StoredPlan, StoredToolContract
@@ -366,6 +366,7 @@ __all__ = [
     "DatabaseUnreachable",
     "DerivedFixturesRepo",
     "DerivedSource",
+    "EventRow",
     "EventsRepo",
     "IdempotencyRecord",
     "IdempotencyRepo",

@@ -11,7 +11,7 @@ from sqlalchemy import and_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 import wopeval.store._driver as _driver
-from wopeval.store._rows import shallow_fields
+from wopeval.store._rows import copy_rows, field_values, row_columns
 from wopeval.store._runs import RunHandle, utc
 from wopeval.store.tables import invocations, task_trials
 from wopeval.wire.runs import IdleAgent
@@ -39,8 +39,9 @@ class InvocationRow:
     idle: list[str] | None = None
     """Why the completed invocation recorded nothing a replay could test; None: it did."""
 
-    def to_row(self, run_id: str) -> dict[str, Any]:
-        return {**shallow_fields(self), "run_id": run_id}
+    def to_row(self, run_id: str) -> tuple[Any, ...]:
+        """The row as it is inserted: the run's id, then the fields (the table's order)."""
+        return (run_id, *field_values(self))
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,8 +84,9 @@ class TrialRow:
     latency_ms: int | None = None
     fixture_misses: int | None = None
 
-    def to_row(self, run_id: str) -> dict[str, Any]:
-        return {**shallow_fields(self), "run_id": run_id}
+    def to_row(self, run_id: str) -> tuple[Any, ...]:
+        """The row as it is inserted: the run's id, then the fields (the table's order)."""
+        return (run_id, *field_values(self))
 
     def counts(self) -> TrialCounts:
         return TrialCounts(
@@ -122,15 +124,15 @@ class InvocationsRepo:
     def __init__(self, connection: AsyncConnection) -> None:
         self._connection = connection
 
-    async def append(self, rows: Sequence[dict[str, Any]]) -> None:
-        await _driver.insert_many(self._connection, _APPEND_INVOCATIONS, rows)
+    async def append(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Insert `InvocationRow.to_row`'s rows."""
+        await _driver.insert_many(
+            self._connection, _APPEND_INVOCATIONS, row_columns(InvocationRow), rows
+        )
 
     async def copy(self, source: RunHandle, target_run_id: str) -> None:
         """Give a replay the invocations of the run it re-emits."""
-        result = await self._connection.execute(
-            select(invocations).where(invocations.c.run_id == source.run_id)
-        )
-        await self.append([{**row, "run_id": target_run_id} for row in result.mappings()])
+        await copy_rows(self._connection, invocations, source.run_id, target_run_id)
 
     async def of_run(self, run: RunHandle) -> list[dict[str, Any]]:
         result = await self._connection.execute(
@@ -207,15 +209,13 @@ class TrialsRepo:
     def __init__(self, connection: AsyncConnection) -> None:
         self._connection = connection
 
-    async def append(self, rows: Sequence[dict[str, Any]]) -> None:
-        await _driver.insert_many(self._connection, _APPEND_TRIALS, rows)
+    async def append(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Insert `TrialRow.to_row`'s rows."""
+        await _driver.insert_many(self._connection, _APPEND_TRIALS, row_columns(TrialRow), rows)
 
     async def copy(self, source: RunHandle, target_run_id: str) -> None:
         """Give a replay the trial details of the run it re-emits (same erasure)."""
-        result = await self._connection.execute(
-            select(task_trials).where(task_trials.c.run_id == source.run_id)
-        )
-        await self.append([{**row, "run_id": target_run_id} for row in result.mappings()])
+        await copy_rows(self._connection, task_trials, source.run_id, target_run_id)
 
     async def of_run(self, run: RunHandle, task_id: str | None = None) -> list[StoredTrial]:
         """The run's trials (of one task, when named), by task and trial number."""

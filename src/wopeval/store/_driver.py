@@ -17,6 +17,7 @@ A driver error is raised as the driver's own exception (`sqlite3.Error`,
 from __future__ import annotations
 
 import operator
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -49,19 +50,21 @@ class _Compiled:
     sqlite: bool
     """SQLite's values go in order (qmark) to a plain `sqlite3` call on the loop
     (store/_sqlite_inline.py); psycopg's by name (pyformat) to an awaited one."""
+    positional: str
+    """On PostgreSQL, an INSERT's `sql` with its parameters in place (psycopg's `%s`, in
+    `names` order), for rows given as their values in order (`insert_many`)."""
 
-    def ordered(self, row: Row) -> tuple[Any, ...]:
-        """The row's values in `names` order, each as the database takes it."""
-        values = self.values(row)
+    def processing(self, values: Sequence[Any]) -> Sequence[Any]:
+        """Values in `names` order, each as the database takes it."""
         if not self.processed:
             return values
         listed = list(values)
         for index, process in self.processed:
             listed[index] = process(listed[index])
-        return tuple(listed)
+        return listed
 
     def bind(self, row: Row) -> Sequence[Any] | dict[str, Any]:
-        values = self.ordered(row)
+        values = self.processing(self.values(row))
         return values if self.sqlite else dict(zip(self.names, values, strict=True))
 
 
@@ -105,32 +108,42 @@ def _compile(
     )
     sqlite = dialect.name == "sqlite"
     names = tuple(compiled.positiontup or ()) if sqlite else tuple(compiled.binds)
+    positional = ""
+    if columns is not None:
+        if names != columns:
+            # Rows are given as their values in `columns` order, bound as they come.
+            raise ValueError(f"rows of the columns {columns} for a statement of {names}")
+        if not sqlite:
+            positional = _positional(compiled.string, names)
     processors = (_processor(compiled.binds[name].type, dialect) for name in names)
     processed = tuple(
         (index, process) for index, process in enumerate(processors) if process is not None
     )
-    made = _Compiled(compiled.string, names, _getter(names), processed, sqlite)
+    made = _Compiled(compiled.string, names, _getter(names), processed, sqlite, positional)
     _compiled[key] = (statement, made)
     return made
 
 
 def _processor(kind: TypeEngine[Any], dialect: Dialect) -> Callable[[Any], Any] | None:
-    """The bind processor SQLAlchemy would use for a value of `kind`; on SQLite, for the
-    log writer's two kinds of processed column, a function that gives what it gives
-    without its checks of its own sentinels (which the host's rows never hold): every
-    tool call's row binds three JSON columns and two booleans, and SQLAlchemy's
-    processors cost more than the writing itself."""
+    """The bind processor SQLAlchemy would use for a value of `kind`; for the log writer's
+    JSON columns, and on SQLite its booleans, a function that gives what it gives without
+    its checks of its own sentinels (which the host's rows never hold): every tool call's
+    row binds three JSON columns and two booleans, and SQLAlchemy's processors cost more
+    than the writing itself."""
     impl = kind.dialect_impl(dialect)
     process = impl.bind_processor(dialect)
-    if process is None or dialect.name != "sqlite":
+    if process is None:
         return process
-    # SQLite's JSON is SQLAlchemy's `JSON` (a subclass of it is adapted to it) and writes
-    # its text as is; its processor is the codec alone unless None is SQL NULL.
+    # JSON's processor is the codec alone (a subclass of `JSON` is adapted to one) unless
+    # None is SQL NULL. SQLite's writes the text as is. PostgreSQL's wraps the value for
+    # psycopg's JSON dumper, which writes the same codec's text (the driver's JSON dumps are
+    # the store's codec, db.py): the text itself goes instead, as its parameter (which the
+    # statement casts, `::JSON`: SQLAlchemy's bind casts on psycopg) or in COPY's data.
     written: Callable[[Any], str] = json_text.compact
     if isinstance(impl, JSON) and dialect._json_serializer is written and not impl.none_as_null:
         # As JSON's processor: None too is written (`null`), not bound as SQL NULL.
         return written
-    if type(impl) is Boolean:
+    if dialect.name == "sqlite" and type(impl) is Boolean:
         # As Boolean's processor on SQLite: True, False and None only (1 and 0 equal them),
         # as 1, 0 and NULL; anything else raises (a KeyError where SQLAlchemy's TypeError).
         return _SQLITE_BOOLEANS.__getitem__
@@ -147,35 +160,55 @@ def driver_connection(connection: AsyncConnection) -> Any:
 
 
 async def insert_many(
-    connection: AsyncConnection, statement: ClauseElement, rows: Sequence[Row]
+    connection: AsyncConnection,
+    statement: ClauseElement,
+    columns: tuple[str, ...],
+    rows: Sequence[Sequence[Any]],
 ) -> None:
-    """INSERT `rows` (all with the same keys) through `statement`, an `insert(table)`.
+    """INSERT `rows` through `statement`, an `insert(table)`, each row its values of
+    `columns`, which are the statement's in its order (the table's): the rows are built as
+    the statement binds them, not as dicts to be taken apart again a row at a time.
 
     On PostgreSQL many rows go in one COPY (see `COPY_FROM_ROWS`)."""
     if not rows:
         return
-    compiled = _compile(statement, connection.dialect, tuple(rows[0]))
-    if compiled.sqlite:
-        await _execute_many(connection, compiled, rows)
-        return
+    compiled = _compile(statement, connection.dialect, columns)
     driver = driver_connection(connection)
+    # A statement without processed columns (an event's row) binds the rows as they are.
+    processed = list(map(compiled.processing, rows)) if compiled.processed else list(rows)
+    if compiled.sqlite:
+        driver.sqlite.executemany(compiled.sql, processed)
+        return
     batch = _batches.get(id(driver))
     if batch is not None and len(rows) >= BATCH_COPY_FROM_ROWS:
-        copy_sql = _copy_sql(connection, statement, compiled)
-        await batch.hold_copy(copy_sql, [compiled.ordered(row) for row in rows])
+        await batch.hold_copy(_copy_sql(connection, statement, compiled), processed)
         return
     if batch is not None:
         # One INSERT of every row: the server parses and plans a batch's statements
         # anew each time (no prepared statements), so one a table, not one a row.
-        batch.hold_rows(compiled.sql, [cast(dict[str, Any], compiled.bind(row)) for row in rows])
+        batch.hold_rows(compiled.sql, processed)
         return
     if len(rows) < COPY_FROM_ROWS:
-        await _execute_many(connection, compiled, rows)
+        async with driver.cursor() as cursor:
+            await cursor.executemany(compiled.positional, processed)
         return
-    copy_sql = _copy_sql(connection, statement, compiled)
-    async with driver.cursor() as cursor, cursor.copy(copy_sql) as copy:
-        for row in rows:
-            await copy.write_row(compiled.ordered(row))
+    async with (
+        driver.cursor() as cursor,
+        cursor.copy(_copy_sql(connection, statement, compiled)) as copy,
+    ):
+        for values in processed:
+            await copy.write_row(values)
+
+
+_PLACEHOLDER = re.compile(r"%\((\w+)\)s")
+
+
+def _positional(sql: str, names: tuple[str, ...]) -> str:
+    """`sql` (pyformat) with psycopg's positional `%s` for its named parameters, which must
+    come in `names` order, each once."""
+    if tuple(_PLACEHOLDER.findall(sql)) != names:
+        raise ValueError(f"the parameters of {sql!r} are not {names} in order")
+    return _PLACEHOLDER.sub("%s", sql)
 
 
 def _copy_sql(connection: AsyncConnection, statement: ClauseElement, compiled: _Compiled) -> str:
@@ -289,17 +322,10 @@ async def _execute_many(
     connection: AsyncConnection, compiled: _Compiled, rows: Sequence[Row]
 ) -> None:
     driver = driver_connection(connection)
-    if compiled.sqlite:
-        # A statement without processed columns (an event's row) binds each row's values as
-        # they are: `values` itself (an itemgetter) over the rows, no call of ours a row.
-        ordered = (
-            list(map(compiled.values, rows))
-            if not compiled.processed
-            else [compiled.bind(row) for row in rows]
-        )
-        driver.sqlite.executemany(compiled.sql, ordered)
-        return
     values = [compiled.bind(row) for row in rows]
+    if compiled.sqlite:
+        driver.sqlite.executemany(compiled.sql, values)
+        return
     batch = _batches.get(id(driver))
     if batch is not None:
         for bound in values:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy import and_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -30,14 +29,19 @@ class StoredEvent:
 _APPEND = events.insert()
 """Built once: the run log writer inserts through it in every transaction it writes."""
 
+EventRow = tuple[str, int, str, str]
+"""An event's row as it is inserted: its values of `EVENT_COLUMNS`."""
+
+EVENT_COLUMNS = ("run_id", "sequence", "type", "doc")
+
 
 class EventsRepo:
     def __init__(self, connection: AsyncConnection) -> None:
         self._connection = connection
 
-    async def append(self, rows: Sequence[dict[str, Any]]) -> None:
-        """Insert rows `{run_id, sequence, type, doc}`; a sequence taken twice fails the step."""
-        await _driver.insert_many(self._connection, _APPEND, rows)
+    async def append(self, rows: Sequence[EventRow]) -> None:
+        """Insert rows `(run_id, sequence, type, doc)`; a sequence taken twice fails the step."""
+        await _driver.insert_many(self._connection, _APPEND, EVENT_COLUMNS, rows)
 
     async def read(
         self,

@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 import wopeval.store._driver as _driver
 from wopeval.evals import ModelServedBy, RecordedExchange
-from wopeval.store._rows import shallow_fields
+from wopeval.store._rows import copy_rows, field_values, row_columns
 from wopeval.store._runs import RunHandle
 from wopeval.store.tables import model_calls, runs
 
@@ -58,8 +58,9 @@ class ModelCallRow:
     response: JsonValue
     error: dict[str, JsonValue] | None
 
-    def to_row(self, run_id: str) -> dict[str, Any]:
-        return {**shallow_fields(self), "run_id": run_id}
+    def to_row(self, run_id: str) -> tuple[Any, ...]:
+        """The row as it is inserted: the run's id, then the fields (the table's order)."""
+        return (run_id, *field_values(self))
 
 
 def _held(row: Any) -> bool:
@@ -76,8 +77,9 @@ class ModelCallsRepo:
     def __init__(self, connection: AsyncConnection) -> None:
         self._connection = connection
 
-    async def append(self, rows: Sequence[dict[str, Any]]) -> None:
-        await _driver.insert_many(self._connection, _APPEND, rows)
+    async def append(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Insert `ModelCallRow.to_row`'s rows."""
+        await _driver.insert_many(self._connection, _APPEND, row_columns(ModelCallRow), rows)
 
     async def of_run(self, run: RunHandle) -> list[ModelCallRow]:
         """Every exchange of the run, in the order they ended (content as still held)."""
@@ -182,7 +184,4 @@ class ModelCallsRepo:
 
     async def copy(self, source: RunHandle, target_run_id: str) -> None:
         """Give a replay fork the model record of the run it re-emits."""
-        result = await self._connection.execute(
-            select(model_calls).where(model_calls.c.run_id == source.run_id)
-        )
-        await self.append([{**row, "run_id": target_run_id} for row in result.mappings()])
+        await copy_rows(self._connection, model_calls, source.run_id, target_run_id)

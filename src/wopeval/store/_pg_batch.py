@@ -126,18 +126,21 @@ class Batch:
 
     def hold(self, sql: str, values: dict[str, Any]) -> None:
         """Hold `sql` (pyformat) with its values."""
-        self.hold_rows(sql, [values])
+        numbered, names = _numbered(sql, 1)
+        self._hold_values(numbered, [values[name] for name in names])
 
-    def hold_rows(self, sql: str, rows: list[dict[str, Any]]) -> None:
-        """Hold `sql` (pyformat) with the values of `rows`: with more than one, `sql` is an
-        INSERT of one row, held as one INSERT of every row."""
-        numbered, names = _numbered(sql, len(rows))
-        ordered = [row[name] for row in rows for name in names]
+    def hold_rows(self, sql: str, rows: list[Sequence[Any]]) -> None:
+        """Hold `sql` (pyformat), an INSERT of one row, with `rows`, each its values in the
+        order of `sql`'s parameters: more than one, as one INSERT of every row."""
+        numbered, _ = _numbered(sql, len(rows))
+        self._hold_values(numbered, [value for row in rows for value in row])
+
+    def _hold_values(self, numbered: bytes, ordered: list[Any]) -> None:
         binder = self._binder
         values = binder.dump_sequence(ordered, [PyFormat.AUTO] * len(ordered))
         self._held.append(_Bound(numbered, values, binder.types or (), binder.formats or ()))
 
-    async def hold_copy(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
+    async def hold_copy(self, sql: str, rows: list[Sequence[Any]]) -> None:
         """Hold `sql`, a COPY FROM STDIN, with `rows` (each in the COPY's column order),
         formatted now by psycopg's COPY (its `AsyncCopy` writing to a list, not a socket)."""
         collected = _Collected()

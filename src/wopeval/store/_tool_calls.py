@@ -30,6 +30,7 @@ from sqlalchemy.sql.functions import FunctionElement
 
 import wopeval.store._driver as _driver
 from wopeval.evals import RecordedCall, RecordedStatus, ServedBy
+from wopeval.store._rows import copy_rows
 from wopeval.store._runs import RunHandle
 from wopeval.store.tables import runs, tool_calls
 from wopeval.wire import json_text
@@ -55,13 +56,13 @@ class ToolCallRow(NamedTuple):
     result: JsonValue
     error: dict[str, JsonValue] | None
 
-    def to_row(self, run_id: str, sequence: int) -> dict[str, Any]:
-        # Zipped with the row's keys: a quarter less than merging `_asdict()`'s dict.
-        return dict(zip(_ROW_KEYS, (*self, run_id, sequence), strict=True))
+    def to_row(self, run_id: str, sequence: int) -> tuple[Any, ...]:
+        """The row as it is inserted, its values of `_COLUMNS` (the table's order)."""
+        return (run_id, sequence, *self)
 
 
-_ROW_KEYS = (*ToolCallRow._fields, "run_id", "sequence")
-"""A `tool_calls` row's keys, in `ToolCallRow.to_row`'s order."""
+_COLUMNS = ("run_id", "sequence", *ToolCallRow._fields)
+"""The columns a `tool_calls` row is inserted with, in `ToolCallRow.to_row`'s order."""
 
 
 class DerivedSource(NamedTuple):
@@ -225,8 +226,9 @@ class ToolCallsRepo:
     def __init__(self, connection: AsyncConnection) -> None:
         self._connection = connection
 
-    async def append(self, rows: Sequence[dict[str, Any]]) -> None:
-        await _driver.insert_many(self._connection, _APPEND, rows)
+    async def append(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Insert `ToolCallRow.to_row`'s rows."""
+        await _driver.insert_many(self._connection, _APPEND, _COLUMNS, rows)
 
     async def complete(self, outcomes: Sequence[tuple[str, int, ToolCallOutcome]]) -> None:
         """Give live calls, keyed by run and `agent.tool-called` sequence, their outcome."""
@@ -356,8 +358,4 @@ class ToolCallsRepo:
 
     async def copy(self, source: RunHandle, target_run_id: str) -> None:
         """Give a replay the record of the run it re-emits (same content, same erasure)."""
-        result = await self._connection.execute(
-            select(tool_calls).where(tool_calls.c.run_id == source.run_id)
-        )
-        rows = [{**row, "run_id": target_run_id} for row in result.mappings()]
-        await self.append(rows)
+        await copy_rows(self._connection, tool_calls, source.run_id, target_run_id)

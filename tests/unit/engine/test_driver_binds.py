@@ -1,5 +1,5 @@
-"""store/_driver.py `_processor`: on SQLite, the JSON and boolean columns of the log writer's
-rows are bound by plain functions, only where they give what SQLAlchemy's processors give.
+"""store/_driver.py `_processor`: the JSON columns of the log writer's rows (and on SQLite its
+booleans) are bound by plain functions, only where they give what SQLAlchemy's processors give.
 (tests/engine/test_driver_rows.py holds the stored rows to SQLAlchemy's on both databases.)"""
 
 from __future__ import annotations
@@ -29,7 +29,9 @@ def _store_sqlite() -> Dialect:
 
 
 def _bound(dialect: Dialect, row: dict[str, Any]) -> tuple[Any, ...]:
-    return _driver._compile(_ROWS.insert(), dialect, tuple(row)).ordered(row)
+    return tuple(
+        _driver._compile(_ROWS.insert(), dialect, tuple(row)).processing(tuple(row.values()))
+    )
 
 
 def _sqlalchemy(dialect: Dialect, column: str, value: Any) -> Any:
@@ -73,10 +75,14 @@ def test_the_plain_functions_are_taken_only_where_they_are_sqlalchemy_s() -> Non
     other = processors(sqlite.dialect(json_serializer=lambda value: "x"))
     assert other["doc"] is not json_text.compact
     assert _bound(sqlite.dialect(json_serializer=lambda value: "x"), {"doc": {}}) == ("x",)
-    # PostgreSQL's processors are SQLAlchemy's own.
+    # PostgreSQL's JSON is the store's codec's text too (the statement casts it); its
+    # booleans are SQLAlchemy's own processor's.
     psycopg = postgresql.psycopg.dialect(json_serializer=json_text.compact)  # type: ignore[no-untyped-call]
     pg = processors(psycopg)
-    assert json_text.compact not in pg.values()
+    assert pg["doc"] is json_text.compact
+    assert pg["nullable_doc"] is not json_text.compact
+    assert pg["flag"] != _driver._SQLITE_BOOLEANS.__getitem__
+    assert "%(doc)s::JSON" in _driver._compile(_ROWS.insert(), psycopg, ("doc",)).sql
 
 
 def test_a_value_no_boolean_is_refused_as_sqlalchemy_refuses_it() -> None:
@@ -84,3 +90,21 @@ def test_a_value_no_boolean_is_refused_as_sqlalchemy_refuses_it() -> None:
         _sqlalchemy(_store_sqlite(), "flag", "yes")
     with pytest.raises(KeyError):
         _bound(_store_sqlite(), {"flag": "yes"})
+
+
+def test_rows_are_refused_in_another_order_than_the_statement_s() -> None:
+    """A row is bound as its values come: columns named out of the statement's order (the
+    table's) would store each value in another's column, so they are refused."""
+    statement = _ROWS.insert()
+    for dialect in (_store_sqlite(), postgresql.psycopg.dialect()):  # type: ignore[no-untyped-call]
+        assert _driver._compile(statement, dialect, ("doc", "flag")).names == ("doc", "flag")
+        with pytest.raises(ValueError, match="columns"):
+            _driver._compile(statement, dialect, ("flag", "doc"))
+
+
+def test_postgresql_rows_are_bound_in_place_of_their_names_in_order() -> None:
+    assert _driver._positional("VALUES (%(a)s::JSON, %(b)s, '%%')", ("a", "b")) == (
+        "VALUES (%s::JSON, %s, '%%')"
+    )
+    with pytest.raises(ValueError, match="in order"):
+        _driver._positional("VALUES (%(b)s, %(a)s)", ("a", "b"))

@@ -35,11 +35,13 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from wopeval.engine.live.notifier import Notifier
 from wopeval.engine.runlog.fence import Fence, Locked
 from wopeval.engine.runlog.steps import RunUpdate, Staged, Step, Transition
 from wopeval.store import (
+    EventRow,
     ListingRow,
     LockedRun,
     RunMove,
@@ -82,14 +84,15 @@ class _Queued:
 
 @dataclass
 class _Group:
-    """The rows of one transaction, gathered from its steps and written in bulk."""
+    """The rows of one transaction, gathered from its steps and written in bulk: each row
+    built as its insert binds it, its values in the statement's order (the repos' `append`)."""
 
-    events: list[JsonObject] = field(default_factory=list)
-    calls: list[JsonObject] = field(default_factory=list)
+    events: list[EventRow] = field(default_factory=list)
+    calls: list[tuple[Any, ...]] = field(default_factory=list)
     outcomes: list[tuple[str, int, ToolCallOutcome]] = field(default_factory=list)
-    model_calls: list[JsonObject] = field(default_factory=list)
-    invocations: list[JsonObject] = field(default_factory=list)
-    trials: list[JsonObject] = field(default_factory=list)
+    model_calls: list[tuple[Any, ...]] = field(default_factory=list)
+    invocations: list[tuple[Any, ...]] = field(default_factory=list)
+    trials: list[tuple[Any, ...]] = field(default_factory=list)
     listings: list[tuple[str, ListingRow]] = field(default_factory=list)
     unfenced_runs: set[str] = field(default_factory=set)
     """Runs with unfenced steps among these rows (numbered, not yet written)."""
@@ -293,7 +296,7 @@ class LogWriter:
             await asyncio.gather(self._flusher, return_exceptions=True)
 
 
-async def insert_run(uow: UnitOfWork, record: RunRecord, rows: list[JsonObject]) -> None:
+async def insert_run(uow: UnitOfWork, record: RunRecord, rows: list[EventRow]) -> None:
     """A new run's row and its first event rows: a run is never visible without its log."""
     await uow.runs.insert(record)
     await uow.events.append(rows)
@@ -494,16 +497,10 @@ def _settle(queued: _Queued, outcome: bool | BaseException) -> None:
 def _number(run_id: str, step: Step, first: int, group: _Group) -> None:
     """Give the step's events their sequences from `first` and gather its rows."""
     group.lasts[run_id] = first + len(step.staged) - 1
-    for offset, staged in enumerate(step.staged):
-        staged.sequence = first + offset
-        group.events.append(
-            {
-                "run_id": run_id,
-                "sequence": staged.sequence,
-                "type": staged.type,
-                "doc": render(run_id, staged),
-            }
-        )
+    rows = group.events
+    for sequence, staged in enumerate(step.staged, first):
+        staged.sequence = sequence
+        rows.append((run_id, sequence, staged.type, render(run_id, staged)))
     for called, row in step.calls:
         if called.sequence is None:
             raise ValueError("a tool record must be keyed to an event of its own step")

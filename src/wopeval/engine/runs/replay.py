@@ -9,12 +9,19 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from typing import Any
 
 from wopeval.engine.live.notifier import Notifier
 from wopeval.engine.runlog.log_writer import OnInsert, insert_run
 from wopeval.engine.runlog.steps import now
-from wopeval.store import OwnedRun, RunRecord, Store, UnitOfWork, copy_derived, next_created_seq
+from wopeval.store import (
+    EventRow,
+    OwnedRun,
+    RunRecord,
+    Store,
+    UnitOfWork,
+    copy_derived,
+    next_created_seq,
+)
 from wopeval.wire import errors, ids
 from wopeval.wire.principal import Principal
 from wopeval.wire.runs import ForkRunRequest
@@ -73,17 +80,17 @@ async def replay(uow: UnitOfWork, principal: Principal, source: OwnedRun) -> Run
     return record
 
 
-def _reemit(doc: str, run_id: str) -> dict[str, Any]:
+def _reemit(doc: str, run_id: str) -> EventRow:
     event = json.loads(doc)
     # Recorded facts keep their payloads and timestamps; only identity is new.
     event["runId"] = run_id
     event["eventId"] = ids.mint_local_id()
-    return {
-        "run_id": run_id,
-        "sequence": event["sequence"],
-        "type": event["type"],
-        "doc": json.dumps(event, separators=(",", ":"), ensure_ascii=False),
-    }
+    return (
+        run_id,
+        event["sequence"],
+        event["type"],
+        json.dumps(event, separators=(",", ":"), ensure_ascii=False),
+    )
 
 
 async def fork_run(
