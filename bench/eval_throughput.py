@@ -28,6 +28,7 @@ import cProfile
 import importlib.util
 import os
 import re
+import secrets
 import statistics
 import sys
 import tempfile
@@ -58,6 +59,7 @@ TARGETS = {"sqlite": 1500.0, "postgresql": 1000.0}
 """Tasks/s per store the read-path issue asks of this bench (with the Inspect ratio below)."""
 TARGET_RATIO = 100.0
 BENCH_DATABASE = "wopeval_bench"
+"""The prefix of each run's own database: two benches on one server never share one."""
 
 
 # ── the workload ─────────────────────────────────────────────────────
@@ -168,8 +170,10 @@ def backend_name(url: str | None) -> str:
 
 
 @contextlib.contextmanager
-def postgres_database(admin_url: str, name: str = BENCH_DATABASE) -> Iterator[str]:
-    """Create a fresh database `name` beside the one `admin_url` names; drop it after."""
+def postgres_database(admin_url: str, name: str | None = None) -> Iterator[str]:
+    """Create a fresh database `name` (by default a unique one) beside the one `admin_url`
+    names; drop it after."""
+    name = name or f"{BENCH_DATABASE}_{secrets.token_hex(4)}"
     import psycopg
 
     url = make_url(admin_url)
@@ -451,7 +455,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=None,
         help="store (repeatable): 'sqlite' (the default) is SQLite in a fresh temp data dir; "
         "another sqlite URL is used as given; a PostgreSQL URL names the server, where the bench "
-        f"creates its own database {BENCH_DATABASE!r} and drops it after each run",
+        "creates a uniquely named database for each run and drops it after",
     )
     parser.add_argument("--repeat", type=int, default=1, help="runs per setting (best is used)")
     parser.add_argument("--skip-inspect", action="store_true", help="skip the Inspect AI half")
