@@ -46,9 +46,13 @@ def summarise(
     suite: Suite,
     outcomes: Mapping[str, Sequence[TrialOutcome]],
     advisory: Advisory | None = None,
+    *,
+    made: Mapping[str, TaskSummary] | None = None,
 ) -> EvalSummary:
     """RFC 0081 §C summary of a run of `suite` from each task's trial outcomes; `advisory`:
-    the suite's judge may not gate, so its rubric tasks are advisory.
+    the suite's judge may not gate, so its rubric tasks are advisory. `made`: tasks' entries
+    `summarise_task` already made of the same outcomes and `advisory` (an executor makes
+    each for the task's `eval.scored`), taken as they are rather than made again.
 
     Every suite task needs at least one outcome and no other key may appear:
     a summary of tasks the run never ran would be a guess. Raises `ValueError`.
@@ -56,8 +60,11 @@ def summarise(
     unknown = set(outcomes) - set(suite.task_ids)
     if unknown:
         raise ValueError(f"outcomes for tasks the suite does not have: {sorted(unknown)}")
+    made = made or {}
     tasks = [
-        summarise_task(suite, task, outcomes.get(task.taskId, ()), advisory) for task in suite.tasks
+        made.get(task.taskId)
+        or summarise_task(suite, task, outcomes.get(task.taskId, ()), advisory)
+        for task in suite.tasks
     ]
     trials = [o for task in suite.tasks for o in outcomes[task.taskId]]
     aggregate = math.fsum(t.score for t in tasks) / len(tasks)

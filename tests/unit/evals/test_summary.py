@@ -250,3 +250,14 @@ def test_pooled_trials_keep_a_task_advisory() -> None:
     pooled = evals.pool_summaries(suite, first, extra)
     assert pooled.task("r").advisory == advisory  # type: ignore[union-attr]
     assert pooled.passed
+
+
+def test_entries_already_made_are_taken_as_they_are_and_the_rest_made() -> None:
+    suite = make_suite(golden_task("a"), golden_task("b"))
+    outcomes = {"a": [ok(10)], "b": [bad(30)]}
+    made = evals.summarise_task(suite, suite.tasks[0], outcomes["a"])
+    assert evals.summarise(suite, outcomes, made={"a": made}) == evals.summarise(suite, outcomes)
+    # Taken, not made again: an entry the outcomes would not give shows through.
+    marked = made.model_copy(update={"latencyMs": 99})
+    summary = evals.summarise(suite, outcomes, made={"a": marked})
+    assert [t.latencyMs for t in summary.tasks] == [99, 30]

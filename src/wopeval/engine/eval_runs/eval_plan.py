@@ -7,7 +7,7 @@ The order follows docs/design.md §2: gates and field rules first, the run looku
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -279,14 +279,7 @@ async def resolve_eval(
         suite_document=document,
         agent=agent,
         modes=modes,
-        tasks=tuple(
-            replace(
-                plan,
-                model_fixtures=answers.get(plan.task.taskId),
-                tools=contracts.get(plan.task.taskId, NO_CONTRACT),
-            )
-            for plan in (_task_plan(suite, task, modes, derived) for task in suite.tasks)
-        ),
+        tasks=_task_plans(suite, modes, derived, answers, contracts),
         baseline_run_id=request.baselineRunId,
         baseline_summary=baseline,
         fixture_runs=dict(request.fixtureRuns) if request.fixtureRuns is not None else None,
@@ -420,14 +413,7 @@ def rebuild_plan(
         suite_document=document,
         agent=agent,
         modes=modes,
-        tasks=tuple(
-            replace(
-                plan,
-                model_fixtures=answers.get(plan.task.taskId),
-                tools=contracts.get(plan.task.taskId, NO_CONTRACT),
-            )
-            for plan in (_task_plan(suite, task, modes, derived) for task in suite.tasks)
-        ),
+        tasks=_task_plans(suite, modes, derived, answers, contracts),
         baseline_run_id=stored.baselineRunId,
         baseline_summary=stored.baselineSummary,
         fixture_runs=stored.fixtureRuns,
@@ -533,11 +519,34 @@ def _check_suite(suite: Suite, features: EvalFeatures) -> None:
             )
 
 
+def _task_plans(
+    suite: Suite,
+    modes: tuple[EvalMode, ...],
+    derived: Mapping[str, DerivedSource],
+    answers: Mapping[str, tuple[evals.ModelFixture, ...]],
+    contracts: Mapping[str, ToolContract],
+) -> tuple[TaskPlan, ...]:
+    """Each suite task's plan; `answers` and `contracts` by task id, where a task has them."""
+    return tuple(
+        _task_plan(
+            suite,
+            task,
+            modes,
+            derived,
+            answers.get(task.taskId),
+            contracts.get(task.taskId, NO_CONTRACT),
+        )
+        for task in suite.tasks
+    )
+
+
 def _task_plan(
     suite: Suite,
     task: Task,
     modes: tuple[EvalMode, ...],
     derived: Mapping[str, DerivedSource],
+    model_fixtures: tuple[evals.ModelFixture, ...] | None,
+    tools: ToolContract,
 ) -> TaskPlan:
     trials, policy = evals.effective_trials(suite, task), evals.effective_policy(suite, task)
     if task.taskId in derived:
@@ -550,13 +559,20 @@ def _task_plan(
             source.entries,
             "fail",
             source.run_id,
+            model_fixtures=model_fixtures,
             derived_documents=source.documents,
+            tools=tools,
         )
     # RFC 0081 §D: live-shadow ignores fixtures; so does a task that declares none.
     if "live-shadow" in modes or task.fixtures is None:
-        return TaskPlan(task, trials, policy, None, "fail")
+        return TaskPlan(
+            task, trials, policy, None, "fail", model_fixtures=model_fixtures, tools=tools
+        )
     served = tuple(task.fixtures.toolResponses or ())
-    return TaskPlan(task, trials, policy, served, task.fixtures.on_miss)
+    on_miss = task.fixtures.on_miss
+    return TaskPlan(
+        task, trials, policy, served, on_miss, model_fixtures=model_fixtures, tools=tools
+    )
 
 
 async def load_baseline(uow: UnitOfWork, tenant: str, run_id: str, suite_id: str) -> EvalSummary:

@@ -27,7 +27,7 @@ from wopeval.engine.runs.control import RunControl
 from wopeval.engine.runs.outcome import Terminal
 from wopeval.wire import events
 from wopeval.wire.runs import RunStatus
-from wopeval.wire.summary import EvalSummary, TaskSummary
+from wopeval.wire.summary import Advisory, EvalSummary, TaskSummary
 
 
 @dataclass(frozen=True)
@@ -45,17 +45,26 @@ class EvalContext:
 
 async def run_eval(plan: EvalPlan, context: EvalContext) -> Terminal:
     outcomes: dict[str, list[evals.TrialOutcome]] = {}
-    gate = asyncio.Semaphore(context.concurrency)
+    summaries: dict[str, TaskSummary] = {}
+    # `concurrency` workers take the plan's tasks in order, each running one at a time: the
+    # tasks start in the order a semaphore over one asyncio task per plan task would start
+    # them, without an asyncio task, a wait on the semaphore and its wake-up per plan task.
+    pending = iter(plan.tasks)
 
-    async def bounded(task_plan: TaskPlan) -> None:
-        async with gate:
-            outcomes[task_plan.task.taskId] = await run_task(plan, task_plan, context)
+    async def worker() -> None:
+        for task_plan in pending:
+            task_id = task_plan.task.taskId
+            outcomes[task_id], summaries[task_id] = await run_task(plan, task_plan, context)
 
     async with asyncio.TaskGroup() as group:
-        for task_plan in plan.tasks:
-            group.create_task(bounded(task_plan))
+        for _ in range(min(context.concurrency, len(plan.tasks))):
+            group.create_task(worker())
     return finish(
-        plan, outcomes, alpha=context.alpha, regression_verdict=context.regression_verdict
+        plan,
+        outcomes,
+        alpha=context.alpha,
+        regression_verdict=context.regression_verdict,
+        summaries=summaries,
     )
 
 
@@ -76,9 +85,11 @@ def task_cursors(task_plan: TaskPlan) -> Cursors:
 
 async def run_task(
     plan: EvalPlan, task_plan: TaskPlan, context: EvalContext
-) -> list[evals.TrialOutcome]:
+) -> tuple[list[evals.TrialOutcome], TaskSummary]:
+    """The task's trials and its summary entry (as its `eval.scored` says it)."""
     cursors = task_cursors(task_plan)
     trials: list[evals.TrialOutcome] = []
+    summaries: list[TaskSummary] = []
     for trial in range(task_plan.trials):
         last = trial == task_plan.trials - 1
 
@@ -86,12 +97,15 @@ async def run_task(
             journal = Journal(context.log)
             outcome = await run_trial(plan, task_plan, trial, cursors, journal, context)
             if last:
-                journal.emit(scored(plan, task_plan, [*trials, outcome]))
+                summary = task_summary(plan, task_plan, [*trials, outcome])
+                summaries.append(summary)
+                journal.emit(scored_event(summary))
             await journal.flush()
             return outcome
 
         trials.append(await context.control.unit(attempt))
-    return trials
+    # The last trial's unit ran to its end once (a unit cut by a pause runs again whole).
+    return trials, summaries[-1]
 
 
 async def run_trial(
@@ -173,7 +187,18 @@ async def run_trial(
 def scored(
     plan: EvalPlan, task_plan: TaskPlan, trials: Sequence[evals.TrialOutcome]
 ) -> events.Built:
-    return scored_event(evals.summarise_task(plan.suite, task_plan.task, trials))
+    return scored_event(task_summary(plan, task_plan, trials))
+
+
+def task_summary(
+    plan: EvalPlan, task_plan: TaskPlan, trials: Sequence[evals.TrialOutcome]
+) -> TaskSummary:
+    """The task's entry of the run's summary (its `eval.scored` leaves `advisory` out)."""
+    return evals.summarise_task(plan.suite, task_plan.task, trials, _advisory(plan))
+
+
+def _advisory(plan: EvalPlan) -> Advisory | None:
+    return None if plan.judge is None else plan.judge.advisory
 
 
 def scored_event(summary: TaskSummary) -> events.Built:
@@ -201,9 +226,10 @@ def finish(
     *,
     alpha: float,
     regression_verdict: bool,
+    summaries: Mapping[str, TaskSummary] | None = None,
 ) -> Terminal:
-    advisory = None if plan.judge is None else plan.judge.advisory
-    summary = evals.summarise(plan.suite, outcomes, advisory)
+    """The run's ending; `summaries`: tasks' entries already made (`task_summary`)."""
+    summary = evals.summarise(plan.suite, outcomes, _advisory(plan), made=summaries)
     if plan.baseline_run_id is not None and plan.baseline_summary is not None:
         summary = evals.with_regression(
             summary,

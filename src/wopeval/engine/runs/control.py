@@ -30,16 +30,22 @@ class RunControl:
 
     async def unit(self, work: Callable[[], Awaitable[T]]) -> T:
         """Run one unit once the run is not paused; a unit cut by an immediate pause runs
-        again from its start after the resume."""
+        again from its start after the resume.
+
+        The unit runs in the caller's task, not one of its own (a task more cost every
+        unit its creation and a turn of the loop each way): a cut cancels the caller's
+        task, and its cancel is taken back here once the unit has stopped."""
+        task = asyncio.current_task()
+        if task is None:
+            raise RuntimeError("a run's unit runs in a task")
         while True:
             await self._running.wait()
-            task: asyncio.Task[T] = asyncio.ensure_future(work())
             self._units.add(task)
             try:
-                return await task
+                return await work()
             except asyncio.CancelledError:
-                current = asyncio.current_task()
-                if task not in self._cut or (current is not None and current.cancelling()):
+                # Another's cancel (the run's, the host's) besides the cut's stays pending.
+                if task not in self._cut or task.uncancel() > 0:
                     raise
             finally:
                 self._units.discard(task)
@@ -48,7 +54,8 @@ class RunControl:
     def pause(self, *, immediate: bool) -> None:
         self._running.clear()
         if immediate:
-            for task in self._units:
+            for task in self._units - self._cut:
+                # Once: each cancel of a task is one the unit must take back.
                 self._cut.add(task)
                 task.cancel()
 
