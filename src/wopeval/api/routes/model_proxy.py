@@ -46,7 +46,7 @@ from wopeval.api.deps import InvocationAccess
 from wopeval.api.errors import envelope_response
 from wopeval.api.invocation_token import invocation_for
 from wopeval.api.request_guard import StrictBody, strict_body
-from wopeval.api.upstream_pools import UPSTREAM_ERRORS, UpstreamPools
+from wopeval.api.upstream_pools import UPSTREAM_ERRORS, UpstreamPools, whole_body
 from wopeval.engine.recording.grants import ANTHROPIC_PATH, OPENAI_PATH
 from wopeval.engine.recording.models import ModelRecorder
 from wopeval.wire import errors
@@ -193,14 +193,6 @@ async def _exchange(
     return await (forward.streamed(body) if model_request.stream else forward.whole(body))
 
 
-async def _whole_body(response: httpcore.Response) -> bytes:
-    """The rest of an upstream answer's body, its connection handed back to the pool."""
-    try:
-        return await response.aread()
-    finally:
-        await response.aclose()
-
-
 def _error(api: models.ModelApi, status: int, message: str, code: str) -> JSONResponse:
     """An error of the proxy's own, in the API's shape, which the agent's client reads."""
     return JSONResponse(api.error_body(status, message, code), status_code=status)
@@ -239,7 +231,7 @@ class _Forward:
     async def whole(self, body: bytes) -> Response:
         try:
             response = await self._send(body)
-            content = await _whole_body(response)
+            content = await whole_body(response)
         except UPSTREAM_ERRORS as exc:
             return self._unreachable(exc)
         if response.status >= 400:
@@ -261,7 +253,7 @@ class _Forward:
         try:
             response = await self._send(body)
             if response.status >= 400:
-                content = await _whole_body(response)
+                content = await whole_body(response)
                 self._failed(response.status, content)
                 return _relayed(response.status, content)
         except UPSTREAM_ERRORS as exc:
