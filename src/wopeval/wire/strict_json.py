@@ -79,15 +79,24 @@ a false alarm, which the full check clears)."""
 
 def _shallow(root: Any) -> bool:
     """No container nested past `JSON_MAX_DEPTH`: the full check's depth rule, on a value
-    with no refused scalar (its walk for containers alone)."""
-    stack: list[tuple[Any, int]] = [(root, 0)] if isinstance(root, dict | list) else []
-    while stack:
-        value, depth = stack.pop()
+    with no refused scalar, walked a level at a time over its containers alone (a parsed
+    value's containers are exactly `dict` and `list`)."""
+    level = [root] if type(root) in _CONTAINERS else []
+    depth = 0
+    while level:
         if depth >= limits.JSON_MAX_DEPTH:
             return False
-        items = value.values() if isinstance(value, dict) else value
-        stack.extend((item, depth + 1) for item in items if isinstance(item, dict | list))
+        deeper = []
+        for value in level:
+            for item in value.values() if type(value) is dict else value:
+                if type(item) in _CONTAINERS:
+                    deeper.append(item)
+        level = deeper
+        depth += 1
     return True
+
+
+_CONTAINERS = (dict, list)
 
 
 class _Unstorable(ValueError):
