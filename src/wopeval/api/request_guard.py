@@ -6,6 +6,9 @@ A request no route serves (an unknown path, or a known one with another method) 
 left to the router's 404 or 405 without its body being read: what it sent is not
 the question.
 
+A body found strict JSON is handed on with its value (`strict_body`), so a layer inside
+that reads it (the model proxy's exchanges) does not read or parse it again.
+
 The body is counted as it arrives: a `Content-Length` over the limit is refused
 before a byte is read, a streamed body as soon as it passes the limit. A
 refused body is not drained, so those answers close the connection.
@@ -14,6 +17,8 @@ refused body is not drained, so those answers close the connection.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 from urllib.parse import parse_qsl
 
 from starlette.datastructures import Headers
@@ -28,6 +33,24 @@ from wopeval.wire import errors, strict_json
 # those bodies are checked, and only on the methods whose routes read one.
 _JSON_METHODS = frozenset({"POST", "PUT", "PATCH"})
 _CLOSE = {"Connection": "close"}
+_STRICT_BODY = "wopeval.strict_body"
+
+
+@dataclass(frozen=True, slots=True)
+class StrictBody:
+    """A request's body as the guard read it, and the strict JSON value it holds."""
+
+    raw: bytes
+    value: Any
+    """What `json.loads(raw)` gives (wire/strict_json.py: the same parse, and no value
+    the stores cannot hold)."""
+
+
+def strict_body(scope: Scope) -> StrictBody | None:
+    """The body the request guard read and found strict JSON; None when it read none or did
+    not check it (a body that is not JSON by its `Content-Type`, an app without the guard)."""
+    found: StrictBody | None = scope.get(_STRICT_BODY)
+    return found
 
 
 class RequestGuard:
@@ -60,7 +83,7 @@ class RequestGuard:
                 if body is None:
                     return  # the client went away mid-body; nothing is left to answer
                 if scope["method"] in _JSON_METHODS and body and _is_json(headers):
-                    strict_json.check_body(body)
+                    scope[_STRICT_BODY] = StrictBody(body, strict_json.parse_body(body))
                 receive = _replay(body, receive)
         except errors.PayloadTooLarge as error:
             await envelope_response(error, _CLOSE)(scope, receive, send)
@@ -101,9 +124,11 @@ def _check_target(scope: Scope) -> None:
         raise errors.ValidationFailed(
             "The request path contains a NUL character.", details={"field": "path"}
         )
+    query: bytes = scope.get("query_string", b"")
+    if not query:
+        return
     # Decoded exactly as Starlette's QueryParams decodes it, so the name is the route's.
-    query = scope.get("query_string", b"").decode("latin-1")
-    for name, value in parse_qsl(query, keep_blank_values=True):
+    for name, value in parse_qsl(query.decode("latin-1"), keep_blank_values=True):
         if "\x00" in name or "\x00" in value:
             field = name.replace("\x00", "\\u0000")
             raise errors.ValidationFailed(

@@ -139,6 +139,17 @@ class UpstreamPools:
             await pool.aclose()
 
 
+async def whole_body(response: httpcore.Response) -> bytes:
+    """The body of an answer `UpstreamPools.post` gave, read to its end, its connection then
+    handed back (or closed, when the read failed). The connection's own stream is read in
+    this coroutine: httpcore's `aread` reads it through two more async generators (its own
+    and `_Returning`'s) and checks the stream's type against `typing`'s generic aliases on
+    each call, which a whole exchange paid ~10 µs for (issue 29)."""
+    stream = response.stream
+    assert isinstance(stream, _Returning)  # an answer of `UpstreamPools.post`
+    return await stream.read()
+
+
 _Connection = httpcore.AsyncConnectionInterface
 
 
@@ -227,6 +238,13 @@ class _Returning:
         except BaseException:
             await self.aclose()
             raise
+
+    async def read(self) -> bytes:
+        """The whole body, then the connection given back (`whole_body`)."""
+        try:
+            return b"".join([part async for part in self._stream])
+        finally:
+            await self.aclose()
 
     async def aclose(self) -> None:
         if self._closed:

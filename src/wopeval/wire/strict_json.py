@@ -30,12 +30,33 @@ class _Refused:
     why: str
 
 
-def check_body(raw: bytes) -> None:
-    """Raise `ValidationFailed` unless `raw` is one strict JSON value within the host's limits."""
+def parse_body(raw: bytes) -> Any:
+    """`raw`'s one strict JSON value within the host's limits (the value `json.loads` gives
+    it); else `ValidationFailed`.
+
+    A body that cannot hold a refused value is parsed once, with no walk of its tree (the
+    model proxy's exchanges, issue 29): no `\\u` escape of a NUL or a surrogate (only an
+    escape can put one in a string: a raw NUL is not JSON, a raw surrogate not UTF-8), no
+    number or constant out of range (the parse hooks raise at the first), and at most
+    `JSON_MAX_DEPTH` brackets (or, past that, a walk of its containers alone). Any other
+    body, and any refusal, takes the full check, which names the first refused value."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise _refuse("body", f"is not valid UTF-8 (byte {exc.start})") from exc
+    if not text.startswith("\ufeff") and _SUSPECT_ESCAPE.search(raw) is None:
+        try:
+            value = _UNREFUSED.decode(text)
+        except (ValueError, RecursionError):
+            pass  # a refused value, or not JSON at all: the full check says which
+        else:
+            if raw.count(b"[") + raw.count(b"{") <= limits.JSON_MAX_DEPTH or _shallow(value):
+                return value
+    return _checked(text)
+
+
+def _checked(text: str) -> Any:
+    """The full check: the value with every refused one marked, then a walk naming the first."""
     try:
         value = json.loads(text, parse_constant=_constant, parse_int=_integer, parse_float=_number)
     except RecursionError as exc:
@@ -48,6 +69,65 @@ def check_body(raw: bytes) -> None:
         ) from exc
     for path, problem in _problems(value):
         raise _refuse(_render(path), problem)
+    return value
+
+
+_SUSPECT_ESCAPE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])")
+"""An escape that may write a NUL or a surrogate (or an escaped backslash before `u0000`:
+a false alarm, which the full check clears)."""
+
+
+def _shallow(root: Any) -> bool:
+    """No container nested past `JSON_MAX_DEPTH`: the full check's depth rule, on a value
+    with no refused scalar, walked a level at a time over its containers alone (a parsed
+    value's containers are exactly `dict` and `list`)."""
+    level = [root] if type(root) in _CONTAINERS else []
+    depth = 0
+    while level:
+        if depth >= limits.JSON_MAX_DEPTH:
+            return False
+        deeper = []
+        for value in level:
+            for item in value.values() if type(value) is dict else value:
+                if type(item) in _CONTAINERS:
+                    deeper.append(item)
+        level = deeper
+        depth += 1
+    return True
+
+
+_CONTAINERS = (dict, list)
+
+
+class _Unstorable(ValueError):
+    """Raised by the one-pass parse's hooks at a value the full check refuses."""
+
+
+def _unstorable_constant(name: str) -> float:
+    raise _Unstorable(name)
+
+
+def _storable_integer(literal: str) -> int:
+    value = _integer(literal)
+    if isinstance(value, _Refused):
+        raise _Unstorable(literal)
+    return value
+
+
+def _storable_number(literal: str) -> float:
+    value = _number(literal)
+    if isinstance(value, _Refused):
+        raise _Unstorable(literal)
+    return value
+
+
+_UNREFUSED = json.JSONDecoder(
+    parse_constant=_unstorable_constant,
+    parse_int=_storable_integer,
+    parse_float=_storable_number,
+)
+"""The one-pass parse: `json.loads` with the full check's hooks, which raise instead of
+marking (one decoder for every body: `json.loads` with hooks builds one per call)."""
 
 
 def _constant(name: str) -> _Refused:

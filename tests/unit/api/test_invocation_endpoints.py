@@ -36,6 +36,7 @@ from wopeval.agents import AgentRegistry, AgentSpec, PythonAgent
 from wopeval.api import errors as error_handlers
 from wopeval.api.auth import Authenticator, hash_key
 from wopeval.api.deps import InvocationAccess
+from wopeval.api.request_guard import RequestGuard
 from wopeval.api.routes import mcp, model_proxy
 from wopeval.api.upstream_pools import UpstreamPools
 from wopeval.engine.recording.boundary import Boundary, LiveTransport
@@ -47,6 +48,7 @@ from wopeval.models import Endpoint, ModelUpstream
 from wopeval.store import Store
 from wopeval.store.tables import model_calls, tool_calls
 from wopeval.tools import PythonTool, ToolContext, ToolFailure, ToolListing, ToolRegistry
+from wopeval.wire import limits
 from wopeval.wire.runs import RunStatus
 
 from ..engine._store import TENANT, open_run, open_store, writer_for
@@ -156,7 +158,12 @@ async def endpoints(
     upstream: ModelUpstream | None = None,
     replay: ModelServer | None = None,
     status: RunStatus = RunStatus.RUNNING,
+    *,
+    guarded: bool = False,
 ) -> AsyncIterator[Endpoints]:
+    """The endpoints on an app of their routes; `guarded`: inside the request guard (the
+    host's and a queue worker's), which hands the proxy's layer the body it parsed (else the
+    layer reads and parses it, as it does a body that is not JSON by its type)."""
     async with open_store(tmp_path) as store, aclosing(UpstreamPools()) as upstreams:
         log = await open_run(writer_for(store), status)
         grants: InvocationGrants[Invocation] = InvocationGrants("http://host")
@@ -183,6 +190,13 @@ async def endpoints(
         error_handlers.install(app)
         # The proxy's routes answered by its layer, as the host and a worker answer them.
         app.add_middleware(model_proxy.ProxyExchanges)
+        if guarded:
+            app.add_middleware(
+                RequestGuard,
+                max_body_bytes=limits.DEFAULT_MAX_BODY_BYTES,
+                router=app.router,
+                routed=model_proxy.serves,
+            )
         sessions = mcp.McpSessions()
         keys = [(hash_key(KEY), "k1", TENANT), (hash_key(OTHER_KEY), "k2", "other-tenant")]
         app.state.invocation_access = InvocationAccess(grants, Authenticator(keys), upstreams)
@@ -361,12 +375,13 @@ def _script(server: ModelStandIn, user: str, turns: list[dict[str, Any]]) -> dic
     return {"model": "m", "messages": [{"role": "user", "content": user}]}
 
 
+@pytest.mark.parametrize("guarded", [False, True], ids=["read-here", "guard-parsed"])
 async def test_a_request_is_forwarded_with_the_real_key_relayed_and_recorded(
-    tmp_path: Path, stand_in: ModelStandIn
+    tmp_path: Path, stand_in: ModelStandIn, guarded: bool
 ) -> None:
-    whole = _script(stand_in, "whole please", [{"content": "whole answer"}])
-    streamed = _script(stand_in, "stream please", [{"content": "streamed answer"}])
-    async with endpoints(tmp_path, _stand_in_upstream(stand_in)) as at:
+    whole = _script(stand_in, f"whole please {guarded}", [{"content": "whole answer"}])
+    streamed = _script(stand_in, f"stream please {guarded}", [{"content": "streamed answer"}])
+    async with endpoints(tmp_path, _stand_in_upstream(stand_in), guarded=guarded) as at:
         answer = await at.client.post(at.proxy("/chat/completions"), json=whole)
         stream = await at.client.post(
             at.proxy("/chat/completions"), json={**streamed, "stream": True}
@@ -382,7 +397,7 @@ async def test_a_request_is_forwarded_with_the_real_key_relayed_and_recorded(
     assert "".join(pieces) == "streamed answer"
     assert stream.text.endswith("data: [DONE]\n\n")
     assert rows == [("chat", "proxy", "live", "ok", False), ("chat", "proxy", "live", "ok", True)]
-    (sent,) = stand_in.script.requests_with("whole please")
+    (sent,) = stand_in.script.requests_with(f"whole please {guarded}")
     assert sent.authorization == f"Bearer {UPSTREAM_KEY}"
     assert sent.body == whole
 

@@ -13,12 +13,14 @@ from typing import Any
 
 import httpx
 import pytest
-from starlette.routing import Match
+from starlette.responses import Response
+from starlette.routing import Match, Router
 from starlette.types import Message, Receive, Scope, Send
 
 from wopeval.api.auth import Authenticator
 from wopeval.api.deps import InvocationAccess
 from wopeval.api.middleware import PROTOCOL_VERSION, VERSION_HEADER
+from wopeval.api.request_guard import RequestGuard, StrictBody, strict_body
 from wopeval.api.routes import model_proxy
 from wopeval.api.routing import route_match
 from wopeval.api.upstream_pools import UpstreamPools
@@ -186,3 +188,49 @@ async def test_a_crash_in_the_layer_is_the_crash_guards_500_with_the_version_hea
     answer = await _post(app, CHAT, json.dumps(BODY).encode(), {})
     assert (answer.status_code, answer.json()["error"]) == (500, "internal_error")
     assert answer.headers[VERSION_HEADER] == PROTOCOL_VERSION
+
+
+async def test_the_request_guard_hands_on_a_body_it_found_strict_json() -> None:
+    found: list[StrictBody | None] = []
+
+    async def probe(scope: Scope, receive: Receive, send: Send) -> None:
+        found.append(strict_body(scope))
+        await Inner()(scope, receive, send)
+
+    guard = RequestGuard(probe, max_body_bytes=1024, router=Router(), routed=model_proxy.serves)
+    raw = json.dumps(BODY).encode()
+    transport = httpx.ASGITransport(app=guard)
+    async with httpx.AsyncClient(transport=transport, base_url="http://host") as client:
+        await client.post(CHAT, content=raw, headers={"Content-Type": "application/json"})
+        # Not JSON by its type: counted, not parsed, so nothing to hand on.
+        await client.post(CHAT, content=raw, headers={"Content-Type": "text/plain"})
+    assert found == [StrictBody(raw, BODY), None]
+
+
+@pytest.mark.parametrize("guarded", [True, False], ids=["guard-parsed", "read-here"])
+async def test_the_layer_takes_the_body_the_guard_parsed_else_reads_it(
+    guarded: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    raw = json.dumps(BODY).encode()
+    checked = StrictBody(raw, BODY)
+    exchanged: list[StrictBody | bytes] = []
+
+    async def exchange(
+        api: Any, token: str, headers: Any, body: StrictBody | bytes, access: Any
+    ) -> Response:
+        exchanged.append(body)
+        return Response(status_code=299)
+
+    async def receive() -> Message:
+        assert not guarded, "the guard's body is not read again"
+        return {"type": "http.request", "body": raw, "more_body": False}
+
+    async def send(message: Message) -> None:
+        pass
+
+    monkeypatch.setattr(model_proxy, "_exchange", exchange)
+    scope: Scope = {"type": "http", "method": "POST", "path": CHAT, "headers": [], "app": _app()}
+    if guarded:
+        scope["wopeval.strict_body"] = checked
+    await model_proxy.ProxyExchanges(Inner())(scope, receive, send)
+    assert exchanged == [checked if guarded else raw]

@@ -12,7 +12,7 @@ import pytest
 import uvicorn
 
 from wopeval.api import upstream_pools
-from wopeval.api.upstream_pools import UpstreamPools
+from wopeval.api.upstream_pools import UPSTREAM_ERRORS, UpstreamPools, whole_body
 from wopeval.hosting.host import Host
 from wopeval.settings import Settings
 
@@ -139,6 +139,47 @@ async def test_an_exchange_asks_only_the_connection_it_takes_whether_the_upstrea
         monkeypatch.setattr(httpcore.AsyncHTTPConnection, "has_expired", counted)
         await exchange(pools, url)
         assert asked == 1
+    finally:
+        await pools.aclose()
+        listening.close()
+
+
+async def test_a_whole_body_is_read_and_its_connection_kept_for_the_next_exchange() -> None:
+    server = CountedConnections()
+    listening = await asyncio.start_server(server.serve, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{listening.sockets[0].getsockname()[1]}/v1/x"
+    pools = UpstreamPools()
+    try:
+        for _ in range(3):
+            answer = await pools.post(url, {}, b"{}", 5.0)
+            assert (answer.status, await whole_body(answer)) == (200, b"{}")
+        assert (server.opened, server.open) == (1, 1)
+    finally:
+        await pools.aclose()
+        listening.close()
+
+
+async def test_a_body_cut_short_is_an_upstream_error_and_its_connection_closed() -> None:
+    class CutsTheBody(CountedConnections):
+        async def answer(
+            self, head: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+        ) -> None:
+            await reader.readexactly(2)
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n{}")
+            await writer.drain()
+            writer.close()
+
+    server = CutsTheBody()
+    listening = await asyncio.start_server(server.serve, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{listening.sockets[0].getsockname()[1]}/v1/x"
+    pools = UpstreamPools()
+    try:
+        for _ in range(2):
+            answer = await pools.post(url, {}, b"{}", 5.0)
+            with pytest.raises(UPSTREAM_ERRORS):
+                await whole_body(answer)
+        await asyncio.sleep(0.05)
+        assert (server.opened, server.open) == (2, 0), "a broken connection was kept"
     finally:
         await pools.aclose()
         listening.close()

@@ -45,7 +45,8 @@ from wopeval.agents import shown_url, status_refusal, transport_refusal
 from wopeval.api.deps import InvocationAccess
 from wopeval.api.errors import envelope_response
 from wopeval.api.invocation_token import invocation_for
-from wopeval.api.upstream_pools import UPSTREAM_ERRORS, UpstreamPools
+from wopeval.api.request_guard import StrictBody, strict_body
+from wopeval.api.upstream_pools import UPSTREAM_ERRORS, UpstreamPools, whole_body
 from wopeval.engine.recording.grants import ANTHROPIC_PATH, OPENAI_PATH
 from wopeval.engine.recording.models import ModelRecorder
 from wopeval.wire import errors
@@ -109,7 +110,8 @@ class ProxyExchanges:
             await self.app(scope, receive, send)
             return
         api, token = claim
-        body = await _body(receive)
+        # The body the request guard read and parsed, else (not JSON by its type) read here.
+        body: StrictBody | bytes | None = strict_body(scope) or await _body(receive)
         if body is None:
             return  # the agent went away mid-body; nothing is left to answer
         access: InvocationAccess = scope["app"].state.invocation_access
@@ -136,9 +138,9 @@ def serves(scope: Scope) -> bool:
 
 
 async def _body(receive: Receive) -> bytes | None:
-    """The request's body as its messages bring it (the request guard of the host's or a
-    queue worker's app has counted it and hands it on in one); None when the client left
-    before its end."""
+    """The request's body as its messages bring it, where the request guard (the host's or a
+    queue worker's app's) has not parsed it: one whose `Content-Type` is not JSON, which it
+    has counted and hands on in one; None when the client left before its end."""
     chunks: list[bytes] = []
     while True:
         message = await receive()
@@ -150,12 +152,21 @@ async def _body(receive: Receive) -> bytes | None:
 
 
 async def _exchange(
-    api: models.ModelApi, token: str, headers: Headers, body: bytes, access: InvocationAccess
+    api: models.ModelApi,
+    token: str,
+    headers: Headers,
+    body: StrictBody | bytes,
+    access: InvocationAccess,
 ) -> Response:
-    """One exchange: replayed, or forwarded and recorded."""
+    """One exchange: replayed, or forwarded and recorded. `body` as the request guard read
+    and parsed it, or as received (parsed here)."""
     invocation = invocation_for(token, headers, access, REFUSED)
     try:
-        model_request = api.parse(json.loads(body))
+        if isinstance(body, StrictBody):
+            model_request = api.parse(body.value)
+            body = body.raw
+        else:
+            model_request = api.parse(json.loads(body))
     except models.InvalidModelRequest as exc:
         return _error(api, 400, str(exc), "invalid_request")
     except ValueError:
@@ -180,14 +191,6 @@ async def _exchange(
     target = upstream.request(model_request, headers)
     forward = _Forward(access.upstreams, target, upstream.timeout_seconds, model_request, recorder)
     return await (forward.streamed(body) if model_request.stream else forward.whole(body))
-
-
-async def _whole_body(response: httpcore.Response) -> bytes:
-    """The rest of an upstream answer's body, its connection handed back to the pool."""
-    try:
-        return await response.aread()
-    finally:
-        await response.aclose()
 
 
 def _error(api: models.ModelApi, status: int, message: str, code: str) -> JSONResponse:
@@ -228,7 +231,7 @@ class _Forward:
     async def whole(self, body: bytes) -> Response:
         try:
             response = await self._send(body)
-            content = await _whole_body(response)
+            content = await whole_body(response)
         except UPSTREAM_ERRORS as exc:
             return self._unreachable(exc)
         if response.status >= 400:
@@ -250,7 +253,7 @@ class _Forward:
         try:
             response = await self._send(body)
             if response.status >= 400:
-                content = await _whole_body(response)
+                content = await whole_body(response)
                 self._failed(response.status, content)
                 return _relayed(response.status, content)
         except UPSTREAM_ERRORS as exc:
