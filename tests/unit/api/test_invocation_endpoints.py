@@ -181,8 +181,10 @@ async def endpoints(
         app.include_router(mcp.router)
         app.include_router(model_proxy.router)
         error_handlers.install(app)
-        # The proxy's routes answered by its layer, as the host and a worker answer them.
+        # The proxy's routes and the MCP endpoint's POSTs answered by their layers, as the
+        # host and a worker answer them.
         app.add_middleware(model_proxy.ProxyExchanges)
+        app.add_middleware(mcp.McpExchanges)
         sessions = mcp.McpSessions()
         keys = [(hash_key(KEY), "k1", TENANT), (hash_key(OTHER_KEY), "k2", "other-tenant")]
         app.state.invocation_access = InvocationAccess(grants, Authenticator(keys), upstreams)
