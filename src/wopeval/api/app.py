@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import APIRouter, FastAPI
+from starlette.types import Scope
 
 from wopeval import __version__
 from wopeval.api import errors as error_handlers
@@ -100,15 +101,17 @@ def create_app(
     logging.getLogger("uvicorn.access").addFilter(REDACT_TOKENS)
     # Each one added wraps the ones before it: the version header goes on every answer,
     # and a refused body is refused before any route, credential check or parser runs.
-    # The model proxy's exchanges, innermost: every layer below wraps them too.
+    # The model proxy's exchanges and the MCP endpoint's POSTs, innermost: every layer
+    # below wraps them too.
     app.add_middleware(model_proxy.ProxyExchanges)
+    app.add_middleware(mcp.McpExchanges)
     app.add_middleware(HotReads)
     app.add_middleware(error_handlers.CrashGuard)
     app.add_middleware(
         RequestGuard,
         max_body_bytes=settings.max_body_bytes,
         router=app.router,
-        routed=model_proxy.serves,
+        routed=answered_below_the_router,
     )
     app.add_middleware(LegacyPathIds)
     app.add_middleware(VersionNegotiation)
@@ -130,15 +133,25 @@ def create_worker_app(
     # An agent on a worker reaches these endpoints as it reaches the host's: the same
     # body limit and strict JSON before any token is resolved or body parsed.
     app.add_middleware(model_proxy.ProxyExchanges)
+    app.add_middleware(mcp.McpExchanges)
     app.add_middleware(error_handlers.CrashGuard)
     app.add_middleware(
-        RequestGuard, max_body_bytes=max_body_bytes, router=app.router, routed=model_proxy.serves
+        RequestGuard,
+        max_body_bytes=max_body_bytes,
+        router=app.router,
+        routed=answered_below_the_router,
     )
     sessions = mcp.McpSessions()
     app.state.health = report
     app.state.invocation_access = access
     app.state.mcp_sessions = sessions
     return app, sessions
+
+
+def answered_below_the_router(scope: Scope) -> bool:
+    """Whether a layer inside the request guard answers the request itself (the model
+    proxy's and the MCP endpoint's): the guard takes that for the route table's match."""
+    return model_proxy.serves(scope) or mcp.serves(scope)
 
 
 def _described(router: APIRouter, settings: Settings) -> bool:

@@ -34,6 +34,7 @@ from _model_server import ModelServer as ModelStandIn
 from wopeval import evals, models
 from wopeval.agents import AgentRegistry, AgentSpec, PythonAgent
 from wopeval.api import errors as error_handlers
+from wopeval.api.app import answered_below_the_router
 from wopeval.api.auth import Authenticator, hash_key
 from wopeval.api.deps import InvocationAccess
 from wopeval.api.request_guard import RequestGuard
@@ -188,14 +189,16 @@ async def endpoints(
         app.include_router(mcp.router)
         app.include_router(model_proxy.router)
         error_handlers.install(app)
-        # The proxy's routes answered by its layer, as the host and a worker answer them.
+        # The proxy's routes and the MCP endpoint's POSTs answered by their layers, as the
+        # host and a worker answer them.
         app.add_middleware(model_proxy.ProxyExchanges)
+        app.add_middleware(mcp.McpExchanges)
         if guarded:
             app.add_middleware(
                 RequestGuard,
                 max_body_bytes=limits.DEFAULT_MAX_BODY_BYTES,
                 router=app.router,
-                routed=model_proxy.serves,
+                routed=answered_below_the_router,
             )
         sessions = mcp.McpSessions()
         keys = [(hash_key(KEY), "k1", TENANT), (hash_key(OTHER_KEY), "k2", "other-tenant")]

@@ -191,6 +191,9 @@ class DirectServer:
         self._server = server
         self._manager = manager
         self._initialization = server.create_initialization_options()
+        # The SDK's property deep-copies its stamp on each access so that a caller may change
+        # it; `_shaped` only reads it (into a fresh `_meta`), so one copy serves every result.
+        self._server_info_stamp = server.server_info_stamp
 
     async def sdk(self, invocation: Invocation, scope: Scope, receive: Receive, send: Send) -> None:
         """One request through the SDK's Streamable-HTTP server."""
@@ -287,12 +290,15 @@ class DirectServer:
             result = await self._result(invocation, method, version, params)
         except Exception as failure:
             error = modern_error_data(failure)
-            answer: BaseModel = mcp_types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error)
+            refusal = mcp_types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error)
+            data = refusal.model_dump(mode="json", by_alias=True, exclude_none=True)
             status = ERROR_CODE_HTTP_STATUS.get(error.code, 200)
         else:
-            answer = mcp_types.JSONRPCResponse(jsonrpc="2.0", id=request_id, result=result)
+            # What `JSONRPCResponse(...).model_dump(mode="json", by_alias=True,
+            # exclude_none=True)` gives, without the model: its fields in this order, the
+            # result (already the wire's JSON, `_shaped`) as it is, its nulls kept.
+            data = {"jsonrpc": "2.0", "id": request_id, "result": result}
             status = 200
-        data = answer.model_dump(mode="json", by_alias=True, exclude_none=True)
         text = json.dumps(data, separators=(",", ":"))
         await Response(text, status, media_type="application/json")(scope, _no_body, send)
 
@@ -363,7 +369,7 @@ class DirectServer:
             shaped.setdefault("resultType", "complete")
             meta = shaped.get("_meta")
             if meta is None or (isinstance(meta, dict) and meta.get(_SERVER_INFO) is None):
-                stamp = {_SERVER_INFO: self._server.server_info_stamp}
+                stamp = {_SERVER_INFO: self._server_info_stamp}
                 shaped["_meta"] = {**(meta or {}), **stamp}
         return shaped
 

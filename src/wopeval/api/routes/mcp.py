@@ -29,14 +29,17 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 from fastapi import APIRouter
+from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from wopeval.api.deps import InvocationAccess
+from wopeval.api.errors import envelope_response
 from wopeval.api.invocation_token import invocation_for
 from wopeval.engine.recording.grants import MCP_PATH
 from wopeval.engine.recording.invocation import Invocation
+from wopeval.wire import errors
 
 if TYPE_CHECKING:
     from wopeval.api.routes._mcp_server import DirectServer
@@ -59,6 +62,53 @@ async def mcp_endpoint(request: Request) -> Response:
 router.add_route(
     MCP_PATH + "{token}", mcp_endpoint, methods=["GET", "POST", "DELETE"], include_in_schema=False
 )
+
+
+class McpExchanges:
+    """Pure ASGI, among the innermost of the host's layers: a `POST` to an invocation's MCP
+    endpoint (every `tools/call`) is answered here, as the route answers it, below FastAPI's
+    exception layer and router (the route match, the request wrapper and the exception
+    handlers' send wrapper, ~6 % of the host's CPU on a tool call, issue 29). Every layer of
+    the host around it (the version header, the request guard with its size limit and strict
+    JSON, the crash guard) still wraps it. The token's refusal is the route's one 404
+    envelope, as the exception handler renders it; a `GET` or `DELETE`, or a path under a
+    `root_path`, goes on to the router, which answers it as before."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        token = _claimed(scope)
+        if token is None:
+            await self.app(scope, receive, send)
+            return
+        state = scope["app"].state
+        try:
+            invocation = invocation_for(
+                token, Headers(scope=scope), state.invocation_access, REFUSED
+            )
+        except errors.WireError as refusal:
+            await envelope_response(refusal)(scope, receive, send)
+            return
+        await _Exchange(state.mcp_sessions, invocation)(scope, receive, send)
+
+
+def _claimed(scope: Scope) -> str | None:
+    """The token of a request the MCP layer answers: a `POST` to the route's path (one
+    segment after the prefix, as the route's `{token}` matches it), not under a `root_path`
+    (whose match is the router's)."""
+    if scope["type"] != "http" or scope["method"] != "POST" or scope.get("root_path"):
+        return None
+    path: str = scope["path"]
+    if not path.startswith(MCP_PATH):
+        return None
+    token = path[len(MCP_PATH) :]
+    return token if token and "/" not in token else None
+
+
+def serves(scope: Scope) -> bool:
+    """Whether the MCP layer answers the request (the request guard's match of it)."""
+    return _claimed(scope) is not None
 
 
 class _Exchange(Response):
