@@ -51,7 +51,7 @@ def test_the_text_a_value_is_copied_through_is_the_copy_written_again() -> None:
 
 
 def test_a_value_only_the_standard_library_writes_has_no_text_to_embed() -> None:
-    beyond = {"big": 2**70}
+    beyond: JsonValue = {"big": 2**70}
     assert json_text.copy_with_text(beyond) == (beyond, None)
     assert json_text.written(beyond) is None
 
