@@ -9,6 +9,7 @@ beyond 64 bits (an agent may return one), which the standard library writes.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -25,10 +26,11 @@ def compact(value: Any) -> str:
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def embedded(text: str | bytes) -> Any:
-    """JSON text that `compact` writes as it is, in place of a value: content the host
-    only copies (a derived copy's entries) is never parsed and written again."""
-    return orjson.Fragment(text)
+embedded: Callable[[str | bytes], Any] = orjson.Fragment
+"""JSON text that `compact` writes as it is, in place of a value: content the host only
+copies (a derived copy's entries), or wrote already (a call's args and answer, written
+once for its events and its record), is never parsed and written again. orjson's own type,
+not a function around it: every fixture-served call makes two."""
 
 
 def written(value: Any) -> bytes | None:
