@@ -9,6 +9,7 @@ beyond 64 bits (an agent may return one), which the standard library writes.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -25,10 +26,21 @@ def compact(value: Any) -> str:
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def embedded(text: str) -> Any:
-    """JSON text that `compact` writes as it is, in place of a value: content the host
-    only copies (a derived copy's entries) is never parsed and written again."""
-    return orjson.Fragment(text)
+embedded: Callable[[str | bytes], Any] = orjson.Fragment
+"""JSON text that `compact` writes as it is, in place of a value: content the host only
+copies (a derived copy's entries), or wrote already (a call's args and answer, written
+once for its events and its record), is never parsed and written again. orjson's own type,
+not a function around it: every fixture-served call makes two."""
+
+
+def written(value: Any) -> bytes | None:
+    """`compact`'s text of `value` (UTF-8) when orjson writes it (None: only the standard
+    library can): text that `embedded` may put in place of the value in a document orjson
+    writes, byte for byte what writing the value there would give."""
+    try:
+        return orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        return None
 
 
 def parse(text: str | bytes) -> Any:
@@ -45,3 +57,16 @@ def copy(value: JsonValue) -> JsonValue:
     except orjson.JSONEncodeError:
         copied = json.loads(json.dumps(value))
     return copied
+
+
+def copy_with_text(value: JsonValue) -> tuple[JsonValue, bytes | None]:
+    """`copy(value)` and the text it was copied through, `written(value)`'s (None when the
+    standard library wrote it): a value the host both keeps and stores is written once.
+    The text is the copy's as well (orjson reads back what it wrote, and writes it so)."""
+    try:
+        text = orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        copied: JsonValue = json.loads(json.dumps(value))
+        return copied, None
+    copied = orjson.loads(text)
+    return copied, text

@@ -147,7 +147,8 @@ def _serve(response: JsonValue, *, is_error: bool = False) -> ToolResult | None:
 
 
 def test_a_fixture_answer_takes_no_time() -> None:
-    assert _serve({"ok": 1}) == ToolResult("ok", {"ok": 1}, None, "fixture", 0)
+    served = ToolResult("ok", {"ok": 1}, None, "fixture", 0, result_text=b'{"ok":1}')
+    assert _serve({"ok": 1}) == served
     failed = _serve({"code": "quota", "message": "no"}, is_error=True)
     assert failed is not None
     assert failed.duration_ms == 0

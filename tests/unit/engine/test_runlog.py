@@ -323,6 +323,25 @@ async def test_a_caller_cancelled_while_waiting_still_lands_its_step(tmp_path: P
         assert [seq for seq, _ in await sequences(store, log.run_id)] == [0, 1, 2]
 
 
+async def test_a_caller_cancelled_while_waiting_leaves_the_rest_of_its_group_answered(
+    tmp_path: Path,
+) -> None:
+    """The cancel reaches the step's own future (no shield): the flusher leaves that one as
+    it is and answers the steps of the same group after it."""
+    async with open_store(tmp_path) as store:
+        writer = writer_for(store)
+        log = await open_run(writer)
+        cancelled = asyncio.ensure_future(log.commit(_node_step("n")))
+        answered = asyncio.ensure_future(log.commit(_node_step("m")))
+        await asyncio.sleep(0)
+        cancelled.cancel()
+        await asyncio.wait_for(answered, timeout=10)
+        with pytest.raises(asyncio.CancelledError):
+            await cancelled
+        await writer.stop()
+        assert [seq for seq, _ in await sequences(store, log.run_id)] == [0, 1, 2, 3, 4]
+
+
 async def test_a_step_for_an_ended_run_is_refused_and_writes_nothing(tmp_path: Path) -> None:
     async with open_store(tmp_path) as store:
         log = await open_run(writer_for(store))

@@ -47,6 +47,10 @@ class ToolResult(NamedTuple):
     """A fixture miss: the closest recording and how the call differs from it."""
     args_hash: str | None = None
     """The call's `argsHash`, when the fixture matcher already wrote its canonical args."""
+    result_text: bytes | None = None
+    """`result` as `json_text.written` writes it, when it was written on the way here: the
+    call's event, its record and the agent's copy are made of this text, not of `result`
+    written again. Whatever changes `result` (redaction) drops it."""
 
     @property
     def fixture_miss(self) -> bool:
@@ -111,14 +115,14 @@ class LiveTransport:
         try:
             # The answer as it was given: a tool that keeps it and changes it later cannot
             # change the record.
-            answer = json_text.copy(result)
+            answer, text = json_text.copy_with_text(result)
         except TypeError:
             not_json = ToolFailure(
                 "tool_answer_not_json",
                 f"{call.tool} answered with a {type(result).__name__} that is not JSON",
             )
             return _failed(not_json, "live", _elapsed(started))
-        return ToolResult("ok", answer, None, "live", _elapsed(started))
+        return ToolResult("ok", answer, None, "live", _elapsed(started), result_text=text)
 
 
 class FixtureServer:
@@ -135,7 +139,19 @@ class FixtureServer:
             if entry.is_error:
                 failed = _failed(ToolFailure.from_error(_as_error(entry.response)), "fixture", 0)
                 return failed._replace(args_hash=outcome.args_hash)
-            return ToolResult("ok", entry.response, None, "fixture", 0, None, outcome.args_hash)
+            # The recorded response is the host's own, never changed: served as it is, and
+            # written once for the call's event, its record and the agent's copy.
+            response = entry.response
+            return ToolResult(
+                "ok",
+                response,
+                None,
+                "fixture",
+                0,
+                None,
+                outcome.args_hash,
+                json_text.written(response),
+            )
         if isinstance(outcome, evals.Missed):
             failure = ToolFailure(
                 "fixture_miss", f"no unconsumed fixture matches this call to {call.tool}"

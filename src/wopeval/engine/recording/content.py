@@ -19,7 +19,7 @@ from wopeval.agents import WireContent
 from wopeval.engine.recording.models import exchange_detail
 from wopeval.engine.runlog.steps import timestamp
 from wopeval.store import InvocationSaid, ModelCallRow, StoredInvocation, StoredTrial
-from wopeval.wire import events
+from wopeval.wire import events, json_text
 from wopeval.wire.invocations import (
     InvocationError,
     InvocationLine,
@@ -43,14 +43,21 @@ from wopeval.wire.task_detail import (
 
 
 def tool_called(
-    agent_id: str, tool: str, call_id: str, args: JsonValue, mode: WireContent
+    agent_id: str,
+    tool: str,
+    call_id: str,
+    args: JsonValue,
+    mode: WireContent,
+    args_text: bytes | None = None,
 ) -> events.Built:
-    """`agent.tool-called`'s payload (`events.ToolCalled`, as its `to_wire` writes it)."""
+    """`agent.tool-called`'s payload (`events.ToolCalled`, as its `to_wire` writes it);
+    `args_text`, when given, is `args` as written already (`json_text.written`), put in the
+    event document as it is (`json_text.embedded`)."""
     wire: dict[str, Any] = {"agentId": agent_id, "toolName": tool, "callId": call_id}
     if mode != "full":
         wire["argsHash"] = evals.args_hash(args)
     elif args is not None:
-        wire["inputs"] = args
+        wire["inputs"] = args if args_text is None else json_text.embedded(args_text)
     return events.Built(events.ToolCalled.TYPE, wire)
 
 
@@ -63,9 +70,12 @@ def tool_returned(
     error: dict[str, Any] | None,
     duration_ms: int | None,
     mode: WireContent,
+    result_text: bytes | None = None,
 ) -> events.Built:
     """`agent.tool-returned`'s payload (`events.ToolReturned`, as its `to_wire` writes it);
-    a tool's error, which came from outside, is still checked as `events.ToolError`."""
+    a tool's error, which came from outside, is still checked as `events.ToolError`.
+    `result_text`, when given, is `result` as written already, put in as `tool_called`'s
+    `args_text` is."""
     full = mode == "full"
     wire: dict[str, Any] = {
         "agentId": agent_id,
@@ -74,7 +84,7 @@ def tool_returned(
         "status": status,
     }
     if full and status == "ok" and result is not None:
-        wire["outcome"] = result
+        wire["outcome"] = result if result_text is None else json_text.embedded(result_text)
     if error and full:
         wire["error"] = events.ToolError(**error).to_wire()
     if duration_ms is not None:

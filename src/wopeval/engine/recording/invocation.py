@@ -178,9 +178,13 @@ class Invocation:
         was sent — a server's headers, its environment — leaks no credential into the
         record, an event, the agent or a page (engine/recording/redaction.py)."""
         redactor, also = self.boundary.live.redactor, self._known_token()
+        redacted = redactor.redact_known(result.result, also)
         return result._replace(
-            result=redactor.redact_known(result.result, also),
+            result=redacted,
             error=None if result.error is None else redactor.redact_error(result.error, also),
+            # The answer's text is the unredacted answer's: kept only if nothing was cut
+            # (redaction gives the very same value back only then).
+            result_text=result.result_text if redacted is result.result else None,
         )
 
     def _known_token(self) -> tuple[str, ...]:
@@ -245,23 +249,27 @@ class Invocation:
         # its args dict, or a tool that consumes its args, cannot change what was recorded.
         # Less any secret it carries (its own token, a configured credential): the tool and
         # the record get the same args, and a replay's differing token matches as the same.
-        args = self.boundary.live.redactor.redact_known(json_text.copy(args), self._known_token())
+        copied, args_text = json_text.copy_with_text(args)
+        args = self.boundary.live.redactor.redact_known(copied, self._known_token())
+        if args is not copied:
+            # A secret was cut: the text written while copying is the unredacted args'.
+            args_text = None
         call = ToolCall(name, args, ids.mint_local_id())
         mode = self.spec.wire_content
         called = self.journal.emit(
-            content.tool_called(self.agent_id, name, call.call_id, args, mode),
+            content.tool_called(self.agent_id, name, call.call_id, args, mode, args_text),
             node_id=self.node_id,
         )
         result = self.boundary.served(call)
         if result is not None:
             self.journal.emit(self._returned(call, result), node_id=self.node_id)
-            self.journal.record_call(called, self._record_row(call, result))
+            self.journal.record_call(called, self._record_row(call, args_text, result))
         else:
-            self.journal.record_call(called, self._record_row(call, None))
+            self.journal.record_call(called, self._record_row(call, args_text, None))
             await self.journal.flush()
-            result = self._redacted(
-                await self.boundary.live.handle(call._replace(args=json_text.copy(args)))
-            )
+            # The tool's own copy of the args, which it may change as it likes.
+            tool_args = json_text.copy(args) if args_text is None else json_text.parse(args_text)
+            result = self._redacted(await self.boundary.live.handle(call._replace(args=tool_args)))
             self.journal.emit(self._returned(call, result), node_id=self.node_id)
             self.journal.complete_call(called, self._outcome(result))
             await self.journal.flush()
@@ -286,7 +294,9 @@ class Invocation:
             raise ToolCallError(str(error.get("code")), str(error.get("message")), error)
         # The agent's own copy: what it does with the answer leaves the record (and a
         # fixture, which serves every trial of its task) as it was.
-        return json_text.copy(result.result)
+        if result.result_text is None:
+            return json_text.copy(result.result)
+        return json_text.parse(result.result_text)  # type: ignore[no-any-return]
 
     async def delegate(self, agent_id: str, input: JsonValue) -> JsonValue:
         spec = self.agents.get(agent_id)
@@ -320,13 +330,23 @@ class Invocation:
             result.error,
             result.duration_ms,
             self.spec.wire_content,
+            result.result_text,
         )
 
-    def _record_row(self, call: ToolCall, result: ToolResult | None) -> ToolCallRow:
-        """The call's record; `result` None records a live call before its tool runs."""
+    def _record_row(
+        self, call: ToolCall, args_text: bytes | None, result: ToolResult | None
+    ) -> ToolCallRow:
+        """The call's record; `result` None records a live call before its tool runs. Its
+        JSON columns are the texts the args and the result were written to already, where
+        they were (`args_text`, `result.result_text`)."""
         # With `record` off the call is still listed, without content, so a source
         # that needs it is refused rather than silently derived short (RFC 0252 §C).
         keep = self.spec.record
+        inputs = call.args if args_text is None else json_text.embedded(args_text)
+        answer: JsonValue = None
+        if keep and result is not None:
+            text = result.result_text
+            answer = result.result if text is None else json_text.embedded(text)
         return ToolCallRow(
             invocation_id=self.invocation_id,
             agent_id=self.agent_id,
@@ -337,8 +357,8 @@ class Invocation:
             served_by="live" if result is None else result.served_by,
             duration_ms=None if result is None else result.duration_ms,
             recorded=keep,
-            inputs=call.args if keep else None,
-            result=result.result if keep and result is not None else None,
+            inputs=inputs if keep else None,
+            result=answer,
             error=result.error if keep and result is not None else None,
         )
 

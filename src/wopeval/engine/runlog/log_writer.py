@@ -177,8 +177,10 @@ class LogWriter:
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.create_task(self._flush(), name="log-writer")
         # The flusher owns the write: a caller cancelled while waiting still gets its
-        # step written, in order, before anything queued after it.
-        return await asyncio.shield(queued.done)
+        # step written, in order, before anything queued after it. Its cancel cancels only
+        # this future, which the flusher then leaves as it is (`_settle`); a shield around
+        # it would cost a future and a callback more a commit for the same.
+        return await queued.done
 
     async def _flush(self) -> None:
         # Turns of the loop before the first group is taken, while each brings more steps:
