@@ -76,3 +76,19 @@ async def test_a_pause_that_drains_lets_the_unit_finish() -> None:
     control.pause(immediate=False)
     unit.release.set()
     assert await caller == "done after 1 starts"
+
+
+async def test_a_unit_past_its_landing_finishes_under_an_immediate_pause() -> None:
+    control, unit = RunControl(), _Unit()
+
+    async def landing_unit() -> str:
+        control.landing()
+        return await unit()
+
+    caller = asyncio.ensure_future(control.unit(landing_unit))
+    await _entered(unit)
+    control.pause(immediate=True)
+    await asyncio.sleep(0.01)
+    unit.release.set()
+    assert await asyncio.wait_for(caller, 5) == "done after 1 starts"
+    assert not caller.cancelling()

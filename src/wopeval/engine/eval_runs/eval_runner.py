@@ -100,6 +100,8 @@ async def run_task(
                 summary = task_summary(plan, task_plan, [*trials, outcome])
                 summaries.append(summary)
                 journal.emit(scored_event(summary))
+            # No `await` between this and the step's hand-over in `flush`.
+            context.control.landing()
             await journal.flush()
             return outcome
 

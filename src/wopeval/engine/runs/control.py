@@ -51,6 +51,17 @@ class RunControl:
                 self._units.discard(task)
                 self._cut.discard(task)
 
+    def landing(self) -> None:
+        """The calling unit hands its last step to the log now (an eval trial's row with
+        its events): from here it finishes even under an immediate pause. The log writer
+        lands a step it was handed whatever becomes of its caller, so a unit cut while that
+        step is on its way would land once and then run again from its start, and its
+        trial land twice (the run failed on the trial's key). A cut asked before this call
+        has already reached the unit at its last `await`: nothing was handed over then."""
+        task = asyncio.current_task()
+        if task is not None:
+            self._units.discard(task)
+
     def pause(self, *, immediate: bool) -> None:
         self._running.clear()
         if immediate:
