@@ -61,6 +61,8 @@ async def run_node(
     journal.emit(events.NodeStarted(nodeId=node.id, nodeType=node.type), node_id=node.id)
     node_outputs = await _execute(node, inputs, journal, context)
     journal.emit(events.NodeCompleted(nodeId=node.id, outputs=node_outputs), node_id=node.id)
+    # Past cutting once handed over: no `await` between this and the hand-over in `flush`.
+    context.control.landing()
     await journal.flush()
     return node_outputs
 

@@ -1,11 +1,12 @@
-"""An immediate pause of a busy in-process eval cuts only trials that have not handed their
-landing to the log: a trial whose row and events are on their way lands once and is not run
-again (before, it landed and then ran again after the resume, and its second landing failed
-the run on the trial's key)."""
+"""An immediate pause cuts only units that have not handed their last step to the log: an
+eval trial or a workflow node whose landing is on its way lands once and is not run again
+(before, it landed and then ran again after the resume: a trial's second landing failed the
+eval run on the trial's key, a node completed twice)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -97,3 +98,35 @@ async def test_immediate_pauses_of_a_busy_eval_land_each_trial_once(
     assert final.summary.taskCount == TASKS
     assert len(scored) == TASKS
     assert set(scored.values()) == {1}
+
+
+async def test_immediate_pauses_of_busy_workflow_runs_complete_each_node_once(
+    backend: Backend, tmp_path: Path
+) -> None:
+    async with running_host(backend, tmp_path) as host:
+        principal = Principal(TENANT, "key")
+        request = CreateRunRequest(workflowId="conformance-noop")
+        records = [await host.engine.create_workflow_run(principal, request) for _ in range(32)]
+        for _ in range(5):
+            for record in records:
+                with contextlib.suppress(errors.RunTerminal, errors.RunStateConflict):
+                    await host.engine.pause_run(principal, record.run_id, "immediate")
+            await asyncio.sleep(0.005)
+            for record in records:
+                with contextlib.suppress(errors.RunTerminal, errors.RunStateConflict):
+                    await host.engine.resume_run(principal, record.run_id)
+        await host.engine.wait_idle()
+        async with host.store.reading() as uow:
+            completed = Counter(
+                (
+                    await uow.connection.execute(
+                        select(tables.events.c.run_id).where(
+                            tables.events.c.type == "node.completed"
+                        )
+                    )
+                ).scalars()
+            )
+        for record in records:
+            final = await host.engine.get_run(principal, record.run_id)
+            assert final.status is RunStatus.COMPLETED, final.error
+    assert completed == dict.fromkeys((record.run_id for record in records), 1)
