@@ -52,20 +52,15 @@ def copy(value: JsonValue) -> JsonValue:
     host keeps of an agent's args, or hands an agent, can then not be changed by the other
     side. (orjson reads an integer beyond 64 bits back as a float; the standard library
     keeps it.)"""
-    try:
-        copied: JsonValue = orjson.loads(orjson.dumps(value))
-    except orjson.JSONEncodeError:
-        copied = json.loads(json.dumps(value))
-    return copied
+    return copy_with_text(value)[0]
 
 
 def copy_with_text(value: JsonValue) -> tuple[JsonValue, bytes | None]:
     """`copy(value)` and the text it was copied through, `written(value)`'s (None when the
     standard library wrote it): a value the host both keeps and stores is written once.
     The text is the copy's as well (orjson reads back what it wrote, and writes it so)."""
-    try:
-        text = orjson.dumps(value)
-    except orjson.JSONEncodeError:
+    text = written(value)
+    if text is None:
         copied: JsonValue = json.loads(json.dumps(value))
         return copied, None
     copied = orjson.loads(text)

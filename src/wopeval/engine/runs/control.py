@@ -53,11 +53,12 @@ class RunControl:
 
     def landing(self) -> None:
         """The calling unit hands its last step to the log now (an eval trial's row with
-        its events): from here it finishes even under an immediate pause. The log writer
-        lands a step it was handed whatever becomes of its caller, so a unit cut while that
-        step is on its way would land once and then run again from its start, and its
-        trial land twice (the run failed on the trial's key). A cut asked before this call
-        has already reached the unit at its last `await`: nothing was handed over then."""
+        its events, a node's `node.completed`): from here it finishes even under an
+        immediate pause. The log writer lands a step it was handed whatever becomes of its
+        caller, so a unit cut while that step is on its way would land once and then run
+        again from its start (a trial's second landing failed the run on its key; a node
+        completed twice). A cut asked before this call has already reached the unit at its
+        last `await`: nothing was handed over then."""
         task = asyncio.current_task()
         if task is not None:
             self._units.discard(task)
