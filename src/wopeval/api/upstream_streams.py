@@ -21,7 +21,7 @@ import asyncio
 import select
 import ssl
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 import httpcore
 
@@ -46,8 +46,7 @@ class _Received(asyncio.Protocol):
         self.waiter: asyncio.Future[None] | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's is not one by class
 
     def data_received(self, data: bytes) -> None:
         self.held += data
@@ -215,7 +214,8 @@ class LoopBackend(httpcore.AsyncNetworkBackend):
             raise httpcore.ConnectError(str(exc)) from exc
         for option in socket_options or ():
             transport.get_extra_info("socket").setsockopt(*option)
-        assert isinstance(transport, asyncio.Transport)
+        # No isinstance check: uvloop's transports (the loop `wopeval serve` runs on when
+        # uvloop is installed) are transports in all but their class.
         return LoopStream(transport, received)
 
     async def connect_unix_socket(

@@ -16,7 +16,7 @@ from wopeval.api.upstream_pools import UPSTREAM_ERRORS, UpstreamPools, whole_bod
 from wopeval.hosting.host import Host
 from wopeval.settings import Settings
 
-from .._counted_server import CountedConnections, exchange
+from ..._counted_server import CountedConnections, exchange
 
 
 async def test_one_pool_per_upstream_each_connection_kept_all_closed_when_the_host_stops(
