@@ -130,6 +130,9 @@ class Runtime:
                 async with self.gate:
                     journal = Journal(context.log)
                     await run_trial(plan, task_plan, trial, cursors, journal, context)
+                    # Past cutting once handed over: no `await` between this and `flush`'s
+                    # hand-over (a trial cut then landed, then ran its live calls again).
+                    context.control.landing()
                     await journal.flush()
 
             await context.control.unit(attempt)
