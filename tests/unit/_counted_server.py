@@ -4,6 +4,9 @@ host's outbound client and of the model proxy's upstream pools."""
 from __future__ import annotations
 
 import asyncio
+import ssl
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 from wopeval.api.upstream_pools import UpstreamPools
 
@@ -45,3 +48,26 @@ async def exchange(pools: UpstreamPools, url: str) -> None:
     answer = await pools.post(url, {}, b"{}", 5.0)
     assert (answer.status, await answer.aread()) == (200, b"{}")
     await answer.aclose()
+
+
+@asynccontextmanager
+async def serving(
+    server: CountedConnections, tls: ssl.SSLContext | None = None
+) -> AsyncIterator[int]:
+    """`server` listening on a loopback port (yielded) until the block ends."""
+    listening = await asyncio.start_server(server.serve, "127.0.0.1", 0, ssl=tls)
+    try:
+        yield listening.sockets[0].getsockname()[1]
+    finally:
+        listening.close()
+
+
+@asynccontextmanager
+async def pooled(server: CountedConnections) -> AsyncIterator[tuple[UpstreamPools, str]]:
+    """`server` serving, and upstream pools (closed before it) with a URL of it to post to."""
+    async with serving(server) as port:
+        pools = UpstreamPools()
+        try:
+            yield pools, f"http://127.0.0.1:{port}/v1/x"
+        finally:
+            await pools.aclose()

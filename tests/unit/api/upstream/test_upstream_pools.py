@@ -16,7 +16,7 @@ from wopeval.api.upstream_pools import UPSTREAM_ERRORS, UpstreamPools, whole_bod
 from wopeval.hosting.host import Host
 from wopeval.settings import Settings
 
-from ..._counted_server import CountedConnections, exchange
+from ..._counted_server import CountedConnections, exchange, pooled
 
 
 async def test_one_pool_per_upstream_each_connection_kept_all_closed_when_the_host_stops(
@@ -70,10 +70,7 @@ async def test_the_last_used_connection_is_reused_and_those_idle_past_the_keep_a
 ) -> None:
     monkeypatch.setattr(upstream_pools, "KEEPALIVE_SECONDS", 0.3)
     server = CountedConnections()
-    listening = await asyncio.start_server(server.serve, "127.0.0.1", 0)
-    url = f"http://127.0.0.1:{listening.sockets[0].getsockname()[1]}/v1/x"
-    pools = UpstreamPools()
-    try:
+    async with pooled(server) as (pools, url):
         await asyncio.gather(*(exchange(pools, url) for _ in range(3)))
         await exchange(pools, url)
         assert (server.opened, server.open) == (3, 3), "an idle connection was not reused"
@@ -81,9 +78,6 @@ async def test_the_last_used_connection_is_reused_and_those_idle_past_the_keep_a
         await exchange(pools, url)
         await asyncio.sleep(0.1)
         assert (server.opened, server.open) == (4, 1), "an expired connection was kept"
-    finally:
-        await pools.aclose()
-        listening.close()
 
 
 def test_an_idle_connection_is_let_go_before_a_uvicorn_served_model_server_closes_it() -> None:
@@ -104,17 +98,11 @@ async def test_a_connection_the_upstream_closed_while_idle_is_not_sent_on() -> N
             writer.close()  # no `Connection: close`: the client learns it from the socket
 
     server = ClosesAfterEachAnswer()
-    listening = await asyncio.start_server(server.serve, "127.0.0.1", 0)
-    url = f"http://127.0.0.1:{listening.sockets[0].getsockname()[1]}/v1/x"
-    pools = UpstreamPools()
-    try:
+    async with pooled(server) as (pools, url):
         for _ in range(3):
             await exchange(pools, url)
             await asyncio.sleep(0.05)  # the close reaches the host's socket
         assert server.opened == 3
-    finally:
-        await pools.aclose()
-        listening.close()
 
 
 async def test_an_exchange_asks_only_the_connection_it_takes_whether_the_upstream_closed_it(
@@ -123,9 +111,6 @@ async def test_an_exchange_asks_only_the_connection_it_takes_whether_the_upstrea
     """Asking costs a system call per connection: with every idle one asked on each request
     and each response's end, an exchange after 32 agents' cost ~2 ms of CPU (issue 29)."""
     server = CountedConnections()
-    listening = await asyncio.start_server(server.serve, "127.0.0.1", 0)
-    url = f"http://127.0.0.1:{listening.sockets[0].getsockname()[1]}/v1/x"
-    pools = UpstreamPools()
     asked = 0
     has_expired = httpcore.AsyncHTTPConnection.has_expired
 
@@ -134,29 +119,20 @@ async def test_an_exchange_asks_only_the_connection_it_takes_whether_the_upstrea
         asked += 1
         return has_expired(connection)
 
-    try:
+    async with pooled(server) as (pools, url):
         await asyncio.gather(*(exchange(pools, url) for _ in range(8)))
         monkeypatch.setattr(httpcore.AsyncHTTPConnection, "has_expired", counted)
         await exchange(pools, url)
         assert asked == 1
-    finally:
-        await pools.aclose()
-        listening.close()
 
 
 async def test_a_whole_body_is_read_and_its_connection_kept_for_the_next_exchange() -> None:
     server = CountedConnections()
-    listening = await asyncio.start_server(server.serve, "127.0.0.1", 0)
-    url = f"http://127.0.0.1:{listening.sockets[0].getsockname()[1]}/v1/x"
-    pools = UpstreamPools()
-    try:
+    async with pooled(server) as (pools, url):
         for _ in range(3):
             answer = await pools.post(url, {}, b"{}", 5.0)
             assert (answer.status, await whole_body(answer)) == (200, b"{}")
         assert (server.opened, server.open) == (1, 1)
-    finally:
-        await pools.aclose()
-        listening.close()
 
 
 async def test_a_body_cut_short_is_an_upstream_error_and_its_connection_closed() -> None:
@@ -170,16 +146,10 @@ async def test_a_body_cut_short_is_an_upstream_error_and_its_connection_closed()
             writer.close()
 
     server = CutsTheBody()
-    listening = await asyncio.start_server(server.serve, "127.0.0.1", 0)
-    url = f"http://127.0.0.1:{listening.sockets[0].getsockname()[1]}/v1/x"
-    pools = UpstreamPools()
-    try:
+    async with pooled(server) as (pools, url):
         for _ in range(2):
             answer = await pools.post(url, {}, b"{}", 5.0)
             with pytest.raises(UPSTREAM_ERRORS):
                 await whole_body(answer)
         await asyncio.sleep(0.05)
         assert (server.opened, server.open) == (2, 0), "a broken connection was kept"
-    finally:
-        await pools.aclose()
-        listening.close()

@@ -10,8 +10,7 @@ import datetime
 import ipaddress
 import socket
 import ssl
-from collections.abc import AsyncIterator
-from contextlib import AbstractContextManager, asynccontextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import anyio
@@ -26,18 +25,7 @@ from cryptography.x509.oid import NameOID
 from wopeval.api.upstream_pools import UpstreamPools
 from wopeval.api.upstream_streams import LoopBackend, LoopStream, _Received
 
-from ..._counted_server import CountedConnections, exchange
-
-
-@asynccontextmanager
-async def _listening(
-    server: CountedConnections, tls: ssl.SSLContext | None = None
-) -> AsyncIterator[int]:
-    listening = await asyncio.start_server(server.serve, "127.0.0.1", 0, ssl=tls)
-    try:
-        yield listening.sockets[0].getsockname()[1]
-    finally:
-        listening.close()
+from ..._counted_server import CountedConnections, exchange, pooled, serving
 
 
 async def test_an_exchange_enters_no_anyio_cancel_scope_per_read_or_write(
@@ -57,13 +45,9 @@ async def test_an_exchange_enters_no_anyio_cancel_scope_per_read_or_write(
 
     monkeypatch.setattr(anyio, "fail_after", counted)
     server = CountedConnections()
-    pools = UpstreamPools()
-    async with _listening(server) as port:
-        try:
-            for _ in range(2):
-                await exchange(pools, f"http://127.0.0.1:{port}/v1/x")
-        finally:
-            await pools.aclose()
+    async with pooled(server) as (pools, url):
+        for _ in range(2):
+            await exchange(pools, url)
     assert server.opened == 1
     assert scopes == 0
 
@@ -107,7 +91,7 @@ async def test_an_https_upstream_is_verified_and_kept(
 ) -> None:
     server_tls, client_tls = _certificate(tmp_path)
     server = CountedConnections()
-    async with _listening(server, server_tls) as port:
+    async with serving(server, server_tls) as port:
         url = f"https://127.0.0.1:{port}/v1/x"
         pools = UpstreamPools()
         try:
@@ -140,7 +124,7 @@ async def test_a_large_answer_is_read_whole_and_a_silent_upstream_times_out() ->
             await writer.drain()
 
     pool = httpcore.AsyncConnectionPool(network_backend=LoopBackend())
-    async with _listening(Large()) as port, pool:
+    async with serving(Large()) as port, pool:
         answer = await pool.request("GET", f"http://127.0.0.1:{port}/big")
         assert answer.content == b"x" * 3_000_000
         with pytest.raises(httpcore.ReadTimeout):
@@ -163,14 +147,10 @@ async def test_an_idle_connection_with_an_unasked_for_answer_is_not_sent_on() ->
             await writer.drain()
 
     server = TimesOutIdle()
-    pools = UpstreamPools()
-    async with _listening(server) as port:
-        try:
-            for _ in range(2):
-                await exchange(pools, f"http://127.0.0.1:{port}/v1/x")
-                await asyncio.sleep(0.1)  # the 408 reaches the host
-        finally:
-            await pools.aclose()
+    async with pooled(server) as (pools, url):
+        for _ in range(2):
+            await exchange(pools, url)
+            await asyncio.sleep(0.1)  # the 408 reaches the host
     assert server.opened == 2
 
 
