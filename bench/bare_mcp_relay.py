@@ -3,8 +3,8 @@ on a call's path.
 
 `mcp_endpoint.py` measures what an invocation's MCP endpoint adds to an agent's tool call.
 This is what any Python relay built on the same stack must add, for the same bench to
-measure beside it: uvicorn configured as `wopeval serve` configures it (the defaults: h11
-and asyncio here, its access log on; the serve's backlog) serving a raw ASGI app, and
+measure beside it: uvicorn configured as `wopeval serve` configures it (`served_config`: h11,
+the auto event loop, its access log on; the serve's backlog) serving a raw ASGI app, and
 for each tool server ONE official SDK client session (`mcp.Client`, as the host's
 `tools/_mcp_client.py` opens it), held open for the relay's life. No recording, no
 token, no middlewares, no FastAPI.
@@ -38,7 +38,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.types import Receive, Scope, Send
 
 import wopeval.tools._mcp_client  # noqa: F401  (installs the host's stdio spawn in the SDK)
-from wopeval.hosting.loopback import loopback_socket
+from wopeval.hosting.loopback import loopback_socket, served_config
 
 BACKLOG = 2048
 """`wopeval serve`'s (cli/serve.py)."""
@@ -150,7 +150,7 @@ def main() -> None:
     # the host's own listening socket (made TCP by name, so asyncio sets TCP_NODELAY).
     sock = loopback_socket(options.port)
     sock.listen(BACKLOG)
-    config = uvicorn.Config(RelayApp(targets), log_level="info", backlog=BACKLOG)
+    config = served_config(RelayApp(targets), log_level="info", backlog=BACKLOG)
     uvicorn.Server(config).run(sockets=[sock])
 
 

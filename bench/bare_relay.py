@@ -5,8 +5,8 @@ the host adds to an exchange can be read against what any Python relay on the ho
 own stack adds. Two kinds:
 
 - `relay`: the host's stack, bare. uvicorn configured as `wopeval serve` configures it
-  (its `auto` event loop and HTTP protocol, which pick whatever the environment has
-  installed; the access log on, a line per request on stdout, as the host writes it)
+  (h11, the host's HTTP protocol, and the `auto` event loop, uvloop when installed; the
+  access log on, a line per request on stdout, as the host writes it)
   serving a raw ASGI app, no framework: the request's body read, sent to the model
   server with the same method, path and headers through httpcore, and the answer
   relayed, whole (read all, then one body message) or, when it is an event stream,
@@ -36,7 +36,7 @@ from typing import Any
 import httpcore
 import uvicorn
 
-from wopeval.hosting.loopback import loopback_socket
+from wopeval.hosting.loopback import HTTP_PROTOCOL, loopback_socket
 
 KEEPALIVE_SECONDS = 4.0
 """How long an idle upstream connection is kept: under the model server's 5 s (uvicorn's),
@@ -184,7 +184,7 @@ def main() -> None:
     parser.add_argument("port", type=int, help="the loopback port to serve on")
     parser.add_argument("upstream_port", type=int, help="the model server's loopback port")
     parser.add_argument("--kind", choices=("relay", "splice"), default="relay")
-    parser.add_argument("--http", default="auto", help="uvicorn's HTTP protocol (relay)")
+    parser.add_argument("--http", default=HTTP_PROTOCOL, help="uvicorn's HTTP protocol (relay)")
     parser.add_argument("--loop", default="auto", help="uvicorn's event loop (relay)")
     options = parser.parse_args()
     if options.kind == "splice":

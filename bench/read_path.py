@@ -131,6 +131,8 @@ def serve_bare(port: int, bodies_file: Path) -> None:
     from fastapi import FastAPI
     from fastapi.responses import Response
 
+    from wopeval.hosting.loopback import HTTP_PROTOCOL
+
     bodies: dict[str, str] = json.loads(bodies_file.read_text())
     app = FastAPI()
 
@@ -139,7 +141,7 @@ def serve_bare(port: int, bodies_file: Path) -> None:
         return Response(bodies["/" + path], media_type="application/json")
 
     # The same uvicorn settings as `wopeval serve` (cli/serve.py): its access log included.
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="info")
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="info", http=HTTP_PROTOCOL)
 
 
 # ── load generators ──────────────────────────────────────────────────

@@ -45,12 +45,18 @@ def test_a_command_agent_on_a_worker_reaches_its_tools_and_model_through_the_wor
         "tasks": [
             {
                 "taskId": "shelf",
-                "input": {"args": args, "question": QUESTION},
+                "input": {"args": args, "question": QUESTION, "http10": True},
                 "expected": {
                     "kind": "golden",
                     "match": {
                         "strategy": "json-match",
-                        "value": {"tool": {"shelf": "B"}, "model": "shelf B"},
+                        "value": {
+                            "tool": {"shelf": "B"},
+                            "model": "shelf B",
+                            # Its stream through the worker, read as an HTTP/1.0 client reads
+                            # it: ended by the close, not framed in chunks it cannot read.
+                            "http10": {"chunked": False, "text": "shelf B"},
+                        },
                     },
                 },
                 "fixtures": {
@@ -79,11 +85,14 @@ def test_a_command_agent_on_a_worker_reaches_its_tools_and_model_through_the_wor
     assert summary["passedCount"] == 1, str(detail)[:3000]
     (call,) = fleet.rows("tool_calls", run_id=run_id)
     assert (call["tool"], call["served_by"], call["agent_id"]) == (TOOL, "fixture", AGENT)
-    (model_call,) = fleet.rows("model_calls", run_id=run_id)
-    assert model_call["via"] == "proxy"
+    model_calls = sorted(fleet.rows("model_calls", run_id=run_id), key=lambda row: row["ordinal"])
+    assert [(row["via"], row["stream"]) for row in model_calls] == [
+        ("proxy", False),
+        ("proxy", True),
+    ]
     assert [
         r.body["messages"][0]["content"] for r in model_server.script.requests_with(QUESTION)
-    ] == [QUESTION]
+    ] == [QUESTION, QUESTION]
 
 
 JUDGED = "Order 7 is on shelf B."

@@ -206,7 +206,7 @@ def serve_host(
 
     from wopeval.hosting.app import host_app
     from wopeval.hosting.host import Serving
-    from wopeval.hosting.loopback import bound_socket
+    from wopeval.hosting.loopback import bound_socket, served_config
 
     try:
         sock = bound_socket(settings.host, settings.port)
@@ -221,7 +221,7 @@ def serve_host(
     url = _reachable_url(settings.host, sock.getsockname()[1])
     role = Serving(url=url if queue is None else None)
     app = host_app(settings, role=role, lease=lease, queue=queue)
-    server = uvicorn.Server(uvicorn.Config(app, log_level=log_level, backlog=BACKLOG))
+    server = uvicorn.Server(served_config(app, log_level=log_level, backlog=BACKLOG))
     typer.echo(f"wopeval: serving on {url} (data in {settings.data_dir})", err=True)
     if on_started is not None:
         _when_started(server, lambda: on_started(url))

@@ -7,9 +7,39 @@ import asyncio
 import contextlib
 import socket
 import threading
+from typing import Literal
 
 import uvicorn
 from starlette.types import ASGIApp
+
+HTTP_PROTOCOL = "h11"
+"""uvicorn's HTTP protocol for every server of the host, whatever else is importable.
+
+Left to choose (`auto`), uvicorn takes httptools whenever it is installed (`uvicorn[standard]`
+and many agent stacks bring it), and its protocol frames a stream to an HTTP/1.0 client (nginx
+proxies with HTTP/1.0 unless told otherwise) as chunked, which that client cannot read: a
+run's event stream and a proxied model stream arrive with chunk sizes in them
+(tests/cli/test_http10_stream.py). h11 ends such a stream with the connection. Measured
+beside it on the model proxy, httptools gave no gain to take that risk for (bench/README.md)."""
+
+
+def served_config(
+    app: ASGIApp,
+    *,
+    log_level: str,
+    access_log: bool = True,
+    lifespan: Literal["auto", "on", "off"] = "auto",
+    backlog: int = 2048,
+) -> uvicorn.Config:
+    """uvicorn's configuration for a host's or a worker's server listening for others."""
+    return uvicorn.Config(
+        app,
+        http=HTTP_PROTOCOL,
+        log_level=log_level,
+        access_log=access_log,
+        lifespan=lifespan,
+        backlog=backlog,
+    )
 
 
 def loopback_socket(port: int = 0) -> socket.socket:
@@ -98,7 +128,7 @@ def quiet_server(app: ASGIApp, *, graceful_seconds: int = 5) -> LoopbackServer:
         app,
         lifespan="on",
         loop="asyncio",
-        http="h11",
+        http=HTTP_PROTOCOL,
         ws="none",
         log_level="warning",
         access_log=False,

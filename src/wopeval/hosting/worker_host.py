@@ -31,7 +31,7 @@ from wopeval.engine.host import Engine
 from wopeval.engine.live.notifier import Notifier
 from wopeval.hosting.catalog import load_catalog
 from wopeval.hosting.credentials import stored_keys
-from wopeval.hosting.loopback import bound_socket
+from wopeval.hosting.loopback import bound_socket, served_config
 from wopeval.hosting.outbound import outbound_client
 from wopeval.hosting.ownership import watch_lease
 from wopeval.settings import Settings
@@ -111,7 +111,7 @@ class WorkerHost:
         app, sessions = create_worker_app(
             report, access, max_body_bytes=self.settings.max_body_bytes
         )
-        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+        config = served_config(app, log_level="warning", access_log=False, lifespan="off")
         return _SignalFreeServer(config), sessions
 
 
