@@ -28,6 +28,7 @@ _CONNECT = b"CONNECT models.test:443 HTTP/1.1"
 """The tunnel's request line: the upstream's host and (https's default) port."""
 _BODY = b'{"model": "m", "messages": [{"role": "user", "content": "plaintext-marker-7f3a"}]}'
 _ANSWER = b'{"choices": [{"message": {"content": "answer-marker-91c2"}}]}'
+_LARGE = b"x" * 3_000_000
 
 
 class ConnectProxy:
@@ -79,9 +80,10 @@ async def _pipe(
 
 
 class ModelServer(CountedConnections):
-    """Keeps each request body it read. Answers `_ANSWER` whole, and a `/stream` request
-    `streamed` as chunks, each written once the client has taken the one before (told
-    through `taken`): the answer is relayed as it is written, not once it has ended."""
+    """Keeps each request body it read. Answers `_ANSWER` whole, a `/large` request
+    `_LARGE` whole, and a `/stream` request `streamed` as chunks, each written once the
+    client has taken the one before (told through `taken`): the answer is relayed as it is
+    written, not once it has ended."""
 
     def __init__(self, streamed: tuple[bytes, ...] = ()) -> None:
         super().__init__()
@@ -103,8 +105,8 @@ class ModelServer(CountedConnections):
                 await writer.drain()
             writer.write(b"0\r\n\r\n")
         else:
-            length = len(_ANSWER)
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%b" % (length, _ANSWER))
+            body = _LARGE if path.endswith(b"/large") else _ANSWER
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%b" % (len(body), body))
         await writer.drain()
 
 
@@ -226,3 +228,21 @@ async def test_a_streamed_answer_arrives_through_the_tunnel_chunk_by_chunk_and_w
     assert proxy.requests == [_CONNECT]
     assert server.opened == 1
     assert b"answer-marker" not in proxy.to_client
+
+
+async def test_a_large_answer_through_the_tunnel_is_read_whole(
+    tmp_path: Path, environment: pytest.MonkeyPatch
+) -> None:
+    """Past what a connection holds unread before its reading pauses (upstream_streams.py,
+    `_HELD_BYTES`): under TLS the reading paused and resumed is the TLS transport's."""
+    authority = CertificateAuthority(tmp_path)
+    _trusting(authority, environment)
+    server = ModelServer()
+    server_tls = authority.server_tls(_MODELS)
+    async with through_proxy(server, server_tls, environment) as (pools, proxy):
+        for _ in range(2):
+            answer = await pools.post(f"https://{_MODELS}/v1/large", {}, _BODY, 5.0)
+            await asyncio.sleep(0.2)  # left unread: what arrives meanwhile pauses the reading
+            assert await whole_body(answer) == _LARGE
+    assert proxy.requests == [_CONNECT]
+    assert server.opened == 1
