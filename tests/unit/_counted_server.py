@@ -7,6 +7,7 @@ import asyncio
 import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Protocol
 
 from wopeval.api.upstream_pools import UpstreamPools
 
@@ -34,13 +35,24 @@ class CountedConnections:
     async def answer(
         self, head: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
-        length = next(
-            int(line.split(b":")[1]) for line in head.split(b"\r\n")
-            if line.lower().startswith(b"content-length:")
-        )  # fmt: skip
-        await reader.readexactly(length)
+        await read_body(head, reader)
         writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
         await writer.drain()
+
+
+async def read_body(head: bytes, reader: asyncio.StreamReader) -> bytes:
+    """The body of the request whose head is `head` (its `Content-Length`'s bytes)."""
+    length = next(
+        int(line.split(b":")[1]) for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )  # fmt: skip
+    return await reader.readexactly(length)
+
+
+class Serves(Protocol):
+    """A loopback server's connection handler (`CountedConnections`, a test's proxy)."""
+
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None: ...
 
 
 async def exchange(pools: UpstreamPools, url: str) -> None:
@@ -51,9 +63,7 @@ async def exchange(pools: UpstreamPools, url: str) -> None:
 
 
 @asynccontextmanager
-async def serving(
-    server: CountedConnections, tls: ssl.SSLContext | None = None
-) -> AsyncIterator[int]:
+async def serving(server: Serves, tls: ssl.SSLContext | None = None) -> AsyncIterator[int]:
     """`server` listening on a loopback port (yielded) until the block ends."""
     listening = await asyncio.start_server(server.serve, "127.0.0.1", 0, ssl=tls)
     try:

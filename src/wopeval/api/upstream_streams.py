@@ -157,6 +157,11 @@ class LoopStream(httpcore.AsyncNetworkStream):
             self._transport.close()
             raise httpcore.ConnectError(str(exc)) from exc
         assert transport is not None  # a client's TLS always yields one
+        # The loop's TLS does not tell the protocol its new transport (no `connection_made`):
+        # past `_HELD_BYTES` unread it paused the TCP transport under the TLS one, which the
+        # reads, resuming the TLS one, never resumed, and the answer stalled until its read
+        # timed out. Paused and resumed now is the TLS transport (its layer pauses the TCP one).
+        self._received.transport = transport
         return LoopStream(transport, self._received)
 
     def get_extra_info(self, info: str) -> Any:

@@ -6,10 +6,7 @@ an idle connection."""
 from __future__ import annotations
 
 import asyncio
-import datetime
-import ipaddress
 import socket
-import ssl
 from contextlib import AbstractContextManager
 from pathlib import Path
 
@@ -17,14 +14,11 @@ import anyio
 import httpcore
 import httpx
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from wopeval.api.upstream_pools import UpstreamPools
 from wopeval.api.upstream_streams import LoopBackend, LoopStream, _Received
 
+from ..._certificates import CertificateAuthority
 from ..._counted_server import CountedConnections, exchange, pooled, serving
 
 
@@ -52,44 +46,11 @@ async def test_an_exchange_enters_no_anyio_cancel_scope_per_read_or_write(
     assert scopes == 0
 
 
-def _certificate(directory: Path) -> tuple[ssl.SSLContext, ssl.SSLContext]:
-    """A server's TLS for 127.0.0.1 and a client's that trusts only it."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.UTC)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=1))
-        .not_valid_after(now + datetime.timedelta(hours=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    cert_file, key_file = directory / "cert.pem", directory / "key.pem"
-    cert_file.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    server.load_cert_chain(cert_file, key_file)
-    return server, ssl.create_default_context(cafile=cert_file)
-
-
 async def test_an_https_upstream_is_verified_and_kept(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    server_tls, client_tls = _certificate(tmp_path)
+    authority = CertificateAuthority(tmp_path)
+    server_tls, client_tls = authority.server_tls("127.0.0.1"), authority.client_tls()
     server = CountedConnections()
     async with serving(server, server_tls) as port:
         url = f"https://127.0.0.1:{port}/v1/x"
