@@ -24,6 +24,7 @@ from openwop_client.types import CreateRunRequest
 from openwop_client.wire_id import project_id
 
 from wopeval import recordings
+from wopeval.engine.recording.grants import MCP_PATH
 from wopeval.store import Store
 
 from ._server import TENANT_A, ServerHandle
@@ -131,3 +132,19 @@ def _numbers(value: Any) -> Iterator[int | float]:
             yield from _numbers(item)
     elif isinstance(value, int | float) and not isinstance(value, bool):
         yield value
+
+
+def test_an_outside_agent_cannot_send_one(project_server: ServerHandle) -> None:
+    """By design (wire/strict_json.py, I-JSON): a request body with an integer beyond 64
+    bits is refused before any route reads it, the MCP endpoint's tool calls included, so
+    an outside agent's args never carry one; only an in-process agent's may."""
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "e2e:wei", "arguments": {"wei": WEI}}}  # fmt: skip
+    text = json.dumps(call)
+    with project_server.http(None) as http:
+        for path in (f"{MCP_PATH}not-a-token", "/runs"):
+            response = http.post(path, content=text, headers={"Content-Type": "application/json"})
+            assert response.status_code == 400, response.text
+            refused = response.json()
+            assert refused["error"] == "validation_error"
+            assert "beyond 64 bits" in refused["message"]
