@@ -27,7 +27,7 @@ from wopeval import recordings
 from wopeval.engine.recording.grants import MCP_PATH
 from wopeval.store import Store
 
-from ._server import TENANT_A, ServerHandle
+from ._server import TENANT_A, TENANT_B, ServerHandle
 from ._support import wait_terminal
 from .evals._evals import golden, live_calls, new_suite_id, publish, run_eval, suite
 
@@ -103,6 +103,20 @@ def test_a_production_run_keeps_the_integer(project_server: ServerHandle, tmp_pa
         assert {WEI, -2 * WEI} <= set(_numbers(derived["entries"]))
         assert not [n for n in _numbers(derived["entries"]) if isinstance(n, float)]
 
+    # The source's bundle, imported under another tenant, is a source there as good.
+    source_bundle = tmp_path / "source.zip"
+    asyncio.run(_export(project_server.database_url, [run_id], source_bundle))
+    (imported,) = asyncio.run(_import(project_server.database_url, source_bundle, TENANT_B))
+    with project_server.http(TENANT_B) as http:
+        ref = publish(http, suite(new_suite_id("wei"), [_task()], target=WEI_AGENT))
+        client_b = project_server.client(TENANT_B)
+        again = run_eval(client_b, http, ref, WEI_AGENT, fixtureRuns={"wei": imported})
+        again_events = _events(http, again.run_id)
+    assert again.summary["fixtureMissCount"] == 0
+    assert again.summary["passed"] is True
+    (replayed,) = _payloads(again_events, "agent.tool-returned")
+    _assert_exact(replayed["outcome"], {"wei": WEI, "args": {"wei": -2 * WEI}})
+
 
 def _task() -> dict[str, Any]:
     return {"taskId": "wei", "input": {}, "expected": golden(EXACT)}
@@ -114,6 +128,16 @@ async def _export(url: str, run_ids: list[str], path: Path) -> None:
         async with store.reading() as uow:
             origin = recordings.Origin(host="test", tenant=TENANT_A)
             await recordings.export_runs(uow.connection, run_ids, origin, datetime.now(UTC), path)
+    finally:
+        await store.close()
+
+
+async def _import(url: str, path: Path, tenant: str) -> list[str]:
+    store = await Store.open(url)
+    try:
+        async with store.transaction() as uow:
+            read = recordings.read_bundle(path)
+            return (await recordings.import_bundle(uow.connection, read, tenant)).run_ids
     finally:
         await store.close()
 
