@@ -161,6 +161,7 @@ def write_project(directory: Path, api: LoopbackApi, secret: str) -> None:
         ("e2e-stepper", "e2e.stepping-agent"),
         ("e2e-counting", "e2e.counting-agent"),
         ("e2e-wei", "e2e.wei-agent"),
+        ("e2e-wei-hashed", "e2e.wei-hashed-agent"),
     ):
         document = (
             f'{{"id": "{workflow}", "nodes": '
@@ -201,6 +202,12 @@ callable = "{PROJECT_MODULE}:counting_agent"
 id = "e2e.wei-agent"
 lane = "python"
 callable = "{PROJECT_MODULE}:wei_agent"
+
+[[agents]]
+id = "e2e.wei-hashed-agent"
+lane = "python"
+callable = "{PROJECT_MODULE}:wei_agent"
+wire_content = "hash"
 
 [[tools]]
 name = "e2e:waits"

@@ -12,6 +12,7 @@ the agent, and a bundle of the run.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import zipfile
 from collections.abc import Iterator
@@ -156,6 +157,20 @@ def _numbers(value: Any) -> Iterator[int | float]:
             yield from _numbers(item)
     elif isinstance(value, int | float) and not isinstance(value, bool):
         yield value
+
+
+def test_a_hash_only_agents_run_hashes_the_args(project_server: ServerHandle) -> None:
+    """An agent whose events carry only `argsHash` (`wire_content = "hash"`): its args
+    beyond JCS's integers are hashed as their sorted text (evals/_canonical.py)."""
+    client = project_server.client()
+    run_id = client.runs_create(CreateRunRequest(workflowId="e2e-wei-hashed")).runId
+    assert wait_terminal(client, run_id)[-1].type == "run.completed"
+    with project_server.http() as http:
+        events = _events(http, run_id)
+    (called,) = _payloads(events, "agent.tool-called")
+    assert "inputs" not in called
+    sorted_text = json.dumps({"wei": -2 * WEI}, sort_keys=True, separators=(",", ":"))
+    assert called["argsHash"] == "sha256:" + hashlib.sha256(sorted_text.encode()).hexdigest()
 
 
 def test_an_outside_agent_cannot_send_one(project_server: ServerHandle) -> None:
