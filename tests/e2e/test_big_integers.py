@@ -159,6 +159,23 @@ def _numbers(value: Any) -> Iterator[int | float]:
         yield value
 
 
+def test_a_live_trials_calls_keep_the_integer(project_server: ServerHandle) -> None:
+    """An eval trial's calls as its task detail shows them (the stored trial's detail)."""
+    client = project_server.client()
+    with project_server.http() as http:
+        ref = publish(http, suite(new_suite_id("wei"), [_task()], target=WEI_AGENT))
+        live = run_eval(client, http, ref, WEI_AGENT)
+        assert live_calls(http, live.run_id) == 1
+        detail = http.get(f"/host/wopeval/runs/{project_id(live.run_id)}/tasks/wei")
+    assert live.summary["passed"] is True
+    assert detail.status_code == 200, detail.text
+    (trial,) = json.loads(detail.text)["trialDetails"]
+    (call,) = trial["calls"]
+    assert call["servedBy"] == "live"
+    _assert_exact(call["inputs"], {"wei": -2 * WEI})
+    _assert_exact(call["outcome"], {"wei": WEI, "args": {"wei": -2 * WEI}})
+
+
 def test_a_hash_only_agents_run_hashes_the_args(project_server: ServerHandle) -> None:
     """An agent whose events carry only `argsHash` (`wire_content = "hash"`): its args
     beyond JCS's integers are hashed as their sorted text (evals/_canonical.py)."""
