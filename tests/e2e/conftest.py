@@ -131,6 +131,24 @@ async def raising_tool(args):
 async def sleeping_tool(args):
     await asyncio.sleep(3600)
     return "never"
+
+
+WEI = 123456789012345678901234567890
+
+
+async def wei_tool(args):
+    """An amount in wei, beyond 64 bits, and the args it was called with."""
+    return {"wei": WEI, "args": args}
+
+
+async def wei_agent(context):
+    """Calls `e2e:wei` with an amount beyond 64 bits and says whether the answer it got is
+    the tool's, exactly: integers, not floats."""
+    answer = await context.call_tool("e2e:wei", {"wei": -2 * WEI})
+    return {
+        "types": [type(answer["wei"]).__name__, type(answer["args"]["wei"]).__name__],
+        "exact": answer == {"wei": WEI, "args": {"wei": -2 * WEI}},
+    }
 '''
 
 
@@ -142,6 +160,8 @@ def write_project(directory: Path, api: LoopbackApi, secret: str) -> None:
         ("e2e-gate", "e2e.gate-agent"),
         ("e2e-stepper", "e2e.stepping-agent"),
         ("e2e-counting", "e2e.counting-agent"),
+        ("e2e-wei", "e2e.wei-agent"),
+        ("e2e-wei-hashed", "e2e.wei-hashed-agent"),
     ):
         document = (
             f'{{"id": "{workflow}", "nodes": '
@@ -178,6 +198,17 @@ id = "e2e.counting-agent"
 lane = "python"
 callable = "{PROJECT_MODULE}:counting_agent"
 
+[[agents]]
+id = "e2e.wei-agent"
+lane = "python"
+callable = "{PROJECT_MODULE}:wei_agent"
+
+[[agents]]
+id = "e2e.wei-hashed-agent"
+lane = "python"
+callable = "{PROJECT_MODULE}:wei_agent"
+wire_content = "hash"
+
 [[tools]]
 name = "e2e:waits"
 kind = "python"
@@ -209,6 +240,11 @@ callable = "{PROJECT_MODULE}:raising_tool"
 name = "e2e:sleeps"
 kind = "python"
 callable = "{PROJECT_MODULE}:sleeping_tool"
+
+[[tools]]
+name = "e2e:wei"
+kind = "python"
+callable = "{PROJECT_MODULE}:wei_tool"
 """
     )
 

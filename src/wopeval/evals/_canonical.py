@@ -84,8 +84,16 @@ def _alike(value: Any) -> bool:
 
 
 def args_hash(value: JsonValue) -> str:
-    """docs/design.md §3 `argsHash`: `"sha256:" + hex(sha256(JCS(args)))`."""
-    return hash_of_form(canonical_json(value))
+    """docs/design.md §3 `argsHash`: `"sha256:" + hex(sha256(JCS(args)))`.
+
+    Args JCS cannot write (an integer beyond ±(2**53 - 1): a 64-bit id, an amount in wei)
+    are still a tool's args, recorded and replayed: theirs is the hash of `compact_json`'s
+    sorted text, which `json_equal` compares them by and which no JCS form equals (it holds
+    what JCS refused)."""
+    try:
+        return hash_of_form(canonical_json(value))
+    except rfc8785.CanonicalizationError:
+        return hash_of_form(_fallback_text(value).encode("utf-8"))
 
 
 def hash_of_form(form: bytes) -> str:

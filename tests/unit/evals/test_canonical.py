@@ -7,6 +7,7 @@ ways must give the reference's bytes for every JSON value, or its refusal.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 
@@ -125,3 +126,18 @@ def test_the_pairs_a_walk_could_get_wrong_compare_as_their_canonical_forms() -> 
     assert not evals.json_equal({"a": 1, "id": 2**60}, {"a": 1.0, "id": 2**60})
     assert evals.json_equal({"id": 2**60}, {"id": 2**60})
     assert evals.json_equal(float("nan"), float("nan"))
+
+
+def test_args_jcs_cannot_write_have_a_hash_of_their_sorted_text() -> None:
+    """A 64-bit id or an amount in wei is a tool's args all the same: its `argsHash` (a
+    trial's calls, a hash-only agent's events) is its sorted text's, never a crash."""
+    wei = 123456789012345678901234567890
+    text = b'{"a":1,"wei":123456789012345678901234567890}'
+    assert evals.args_hash({"wei": wei, "a": 1}) == _hash(text)
+    assert evals.args_hash({"id": 2**53}) != evals.args_hash({"id": 2**53 + 1})
+    # JCS's own hash where it can: 2**53 - 1 is in its domain.
+    assert evals.args_hash({"id": 2**53 - 1}) == _hash(b'{"id":9007199254740991}')
+
+
+def _hash(form: bytes) -> str:
+    return "sha256:" + hashlib.sha256(form).hexdigest()

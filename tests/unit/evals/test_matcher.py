@@ -56,9 +56,13 @@ class TestCanonicalJson:
         text = evals.compact_json({"id": 2**60, "name": "é", "list": [1, 2]})
         assert text == '{"id":1152921504606846976,"list":[1,2],"name":"é"}'
 
-    def test_outside_jcs_domain_is_an_error_for_the_hash(self) -> None:
+    def test_outside_jcs_domain_the_hash_is_the_sorted_texts(self) -> None:
+        # JCS refuses 2**60 (an error for `canonical_json`); the hash is its compact text's.
         with pytest.raises(ValueError, match="exceeds safe integer domain"):
-            evals.args_hash(2**60)
+            evals.canonical_json(2**60)
+        assert (
+            evals.args_hash(2**60) == "sha256:" + hashlib.sha256(b"1152921504606846976").hexdigest()
+        )
 
 
 class TestArgsMatch:

@@ -268,7 +268,9 @@ class Invocation:
             self.journal.record_call(called, self._record_row(call, args_text, None))
             await self.journal.flush()
             # The tool's own copy of the args, which it may change as it likes.
-            tool_args = json_text.copy(args) if args_text is None else json_text.parse(args_text)
+            tool_args = (
+                json_text.copy(args) if args_text is None else json_text.parse_written(args_text)
+            )
             result = self._redacted(await self.boundary.live.handle(call._replace(args=tool_args)))
             self.journal.emit(self._returned(call, result), node_id=self.node_id)
             self.journal.complete_call(called, self._outcome(result))
@@ -296,7 +298,7 @@ class Invocation:
         # fixture, which serves every trial of its task) as it was.
         if result.result_text is None:
             return json_text.copy(result.result)
-        return json_text.parse(result.result_text)  # type: ignore[no-any-return]
+        return json_text.parse_written(result.result_text)  # type: ignore[no-any-return]
 
     async def delegate(self, agent_id: str, input: JsonValue) -> JsonValue:
         spec = self.agents.get(agent_id)
