@@ -160,6 +160,7 @@ def _nested(depth):
 
 ODD = {
     "nul": "a\\u0000b",
+    "surrogate": "\\ud800",
     "deep": _nested(300),
     "keys": {"": 1, "a\\u0000b": 2},
 }

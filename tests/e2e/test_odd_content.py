@@ -33,6 +33,7 @@ def _nested(depth: int) -> list[Any]:
 
 ODD: dict[str, Any] = {
     "nul": "a\u0000b",
+    "surrogate": "\ud800",
     "deep": _nested(300),
     "keys": {"": 1, "a\u0000b": 2},
 }
