@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
-from openwop_client.types import CreateRunRequest
+from openwop_client.types import CreateRunRequest, ForkRunRequest
 from openwop_client.wire_id import project_id
 
 from ._server import ServerHandle
@@ -79,6 +79,13 @@ def test_a_live_tools_odd_answer_is_kept(project_server: ServerHandle, kind: str
     (returned,) = _payloads(events, "agent.tool-returned")
     assert returned["outcome"] == answer
     assert _payloads(events, "agent.decided")[0]["decision"] == EXACT
+
+    # A replay fork of the run is answered from its record.
+    fork = client.runs_fork(run_id, ForkRunRequest(mode="replay", fromSeq=0)).runId
+    assert wait_terminal(client, fork)[-1].type == "run.completed"
+    with project_server.http() as http:
+        (forked,) = _payloads(_events(http, fork), "agent.tool-returned")
+    assert forked["outcome"] == answer
 
     # The fixtures derived from the run (RFC 0252) answer the agent with the same content.
     with project_server.http() as http:
