@@ -80,12 +80,26 @@ def test_a_live_tools_odd_answer_is_kept(project_server: ServerHandle, kind: str
     assert returned["outcome"] == answer
     assert _payloads(events, "agent.decided")[0]["decision"] == EXACT
 
-    # A replay fork of the run is answered from its record.
+    # A replay fork of the run is answered from its record; a diff against a run whose
+    # tool answered otherwise shows the answer.
     fork = client.runs_fork(run_id, ForkRunRequest(mode="replay", fromSeq=0)).runId
     assert wait_terminal(client, fork)[-1].type == "run.completed"
+    other_kind = "nul" if kind != "nul" else "keys"
+    other = client.runs_create(
+        CreateRunRequest(workflowId="e2e-odd", inputs={"kind": other_kind})
+    ).runId
+    assert wait_terminal(client, other)[-1].type == "run.completed"
     with project_server.http() as http:
         (forked,) = _payloads(_events(http, fork), "agent.tool-returned")
+        same = _get(http, f"/runs/{project_id(run_id)}:diff", against=project_id(fork))
+        diff = _get(http, f"/runs/{project_id(run_id)}:diff", against=project_id(other))
     assert forked["outcome"] == answer
+    assert same["divergedAtSeq"] is None, same
+    diverged = [
+        entry for entry in diff["eventDiffs"] if entry["aEvent"]["type"] == "agent.tool-returned"
+    ]
+    assert diverged[0]["aEvent"]["payload"]["outcome"] == answer
+    assert diverged[0]["bEvent"]["payload"]["outcome"] == {"odd": ODD[other_kind]}
 
     # The fixtures derived from the run (RFC 0252) answer the agent with the same content.
     with project_server.http() as http:
