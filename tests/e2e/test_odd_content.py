@@ -11,7 +11,10 @@ with the same content (docs/decisions.md, "Odd content in a live tool's answer")
 
 from __future__ import annotations
 
+import asyncio
 import json
+import zipfile
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -19,8 +22,9 @@ import pytest
 from openwop_client.types import CreateRunRequest, ForkRunRequest
 from openwop_client.wire_id import project_id
 
-from ._server import ServerHandle
+from ._server import TENANT_B, ServerHandle
 from ._support import wait_terminal
+from .test_big_integers import _export, _import, _rows
 from .evals._evals import golden, live_calls, new_suite_id, publish, run_eval, suite
 
 
@@ -67,7 +71,9 @@ def _task(kind: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("kind", sorted(ODD))
-def test_a_live_tools_odd_answer_is_kept(project_server: ServerHandle, kind: str) -> None:
+def test_a_live_tools_odd_answer_is_kept(
+    project_server: ServerHandle, kind: str, tmp_path: Path
+) -> None:
     answer = {"odd": ODD[kind]}
     client = project_server.client()
     run_id = client.runs_create(CreateRunRequest(workflowId="e2e-odd", inputs={"kind": kind})).runId
@@ -127,3 +133,20 @@ def test_a_live_tools_odd_answer_is_kept(project_server: ServerHandle, kind: str
     (call,) = trial["calls"]
     assert call["servedBy"] == "live"
     assert call["outcome"] == answer
+
+    # A bundle of the run, and the run it imports as under another tenant: a source there
+    # as good.
+    path = tmp_path / "odd.zip"
+    asyncio.run(_export(project_server.database_url, [run_id], path))
+    with zipfile.ZipFile(path) as archive:
+        (row,) = _rows(archive, run_id, "tool_calls")
+    assert row["result"] == answer
+    (imported,) = asyncio.run(_import(project_server.database_url, path, TENANT_B))
+    with project_server.http(TENANT_B) as http:
+        ref = publish(http, suite(new_suite_id("odd"), [_task(kind)], target=ODD_AGENT))
+        again = run_eval(
+            project_server.client(TENANT_B), http, ref, ODD_AGENT, fixtureRuns={kind: imported}
+        )
+        (replayed,) = _payloads(_events(http, again.run_id), "agent.tool-returned")
+    assert again.summary["passed"] is True
+    assert replayed["outcome"] == answer
