@@ -24,8 +24,8 @@ from openwop_client.wire_id import project_id
 
 from ._server import TENANT_B, ServerHandle
 from ._support import wait_terminal
-from .test_big_integers import _export, _import, _rows
 from .evals._evals import golden, live_calls, new_suite_id, publish, run_eval, suite
+from .test_big_integers import _export, _import, _rows
 
 
 def _nested(depth: int) -> list[Any]:
@@ -85,6 +85,26 @@ def test_a_live_tools_odd_answer_is_kept(
     (returned,) = _payloads(events, "agent.tool-returned")
     assert returned["outcome"] == answer
     assert _payloads(events, "agent.decided")[0]["decision"] == EXACT
+
+    # Its events as a stream (SSE, every event).
+    with project_server.http() as http:
+        streamed = http.get(
+            f"/runs/{project_id(run_id)}/events",
+            params={"streamMode": "debug"},
+            headers={"Accept": "text/event-stream"},
+        )
+        assert streamed.status_code == 200, streamed.text
+    (frame,) = [f for f in streamed.text.split("\n\n") if "event: agent.tool-returned" in f]
+    data = "".join(line[6:] for line in frame.splitlines() if line.startswith("data: "))
+    assert json.loads(data)["payload"]["outcome"] == answer
+
+    # The dashboard's run page and list show it.
+    with httpx.Client(base_url=project_server.base_url, trust_env=False, timeout=60.0) as browser:
+        signed = browser.post("/ui/sign-in", data={"key": project_server.key_a, "next": "/ui/runs"})
+        assert signed.status_code == 303, signed.text
+        for page in (f"/ui/runs/{project_id(run_id)}", "/ui/runs"):
+            shown = browser.get(page)
+            assert shown.status_code == 200, (page, shown.text[:500])
 
     # A replay fork of the run is answered from its record; a diff against a run whose
     # tool answered otherwise shows the answer.
