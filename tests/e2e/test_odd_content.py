@@ -22,10 +22,10 @@ import pytest
 from openwop_client.types import CreateRunRequest, ForkRunRequest
 from openwop_client.wire_id import project_id
 
+from ._bundles import bundle_rows, export_runs, import_bundle
 from ._server import TENANT_B, ServerHandle
 from ._support import wait_terminal
 from .evals._evals import golden, live_calls, new_suite_id, publish, run_eval, suite
-from .test_big_integers import _export, _import, _rows
 
 
 def _nested(depth: int) -> list[Any]:
@@ -157,11 +157,11 @@ def test_a_live_tools_odd_answer_is_kept(
     # A bundle of the run, and the run it imports as under another tenant: a source there
     # as good.
     path = tmp_path / "odd.zip"
-    asyncio.run(_export(project_server.database_url, [run_id], path))
+    asyncio.run(export_runs(project_server.database_url, [run_id], path))
     with zipfile.ZipFile(path) as archive:
-        (row,) = _rows(archive, run_id, "tool_calls")
+        (row,) = bundle_rows(archive, run_id, "tool_calls")
     assert row["result"] == answer
-    (imported,) = asyncio.run(_import(project_server.database_url, path, TENANT_B))
+    (imported,) = asyncio.run(import_bundle(project_server.database_url, path, TENANT_B))
     with project_server.http(TENANT_B) as http:
         ref = publish(http, suite(new_suite_id("odd"), [_task(kind)], target=ODD_AGENT))
         again = run_eval(
