@@ -149,6 +149,39 @@ async def wei_agent(context):
         "types": [type(answer["wei"]).__name__, type(answer["args"]["wei"]).__name__],
         "exact": answer == {"wei": WEI, "args": {"wei": -2 * WEI}},
     }
+
+
+def _nested(depth):
+    value = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+ODD = {
+    "nul": "a\\u0000b",
+    "surrogate": "\\ud800",
+    "deep": _nested(300),
+    "keys": {"": 1, "a\\u0000b": 2},
+}
+"""Odd but legal JSON content a live tool may answer (the text a JSON parser would read
+it from: a NUL character, a lone surrogate, 300 levels of lists, an empty key and a key
+with a NUL)."""
+
+
+async def odd_tool(args):
+    return {"odd": ODD[args["kind"]]}
+
+
+async def odd_agent(context):
+    """Calls `e2e:odd` for the content its input names and says whether the answer it got
+    is the tool's, exactly."""
+    kind = context.input["kind"]
+    try:
+        answer = await context.call_tool("e2e:odd", {"kind": kind})
+    except Exception as error:
+        return {"exact": False, "refused": type(error).__name__}
+    return {"exact": answer == {"odd": ODD[kind]}}
 '''
 
 
@@ -162,6 +195,7 @@ def write_project(directory: Path, api: LoopbackApi, secret: str) -> None:
         ("e2e-counting", "e2e.counting-agent"),
         ("e2e-wei", "e2e.wei-agent"),
         ("e2e-wei-hashed", "e2e.wei-hashed-agent"),
+        ("e2e-odd", "e2e.odd-agent"),
     ):
         document = (
             f'{{"id": "{workflow}", "nodes": '
@@ -209,6 +243,11 @@ lane = "python"
 callable = "{PROJECT_MODULE}:wei_agent"
 wire_content = "hash"
 
+[[agents]]
+id = "e2e.odd-agent"
+lane = "python"
+callable = "{PROJECT_MODULE}:odd_agent"
+
 [[tools]]
 name = "e2e:waits"
 kind = "python"
@@ -245,6 +284,11 @@ callable = "{PROJECT_MODULE}:sleeping_tool"
 name = "e2e:wei"
 kind = "python"
 callable = "{PROJECT_MODULE}:wei_tool"
+
+[[tools]]
+name = "e2e:odd"
+kind = "python"
+callable = "{PROJECT_MODULE}:odd_tool"
 """
     )
 

@@ -16,7 +16,6 @@ import hashlib
 import json
 import zipfile
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +23,10 @@ import httpx
 from openwop_client.types import CreateRunRequest
 from openwop_client.wire_id import project_id
 
-from wopeval import recordings
 from wopeval.engine.recording.grants import MCP_PATH
-from wopeval.store import Store
 
-from ._server import TENANT_A, TENANT_B, ServerHandle
+from ._bundles import bundle_rows, export_runs, import_bundle
+from ._server import TENANT_B, ServerHandle
 from ._support import wait_terminal
 from .evals._evals import golden, live_calls, new_suite_id, publish, run_eval, suite
 
@@ -95,19 +93,19 @@ def test_a_production_run_keeps_the_integer(project_server: ServerHandle, tmp_pa
 
     # A bundle of both runs: the source's call record, the eval run's derived fixtures.
     path = tmp_path / "wei.zip"
-    asyncio.run(_export(project_server.database_url, [run_id, replay.run_id], path))
+    asyncio.run(export_runs(project_server.database_url, [run_id, replay.run_id], path))
     with zipfile.ZipFile(path) as archive:
-        (row,) = _rows(archive, run_id, "tool_calls")
+        (row,) = bundle_rows(archive, run_id, "tool_calls")
         _assert_exact(row["inputs"], {"wei": -2 * WEI})
         _assert_exact(row["result"], {"wei": WEI, "args": {"wei": -2 * WEI}})
-        (derived,) = _rows(archive, replay.run_id, "derived_fixtures")
+        (derived,) = bundle_rows(archive, replay.run_id, "derived_fixtures")
         assert {WEI, -2 * WEI} <= set(_numbers(derived["entries"]))
         assert not [n for n in _numbers(derived["entries"]) if isinstance(n, float)]
 
     # The source's bundle, imported under another tenant, is a source there as good.
     source_bundle = tmp_path / "source.zip"
-    asyncio.run(_export(project_server.database_url, [run_id], source_bundle))
-    (imported,) = asyncio.run(_import(project_server.database_url, source_bundle, TENANT_B))
+    asyncio.run(export_runs(project_server.database_url, [run_id], source_bundle))
+    (imported,) = asyncio.run(import_bundle(project_server.database_url, source_bundle, TENANT_B))
     with project_server.http(TENANT_B) as http:
         ref = publish(http, suite(new_suite_id("wei"), [_task()], target=WEI_AGENT))
         client_b = project_server.client(TENANT_B)
@@ -121,31 +119,6 @@ def test_a_production_run_keeps_the_integer(project_server: ServerHandle, tmp_pa
 
 def _task() -> dict[str, Any]:
     return {"taskId": "wei", "input": {}, "expected": golden(EXACT)}
-
-
-async def _export(url: str, run_ids: list[str], path: Path) -> None:
-    store = await Store.open(url)
-    try:
-        async with store.reading() as uow:
-            origin = recordings.Origin(host="test", tenant=TENANT_A)
-            await recordings.export_runs(uow.connection, run_ids, origin, datetime.now(UTC), path)
-    finally:
-        await store.close()
-
-
-async def _import(url: str, path: Path, tenant: str) -> list[str]:
-    store = await Store.open(url)
-    try:
-        async with store.transaction() as uow:
-            read = recordings.read_bundle(path)
-            return (await recordings.import_bundle(uow.connection, read, tenant)).run_ids
-    finally:
-        await store.close()
-
-
-def _rows(archive: zipfile.ZipFile, run_id: str, kind: str) -> list[dict[str, Any]]:
-    text = archive.read(f"runs/{run_id.partition('/')[2]}/{kind}.jsonl").decode("utf-8")
-    return [json.loads(line) for line in text.splitlines() if line]
 
 
 def _numbers(value: Any) -> Iterator[int | float]:

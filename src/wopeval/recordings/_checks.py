@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from wopeval.recordings._retenant import Retenant
 from wopeval.store import bundle
-from wopeval.wire import events
+from wopeval.wire import events, json_text
 from wopeval.wire.runs import RunStatus
 
 _ENDED = frozenset(status for status in RunStatus if status.is_terminal)
@@ -76,6 +76,24 @@ def _check_row(
         ) from None
 
 
+def _event_doc(text: str) -> events.EventDoc:
+    try:
+        return events.EventDoc.model_validate_json(text)
+    except ValidationError as refused:
+        # pydantic's JSON reader stops at 200 levels and refuses a lone surrogate's escape,
+        # and its JsonValue at some 255 levels: all legal in a recorded tool answer the host
+        # wrote. The store's codec reads the text; its payload, read from JSON text, is
+        # JSON, and the envelope around it is checked. Only a refused event pays.
+        try:
+            value = json_text.parse(text)
+        except (ValueError, RecursionError):
+            raise refused from None
+        if not isinstance(value, dict) or "payload" not in value:
+            raise
+    envelope = events.EventDoc.model_validate({**value, "payload": None})
+    return envelope.model_copy(update={"payload": value["payload"]})
+
+
 def _check_log(run_id: str, run: dict[str, Any], logged: list[dict[str, Any]]) -> None:
     """The run's log is whole: sequences 0 to its last with no gap, each event the one its
     row says, and one terminal event, last, the one its status says it ended with."""
@@ -88,7 +106,7 @@ def _check_log(run_id: str, run: dict[str, Any], logged: list[dict[str, Any]]) -
         )
     for event in logged:
         try:
-            doc = events.EventDoc.model_validate_json(event["doc"])
+            doc = _event_doc(event["doc"])
         except ValidationError:
             raise bundle.BundleError(f"{where}: event {event['sequence']} is no event") from None
         if (doc.runId, doc.sequence, doc.type) != (run_id, event["sequence"], event["type"]):

@@ -13,11 +13,10 @@ anything is written) and renames (at import).
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from wopeval.store import bundle
-from wopeval.wire import events, ids
+from wopeval.wire import events, ids, json_text
 from wopeval.wire.annotations import Annotation, LabelSignal
 
 _RUN_COLUMNS = ("run_id", "eval_run_id", "source_run_id", "parent_run_id")
@@ -80,7 +79,9 @@ class Retenant:
         return self.tenant
 
     def _event(self, stored: str, own: str) -> str:
-        doc = json.loads(stored)
+        # The store's codec, as the log writer's: a lone surrogate in a recorded answer is
+        # written escaped (no UTF-8 holds one raw), integers beyond 64 bits are kept.
+        doc = json_text.parse(stored)
         doc["runId"] = own
         payload = doc["payload"]
         if doc["type"] == events.RunStarted.TYPE:
@@ -94,7 +95,7 @@ class Retenant:
         ):
             summary = payload["outputs"]["evalSummary"]
             payload["outputs"]["evalSummary"] = self._summary_refs(summary)
-        return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
+        return json_text.compact(doc)
 
     def _eval_refs(self, document: Any) -> Any:
         """`baselineRunId` and `fixtureRuns` of a create request, a stored plan or

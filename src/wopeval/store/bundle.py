@@ -121,7 +121,16 @@ async def _rows(
 def _jsonl(rows: list[dict[str, Any]]) -> bytes:
     # Recorded values keep their keys' order: an LLM agent is handed a tool's result as
     # JSON text, and a replayed model request must be the one it was, byte for byte.
-    return b"".join(json.dumps(exported(row), ensure_ascii=False).encode() + b"\n" for row in rows)
+    return b"".join(_line(exported(row)) for row in rows)
+
+
+def _line(row: dict[str, Any]) -> bytes:
+    try:
+        return json.dumps(row, ensure_ascii=False).encode() + b"\n"
+    except UnicodeEncodeError:
+        # A lone surrogate in a recorded answer: no UTF-8 holds it raw; escaped, it is the
+        # same value (only a row that failed is written twice).
+        return json.dumps(row).encode() + b"\n"
 
 
 __all__ = [

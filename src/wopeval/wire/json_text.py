@@ -23,7 +23,15 @@ def compact(value: Any) -> str:
     try:
         return orjson.dumps(value).decode("utf-8")
     except orjson.JSONEncodeError:
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate (legal JSON text, `"\ud800"`, which a tool may answer): no
+        # UTF-8 holds it, so neither store nor wire could take the text; escaped, it is
+        # the same value in ASCII. Only text orjson refused is checked.
+        return json.dumps(value, separators=(",", ":"))
+    return text
 
 
 embedded: Callable[[str | bytes], Any] = orjson.Fragment
@@ -57,7 +65,13 @@ def parse(text: str | bytes) -> Any:
     marked = raw.translate(_NUMBER_MARKS)
     if _DIGIT_RUN in marked or _NEGATIVE_RUN in marked:
         return json.loads(raw)
-    return orjson.loads(raw)
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        # orjson refuses a lone surrogate's escape (`"\ud800"`), legal JSON text that
+        # `compact` writes for one; the standard library reads it, and raises as orjson
+        # did (json.JSONDecodeError) for text that is not JSON.
+        return json.loads(raw)
 
 
 _NUMBER_MARKS = bytes(

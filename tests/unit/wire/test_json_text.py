@@ -58,3 +58,41 @@ def test_what_orjson_wrote_it_reads_back() -> None:
     assert text is not None
     assert json_text.parse_written(text) == value
     assert json_text.written({"wei": WEI}) is None
+
+
+def _nested(depth: int) -> list[object]:
+    value: list[object] = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "\ud800",
+        {"answer": ["a", "\udfff", "é"], "\ud800": 1},
+        {"deep": _nested(300), "s": "\ud800"},
+    ],
+)
+def test_a_lone_surrogate_is_written_as_utf_8_and_read_back(value: object) -> None:
+    """orjson writes no lone surrogate; the standard library writes it raw, which no UTF-8
+    holds (neither store's driver nor the wire takes it): `compact` escapes it, `parse`
+    reads the escape back (orjson refuses it)."""
+    text = json_text.compact(value)
+    text.encode("utf-8")
+    assert json_text.parse(text) == value
+    assert json_text.parse(text.encode("utf-8")) == value
+
+
+def test_a_value_nested_past_orjsons_limit_is_written_and_read_back() -> None:
+    value = {"deep": _nested(300), "s": "é\u0000"}
+    text = json_text.compact(value)
+    assert json.loads(text) == value
+    assert json_text.parse(text) == value
+
+
+def test_text_that_is_not_json_still_fails_to_parse() -> None:
+    for text in ('{"a":', '"\\ud800', "[1,]"):
+        with pytest.raises(json.JSONDecodeError):
+            json_text.parse(text)

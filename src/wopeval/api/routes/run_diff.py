@@ -14,13 +14,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends
-from fastapi.responses import JSONResponse
+from fastapi import APIRouter, Depends, Response
 
 from wopeval.api.deps import HostDep, PrincipalDep, path_run_id
 from wopeval.api.served import ServedHost
 from wopeval.engine.eval_runs.run_diff import diff_runs
-from wopeval.wire import errors, ids
+from wopeval.wire import errors, ids, json_text
 from wopeval.wire.run_diff import RunDiff
 
 router = APIRouter(tags=["runs"])
@@ -43,7 +42,7 @@ async def diff_run(
     principal: PrincipalDep,
     host: Annotated[ServedHost, Depends(_served)],
     against: str,
-) -> JSONResponse:
+) -> Response:
     """The diff of `{runId}`'s log (`a`) against `against`'s (`b`): RFC 0054."""
     run_id = path_run_id(runId, principal)
     other = ids.run_id_from_path(against, principal.tenant, field="against")
@@ -51,4 +50,6 @@ async def diff_run(
     b = await host.engine.get_run(principal, other)
     async with host.store.reading() as uow:
         diff = await diff_runs(uow, a, b)
-    return JSONResponse(diff.to_wire())
+    # json_text, as the events it shows are written: a recorded answer may hold a lone
+    # surrogate, which the standard library's UTF-8 text (JSONResponse's) cannot carry.
+    return Response(json_text.compact(diff.to_wire()), media_type="application/json")

@@ -32,7 +32,18 @@ _ENVIRONMENT = Environment(
 
 def json_text(value: Any) -> str:
     """A JSON value as indented text; a string stays a JSON string (quoted)."""
-    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
+    return _shown(value, indent=2)
+
+
+def _shown(value: Any, **layout: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, **layout)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate (a tool may answer one): no UTF-8 page holds it raw, so the
+        # value is shown escaped, as the events carry it.
+        return json.dumps(value, **layout)
+    return text
 
 
 CELL_CHARACTERS = 2000
@@ -41,7 +52,7 @@ CELL_CHARACTERS = 2000
 
 def json_line(value: Any) -> str:
     """A JSON value on as few lines as the cell's width allows (tables), cut if very long."""
-    text = json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+    text = _shown(value, separators=(", ", ": "))
     if len(text) <= CELL_CHARACTERS:
         return text
     return f"{text[:CELL_CHARACTERS]}… ({len(text) - CELL_CHARACTERS} more characters)"

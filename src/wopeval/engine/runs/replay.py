@@ -7,7 +7,6 @@ again. An eval run whose derived fixtures were erased cannot be replayed.
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 
 from wopeval.engine.live.notifier import Notifier
@@ -22,7 +21,7 @@ from wopeval.store import (
     copy_derived,
     next_created_seq,
 )
-from wopeval.wire import errors, ids
+from wopeval.wire import errors, ids, json_text
 from wopeval.wire.principal import Principal
 from wopeval.wire.runs import ForkRunRequest
 
@@ -81,7 +80,9 @@ async def replay(uow: UnitOfWork, principal: Principal, source: OwnedRun) -> Run
 
 
 def _reemit(doc: str, run_id: str) -> EventRow:
-    event = json.loads(doc)
+    # The store's codec, as the log writer's: a recorded answer holding a lone surrogate is
+    # stored escaped (no UTF-8 holds one raw), integers beyond 64 bits are kept.
+    event = json_text.parse(doc)
     # Recorded facts keep their payloads and timestamps; only identity is new.
     event["runId"] = run_id
     event["eventId"] = ids.mint_local_id()
@@ -89,7 +90,7 @@ def _reemit(doc: str, run_id: str) -> EventRow:
         run_id,
         event["sequence"],
         event["type"],
-        json.dumps(event, separators=(",", ":"), ensure_ascii=False),
+        json_text.compact(event),
     )
 
 
