@@ -43,7 +43,7 @@ from wopeval.api.upstream_pools import UpstreamPools
 from wopeval.engine.recording.boundary import Boundary, LiveTransport
 from wopeval.engine.recording.grants import InvocationGrants
 from wopeval.engine.recording.invocation import Invocation, Where
-from wopeval.engine.recording.models import ModelServer
+from wopeval.engine.recording.models import ModelRecorder, ModelServer
 from wopeval.engine.runlog.runlog import Journal
 from wopeval.models import Endpoint, ModelUpstream
 from wopeval.store import Store
@@ -52,6 +52,7 @@ from wopeval.tools import PythonTool, ToolContext, ToolFailure, ToolListing, Too
 from wopeval.wire import limits
 from wopeval.wire.runs import RunStatus
 
+from .._counted_server import CountedConnections, serving
 from ..engine._store import TENANT, open_run, open_store, writer_for
 
 KEY = "key-of-the-tenant"
@@ -521,6 +522,87 @@ def _sent(body: bytes) -> Receive:
         raise AssertionError("unreachable")
 
     return receive
+
+
+class Answers(CountedConnections):
+    """Counts its connections and answers each request with the next of `answers` (a status
+    and a body), all on the connection they came on."""
+
+    def __init__(self, *answers: tuple[int, bytes]) -> None:
+        super().__init__()
+        self.answers = list(answers)
+
+    async def answer(
+        self, head: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        length = next(
+            int(line.split(b":")[1]) for line in head.split(b"\r\n")
+            if line.lower().startswith(b"content-length:")
+        )  # fmt: skip
+        await reader.readexactly(length)
+        status, body = self.answers.pop(0)
+        writer.write(b"HTTP/1.1 %d X\r\nContent-Length: %d\r\n\r\n%b" % (status, len(body), body))
+        await writer.drain()
+
+
+_CHAT_ANSWER = json.dumps(
+    {"id": "c1", "model": "m", "choices": [{"index": 0, "message": {"content": "hi"}}]}
+).encode()
+_UPSTREAM_ERROR = b'{"error": {"type": "invalid_request_error"}}'
+
+
+async def test_a_whole_answers_upstream_connection_goes_back_once_it_is_written_and_is_kept(
+    tmp_path: Path,
+) -> None:
+    """Relayed, an upstream's error, the proxy's own 502 for what is no answer, a stream's
+    upstream error: each answer's connection is handed back after the answer is written (not
+    before: off the exchange's way, issue 29) and serves the next exchange."""
+    server = Answers((200, _CHAT_ANSWER), (400, _UPSTREAM_ERROR), (200, b"{}"), (400, b"{}"))
+    async with serving(server) as port:
+        url = f"http://127.0.0.1:{port}"
+        async with endpoints(tmp_path, _upstream(url, url)) as at:
+            statuses = []
+            for stream in (False, False, False, True):
+                answered = await at.client.post(
+                    at.proxy("/chat/completions"), json={**CHAT_BODY, "stream": stream}
+                )
+                statuses.append(answered.status_code)
+            rows = await at.recorded(model_calls, "status")
+    assert statuses == [200, 400, 502, 400]
+    assert rows == [("ok",), ("error",), ("error",), ("error",)]
+    assert server.opened == 1, "an answer's connection was not handed back"
+
+
+async def test_a_whole_answers_upstream_connection_goes_back_when_its_write_or_record_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = Answers(*[(200, _CHAT_ANSWER)] * 3)
+    body = json.dumps(CHAT_BODY).encode()
+
+    async def gone(message: Message) -> None:
+        raise OSError("the agent went away")
+
+    async def kept(message: Message) -> None:
+        pass
+
+    record = ModelRecorder.record
+
+    def failing(*args: Any, **kwargs: Any) -> None:
+        monkeypatch.setattr(ModelRecorder, "record", record)
+        raise RuntimeError("the journal refused")
+
+    async with serving(server) as port:
+        url = f"http://127.0.0.1:{port}"
+        async with endpoints(tmp_path, _upstream(url, url)) as at:
+            path = at.proxy("/chat/completions")
+            with pytest.raises(OSError, match="went away"):
+                await at.app(_post_scope(path, body), _sent(body), gone)
+            monkeypatch.setattr(ModelRecorder, "record", failing)
+            with pytest.raises(RuntimeError):  # the host's crash guard's 500, here Starlette's
+                await at.app(_post_scope(path, body), _sent(body), kept)
+            answered = await at.client.post(path, content=body)
+    assert answered.status_code == 200
+    assert server.opened == 1, "a failed exchange's connection was not handed back"
 
 
 async def test_each_wire_api_has_its_route(tmp_path: Path, stand_in: ModelStandIn) -> None:
