@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -28,11 +29,12 @@ import pytest
 from fastapi import FastAPI
 from pydantic import JsonValue
 from sqlalchemy import select
-from starlette.types import Message, Receive, Scope
+from starlette.types import Message, Receive, Scope, Send
 
 from _model_server import ModelServer as ModelStandIn
 from wopeval import evals, models
 from wopeval.agents import AgentRegistry, AgentSpec, PythonAgent
+from wopeval.api import access_log
 from wopeval.api import errors as error_handlers
 from wopeval.api.app import answered_below_the_router
 from wopeval.api.auth import Authenticator, hash_key
@@ -603,6 +605,61 @@ async def test_a_whole_answers_upstream_connection_goes_back_when_its_write_or_r
             answered = await at.client.post(path, content=body)
     assert answered.status_code == 200
     assert server.opened == 1, "a failed exchange's connection was not handed back"
+
+
+class _Lines(logging.Handler):
+    """The access log's lines of the agent's side (client `c`), not the stand-in's own."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage().startswith("c - "):
+            self.lines.append(record.getMessage())
+
+
+async def test_a_whole_answers_access_line_is_written_after_it_a_streams_as_it_starts(
+    tmp_path: Path, stand_in: ModelStandIn
+) -> None:
+    """uvicorn logs a request's line as its response starts; a whole answer through the
+    proxy has it written after its last byte (issue 29), a refusal too, a stream at its start."""
+    whole = _script(stand_in, "line after the answer", [{"content": "whole"}])
+    streamed = _script(stand_in, "line at the start", [{"content": "streamed"}])
+    logger = logging.getLogger(access_log.ACCESS_LOGGER)
+    level, handler = logger.level, _Lines()
+    access_log.install()
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    written: list[tuple[str, int]] = []
+    """Each message the agent's side was sent, with how many lines were written by then."""
+
+    def sender(path: str) -> Send:
+        async def send(message: Message) -> None:
+            if message["type"] == "http.response.start":  # as uvicorn logs it
+                logger.info('%s - "%s %s HTTP/%s" %d', "c", "POST", path, "1.1", 200)
+            written.append((message["type"], len(handler.lines)))
+
+        return send
+
+    try:
+        async with endpoints(tmp_path, _stand_in_upstream(stand_in)) as at:
+            for path, asked in [
+                (at.proxy("/chat/completions"), whole),
+                ("/host/wopeval/openai/no-such-token/v1/chat/completions", whole),
+                (at.proxy("/chat/completions"), {**streamed, "stream": True}),
+            ]:
+                body = json.dumps(asked).encode()
+                await at.app(_post_scope(path, body), _sent(body), sender(path))
+                written.append(("answered", len(handler.lines)))
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    start, sent, answered = "http.response.start", "http.response.body", "answered"
+    assert written[:3] == [(start, 0), (sent, 0), (answered, 1)]  # a whole answer
+    assert written[3:6] == [(start, 1), (sent, 1), (answered, 2)]  # the token's refusal
+    assert written[6:8] == [(start, 3), (sent, 3)]  # a stream
+    assert handler.lines[0] == 'c - "POST /host/wopeval/openai/…/v1/chat/completions HTTP/1.1" 200'
 
 
 async def test_each_wire_api_has_its_route(tmp_path: Path, stand_in: ModelStandIn) -> None:

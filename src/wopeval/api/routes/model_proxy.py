@@ -42,6 +42,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from wopeval import models
 from wopeval.agents import shown_url, status_refusal, transport_refusal
+from wopeval.api.access_log import AfterTheAnswer
 from wopeval.api.deps import InvocationAccess
 from wopeval.api.errors import envelope_response
 from wopeval.api.invocation_token import invocation_for
@@ -99,7 +100,9 @@ class ProxyExchanges:
     host around it (the version header, the request guard with its size limit and strict
     JSON, the crash guard) still wraps it. The token's refusal is the routes' one 404
     envelope, as the exception handler renders it; any other request, another method or
-    a path under a `root_path` goes on to the router, which answers it as before."""
+    a path under a `root_path` goes on to the router, which answers it as before. A whole
+    answer's access-log line is written once the answer is (api/access_log.py); a
+    stream's as it starts, as uvicorn writes it."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -119,7 +122,11 @@ class ProxyExchanges:
             response = await _exchange(api, token, Headers(scope=scope), body, access)
         except errors.WireError as refusal:
             response = envelope_response(refusal)
-        await response(scope, receive, send)
+        if isinstance(response, StreamingResponse):
+            await response(scope, receive, send)  # its line as it starts, not at its end
+            return
+        with AfterTheAnswer():  # the access log's line written once the answer is
+            await response(scope, receive, send)
 
 
 def claimed(scope: Scope) -> tuple[models.ModelApi, str] | None:
