@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -11,11 +10,10 @@ from fastapi import APIRouter, FastAPI
 from starlette.types import Scope
 
 from wopeval import __version__
+from wopeval.api import access_log, openapi_errors
 from wopeval.api import errors as error_handlers
-from wopeval.api import openapi_errors
 from wopeval.api.deps import InvocationAccess
 from wopeval.api.hot_reads import HotReads
-from wopeval.api.invocation_token import REDACT_TOKENS
 from wopeval.api.middleware import LegacyPathIds, VersionNegotiation
 from wopeval.api.request_guard import RequestGuard
 from wopeval.api.routes import (
@@ -98,7 +96,7 @@ def create_app(
     error_handlers.install(app)
     openapi_errors.install(app)
     # Invocations' MCP and model-proxy tokens are capabilities: never in a log line.
-    logging.getLogger("uvicorn.access").addFilter(REDACT_TOKENS)
+    access_log.install()
     # Each one added wraps the ones before it: the version header goes on every answer,
     # and a refused body is refused before any route, credential check or parser runs.
     # The model proxy's exchanges and the MCP endpoint's POSTs, innermost: every layer

@@ -119,7 +119,9 @@ class ModelApi(ABC):
 
     @abstractmethod
     def answer(self, body: Mapping[str, Any]) -> ModelAnswer:
-        """A whole answer body as recorded; raises ValueError for one that is not an answer."""
+        """A whole answer body as recorded; raises ValueError for one that is not an answer.
+        The answer may hold `body`'s own values: a caller hands over a body it keeps no use
+        of (a freshly decoded one; an assembler, a copy of its state)."""
 
     @abstractmethod
     def assembler(self) -> StreamAssembler: ...

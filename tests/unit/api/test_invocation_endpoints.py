@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -28,11 +29,12 @@ import pytest
 from fastapi import FastAPI
 from pydantic import JsonValue
 from sqlalchemy import select
-from starlette.types import Message, Receive, Scope
+from starlette.types import Message, Receive, Scope, Send
 
 from _model_server import ModelServer as ModelStandIn
 from wopeval import evals, models
 from wopeval.agents import AgentRegistry, AgentSpec, PythonAgent
+from wopeval.api import access_log
 from wopeval.api import errors as error_handlers
 from wopeval.api.app import answered_below_the_router
 from wopeval.api.auth import Authenticator, hash_key
@@ -43,7 +45,7 @@ from wopeval.api.upstream_pools import UpstreamPools
 from wopeval.engine.recording.boundary import Boundary, LiveTransport
 from wopeval.engine.recording.grants import InvocationGrants
 from wopeval.engine.recording.invocation import Invocation, Where
-from wopeval.engine.recording.models import ModelServer
+from wopeval.engine.recording.models import ModelRecorder, ModelServer
 from wopeval.engine.runlog.runlog import Journal
 from wopeval.models import Endpoint, ModelUpstream
 from wopeval.store import Store
@@ -52,6 +54,7 @@ from wopeval.tools import PythonTool, ToolContext, ToolFailure, ToolListing, Too
 from wopeval.wire import limits
 from wopeval.wire.runs import RunStatus
 
+from .._counted_server import CountedConnections, serving
 from ..engine._store import TENANT, open_run, open_store, writer_for
 
 KEY = "key-of-the-tenant"
@@ -521,6 +524,142 @@ def _sent(body: bytes) -> Receive:
         raise AssertionError("unreachable")
 
     return receive
+
+
+class Answers(CountedConnections):
+    """Counts its connections and answers each request with the next of `answers` (a status
+    and a body), all on the connection they came on."""
+
+    def __init__(self, *answers: tuple[int, bytes]) -> None:
+        super().__init__()
+        self.answers = list(answers)
+
+    async def answer(
+        self, head: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        length = next(
+            int(line.split(b":")[1]) for line in head.split(b"\r\n")
+            if line.lower().startswith(b"content-length:")
+        )  # fmt: skip
+        await reader.readexactly(length)
+        status, body = self.answers.pop(0)
+        writer.write(b"HTTP/1.1 %d X\r\nContent-Length: %d\r\n\r\n%b" % (status, len(body), body))
+        await writer.drain()
+
+
+_CHAT_ANSWER = json.dumps(
+    {"id": "c1", "model": "m", "choices": [{"index": 0, "message": {"content": "hi"}}]}
+).encode()
+_UPSTREAM_ERROR = b'{"error": {"type": "invalid_request_error"}}'
+
+
+async def test_a_whole_answers_upstream_connection_goes_back_once_it_is_written_and_is_kept(
+    tmp_path: Path,
+) -> None:
+    """Relayed, an upstream's error, the proxy's own 502 for what is no answer, a stream's
+    upstream error: each answer's connection is handed back after the answer is written (not
+    before: off the exchange's way, issue 29) and serves the next exchange."""
+    server = Answers((200, _CHAT_ANSWER), (400, _UPSTREAM_ERROR), (200, b"{}"), (400, b"{}"))
+    async with serving(server) as port:
+        url = f"http://127.0.0.1:{port}"
+        async with endpoints(tmp_path, _upstream(url, url)) as at:
+            statuses = []
+            for stream in (False, False, False, True):
+                answered = await at.client.post(
+                    at.proxy("/chat/completions"), json={**CHAT_BODY, "stream": stream}
+                )
+                statuses.append(answered.status_code)
+            rows = await at.recorded(model_calls, "status")
+    assert statuses == [200, 400, 502, 400]
+    assert rows == [("ok",), ("error",), ("error",), ("error",)]
+    assert server.opened == 1, "an answer's connection was not handed back"
+
+
+async def test_a_whole_answers_upstream_connection_goes_back_when_its_write_or_record_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = Answers(*[(200, _CHAT_ANSWER)] * 3)
+    body = json.dumps(CHAT_BODY).encode()
+
+    async def gone(message: Message) -> None:
+        raise OSError("the agent went away")
+
+    async def kept(message: Message) -> None:
+        pass
+
+    record = ModelRecorder.record
+
+    def failing(*args: Any, **kwargs: Any) -> None:
+        monkeypatch.setattr(ModelRecorder, "record", record)
+        raise RuntimeError("the journal refused")
+
+    async with serving(server) as port:
+        url = f"http://127.0.0.1:{port}"
+        async with endpoints(tmp_path, _upstream(url, url)) as at:
+            path = at.proxy("/chat/completions")
+            with pytest.raises(OSError, match="went away"):
+                await at.app(_post_scope(path, body), _sent(body), gone)
+            monkeypatch.setattr(ModelRecorder, "record", failing)
+            with pytest.raises(RuntimeError):  # the host's crash guard's 500, here Starlette's
+                await at.app(_post_scope(path, body), _sent(body), kept)
+            answered = await at.client.post(path, content=body)
+    assert answered.status_code == 200
+    assert server.opened == 1, "a failed exchange's connection was not handed back"
+
+
+class _Lines(logging.Handler):
+    """The access log's lines of the agent's side (client `c`), not the stand-in's own."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage().startswith("c - "):
+            self.lines.append(record.getMessage())
+
+
+async def test_a_whole_answers_access_line_is_written_after_it_a_streams_as_it_starts(
+    tmp_path: Path, stand_in: ModelStandIn
+) -> None:
+    """uvicorn logs a request's line as its response starts; a whole answer through the
+    proxy has it written after its last byte (issue 29), a refusal too, a stream at its start."""
+    whole = _script(stand_in, "line after the answer", [{"content": "whole"}])
+    streamed = _script(stand_in, "line at the start", [{"content": "streamed"}])
+    logger = logging.getLogger(access_log.ACCESS_LOGGER)
+    level, handler = logger.level, _Lines()
+    access_log.install()
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    written: list[tuple[str, int]] = []
+    """Each message the agent's side was sent, with how many lines were written by then."""
+
+    def sender(path: str) -> Send:
+        async def send(message: Message) -> None:
+            if message["type"] == "http.response.start":  # as uvicorn logs it
+                logger.info('%s - "%s %s HTTP/%s" %d', "c", "POST", path, "1.1", 200)
+            written.append((message["type"], len(handler.lines)))
+
+        return send
+
+    try:
+        async with endpoints(tmp_path, _stand_in_upstream(stand_in)) as at:
+            for path, asked in [
+                (at.proxy("/chat/completions"), whole),
+                ("/host/wopeval/openai/no-such-token/v1/chat/completions", whole),
+                (at.proxy("/chat/completions"), {**streamed, "stream": True}),
+            ]:
+                body = json.dumps(asked).encode()
+                await at.app(_post_scope(path, body), _sent(body), sender(path))
+                written.append(("answered", len(handler.lines)))
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    start, sent, answered = "http.response.start", "http.response.body", "answered"
+    assert written[:3] == [(start, 0), (sent, 0), (answered, 1)]  # a whole answer
+    assert written[3:6] == [(start, 1), (sent, 1), (answered, 2)]  # the token's refusal
+    assert written[6:8] == [(start, 3), (sent, 3)]  # a stream
+    assert handler.lines[0] == 'c - "POST /host/wopeval/openai/…/v1/chat/completions HTTP/1.1" 200'
 
 
 async def test_each_wire_api_has_its_route(tmp_path: Path, stand_in: ModelStandIn) -> None:

@@ -76,6 +76,12 @@ def test_a_body_that_is_not_a_response_is_no_answer() -> None:
         RESPONSES.answer({"object": "chat.completion", "choices": []})
 
 
+def test_a_whole_answer_keeps_the_body_it_is_given() -> None:
+    """Not a copy (the proxy's body is freshly decoded; a deep copy was ~2 % of its CPU)."""
+    body = {**TEXT, "output": list(TEXT["output"])}
+    assert RESPONSES.answer(body).document["output"] is body["output"]
+
+
 @ANSWERS
 def test_a_whole_answer_is_recorded_as_returned_and_replayed_to_the_sdk(body: Any) -> None:
     answer = RESPONSES.answer(body)

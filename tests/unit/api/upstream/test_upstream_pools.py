@@ -12,7 +12,7 @@ import pytest
 import uvicorn
 
 from wopeval.api import upstream_pools
-from wopeval.api.upstream_pools import UPSTREAM_ERRORS, UpstreamPools, whole_body
+from wopeval.api.upstream_pools import UPSTREAM_ERRORS, UpstreamPools, hand_back, whole_body
 from wopeval.hosting.host import Host
 from wopeval.settings import Settings
 
@@ -126,13 +126,23 @@ async def test_an_exchange_asks_only_the_connection_it_takes_whether_the_upstrea
         assert asked == 1
 
 
-async def test_a_whole_body_is_read_and_its_connection_kept_for_the_next_exchange() -> None:
+async def test_a_whole_body_is_read_its_connection_kept_once_handed_back_not_before() -> None:
+    """The proxy hands a whole answer's connection back once the answer has gone to its agent
+    (api/routes/model_proxy.py): until then no other exchange is sent on it."""
     server = CountedConnections()
     async with pooled(server) as (pools, url):
+        first = await pools.post(url, {}, b"{}", 5.0)
+        assert (first.status, await whole_body(first)) == (200, b"{}")
+        second = await pools.post(url, {}, b"{}", 5.0)
+        assert server.opened == 2, "a connection was taken before it was handed back"
+        assert await whole_body(second) == b"{}"
+        for answer in (first, second, first):  # a second hand-back changes nothing
+            await hand_back(answer)
         for _ in range(3):
             answer = await pools.post(url, {}, b"{}", 5.0)
             assert (answer.status, await whole_body(answer)) == (200, b"{}")
-        assert (server.opened, server.open) == (1, 1)
+            await hand_back(answer)
+        assert (server.opened, server.open) == (2, 2)
 
 
 async def test_a_body_cut_short_is_an_upstream_error_and_its_connection_closed() -> None:
