@@ -13,10 +13,11 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import httpcore
 import httpx
 import pytest
 
-from wopeval.api.upstream_pools import UPSTREAM_ERRORS, UpstreamPools, whole_body
+from wopeval.api.upstream_pools import UPSTREAM_ERRORS, UpstreamPools, hand_back, whole_body
 
 from ..._certificates import CertificateAuthority
 from ..._counted_server import CountedConnections, read_body, serving
@@ -136,6 +137,14 @@ async def through_proxy(
                 await pools.aclose()
 
 
+async def _read(answer: httpcore.Response) -> bytes:
+    """A whole answer's body, its connection then handed back, as the proxy does once the
+    answer is written."""
+    body = await whole_body(answer)
+    await hand_back(answer)
+    return body
+
+
 def _trusting(authority: CertificateAuthority, environment: pytest.MonkeyPatch) -> None:
     """The host's upstream TLS trusts `authority` only (as test_upstream_streams.py's direct
     TLS does): the context it verifies with, not the verification, is the test's."""
@@ -153,7 +162,7 @@ async def test_an_https_upstream_is_reached_through_one_connect_tunnel_carrying_
         for _ in range(2):
             answer = await pools.post(_URL, {}, _BODY, 5.0)
             assert answer.extensions["network_stream"].get_extra_info("ssl_object")
-            assert (answer.status, await whole_body(answer)) == (200, _ANSWER)
+            assert (answer.status, await _read(answer)) == (200, _ANSWER)
     assert server.bodies == [_BODY, _BODY]
     assert proxy.requests == [_CONNECT], "not one tunnel"
     assert server.opened == 1
@@ -197,11 +206,11 @@ async def test_no_proxy_exempts_an_upstream_s_host_from_the_proxy(
     async with through_proxy(server, server_tls, environment) as (pools, proxy):
         direct = f"https://127.0.0.1:{proxy.upstream_port}/v1/x"
         answer = await pools.post(direct, {}, _BODY, 5.0)
-        assert (answer.status, await whole_body(answer)) == (200, _ANSWER)
+        assert (answer.status, await _read(answer)) == (200, _ANSWER)
         assert proxy.requests == [], "an exempted host went through the proxy"
         # The same environment's proxy still carries a host it does not exempt.
         answer = await pools.post(_URL, {}, _BODY, 5.0)
-        assert (answer.status, await whole_body(answer)) == (200, _ANSWER)
+        assert (answer.status, await _read(answer)) == (200, _ANSWER)
     assert proxy.requests == [_CONNECT]
     assert server.opened == 2
 
@@ -224,7 +233,7 @@ async def test_a_streamed_answer_arrives_through_the_tunnel_chunk_by_chunk_and_w
         assert (answer.status, received) == (200, b"".join(events))
         await answer.aclose()
         answer = await pools.post(_URL, {}, _BODY, 5.0)  # on the same tunnel
-        assert await whole_body(answer) == _ANSWER
+        assert await _read(answer) == _ANSWER
     assert proxy.requests == [_CONNECT]
     assert server.opened == 1
     assert b"answer-marker" not in proxy.to_client
@@ -243,6 +252,6 @@ async def test_a_large_answer_through_the_tunnel_is_read_whole(
         for _ in range(2):
             answer = await pools.post(f"https://{_MODELS}/v1/large", {}, _BODY, 5.0)
             await asyncio.sleep(0.2)  # left unread: what arrives meanwhile pauses the reading
-            assert await whole_body(answer) == _LARGE
+            assert await _read(answer) == _LARGE
     assert proxy.requests == [_CONNECT]
     assert server.opened == 1
