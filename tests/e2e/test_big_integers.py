@@ -48,6 +48,15 @@ def _events(http: httpx.Client, run_id: str) -> list[dict[str, Any]]:
     return events
 
 
+def _completed(server: ServerHandle, workflow_id: str) -> tuple[str, list[dict[str, Any]]]:
+    """A production run of `workflow_id`, completed, and its events (`_events`)."""
+    client = server.client()
+    run_id = client.runs_create(CreateRunRequest(workflowId=workflow_id)).runId
+    assert wait_terminal(client, run_id)[-1].type == "run.completed"
+    with server.http() as http:
+        return run_id, _events(http, run_id)
+
+
 def _payloads(events: list[dict[str, Any]], event_type: str) -> list[dict[str, Any]]:
     return [event["payload"] for event in events if event["type"] == event_type]
 
@@ -60,10 +69,7 @@ def _assert_exact(value: Any, expected: Any) -> None:
 
 def test_a_production_run_keeps_the_integer(project_server: ServerHandle, tmp_path: Path) -> None:
     client = project_server.client()
-    run_id = client.runs_create(CreateRunRequest(workflowId="e2e-wei")).runId
-    assert wait_terminal(client, run_id)[-1].type == "run.completed"
-    with project_server.http() as http:
-        events = _events(http, run_id)
+    run_id, events = _completed(project_server, "e2e-wei")
     (called,) = _payloads(events, "agent.tool-called")
     _assert_exact(called["inputs"], {"wei": -2 * WEI})
     (returned,) = _payloads(events, "agent.tool-returned")
@@ -152,11 +158,7 @@ def test_a_live_trials_calls_keep_the_integer(project_server: ServerHandle) -> N
 def test_a_hash_only_agents_run_hashes_the_args(project_server: ServerHandle) -> None:
     """An agent whose events carry only `argsHash` (`wire_content = "hash"`): its args
     beyond JCS's integers are hashed as their sorted text (evals/_canonical.py)."""
-    client = project_server.client()
-    run_id = client.runs_create(CreateRunRequest(workflowId="e2e-wei-hashed")).runId
-    assert wait_terminal(client, run_id)[-1].type == "run.completed"
-    with project_server.http() as http:
-        events = _events(http, run_id)
+    _, events = _completed(project_server, "e2e-wei-hashed")
     (called,) = _payloads(events, "agent.tool-called")
     assert "inputs" not in called
     sorted_text = json.dumps({"wei": -2 * WEI}, sort_keys=True, separators=(",", ":"))
