@@ -145,6 +145,18 @@ async def _read(answer: httpcore.Response) -> bytes:
     return body
 
 
+@asynccontextmanager
+async def through_trusted_proxy(
+    server: ModelServer, directory: Path, environment: pytest.MonkeyPatch
+) -> AsyncIterator[tuple[UpstreamPools, ConnectProxy]]:
+    """`through_proxy` with `server` holding a certificate for `_MODELS` from a test CA
+    the host's upstream TLS trusts."""
+    authority = CertificateAuthority(directory)
+    _trusting(authority, environment)
+    async with through_proxy(server, authority.server_tls(_MODELS), environment) as opened:
+        yield opened
+
+
 def _trusting(authority: CertificateAuthority, environment: pytest.MonkeyPatch) -> None:
     """The host's upstream TLS trusts `authority` only (as test_upstream_streams.py's direct
     TLS does): the context it verifies with, not the verification, is the test's."""
@@ -154,11 +166,8 @@ def _trusting(authority: CertificateAuthority, environment: pytest.MonkeyPatch) 
 async def test_an_https_upstream_is_reached_through_one_connect_tunnel_carrying_only_tls(
     tmp_path: Path, environment: pytest.MonkeyPatch
 ) -> None:
-    authority = CertificateAuthority(tmp_path)
-    _trusting(authority, environment)
     server = ModelServer()
-    server_tls = authority.server_tls(_MODELS)
-    async with through_proxy(server, server_tls, environment) as (pools, proxy):
+    async with through_trusted_proxy(server, tmp_path, environment) as (pools, proxy):
         for _ in range(2):
             answer = await pools.post(_URL, {}, _BODY, 5.0)
             assert answer.extensions["network_stream"].get_extra_info("ssl_object")
@@ -218,12 +227,9 @@ async def test_no_proxy_exempts_an_upstream_s_host_from_the_proxy(
 async def test_a_streamed_answer_arrives_through_the_tunnel_chunk_by_chunk_and_whole(
     tmp_path: Path, environment: pytest.MonkeyPatch
 ) -> None:
-    authority = CertificateAuthority(tmp_path)
-    _trusting(authority, environment)
     events = tuple(b'data: {"n": %d, "content": "answer-marker"}\n\n' % n for n in range(5))
     server = ModelServer(streamed=events)
-    server_tls = authority.server_tls(_MODELS)
-    async with through_proxy(server, server_tls, environment) as (pools, proxy):
+    async with through_trusted_proxy(server, tmp_path, environment) as (pools, proxy):
         answer = await pools.post(f"https://{_MODELS}/v1/stream", {}, _BODY, 5.0)
         received = b""
         async for part in answer.aiter_stream():
@@ -244,11 +250,8 @@ async def test_a_large_answer_through_the_tunnel_is_read_whole(
 ) -> None:
     """Past what a connection holds unread before its reading pauses (upstream_streams.py,
     `_HELD_BYTES`): under TLS the reading paused and resumed is the TLS transport's."""
-    authority = CertificateAuthority(tmp_path)
-    _trusting(authority, environment)
     server = ModelServer()
-    server_tls = authority.server_tls(_MODELS)
-    async with through_proxy(server, server_tls, environment) as (pools, proxy):
+    async with through_trusted_proxy(server, tmp_path, environment) as (pools, proxy):
         for _ in range(2):
             answer = await pools.post(f"https://{_MODELS}/v1/large", {}, _BODY, 5.0)
             await asyncio.sleep(0.2)  # left unread: what arrives meanwhile pauses the reading
