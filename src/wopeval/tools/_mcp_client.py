@@ -32,6 +32,7 @@ from wopeval.tools.base import ToolContext, ToolFailure
 from wopeval.tools.mcp import (
     CONNECT_TIMEOUT_SECONDS,
     ERROR_TEXT_LIMIT,
+    IDLE_CONNECTION_SECONDS,
     McpServerSpec,
     StdioLaunch,
 )
@@ -168,7 +169,14 @@ class McpConnection:
         if credential is not None and credential.header is not None:
             headers[credential.header] = credential.render()
         timeout = httpx2.Timeout(CONNECT_TIMEOUT_SECONDS, read=self._spec.timeout_seconds + 5)
-        http = await stack.enter_async_context(httpx2.AsyncClient(headers=headers, timeout=timeout))
+        limits = httpx2.Limits(
+            max_connections=100,  # httpx's own
+            max_keepalive_connections=20,
+            keepalive_expiry=IDLE_CONNECTION_SECONDS,
+        )
+        http = await stack.enter_async_context(
+            httpx2.AsyncClient(headers=headers, timeout=timeout, limits=limits)
+        )
         return streamable_http_client(transport.url, http_client=http)
 
 

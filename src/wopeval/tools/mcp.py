@@ -40,6 +40,12 @@ from wopeval.tools.base import Secret, Tool, ToolListing
 CONNECT_TIMEOUT_SECONDS = 30.0
 """How long opening a connection (start the process, the handshake) may take."""
 
+IDLE_CONNECTION_SECONDS = 4.0
+"""How long a Streamable HTTP server's idle connection is kept for the next call: under the 5 s
+after which uvicorn (most Python MCP servers) and Node close one. At httpx's own 5 s a call
+sent as the server closed its connection failed as `mcp_connection_lost`, though the server
+never read it (2 calls in 60 spaced at the server's keep-alive)."""
+
 ERROR_TEXT_LIMIT = 2000
 """Characters of an `isError` result's text kept in the tool error's message."""
 
