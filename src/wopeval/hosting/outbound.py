@@ -7,11 +7,21 @@ import httpx
 
 from wopeval.settings import Settings
 
-OUTBOUND_LIMITS = httpx.Limits(max_connections=None, max_keepalive_connections=None)
-"""No cap on connections, and each one kept for reuse until httpx's keep-alive expiry
-(5 s idle). httpx's defaults, 100 connections of which 20 are kept, close a connection
-after each call beyond the 20th at once: 32 agents through the model proxy made a TCP
-connection per exchange (bench/model_proxy.py saw ~1,400 sockets in TIME-WAIT), and
+IDLE_CONNECTION_SECONDS = 4.0
+"""How long an idle connection is kept for the next call: under the 5 s after which uvicorn
+(most Python servers) and Node close one. At httpx's own 5 s a call could go out on a
+connection its server was closing that moment and fail though the server never read it (as
+the MCP client's did, tools/mcp.py, and the model proxy's pools', api/upstream_pools.py)."""
+
+OUTBOUND_LIMITS = httpx.Limits(
+    max_connections=None,
+    max_keepalive_connections=None,
+    keepalive_expiry=IDLE_CONNECTION_SECONDS,
+)
+"""No cap on connections, and each one kept for reuse while idle for less than
+`IDLE_CONNECTION_SECONDS`. httpx's defaults, 100 connections of which 20 are kept, close a
+connection after each call beyond the 20th at once: 32 agents through the model proxy made
+a TCP connection per exchange (bench/model_proxy.py saw ~1,400 sockets in TIME-WAIT), and
 100 held http-agent invocations would leave every other outbound call waiting for the
 pool. The host's concurrency is bounded by its runs, not here."""
 
