@@ -18,7 +18,6 @@ in recordings/.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import zipfile
 from collections.abc import Collection, Mapping, Sequence
@@ -47,6 +46,7 @@ from wopeval.store._bundle_read import (
 from wopeval.store._bundle_records import RUN_RECORDS, BundleError, RecordKind, exported
 from wopeval.store._rows import ignoring_duplicates
 from wopeval.store.tables import runs
+from wopeval.wire.json_text import dumped
 
 Records = dict[str, list[dict[str, Any]]]
 """Rows by record kind (`RecordKind.name`)."""
@@ -121,16 +121,7 @@ async def _rows(
 def _jsonl(rows: list[dict[str, Any]]) -> bytes:
     # Recorded values keep their keys' order: an LLM agent is handed a tool's result as
     # JSON text, and a replayed model request must be the one it was, byte for byte.
-    return b"".join(_line(exported(row)) for row in rows)
-
-
-def _line(row: dict[str, Any]) -> bytes:
-    try:
-        return json.dumps(row, ensure_ascii=False).encode() + b"\n"
-    except UnicodeEncodeError:
-        # A lone surrogate in a recorded answer: no UTF-8 holds it raw; escaped, it is the
-        # same value (only a row that failed is written twice).
-        return json.dumps(row).encode() + b"\n"
+    return b"".join((dumped(exported(row)) + "\n").encode() for row in rows)
 
 
 __all__ = [

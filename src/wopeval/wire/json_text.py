@@ -23,14 +23,21 @@ def compact(value: Any) -> str:
     try:
         return orjson.dumps(value).decode("utf-8")
     except orjson.JSONEncodeError:
-        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        return dumped(value, separators=(",", ":"))
+
+
+def dumped(
+    value: Any, *, indent: int | None = None, separators: tuple[str, str] | None = None
+) -> str:
+    """The standard library's JSON text of `value` (`json.dumps`' layout options), its
+    characters as they are, unless it holds a lone surrogate (legal JSON text, `"\ud800"`,
+    which a tool may answer): no UTF-8 holds one, so neither store, wire nor page could take
+    that text, and it is written escaped, the same value in ASCII."""
+    text = json.dumps(value, ensure_ascii=False, indent=indent, separators=separators)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        # A lone surrogate (legal JSON text, `"\ud800"`, which a tool may answer): no
-        # UTF-8 holds it, so neither store nor wire could take the text; escaped, it is
-        # the same value in ASCII. Only text orjson refused is checked.
-        return json.dumps(value, separators=(",", ":"))
+        return json.dumps(value, indent=indent, separators=separators)
     return text
 
 

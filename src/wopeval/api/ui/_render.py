@@ -8,7 +8,6 @@ other string.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -20,6 +19,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from wopeval.api.ui.sessions import Session
 from wopeval.reports import criterion_rows, judge_headline
 from wopeval.wire import ids
+from wopeval.wire.json_text import dumped
 
 _ENVIRONMENT = Environment(
     loader=PackageLoader("wopeval.api.ui", "templates"),
@@ -32,18 +32,7 @@ _ENVIRONMENT = Environment(
 
 def json_text(value: Any) -> str:
     """A JSON value as indented text; a string stays a JSON string (quoted)."""
-    return _shown(value, indent=2)
-
-
-def _shown(value: Any, **layout: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False, **layout)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        # A lone surrogate (a tool may answer one): no UTF-8 page holds it raw, so the
-        # value is shown escaped, as the events carry it.
-        return json.dumps(value, **layout)
-    return text
+    return dumped(value, indent=2)
 
 
 CELL_CHARACTERS = 2000
@@ -52,7 +41,7 @@ CELL_CHARACTERS = 2000
 
 def json_line(value: Any) -> str:
     """A JSON value on as few lines as the cell's width allows (tables), cut if very long."""
-    text = _shown(value, separators=(", ", ": "))
+    text = dumped(value, separators=(", ", ": "))
     if len(text) <= CELL_CHARACTERS:
         return text
     return f"{text[:CELL_CHARACTERS]}… ({len(text) - CELL_CHARACTERS} more characters)"
