@@ -398,6 +398,7 @@ async def test_a_request_is_forwarded_with_the_real_key_relayed_and_recorded(
     assert answer.json()["choices"][0]["message"]["content"] == "whole answer"
     assert stream.status_code == 200
     assert stream.headers["content-type"].startswith("text/event-stream")
+    assert stream.headers["x-accel-buffering"] == "no"
     chunks = [json.loads(line[6:]) for line in stream.text.splitlines() if line[:7] == "data: {"]
     pieces = [chunk["choices"][0]["delta"].get("content") or "" for chunk in chunks]
     assert "".join(pieces) == "streamed answer"
@@ -802,6 +803,7 @@ async def test_under_model_replay_the_recording_answers_whole_or_streamed(
     assert whole.status_code == 200
     assert whole.json()["choices"][0]["message"]["content"] == "recorded"
     assert stream.headers["content-type"].startswith("text/event-stream")
+    assert stream.headers["x-accel-buffering"] == "no"
     assert "recorded" in stream.text
     assert missed.status_code == 400
     assert missed.json()["error"]["code"] == "model_replay_miss"

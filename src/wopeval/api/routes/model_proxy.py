@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable
 
 import httpcore
 from fastapi import APIRouter
@@ -187,7 +187,7 @@ async def _exchange(
         if not model_request.stream:
             return JSONResponse(api.served_whole(replayed))
         events = api.served_stream(replayed, model_request)
-        return StreamingResponse(events, media_type="text/event-stream")
+        return _streamed(events)
     upstream = invocation.spec.model_upstream
     if upstream is None:
         failure = models.ModelCallFailed(
@@ -198,6 +198,15 @@ async def _exchange(
     target = upstream.request(model_request, headers)
     forward = _Forward(access.upstreams, target, upstream.timeout_seconds, model_request, recorder)
     return await (forward.streamed(body) if model_request.stream else forward.whole(body))
+
+
+def _streamed(events: Iterable[bytes] | AsyncIterable[bytes]) -> StreamingResponse:
+    """A model stream as the agent gets it. `X-Accel-Buffering: no` keeps nginx from holding
+    the stream until it ends (docs/deploy.md, "Behind a reverse proxy"): behind a buffering
+    proxy, the agent's first token would wait for its last."""
+    return StreamingResponse(
+        events, media_type="text/event-stream", headers={"X-Accel-Buffering": "no"}
+    )
 
 
 def _error(api: models.ModelApi, status: int, message: str, code: str) -> JSONResponse:
@@ -251,7 +260,7 @@ class _Forward:
                 return await self._answered(response, content)
         except UPSTREAM_ERRORS as exc:
             return self._unreachable(exc)
-        return StreamingResponse(self._relay(response), media_type="text/event-stream")
+        return _streamed(self._relay(response))
 
     async def _answered(self, response: httpcore.Response, content: bytes) -> Response:
         """The upstream's whole answer `content`, recorded, as the agent gets it (relayed as it
