@@ -22,6 +22,7 @@ import sqlite3
 import sys
 import tempfile
 import time
+import traceback
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -568,6 +569,22 @@ def run(
 ) -> int:
     """Measure in a scratch directory, then print the load and write the JSON report."""
     with tempfile.TemporaryDirectory(prefix="wopeval-bench-") as scratch:
-        asyncio.run(measure(options, Path(scratch), report))
+        try:
+            asyncio.run(measure(options, Path(scratch), report))
+        except BaseExceptionGroup as group:
+            # The SDK's sessions nest a task group each, deeper than a traceback prints
+            # (10 levels): what failed first would be cut off. Print each leaf whole.
+            for leaf in leaves(group):
+                traceback.print_exception(leaf)
+            raise
     finish(report, options.json)
     return 0
+
+
+def leaves(group: BaseExceptionGroup[BaseException]) -> Iterator[BaseException]:
+    """The exceptions in `group` and its nested groups that are not groups themselves."""
+    for exception in group.exceptions:
+        if isinstance(exception, BaseExceptionGroup):
+            yield from leaves(exception)
+        else:
+            yield exception
