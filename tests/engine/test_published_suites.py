@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import text
 
 from _backends import Backend
 from _hosts import TENANT, running_host
@@ -64,5 +65,43 @@ def test_a_published_version_runs_without_a_second_parse_or_a_store_read(
             assert ended.summary is not None
             assert ended.summary.passed is True
             assert reads == []
+
+    asyncio.run(scenario())
+
+
+def test_an_eval_run_s_plan_keeps_the_suite_as_the_text_it_was_published_as(
+    backend: Backend, tmp_path: Path
+) -> None:
+    """The plan embeds the text written when the version was published, not the suite
+    written again: the same bytes as the suite's row, and a change made to the kept
+    document after publishing (which nothing does: it shows what is written) is not in it."""
+
+    async def scenario() -> None:
+        async with running_host(backend, tmp_path / "data") as host:
+            stored, _ = await host.engine.publish_suite(PRINCIPAL, _document("echo"))
+            stored["x-not-published"] = True
+            record = await host.engine.create_eval_run(
+                PRINCIPAL,
+                CreateRunRequest(
+                    mode="eval",
+                    evalSuiteRef="engine.evals.published@1.0.0",
+                    agentId="conformance.scripted-agent",
+                ),
+            )
+            await host.engine.wait_idle()
+            async with host.store.engine.connect() as connection:
+                published = (
+                    await connection.execute(text("SELECT CAST(document AS TEXT) FROM suites"))
+                ).scalar_one()
+                plan = (
+                    await connection.execute(
+                        text("SELECT CAST(plan AS TEXT) FROM run_plans WHERE run_id = :run"),
+                        {"run": record.run_id},
+                    )
+                ).scalar_one()
+            assert plan.startswith('{"suite":' + published + ',"agentId":')
+            assert "x-not-published" not in plan
+            ended = await host.engine.get_run(PRINCIPAL, record.run_id)
+            assert ended.status is RunStatus.COMPLETED
 
     asyncio.run(scenario())

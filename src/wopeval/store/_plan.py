@@ -3,9 +3,10 @@ fixture copies, for a worker in another process to make the same plan again."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, field_serializer
+from pydantic import BaseModel, ConfigDict, PrivateAttr, field_serializer
 
 from wopeval import evals
+from wopeval.wire import json_text
 from wopeval.wire.eval_options import EvalMode, ToolsChangedPolicy
 from wopeval.wire.json_text import JsonObject
 from wopeval.wire.summary import Advisory, EvalSummary
@@ -73,6 +74,18 @@ class StoredPlan(BaseModel):
             for digest in contract.served.values()
         }
 
+    _suite_text: bytes | None = PrivateAttr(default=None)
+    """`suite`'s JSON text as it was stored when published (`with_suite_text`)."""
+
+    def with_suite_text(self, text: bytes | None) -> StoredPlan:
+        """This plan, its suite stored as `text` (the suite's own JSON text, written when it
+        was published) rather than written again; None: written as it is."""
+        self._suite_text = text
+        return self
+
     def to_stored(self) -> JsonObject:
-        # The suite is JSON as it ran: stored as it is, not walked and copied again.
-        return {"suite": self.suite, **self.model_dump(mode="json", exclude={"suite"})}
+        # The suite is JSON as it ran: stored as it is, not walked and copied again; its
+        # text, when it was written already, is put in as it is (the same bytes).
+        text = self._suite_text
+        suite = self.suite if text is None else json_text.embedded(text)
+        return {"suite": suite, **self.model_dump(mode="json", exclude={"suite"})}

@@ -35,8 +35,9 @@ class GlobalSuite:
 
 
 class ParsedSuites:
-    """Suite versions already validated, by (owner, suiteId, version), with their documents;
-    least recently used go.
+    """Suite versions already validated, by (owner, suiteId, version), with their documents
+    and, for a version published here, the document's JSON text as stored; least recently
+    used go.
 
     A published version never changes (a different document is refused) and is never
     deleted, so a version parsed once serves every later run of it without validating
@@ -45,7 +46,9 @@ class ParsedSuites:
 
     def __init__(self, limit: int = 256) -> None:
         self._limit = limit
-        self._suites: OrderedDict[tuple[str, str, str], tuple[Suite, JsonObject]] = OrderedDict()
+        self._suites: OrderedDict[tuple[str, str, str], tuple[Suite, JsonObject, bytes | None]] = (
+            OrderedDict()
+        )
 
     def get(self, owner: str, document: JsonObject) -> Suite:
         key = (owner, str(document.get("suiteId")), str(document.get("version")))
@@ -57,10 +60,13 @@ class ParsedSuites:
         self._suites.move_to_end(key)
         return kept[0]
 
-    def keep(self, owner: str, suite: Suite, document: JsonObject) -> None:
-        """Keep a version just validated, with its document as stored."""
+    def keep(
+        self, owner: str, suite: Suite, document: JsonObject, text: bytes | None = None
+    ) -> None:
+        """Keep a version just validated, with its document as stored (and its text, when
+        it was written here: `text`)."""
         key = (owner, suite.suiteId, suite.version)
-        self._suites[key] = (suite, document)
+        self._suites[key] = (suite, document, text)
         self._suites.move_to_end(key)
         if len(self._suites) > self._limit:
             self._suites.popitem(last=False)
@@ -69,6 +75,15 @@ class ParsedSuites:
         """The document of a version parsed here before, if it still is kept."""
         kept = self._suites.get((owner, suite_id, version))
         return None if kept is None else kept[1]
+
+    def text(self, owner: str, suite_id: str, version: str) -> bytes | None:
+        """The JSON text a version's document was stored as, when this host wrote it
+        (publishing it) and still keeps it: an eval run's plan embeds the suite as that text
+        (`StoredPlan.to_stored`) instead of writing the whole suite again. A published
+        version never changes, so the text is the document's however it was read since.
+        None for a version only read back from the store: its plan writes it as before."""
+        kept = self._suites.get((owner, suite_id, version))
+        return None if kept is None else kept[2]
 
 
 @dataclass

@@ -100,6 +100,9 @@ class EvalPlan:
     """`fail`: a task whose MCP tools changed since its source fails closed, unrun."""
     judge: JudgePlan | None = None
     """The judge of the suite's rubric tasks (None: the suite has none)."""
+    suite_text: bytes | None = None
+    """`suite_document`'s JSON text as it was stored, when this host wrote it
+    (`ParsedSuites.text`): the run's plan embeds it rather than writing the suite again."""
 
     def refuses(self, task_plan: TaskPlan) -> bool:
         """Whether the task fails closed: its tools changed, under `tools_changed = "fail"`."""
@@ -130,7 +133,7 @@ class EvalPlan:
             judgeSourceRunId=None if self.judge is None else self.judge.source_run_id,
             judgeLive=True if self.judge is None else self.judge.live,
             judgeAdvisory=None if self.judge is None else self.judge.advisory,
-        )
+        ).with_suite_text(self.suite_text)
 
     def pairs(self) -> list[tuple[str, int]]:
         """Every `(task_id, trial)` the run executes, task by task."""
@@ -243,7 +246,7 @@ async def resolve_eval(
 ) -> EvalPlan:
     """`live_tools` False: an offline host, which serves the sources' recorded MCP listings."""
     _gate(request, features)
-    suite, document = await _suite(request.evalSuiteRef or "", tenant, catalog, uow)
+    suite, document, owner = await _suite(request.evalSuiteRef or "", tenant, catalog, uow)
     agent = _agent(request.agentId or "", suite, catalog)
     _check_suite(suite, features)
     # A suite pushed while the project had a grader may outlive it: refuse, naming the field.
@@ -277,6 +280,7 @@ async def resolve_eval(
     return EvalPlan(
         suite=suite,
         suite_document=document,
+        suite_text=catalog.parsed_suites.text(owner, suite.suiteId, suite.version),
         agent=agent,
         modes=modes,
         tasks=_task_plans(suite, modes, derived, answers, contracts),
@@ -475,12 +479,12 @@ async def _find_owned_suite(
 
 async def _suite(
     ref: str, tenant: str, catalog: Catalog, uow: UnitOfWork
-) -> tuple[Suite, dict[str, Any]]:
+) -> tuple[Suite, dict[str, Any], str]:
     found = await _find_owned_suite(ref, tenant, catalog, uow)
     if found is None:
         raise errors.ValidationFailed("evalSuiteRef does not name a suite this host holds.")
     owner, document = found
-    return catalog.parsed_suites.get(owner, document), document
+    return catalog.parsed_suites.get(owner, document), document, owner
 
 
 def _agent(agent_id: str, suite: Suite, catalog: Catalog) -> AgentSpec:
