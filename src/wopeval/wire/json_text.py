@@ -33,12 +33,25 @@ def dumped(
     characters as they are, unless it holds a lone surrogate (legal JSON text, `"\ud800"`,
     which a tool may answer): no UTF-8 holds one, so neither store, wire nor page could take
     that text, and it is written escaped, the same value in ASCII."""
-    text = json.dumps(value, ensure_ascii=False, indent=indent, separators=separators)
+    text = json.dumps(
+        value, ensure_ascii=False, indent=indent, separators=separators, default=_embedded_value
+    )
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        return json.dumps(value, indent=indent, separators=separators)
+        return json.dumps(value, indent=indent, separators=separators, default=_embedded_value)
     return text
+
+
+def _embedded_value(value: Any) -> Any:
+    """An `embedded` text's value, for the standard library's writer: a document holding both
+    text orjson wrote and a value only the standard library writes (an integer beyond 64
+    bits, a lone surrogate: a derived copy's entries beside a model answer holding one) is
+    written whole, not refused. orjson hands a fragment's text back when it writes it
+    alone; nothing else reads it."""
+    if type(value) is not orjson.Fragment:
+        raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+    return parse(orjson.dumps(value))
 
 
 embedded: Callable[[str | bytes], Any] = orjson.Fragment

@@ -96,3 +96,22 @@ def test_text_that_is_not_json_still_fails_to_parse() -> None:
     for text in ('{"a":', '"\\ud800', "[1,]"):
         with pytest.raises(json.JSONDecodeError):
             json_text.parse(text)
+
+
+@pytest.mark.parametrize("odd", [WEI, "\ud800"])
+def test_embedded_text_beside_a_value_only_the_standard_library_writes(odd: object) -> None:
+    """A document with text orjson wrote already (`embedded`) and a value orjson refuses
+    (an eval plan's derived entries beside a model answer holding one) is written whole."""
+    entries = json_text.written([{"args": {"q": "é"}, "answer": 1}])
+    assert entries is not None
+    document = {"entries": json_text.embedded(entries), "model_entries": [{"n": odd}]}
+    text = json_text.compact(document)
+    assert json_text.parse(text) == {
+        "entries": [{"args": {"q": "é"}, "answer": 1}],
+        "model_entries": [{"n": odd}],
+    }
+
+
+def test_what_is_not_json_is_still_refused_by_the_fallback() -> None:
+    with pytest.raises(TypeError, match="set is not JSON serializable"):
+        json_text.compact({"n": WEI, "s": {1}})
