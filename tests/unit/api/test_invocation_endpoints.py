@@ -54,7 +54,7 @@ from wopeval.tools import PythonTool, ToolContext, ToolFailure, ToolListing, Too
 from wopeval.wire import limits
 from wopeval.wire.runs import RunStatus
 
-from .._counted_server import CountedConnections, serving
+from .._counted_server import CountedConnections, read_body, serving
 from ..engine._store import TENANT, open_run, open_store, writer_for
 
 KEY = "key-of-the-tenant"
@@ -707,6 +707,74 @@ async def test_an_upstream_error_is_relayed_as_it_came_and_recorded_failed(
         assert (error["status"], error["type"]) == (400, upstream_error["type"])
         assert error["reason"] == f"the model API at {stand_in.base_url} answered HTTP 400"
         assert error["url"] == stand_in.base_url
+
+
+@pytest.mark.parametrize("status", [429, 503])
+async def test_an_upstream_error_goes_to_the_agent_with_its_headers_whole_or_streamed(
+    tmp_path: Path, stand_in: ModelStandIn, status: int
+) -> None:
+    """The SDKs' retries read an error's `Retry-After` (and `retry-after-ms`,
+    `x-should-retry`): dropped, an agent retried a rate limit at once, every time."""
+    failing = _script(
+        stand_in, f"limited {status}", [{"fail_always": {"status": status, "retry_after": "7"}}]
+    )
+    async with endpoints(tmp_path, _stand_in_upstream(stand_in)) as at:
+        whole = await at.client.post(at.proxy("/chat/completions"), json=failing)
+        stream = await at.client.post(
+            at.proxy("/chat/completions"), json={**failing, "stream": True}
+        )
+        rows = await at.recorded(model_calls, "status", "error")
+    for answer in (whole, stream):
+        assert answer.status_code == status
+        assert answer.headers["retry-after"] == "7"
+        assert answer.headers["content-type"] == "application/json"
+        assert answer.headers.get_list("content-length") == [str(len(answer.content))]
+        assert "date" not in answer.headers, "the test client's app writes no Date of its own"
+    assert whole.json()["error"]["code"] == (
+        "rate_limit_exceeded" if status == 429 else "server_error"
+    )
+    assert [(row_status, error["status"]) for row_status, error in rows] == [("error", status)] * 2
+
+
+_BAD_GATEWAY_PAGE = b"<html><body><h1>502 Bad Gateway</h1></body></html>"
+
+
+class LoadBalancer(CountedConnections):
+    """A load balancer in front of the model server, answering its own HTML `502` page."""
+
+    async def answer(
+        self, head: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        await read_body(head, reader)
+        writer.write(
+            b"HTTP/1.1 502 Bad Gateway\r\nServer: lb\r\nContent-Type: text/html\r\n"
+            b"Set-Cookie: a=1\r\nSet-Cookie: b=2\r\n"
+            b"Content-Length: %d\r\n\r\n%b" % (len(_BAD_GATEWAY_PAGE), _BAD_GATEWAY_PAGE)
+        )
+        await writer.drain()
+
+
+async def test_a_load_balancers_html_error_page_is_relayed_as_it_came_and_recorded(
+    tmp_path: Path,
+) -> None:
+    server = LoadBalancer()
+    async with serving(server) as port:
+        url = f"http://127.0.0.1:{port}"
+        async with endpoints(tmp_path, _upstream(url, url)) as at:
+            answers = [
+                await at.client.post(
+                    at.proxy("/chat/completions"), json={**CHAT_BODY, "stream": stream}
+                )
+                for stream in (False, True)
+            ]
+            rows = await at.recorded(model_calls, "status", "error")
+    for answer in answers:
+        assert (answer.status_code, answer.content) == (502, _BAD_GATEWAY_PAGE)
+        assert answer.headers.get_list("content-type") == ["text/html"]
+        assert answer.headers.get_list("set-cookie") == ["a=1", "b=2"]
+        assert "server" not in answer.headers
+    assert [(status, error["status"]) for status, error in rows] == [("error", 502)] * 2
+    assert server.opened == 1
 
 
 async def test_what_no_provider_answers_is_a_502_and_recorded(tmp_path: Path, odd: Odd) -> None:

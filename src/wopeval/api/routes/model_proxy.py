@@ -273,6 +273,12 @@ class _Forward:
             raise
         if error is not None:
             return _Relayed(response, error.status_code, bytes(error.body))
+        if response.status >= 400:
+            # An error goes to the agent with the upstream's headers: its SDK's retry reads
+            # them (`Retry-After`, `retry-after-ms`, `x-should-retry`), and a load balancer's
+            # HTML page keeps its own `Content-Type`. Only an error: on the hot path an
+            # answer's headers are the proxy's (issue 29).
+            return _Relayed(response, response.status, content, _end_to_end(response.headers))
         return _Relayed(response, response.status, content)
 
     def _recorded(self, status: int, content: bytes) -> JSONResponse | None:
@@ -359,8 +365,18 @@ class _Relayed(Response):
     lock, a shielded cancel scope, the pool's bookkeeping; ~5 % of the host's CPU on a whole
     exchange) is not on the exchange's way (issue 29)."""
 
-    def __init__(self, upstream: httpcore.Response, status: int, content: bytes) -> None:
+    def __init__(
+        self,
+        upstream: httpcore.Response,
+        status: int,
+        content: bytes,
+        headers: list[tuple[bytes, bytes]] | None = None,
+    ) -> None:
         super().__init__(content, status_code=status, media_type="application/json")
+        if headers is not None:  # as they came, repeated ones too; JSON unless they name a type
+            typed = any(name == b"content-type" for name, _ in headers)
+            own = [(n, v) for n, v in self.raw_headers if n != b"content-type" or not typed]
+            self.raw_headers = own + headers
         self._upstream = upstream
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -368,3 +384,28 @@ class _Relayed(Response):
             await super().__call__(scope, receive, send)
         finally:
             await hand_back(self._upstream)
+
+
+_NOT_RELAYED = frozenset(
+    {
+        b"connection",
+        b"keep-alive",
+        b"proxy-connection",
+        b"transfer-encoding",
+        b"te",
+        b"trailer",
+        b"upgrade",
+        b"content-length",
+        b"date",
+        b"server",
+    }
+)
+"""An upstream's headers that are its connection's, not its answer's (RFC 9110 §7.6.1), and
+those the host's server writes itself (a second `Date` or `Server` would be a duplicate)."""
+
+
+def _end_to_end(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """The headers of an upstream's answer that go on to the agent with it, named in lower
+    case as ASGI sends them."""
+    relayed = [(name.lower(), value) for name, value in headers]
+    return [(name, value) for name, value in relayed if name not in _NOT_RELAYED]
