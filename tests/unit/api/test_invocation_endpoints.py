@@ -47,6 +47,7 @@ from wopeval.engine.recording.grants import InvocationGrants
 from wopeval.engine.recording.invocation import Invocation, Where
 from wopeval.engine.recording.models import ModelRecorder, ModelServer
 from wopeval.engine.runlog.runlog import Journal
+from wopeval.hosting.loopback import loopback_socket, quiet_server
 from wopeval.models import Endpoint, ModelUpstream
 from wopeval.store import Store
 from wopeval.store.tables import model_calls, tool_calls
@@ -214,6 +215,20 @@ async def endpoints(
             ) as client,
         ):
             yield Endpoints(app, client, invocation, invocation.openai_api_key, store, log.run_id)
+
+
+@asynccontextmanager
+async def on_loopback(at: Endpoints) -> AsyncIterator[str]:
+    """The endpoints' app served by uvicorn on loopback, as the host serves it; its base URL."""
+    socket = loopback_socket()
+    server = quiet_server(at.app)
+    serving = asyncio.create_task(server.serve(sockets=[socket]))
+    try:
+        await asyncio.to_thread(server.ready.wait, 30)
+        yield f"http://127.0.0.1:{socket.getsockname()[1]}"
+    finally:
+        server.exit()
+        await serving
 
 
 # ── the MCP endpoint ─────────────────────────────────────────────────
@@ -606,6 +621,129 @@ async def test_a_whole_answers_upstream_connection_goes_back_when_its_write_or_r
             answered = await at.client.post(path, content=body)
     assert answered.status_code == 200
     assert server.opened == 1, "a failed exchange's connection was not handed back"
+
+
+_MORE = b'data: {"id":"c1","model":"m","choices":[{"index":0,"delta":{"content":"."}}]}\n\n'
+
+
+class BreaksOff(CountedConnections):
+    """Streams a chat answer's first event, then, on the first request only, `fault`: drops
+    the connection (`drop`), goes silent (`stall`), or goes on streaming until the host
+    closes the connection (`agent leaves`: the agent leaves meanwhile). Every later request
+    gets its whole stream."""
+
+    def __init__(self, fault: str) -> None:
+        super().__init__()
+        self.fault: str | None = fault
+        self.faulted = asyncio.Event()
+        """Set once the fault is over: the host closed the connection, or it was dropped."""
+
+    async def answer(
+        self, head: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        await read_body(head, reader)
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n" + _chunk(_FIRST)
+        )
+        await writer.drain()
+        fault, self.fault = self.fault, None
+        try:
+            if fault == "drop":
+                writer.transport.abort()
+            elif fault == "stall":
+                await reader.read()  # until the host gives up on it and closes
+            elif fault == "agent leaves":
+                for _ in range(500):  # 10 s at most
+                    await asyncio.sleep(0.02)
+                    writer.write(_chunk(_MORE))
+                    await writer.drain()
+        finally:
+            if fault is not None:
+                self.faulted.set()
+        if fault is None:
+            writer.write(_chunk(_REST) + b"0\r\n\r\n")
+            await writer.drain()
+
+
+class _Logged(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@contextlib.contextmanager
+def _logged() -> Iterator[list[logging.LogRecord]]:
+    """Every record logged meanwhile: the host's own, and its server's (uvicorn's loggers
+    do not propagate to the root)."""
+    handler = _Logged()
+    loggers = [logging.getLogger(), logging.getLogger("uvicorn")]
+    for logger in loggers:
+        logger.addHandler(handler)
+    try:
+        yield handler.records
+    finally:
+        for logger in loggers:
+            logger.removeHandler(handler)
+
+
+_CUT_OFF = {
+    "drop": ("error", "incomplete"),
+    "stall": ("error", "timeout"),
+    "agent leaves": ("error", "cancelled"),
+}
+
+
+@pytest.mark.parametrize("fault", list(_CUT_OFF))
+async def test_a_stream_cut_off_midway_is_recorded_as_such_and_the_next_exchanges_work(
+    tmp_path: Path, fault: str
+) -> None:
+    """Broken off or gone silent upstream, the agent's stream is cut off too (its client
+    fails the answer rather than take a part for the whole) and the exchange recorded as
+    failed with why, no traceback logged; left by the agent, it is recorded cancelled and
+    its upstream connection closed. The pool serves the next 20 streams either way."""
+    server = BreaksOff(fault)
+    body = {**CHAT_BODY, "stream": True}
+    async with serving(server) as port:
+        url = f"http://127.0.0.1:{port}"
+        async with (
+            endpoints(tmp_path, _upstream(url, url, timeout=0.3)) as at,
+            on_loopback(at) as base,
+            httpx.AsyncClient(base_url=base, trust_env=False) as agent,
+        ):
+            received, completed = b"", False
+            with _logged() as records:
+                with contextlib.suppress(httpx.RemoteProtocolError):
+                    async with agent.stream(
+                        "POST", at.proxy("/chat/completions"), json=body
+                    ) as cut:
+                        async for part in cut.aiter_raw():
+                            received += part
+                            if fault == "agent leaves":
+                                break  # the agent closes its connection mid-answer
+                        completed = True
+                await asyncio.wait_for(server.faulted.wait(), 10)
+                for _ in range(1000):  # the record of a stream its agent left comes as it ends
+                    if await at.recorded(model_calls, "status"):
+                        break
+                    await asyncio.sleep(0.01)
+            answers = [
+                await agent.post(at.proxy("/chat/completions"), json=body) for _ in range(20)
+            ]
+            rows = await at.recorded(model_calls, "status", "error")
+    assert received.startswith(_FIRST)
+    # Broken off upstream, the agent's client fails the answer (no clean end to take it for).
+    assert completed is (fault == "agent leaves")
+    assert not [r for r in records if r.exc_info], "a cut-off stream was logged as a crash"
+    assert not [r for r in records if at.token in r.getMessage()]
+    (status, error), *later = rows
+    assert (status, error["code"]) == _CUT_OFF[fault]
+    assert [a.text.endswith("data: [DONE]\n\n") for a in answers] == [True] * 20
+    assert later == [("ok", None)] * 20
+    assert server.opened == 2, "the cut-off connection was kept, or a later one not reused"
 
 
 class _Lines(logging.Handler):

@@ -28,6 +28,7 @@ out of `/openapi.json`, whose bodies are OpenWOP's.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import time
@@ -204,9 +205,23 @@ def _streamed(events: Iterable[bytes] | AsyncIterable[bytes]) -> StreamingRespon
     """A model stream as the agent gets it. `X-Accel-Buffering: no` keeps nginx from holding
     the stream until it ends (docs/deploy.md, "Behind a reverse proxy"): behind a buffering
     proxy, the agent's first token would wait for its last."""
-    return StreamingResponse(
-        events, media_type="text/event-stream", headers={"X-Accel-Buffering": "no"}
-    )
+    return _Stream(events, media_type="text/event-stream", headers={"X-Accel-Buffering": "no"})
+
+
+class _BrokenOff(Exception):
+    """The upstream's stream broke off or went silent past its timeout (recorded so): the
+    agent's is left unfinished."""
+
+
+class _Stream(StreamingResponse):
+    """A model stream whose upstream's may break off: then the agent's ends as it did, cut
+    off (no last chunk: its server closes the connection), so that its client fails the
+    answer rather than take what came for the whole. Already recorded, it is no crash of
+    the host's: no traceback in its log, no path with the token in it."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        with contextlib.suppress(_BrokenOff):
+            await super().__call__(scope, receive, send)
 
 
 def _error(api: models.ModelApi, status: int, message: str, code: str) -> JSONResponse:
@@ -304,15 +319,46 @@ class _Forward:
         lines add up to, recorded at the end, before the stream's end goes to the agent.
 
         A chunk is only kept while the stream runs: its lines are read once, all together,
-        when it ends (one decode and one split of the whole, not one per event; issue 29)."""
+        when it ends (one decode and one split of the whole, not one per event; issue 29).
+
+        A stream the upstream breaks off, or lets go silent past its timeout, is recorded as
+        failed with why, and the agent's is cut off too (`_Stream`); one the agent leaves is
+        recorded as cancelled, and its upstream connection closed."""
         relayed: list[bytes] = []
+        ended = False
+        broken_off: models.ModelCallFailed | None = None
         try:
-            async for chunk in response.aiter_stream():
-                yield chunk
-                relayed.append(chunk)
+            try:
+                async for chunk in response.aiter_stream():
+                    yield chunk
+                    relayed.append(chunk)
+            except UPSTREAM_ERRORS as exc:
+                broken_off = self._broken_off(exc)
+                raise _BrokenOff from exc
+            ended = True
         finally:
-            await response.aclose()
-            self._record_stream(relayed)
+            await response.aclose()  # mid-stream, the upstream's connection is closed
+            if ended:
+                self._record_stream(relayed)
+            else:
+                # Neither ended nor broken off upstream: ended on the agent's side (it left,
+                # or the host is stopping), not "ok", nor the upstream's fault.
+                left = _failure("the agent left before the stream's end", "cancelled")
+                self._record(None, broken_off or left)
+
+    def _broken_off(self, exc: Exception) -> models.ModelCallFailed:
+        """What is recorded of a stream the upstream broke off, or let go silent past its
+        timeout, before its end."""
+        url = self._url
+        if isinstance(exc, httpcore.TimeoutException):
+            return models.ModelCallFailed(
+                f"the model API at {url} sent nothing more in time mid-stream",
+                {"code": "timeout", "url": url},
+            )
+        return models.ModelCallFailed(
+            f"the model API at {url} broke off its stream: {exc}",
+            {"code": "incomplete", "cause": str(exc), "url": url},
+        )
 
     def _record_stream(self, relayed: list[bytes]) -> None:
         assembler = self._request.api.assembler()
