@@ -414,9 +414,7 @@ async def test_a_request_is_forwarded_with_the_real_key_relayed_and_recorded(
     assert stream.status_code == 200
     assert stream.headers["content-type"].startswith("text/event-stream")
     assert stream.headers["x-accel-buffering"] == "no"
-    chunks = [json.loads(line[6:]) for line in stream.text.splitlines() if line[:7] == "data: {"]
-    pieces = [chunk["choices"][0]["delta"].get("content") or "" for chunk in chunks]
-    assert "".join(pieces) == "streamed answer"
+    assert _content(stream) == "streamed answer"
     assert stream.text.endswith("data: [DONE]\n\n")
     assert rows == [("chat", "proxy", "live", "ok", False), ("chat", "proxy", "live", "ok", True)]
     (sent,) = stand_in.script.requests_with(f"whole please {guarded}")
@@ -744,6 +742,46 @@ async def test_a_stream_cut_off_midway_is_recorded_as_such_and_the_next_exchange
     assert [a.text.endswith("data: [DONE]\n\n") for a in answers] == [True] * 20
     assert later == [("ok", None)] * 20
     assert server.opened == 2, "the cut-off connection was kept, or a later one not reused"
+
+
+def _content(answer: httpx.Response) -> str:
+    """A chat answer's text, whole or streamed (its deltas joined)."""
+    if not answer.headers["content-type"].startswith("text/event-stream"):
+        return str(answer.json()["choices"][0]["message"]["content"])
+    chunks = [json.loads(line[6:]) for line in answer.text.splitlines() if line[:7] == "data: {"]
+    return "".join(chunk["choices"][0]["delta"].get("content") or "" for chunk in chunks)
+
+
+async def test_32_exchanges_at_once_whole_and_streamed_are_each_recorded_once_with_its_answer(
+    tmp_path: Path, stand_in: ModelStandIn
+) -> None:
+    """One invocation's agent with 32 exchanges in flight (a fan-out of sub-tasks): each
+    answered its own answer and recorded once, with its own request and answer."""
+    asked = [
+        _script(stand_in, f"fan-out {n} of 32", [{"content": f"answer {n}"}]) for n in range(32)
+    ]
+    async with (
+        endpoints(tmp_path, _stand_in_upstream(stand_in)) as at,
+        on_loopback(at) as base,
+        httpx.AsyncClient(base_url=base, trust_env=False) as agent,
+    ):
+        answers = await asyncio.gather(
+            *(
+                agent.post(at.proxy("/chat/completions"), json={**body, "stream": n % 2 == 1})
+                for n, body in enumerate(asked)
+            )
+        )
+        rows = await at.recorded(model_calls, "ordinal", "status", "stream", "request", "response")
+    for n, answer in enumerate(answers):
+        assert answer.status_code == 200
+        assert _content(answer) == f"answer {n}"
+    assert sorted(ordinal for ordinal, *_ in rows) == list(range(len(rows)))
+    recorded = {
+        request["messages"][0]["content"]: (status, stream, response["content"])
+        for _, status, stream, request, response in rows
+    }
+    assert len(rows) == len(recorded) == 32, "an exchange was recorded twice, or not at all"
+    assert recorded == {f"fan-out {n} of 32": ("ok", n % 2 == 1, f"answer {n}") for n in range(32)}
 
 
 class _Lines(logging.Handler):
