@@ -664,6 +664,60 @@ class BreaksOff(CountedConnections):
             await writer.drain()
 
 
+class CutWhole(CountedConnections):
+    """Answers the first request's head and part of its body, then drops the connection
+    (`drop`) or goes silent (`stall`); every later request gets its whole answer."""
+
+    def __init__(self, fault: str) -> None:
+        super().__init__()
+        self.fault: str | None = fault
+
+    async def answer(
+        self, head: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        await read_body(head, reader)
+        fault, self.fault = self.fault, None
+        if fault is None:
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(_CHAT_ANSWER))
+            writer.write(_CHAT_ANSWER)
+            await writer.drain()
+            return
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(_CHAT_ANSWER))
+        writer.write(_CHAT_ANSWER[:10])
+        await writer.drain()
+        if fault == "drop":
+            writer.transport.abort()
+        else:
+            await reader.read()  # until the host gives up on it and closes
+        raise ConnectionError
+
+
+@pytest.mark.parametrize(("fault", "status", "code"), [("drop", 502, "incomplete"),
+                                                       ("stall", 504, "timeout")])  # fmt: skip
+async def test_a_whole_answer_cut_off_midway_is_told_as_such_and_the_next_exchange_works(
+    tmp_path: Path, fault: str, status: int, code: str
+) -> None:
+    """Its head came: the upstream was reached, and broke off or went silent mid-answer (it
+    was told and recorded as "could not be reached")."""
+    server = CutWhole(fault)
+    async with serving(server) as port:
+        url = f"http://127.0.0.1:{port}"
+        async with endpoints(tmp_path, _upstream(url, url, timeout=0.3)) as at:
+            cut = await at.client.post(at.proxy("/chat/completions"), json=CHAT_BODY)
+            answered = await at.client.post(at.proxy("/chat/completions"), json=CHAT_BODY)
+            rows = await at.recorded(model_calls, "status", "error")
+    assert (cut.status_code, cut.json()["error"]["code"]) == (status, code)
+    told = cut.json()["error"]["message"]
+    if fault == "drop":
+        assert told.startswith(f"the model API at {url} broke off its answer: "), told
+    else:
+        assert told == f"the model API at {url} sent nothing more in time mid-answer"
+    assert rows[0] == ("error", {**rows[0][1], "code": code, "reason": told, "url": url})
+    assert answered.status_code == 200
+    assert rows[1] == ("ok", None)
+    assert server.opened == 2
+
+
 class _Logged(logging.Handler):
     def __init__(self) -> None:
         super().__init__()

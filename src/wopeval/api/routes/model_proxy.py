@@ -262,20 +262,30 @@ class _Forward:
     async def whole(self, body: bytes) -> Response:
         try:
             response = await self._send(body)
-            content = await whole_body(response)
         except UPSTREAM_ERRORS as exc:
             return self._unreachable(exc)
-        return await self._answered(response, content)
+        return await self._read(response)
 
     async def streamed(self, body: bytes) -> Response:
         try:
             response = await self._send(body)
-            if response.status >= 400:
-                content = await whole_body(response)
-                return await self._answered(response, content)
         except UPSTREAM_ERRORS as exc:
             return self._unreachable(exc)
+        if response.status >= 400:
+            return await self._read(response)
         return _streamed(self._relay(response))
+
+    async def _read(self, response: httpcore.Response) -> Response:
+        """The whole answer whose head has come, read, recorded and relayed; cut off midway,
+        the proxy's own error (its head came: the upstream was reached)."""
+        try:
+            content = await whole_body(response)
+        except UPSTREAM_ERRORS as exc:
+            failure = self._broken_off(exc)
+            self._record(None, failure)
+            status = 504 if failure.error["code"] == "timeout" else 502
+            return _error(self._request.api, status, str(failure), str(failure.error["code"]))
+        return await self._answered(response, content)
 
     async def _answered(self, response: httpcore.Response, content: bytes) -> Response:
         """The upstream's whole answer `content`, recorded, as the agent gets it (relayed as it
@@ -347,16 +357,16 @@ class _Forward:
                 self._record(None, broken_off or left)
 
     def _broken_off(self, exc: Exception) -> models.ModelCallFailed:
-        """What is recorded of a stream the upstream broke off, or let go silent past its
-        timeout, before its end."""
+        """What is recorded of an answer, whole or streamed, that the upstream broke off, or
+        let go silent past its timeout, before its end."""
         url = self._url
         if isinstance(exc, httpcore.TimeoutException):
             return models.ModelCallFailed(
-                f"the model API at {url} sent nothing more in time mid-stream",
+                f"the model API at {url} sent nothing more in time mid-answer",
                 {"code": "timeout", "url": url},
             )
         return models.ModelCallFailed(
-            f"the model API at {url} broke off its stream: {exc}",
+            f"the model API at {url} broke off its answer: {exc}",
             {"code": "incomplete", "cause": str(exc), "url": url},
         )
 
