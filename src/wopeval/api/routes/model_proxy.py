@@ -217,7 +217,7 @@ class _Stream(StreamingResponse):
     """A model stream whose upstream's may break off: then the agent's ends as it did, cut
     off (no last chunk: its server closes the connection), so that its client fails the
     answer rather than take what came for the whole. Already recorded, it is no crash of
-    the host's: no traceback in its log, no path with the token in it."""
+    the host's: no traceback in its log (its server's one line for an unfinished answer)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         with contextlib.suppress(_BrokenOff):
