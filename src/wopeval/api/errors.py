@@ -12,6 +12,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from wopeval.api.invocation_token import mask_tokens
 from wopeval.api.routing import allowed_methods
 from wopeval.wire import errors
 
@@ -131,7 +132,7 @@ class CrashGuard:
             log.error(
                 "unhandled error answering %s %s (run %s)",
                 scope["method"],
-                scope["path"],
+                mask_tokens(scope["path"]),  # an invocation's token is never logged
                 run,
                 exc_info=exc,
             )

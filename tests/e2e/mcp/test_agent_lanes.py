@@ -106,6 +106,36 @@ def test_a_command_agent_lists_and_calls_its_tools_over_its_mcp_endpoint(
         assert unknown.content == ended.content
 
 
+def test_a_tool_server_crashing_or_timing_out_mid_call_is_an_is_error_result_to_the_agent(
+    mcp_host: ServerHandle, call_log: CallLog, tmp_path: Path
+) -> None:
+    """Through the endpoint, as in process: the outside agent's MCP client gets a result
+    flagged `isError` (no protocol error, no hang), the call is recorded failed with why,
+    and the next call reaches a restarted server."""
+    key = unique("key")
+    inputs = {
+        "urlFile": str(tmp_path / "mcp-url"),
+        "calls": [{"tool": "count__crash", "args": {}},
+                  {"tool": "count__lookup", "args": {"key": key}},
+                  {"tool": "count__sleep", "args": {"seconds": 30}},
+                  {"tool": "count__lookup", "args": {"key": key}}],
+    }  # fmt: skip
+    run_id, events = finish(mcp_host, "lanes-probe", inputs)
+
+    answered = {"isError": False, "structured": {"key": key, "length": len(key)}}
+    failed = {"isError": True, "structured": None}
+    assert decided(events)["results"] == [failed, answered, failed, answered]
+    rows = table_rows(mcp_host.database_url, "tool_calls", run_id=run_id)
+    assert [(r["tool"], r["status"], (r["error"] or {}).get("code")) for r in rows] == [
+        ("count:crash", "error", "mcp_connection_lost"),
+        ("count:lookup", "ok", None),
+        ("count:sleep", "error", "tool_timeout"),
+        ("count:lookup", "ok", None),
+    ]
+    pids = [line["pid"] for line in call_log.lines()[-4:]]
+    assert (pids[0] != pids[1], pids[2] != pids[3]) == (True, True), "the failed server again"
+
+
 def test_a_command_agent_replays_through_fixture_runs_without_reaching_the_server(
     mcp_host: ServerHandle, call_log: CallLog, tmp_path: Path
 ) -> None:

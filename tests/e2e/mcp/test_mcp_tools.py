@@ -210,3 +210,27 @@ def test_an_http_server_that_went_away_is_a_tool_error_and_the_next_call_works(
     assert gone["status"] == "error"
     assert gone["error"]["code"] == "mcp_connection_lost"
     assert _lookup_answer(mcp_host, "count-http")["status"] == "ok"
+
+
+@pytest.mark.parametrize(
+    ("failing", "code"),
+    [(call("count-http:crash"), "mcp_connection_lost"),
+     (call("count-http:sleep", seconds=30), "tool_timeout")],
+    ids=["crash-mid-call", "timeout"],
+)  # fmt: skip
+def test_an_http_server_dropping_or_outlasting_a_call_is_a_tool_error_and_the_next_call_works(
+    mcp_host: ServerHandle, http_mcp_server: HttpMcpServer, failing: dict[str, Any], code: str
+) -> None:
+    """Over Streamable HTTP: the server's process exits mid-call (its connection dropped
+    under the call), or the call outlasts its timeout while the server lives on."""
+    assert _lookup_answer(mcp_host, "count-http")["status"] == "ok"
+    try:
+        run_id, events = produce(mcp_host, failing)
+    finally:
+        if failing["tool"] == "count-http:crash":
+            http_mcp_server.stop()  # reaped
+            http_mcp_server.start()
+    (failed,) = returned(events)
+    assert (failed["status"], failed["error"]["code"]) == ("error", code)
+    assert mcp_host.client().runs_get(run_id).status == "completed"
+    assert _lookup_answer(mcp_host, "count-http")["status"] == "ok"

@@ -47,6 +47,7 @@ from wopeval.engine.recording.grants import InvocationGrants
 from wopeval.engine.recording.invocation import Invocation, Where
 from wopeval.engine.recording.models import ModelRecorder, ModelServer
 from wopeval.engine.runlog.runlog import Journal
+from wopeval.hosting.loopback import loopback_socket, quiet_server
 from wopeval.models import Endpoint, ModelUpstream
 from wopeval.store import Store
 from wopeval.store.tables import model_calls, tool_calls
@@ -54,7 +55,7 @@ from wopeval.tools import PythonTool, ToolContext, ToolFailure, ToolListing, Too
 from wopeval.wire import limits
 from wopeval.wire.runs import RunStatus
 
-from .._counted_server import CountedConnections, serving
+from .._counted_server import CountedConnections, read_body, serving
 from ..engine._store import TENANT, open_run, open_store, writer_for
 
 KEY = "key-of-the-tenant"
@@ -214,6 +215,20 @@ async def endpoints(
             ) as client,
         ):
             yield Endpoints(app, client, invocation, invocation.openai_api_key, store, log.run_id)
+
+
+@asynccontextmanager
+async def on_loopback(at: Endpoints) -> AsyncIterator[str]:
+    """The endpoints' app served by uvicorn on loopback, as the host serves it; its base URL."""
+    socket = loopback_socket()
+    server = quiet_server(at.app)
+    serving = asyncio.create_task(server.serve(sockets=[socket]))
+    try:
+        await asyncio.to_thread(server.ready.wait, 30)
+        yield f"http://127.0.0.1:{socket.getsockname()[1]}"
+    finally:
+        server.exit()
+        await serving
 
 
 # ── the MCP endpoint ─────────────────────────────────────────────────
@@ -399,9 +414,7 @@ async def test_a_request_is_forwarded_with_the_real_key_relayed_and_recorded(
     assert stream.status_code == 200
     assert stream.headers["content-type"].startswith("text/event-stream")
     assert stream.headers["x-accel-buffering"] == "no"
-    chunks = [json.loads(line[6:]) for line in stream.text.splitlines() if line[:7] == "data: {"]
-    pieces = [chunk["choices"][0]["delta"].get("content") or "" for chunk in chunks]
-    assert "".join(pieces) == "streamed answer"
+    assert _content(stream) == "streamed answer"
     assert stream.text.endswith("data: [DONE]\n\n")
     assert rows == [("chat", "proxy", "live", "ok", False), ("chat", "proxy", "live", "ok", True)]
     (sent,) = stand_in.script.requests_with(f"whole please {guarded}")
@@ -608,6 +621,227 @@ async def test_a_whole_answers_upstream_connection_goes_back_when_its_write_or_r
     assert server.opened == 1, "a failed exchange's connection was not handed back"
 
 
+_MORE = b'data: {"id":"c1","model":"m","choices":[{"index":0,"delta":{"content":"."}}]}\n\n'
+
+
+class BreaksOff(CountedConnections):
+    """Streams a chat answer's first event, then, on the first request only, `fault`: drops
+    the connection (`drop`), goes silent (`stall`), or goes on streaming until the host
+    closes the connection (`agent leaves`: the agent leaves meanwhile). Every later request
+    gets its whole stream."""
+
+    def __init__(self, fault: str) -> None:
+        super().__init__()
+        self.fault: str | None = fault
+        self.faulted = asyncio.Event()
+        """Set once the fault is over: the host closed the connection, or it was dropped."""
+
+    async def answer(
+        self, head: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        await read_body(head, reader)
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n" + _chunk(_FIRST)
+        )
+        await writer.drain()
+        fault, self.fault = self.fault, None
+        try:
+            if fault == "drop":
+                writer.transport.abort()
+            elif fault == "stall":
+                await reader.read()  # until the host gives up on it and closes
+            elif fault == "agent leaves":
+                for _ in range(500):  # 10 s at most
+                    await asyncio.sleep(0.02)
+                    writer.write(_chunk(_MORE))
+                    await writer.drain()
+        finally:
+            if fault is not None:
+                self.faulted.set()
+        if fault is None:
+            writer.write(_chunk(_REST) + b"0\r\n\r\n")
+            await writer.drain()
+
+
+class CutWhole(CountedConnections):
+    """Answers the first request's head and part of its body, then drops the connection
+    (`drop`) or goes silent (`stall`); every later request gets its whole answer."""
+
+    def __init__(self, fault: str) -> None:
+        super().__init__()
+        self.fault: str | None = fault
+
+    async def answer(
+        self, head: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        await read_body(head, reader)
+        fault, self.fault = self.fault, None
+        if fault is None:
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(_CHAT_ANSWER))
+            writer.write(_CHAT_ANSWER)
+            await writer.drain()
+            return
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(_CHAT_ANSWER))
+        writer.write(_CHAT_ANSWER[:10])
+        await writer.drain()
+        if fault == "drop":
+            writer.transport.abort()
+        else:
+            await reader.read()  # until the host gives up on it and closes
+        raise ConnectionError
+
+
+@pytest.mark.parametrize(("fault", "status", "code"), [("drop", 502, "incomplete"),
+                                                       ("stall", 504, "timeout")])  # fmt: skip
+async def test_a_whole_answer_cut_off_midway_is_told_as_such_and_the_next_exchange_works(
+    tmp_path: Path, fault: str, status: int, code: str
+) -> None:
+    """Its head came: the upstream was reached, and broke off or went silent mid-answer (it
+    was told and recorded as "could not be reached")."""
+    server = CutWhole(fault)
+    async with serving(server) as port:
+        url = f"http://127.0.0.1:{port}"
+        async with endpoints(tmp_path, _upstream(url, url, timeout=0.3)) as at:
+            cut = await at.client.post(at.proxy("/chat/completions"), json=CHAT_BODY)
+            answered = await at.client.post(at.proxy("/chat/completions"), json=CHAT_BODY)
+            rows = await at.recorded(model_calls, "status", "error")
+    assert (cut.status_code, cut.json()["error"]["code"]) == (status, code)
+    told = cut.json()["error"]["message"]
+    if fault == "drop":
+        assert told.startswith(f"the model API at {url} broke off its answer: "), told
+    else:
+        assert told == f"the model API at {url} sent nothing more in time mid-answer"
+    assert rows[0] == ("error", {**rows[0][1], "code": code, "reason": told, "url": url})
+    assert answered.status_code == 200
+    assert rows[1] == ("ok", None)
+    assert server.opened == 2
+
+
+class _Logged(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@contextlib.contextmanager
+def _logged() -> Iterator[list[logging.LogRecord]]:
+    """Every record logged meanwhile: the host's own, and its server's (uvicorn's loggers
+    do not propagate to the root)."""
+    handler = _Logged()
+    loggers = [logging.getLogger(), logging.getLogger("uvicorn")]
+    for logger in loggers:
+        logger.addHandler(handler)
+    try:
+        yield handler.records
+    finally:
+        for logger in loggers:
+            logger.removeHandler(handler)
+
+
+_CUT_OFF = {
+    "drop": ("error", "incomplete"),
+    "stall": ("error", "timeout"),
+    "agent leaves": ("error", "cancelled"),
+}
+
+
+@pytest.mark.parametrize("fault", list(_CUT_OFF))
+async def test_a_stream_cut_off_midway_is_recorded_as_such_and_the_next_exchanges_work(
+    tmp_path: Path, fault: str
+) -> None:
+    """Broken off or gone silent upstream, the agent's stream is cut off too (its client
+    fails the answer rather than take a part for the whole) and the exchange recorded as
+    failed with why, no traceback logged; left by the agent, it is recorded cancelled and
+    its upstream connection closed. The pool serves the next 20 streams either way."""
+    server = BreaksOff(fault)
+    body = {**CHAT_BODY, "stream": True}
+    async with serving(server) as port:
+        url = f"http://127.0.0.1:{port}"
+        async with (
+            endpoints(tmp_path, _upstream(url, url, timeout=0.3)) as at,
+            on_loopback(at) as base,
+            httpx.AsyncClient(base_url=base, trust_env=False) as agent,
+        ):
+            received, completed = b"", False
+            with _logged() as records:
+                with contextlib.suppress(httpx.RemoteProtocolError):
+                    async with agent.stream(
+                        "POST", at.proxy("/chat/completions"), json=body
+                    ) as cut:
+                        async for part in cut.aiter_raw():
+                            received += part
+                            if fault == "agent leaves":
+                                break  # the agent closes its connection mid-answer
+                        completed = True
+                await asyncio.wait_for(server.faulted.wait(), 10)
+                for _ in range(1000):  # the record of a stream its agent left comes as it ends
+                    if await at.recorded(model_calls, "status"):
+                        break
+                    await asyncio.sleep(0.01)
+            answers = [
+                await agent.post(at.proxy("/chat/completions"), json=body) for _ in range(20)
+            ]
+            rows = await at.recorded(model_calls, "status", "error")
+    assert received.startswith(_FIRST)
+    # Broken off upstream, the agent's client fails the answer (no clean end to take it for).
+    assert completed is (fault == "agent leaves")
+    # Logged: only the server's one line for the response it closes unfinished (uvicorn's
+    # words), no traceback of a crash.
+    unfinished = [("uvicorn.error", "ASGI callable returned without completing response.")]
+    logged = [(r.name, r.getMessage()) for r in records if r.levelno >= logging.WARNING]
+    assert logged == ([] if fault == "agent leaves" else unfinished)
+    assert not [r for r in records if at.token in r.getMessage()]
+    (status, error), *later = rows
+    assert (status, error["code"]) == _CUT_OFF[fault]
+    assert [a.text.endswith("data: [DONE]\n\n") for a in answers] == [True] * 20
+    assert later == [("ok", None)] * 20
+    assert server.opened == 2, "the cut-off connection was kept, or a later one not reused"
+
+
+def _content(answer: httpx.Response) -> str:
+    """A chat answer's text, whole or streamed (its deltas joined)."""
+    if not answer.headers["content-type"].startswith("text/event-stream"):
+        return str(answer.json()["choices"][0]["message"]["content"])
+    chunks = [json.loads(line[6:]) for line in answer.text.splitlines() if line[:7] == "data: {"]
+    return "".join(chunk["choices"][0]["delta"].get("content") or "" for chunk in chunks)
+
+
+async def test_32_exchanges_at_once_whole_and_streamed_are_each_recorded_once_with_its_answer(
+    tmp_path: Path, stand_in: ModelStandIn
+) -> None:
+    """One invocation's agent with 32 exchanges in flight (a fan-out of sub-tasks): each
+    answered its own answer and recorded once, with its own request and answer."""
+    asked = [
+        _script(stand_in, f"fan-out {n} of 32", [{"content": f"answer {n}"}]) for n in range(32)
+    ]
+    async with (
+        endpoints(tmp_path, _stand_in_upstream(stand_in)) as at,
+        on_loopback(at) as base,
+        httpx.AsyncClient(base_url=base, trust_env=False) as agent,
+    ):
+        answers = await asyncio.gather(
+            *(
+                agent.post(at.proxy("/chat/completions"), json={**body, "stream": n % 2 == 1})
+                for n, body in enumerate(asked)
+            )
+        )
+        rows = await at.recorded(model_calls, "ordinal", "status", "stream", "request", "response")
+    for n, answer in enumerate(answers):
+        assert answer.status_code == 200
+        assert _content(answer) == f"answer {n}"
+    assert sorted(ordinal for ordinal, *_ in rows) == list(range(len(rows)))
+    recorded = {
+        request["messages"][0]["content"]: (status, stream, response["content"])
+        for _, status, stream, request, response in rows
+    }
+    assert len(rows) == len(recorded) == 32, "an exchange was recorded twice, or not at all"
+    assert recorded == {f"fan-out {n} of 32": ("ok", n % 2 == 1, f"answer {n}") for n in range(32)}
+
+
 class _Lines(logging.Handler):
     """The access log's lines of the agent's side (client `c`), not the stand-in's own."""
 
@@ -707,6 +941,74 @@ async def test_an_upstream_error_is_relayed_as_it_came_and_recorded_failed(
         assert (error["status"], error["type"]) == (400, upstream_error["type"])
         assert error["reason"] == f"the model API at {stand_in.base_url} answered HTTP 400"
         assert error["url"] == stand_in.base_url
+
+
+@pytest.mark.parametrize("status", [429, 503])
+async def test_an_upstream_error_goes_to_the_agent_with_its_headers_whole_or_streamed(
+    tmp_path: Path, stand_in: ModelStandIn, status: int
+) -> None:
+    """The SDKs' retries read an error's `Retry-After` (and `retry-after-ms`,
+    `x-should-retry`): dropped, an agent retried a rate limit at once, every time."""
+    failing = _script(
+        stand_in, f"limited {status}", [{"fail_always": {"status": status, "retry_after": "7"}}]
+    )
+    async with endpoints(tmp_path, _stand_in_upstream(stand_in)) as at:
+        whole = await at.client.post(at.proxy("/chat/completions"), json=failing)
+        stream = await at.client.post(
+            at.proxy("/chat/completions"), json={**failing, "stream": True}
+        )
+        rows = await at.recorded(model_calls, "status", "error")
+    for answer in (whole, stream):
+        assert answer.status_code == status
+        assert answer.headers["retry-after"] == "7"
+        assert answer.headers["content-type"] == "application/json"
+        assert answer.headers.get_list("content-length") == [str(len(answer.content))]
+        assert "date" not in answer.headers, "the test client's app writes no Date of its own"
+    assert whole.json()["error"]["code"] == (
+        "rate_limit_exceeded" if status == 429 else "server_error"
+    )
+    assert [(row_status, error["status"]) for row_status, error in rows] == [("error", status)] * 2
+
+
+_BAD_GATEWAY_PAGE = b"<html><body><h1>502 Bad Gateway</h1></body></html>"
+
+
+class LoadBalancer(CountedConnections):
+    """A load balancer in front of the model server, answering its own HTML `502` page."""
+
+    async def answer(
+        self, head: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        await read_body(head, reader)
+        writer.write(
+            b"HTTP/1.1 502 Bad Gateway\r\nServer: lb\r\nContent-Type: text/html\r\n"
+            b"Set-Cookie: a=1\r\nSet-Cookie: b=2\r\n"
+            b"Content-Length: %d\r\n\r\n%b" % (len(_BAD_GATEWAY_PAGE), _BAD_GATEWAY_PAGE)
+        )
+        await writer.drain()
+
+
+async def test_a_load_balancers_html_error_page_is_relayed_as_it_came_and_recorded(
+    tmp_path: Path,
+) -> None:
+    server = LoadBalancer()
+    async with serving(server) as port:
+        url = f"http://127.0.0.1:{port}"
+        async with endpoints(tmp_path, _upstream(url, url)) as at:
+            answers = [
+                await at.client.post(
+                    at.proxy("/chat/completions"), json={**CHAT_BODY, "stream": stream}
+                )
+                for stream in (False, True)
+            ]
+            rows = await at.recorded(model_calls, "status", "error")
+    for answer in answers:
+        assert (answer.status_code, answer.content) == (502, _BAD_GATEWAY_PAGE)
+        assert answer.headers.get_list("content-type") == ["text/html"]
+        assert answer.headers.get_list("set-cookie") == ["a=1", "b=2"]
+        assert "server" not in answer.headers
+    assert [(status, error["status"]) for status, error in rows] == [("error", 502)] * 2
+    assert server.opened == 1
 
 
 async def test_what_no_provider_answers_is_a_502_and_recorded(tmp_path: Path, odd: Odd) -> None:

@@ -25,11 +25,10 @@ from starlette.types import Message, Receive, Scope, Send
 
 from wopeval.api.routes._mcp_server import DirectServer
 from wopeval.engine.recording.invocation import Invocation
-from wopeval.hosting.loopback import loopback_socket, quiet_server
 from wopeval.store.tables import tool_calls
 from wopeval.tools import PythonTool, ToolListing
 
-from .test_invocation_endpoints import OTHER_KEY, Endpoints, endpoints
+from .test_invocation_endpoints import OTHER_KEY, Endpoints, endpoints, on_loopback
 
 HANDSHAKE = "2025-11-25"
 MODERN = "2026-07-28"
@@ -377,25 +376,12 @@ async def test_another_tenants_key_is_refused_before_any_path_and_runs_nothing(
 # ── real clients over a real server ─────────────────────────────────
 
 
-@asynccontextmanager
-async def on_loopback(at: Endpoints) -> AsyncIterator[str]:
-    socket = loopback_socket()
-    server = quiet_server(at.app)
-    serving = asyncio.create_task(server.serve(sockets=[socket]))
-    try:
-        await asyncio.to_thread(server.ready.wait, 30)
-        yield f"http://127.0.0.1:{socket.getsockname()[1]}{at.mcp}"
-    finally:
-        server.exit()
-        await serving
-
-
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_an_sdk_client_of_either_era_lists_and_calls_through_the_direct_path(
     tmp_path: Path, mode: str
 ) -> None:
-    async with direct_and_sdk(tmp_path) as (at, spied), on_loopback(at) as url:
-        async with Client(url, mode=mode) as client:
+    async with direct_and_sdk(tmp_path) as (at, spied), on_loopback(at) as base:
+        async with Client(base + at.mcp, mode=mode) as client:
             listed = await client.list_tools()
             called = await client.call_tool("t__granted", {"n": "ü"})
             refused = await client.call_tool("t__secret", {})

@@ -182,12 +182,17 @@ async def test_the_hosts_layers_refuse_a_proxy_request_before_the_layer_sees_it(
 
 
 async def test_a_crash_in_the_layer_is_the_crash_guards_500_with_the_version_header(
-    app: Any,
+    app: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     # Not started: the layer's look-up of the invocation access raises.
     answer = await _post(app, CHAT, json.dumps(BODY).encode(), {})
     assert (answer.status_code, answer.json()["error"]) == (500, "internal_error")
     assert answer.headers[VERSION_HEADER] == PROTOCOL_VERSION
+    (logged,) = [r.getMessage() for r in caplog.records if r.name == "wopeval.api"]
+    assert (
+        logged
+        == "unhandled error answering POST /host/wopeval/openai/…/v1/chat/completions (run -)"
+    )
 
 
 async def test_the_request_guard_hands_on_a_body_it_found_strict_json() -> None:

@@ -28,6 +28,7 @@ out of `/openapi.json`, whose bodies are OpenWOP's.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import time
@@ -204,9 +205,23 @@ def _streamed(events: Iterable[bytes] | AsyncIterable[bytes]) -> StreamingRespon
     """A model stream as the agent gets it. `X-Accel-Buffering: no` keeps nginx from holding
     the stream until it ends (docs/deploy.md, "Behind a reverse proxy"): behind a buffering
     proxy, the agent's first token would wait for its last."""
-    return StreamingResponse(
-        events, media_type="text/event-stream", headers={"X-Accel-Buffering": "no"}
-    )
+    return _Stream(events, media_type="text/event-stream", headers={"X-Accel-Buffering": "no"})
+
+
+class _BrokenOff(Exception):
+    """The upstream's stream broke off or went silent past its timeout (recorded so): the
+    agent's is left unfinished."""
+
+
+class _Stream(StreamingResponse):
+    """A model stream whose upstream's may break off: then the agent's ends as it did, cut
+    off (no last chunk: its server closes the connection), so that its client fails the
+    answer rather than take what came for the whole. Already recorded, it is no crash of
+    the host's: no traceback in its log (its server's one line for an unfinished answer)."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        with contextlib.suppress(_BrokenOff):
+            await super().__call__(scope, receive, send)
 
 
 def _error(api: models.ModelApi, status: int, message: str, code: str) -> JSONResponse:
@@ -247,20 +262,30 @@ class _Forward:
     async def whole(self, body: bytes) -> Response:
         try:
             response = await self._send(body)
-            content = await whole_body(response)
         except UPSTREAM_ERRORS as exc:
             return self._unreachable(exc)
-        return await self._answered(response, content)
+        return await self._read(response)
 
     async def streamed(self, body: bytes) -> Response:
         try:
             response = await self._send(body)
-            if response.status >= 400:
-                content = await whole_body(response)
-                return await self._answered(response, content)
         except UPSTREAM_ERRORS as exc:
             return self._unreachable(exc)
+        if response.status >= 400:
+            return await self._read(response)
         return _streamed(self._relay(response))
+
+    async def _read(self, response: httpcore.Response) -> Response:
+        """The whole answer whose head has come, read, recorded and relayed; cut off midway,
+        the proxy's own error (its head came: the upstream was reached)."""
+        try:
+            content = await whole_body(response)
+        except UPSTREAM_ERRORS as exc:
+            failure = self._broken_off(exc)
+            self._record(None, failure)
+            status = 504 if failure.error["code"] == "timeout" else 502
+            return _error(self._request.api, status, str(failure), str(failure.error["code"]))
+        return await self._answered(response, content)
 
     async def _answered(self, response: httpcore.Response, content: bytes) -> Response:
         """The upstream's whole answer `content`, recorded, as the agent gets it (relayed as it
@@ -273,6 +298,12 @@ class _Forward:
             raise
         if error is not None:
             return _Relayed(response, error.status_code, bytes(error.body))
+        if response.status >= 400:
+            # An error goes to the agent with the upstream's headers: its SDK's retry reads
+            # them (`Retry-After`, `retry-after-ms`, `x-should-retry`), and a load balancer's
+            # HTML page keeps its own `Content-Type`. Only an error: on the hot path an
+            # answer's headers are the proxy's (issue 29).
+            return _Relayed(response, response.status, content, _end_to_end(response.headers))
         return _Relayed(response, response.status, content)
 
     def _recorded(self, status: int, content: bytes) -> JSONResponse | None:
@@ -298,15 +329,46 @@ class _Forward:
         lines add up to, recorded at the end, before the stream's end goes to the agent.
 
         A chunk is only kept while the stream runs: its lines are read once, all together,
-        when it ends (one decode and one split of the whole, not one per event; issue 29)."""
+        when it ends (one decode and one split of the whole, not one per event; issue 29).
+
+        A stream the upstream breaks off, or lets go silent past its timeout, is recorded as
+        failed with why, and the agent's is cut off too (`_Stream`); one the agent leaves is
+        recorded as cancelled, and its upstream connection closed."""
         relayed: list[bytes] = []
+        ended = False
+        broken_off: models.ModelCallFailed | None = None
         try:
-            async for chunk in response.aiter_stream():
-                yield chunk
-                relayed.append(chunk)
+            try:
+                async for chunk in response.aiter_stream():
+                    yield chunk
+                    relayed.append(chunk)
+            except UPSTREAM_ERRORS as exc:
+                broken_off = self._broken_off(exc)
+                raise _BrokenOff from exc
+            ended = True
         finally:
-            await response.aclose()
-            self._record_stream(relayed)
+            await response.aclose()  # mid-stream, the upstream's connection is closed
+            if ended:
+                self._record_stream(relayed)
+            else:
+                # Neither ended nor broken off upstream: ended on the agent's side (it left,
+                # or the host is stopping), not "ok", nor the upstream's fault.
+                left = _failure("the agent left before the stream's end", "cancelled")
+                self._record(None, broken_off or left)
+
+    def _broken_off(self, exc: Exception) -> models.ModelCallFailed:
+        """What is recorded of an answer, whole or streamed, that the upstream broke off, or
+        let go silent past its timeout, before its end."""
+        url = self._url
+        if isinstance(exc, httpcore.TimeoutException):
+            return models.ModelCallFailed(
+                f"the model API at {url} sent nothing more in time mid-answer",
+                {"code": "timeout", "url": url},
+            )
+        return models.ModelCallFailed(
+            f"the model API at {url} broke off its answer: {exc}",
+            {"code": "incomplete", "cause": str(exc), "url": url},
+        )
 
     def _record_stream(self, relayed: list[bytes]) -> None:
         assembler = self._request.api.assembler()
@@ -359,8 +421,18 @@ class _Relayed(Response):
     lock, a shielded cancel scope, the pool's bookkeeping; ~5 % of the host's CPU on a whole
     exchange) is not on the exchange's way (issue 29)."""
 
-    def __init__(self, upstream: httpcore.Response, status: int, content: bytes) -> None:
+    def __init__(
+        self,
+        upstream: httpcore.Response,
+        status: int,
+        content: bytes,
+        headers: list[tuple[bytes, bytes]] | None = None,
+    ) -> None:
         super().__init__(content, status_code=status, media_type="application/json")
+        if headers is not None:  # as they came, repeated ones too; JSON unless they name a type
+            typed = any(name == b"content-type" for name, _ in headers)
+            own = [(n, v) for n, v in self.raw_headers if n != b"content-type" or not typed]
+            self.raw_headers = own + headers
         self._upstream = upstream
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -368,3 +440,28 @@ class _Relayed(Response):
             await super().__call__(scope, receive, send)
         finally:
             await hand_back(self._upstream)
+
+
+_NOT_RELAYED = frozenset(
+    {
+        b"connection",
+        b"keep-alive",
+        b"proxy-connection",
+        b"transfer-encoding",
+        b"te",
+        b"trailer",
+        b"upgrade",
+        b"content-length",
+        b"date",
+        b"server",
+    }
+)
+"""An upstream's headers that are its connection's, not its answer's (RFC 9110 §7.6.1), and
+those the host's server writes itself (a second `Date` or `Server` would be a duplicate)."""
+
+
+def _end_to_end(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """The headers of an upstream's answer that go on to the agent with it, named in lower
+    case as ASGI sends them."""
+    relayed = [(name.lower(), value) for name, value in headers]
+    return [(name, value) for name, value in relayed if name not in _NOT_RELAYED]
