@@ -8,10 +8,10 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from wopeval.api.json_response import JSONResponse
 from wopeval.api.routing import allowed_methods
 from wopeval.wire import errors
 
