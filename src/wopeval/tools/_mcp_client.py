@@ -8,6 +8,7 @@ with the host: tools/mcp.py says why.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import shutil
@@ -26,6 +27,7 @@ from mcp import Client, MCPError, StdioServerParameters
 from mcp.client import Transport
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.message import SessionMessage
 from pydantic import JsonValue
 
 from wopeval.tools.base import ToolContext, ToolFailure
@@ -214,6 +216,37 @@ async def _spawn_in_host_session(
 if sys.platform != "win32":
     # The SDK's stdio client spawns its server through this one function, nowhere else.
     mcp.client.stdio._create_platform_compatible_process = _spawn_in_host_session
+
+_sdk_parse_line = mcp.client.stdio._parse_line
+
+
+def _parse_line_or_fail_its_request(line: str) -> SessionMessage | Exception:
+    """The SDK's parse of a stdio server's line; where it refuses the line, the request
+    it answers fails with a parse error, as its Streamable HTTP client fails it.
+
+    Its parser refuses legal JSON a server may write (a lone surrogate's escape,
+    `"\\ud800"`; nesting past 200 levels) and, over stdio, drops the line: the request
+    it answered then waited out the server's whole `timeout_seconds` and failed as a
+    timeout, retryable, though the server had answered. The standard library reads such
+    a line, and its `id` names the request. (A line it cannot read either is dropped.)"""
+    parsed = _sdk_parse_line(line)
+    if not isinstance(parsed, Exception):
+        return parsed
+    try:
+        answer = json.loads(line)
+    except (ValueError, RecursionError):
+        return parsed
+    request_id = answer.get("id") if isinstance(answer, dict) else None
+    if type(request_id) not in (str, int):
+        return parsed
+    error = mcp_types.ErrorData(
+        code=mcp_types.PARSE_ERROR, message=f"Failed to parse JSON response: {parsed}"
+    )
+    return SessionMessage(mcp_types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
+
+
+# The SDK's stdio client parses each line of its server's stdout through this one function.
+mcp.client.stdio._parse_line = _parse_line_or_fail_its_request
 
 
 def _stderr_to_log(stack: AsyncExitStack, spec: McpServerSpec) -> TextIO:
