@@ -11,6 +11,7 @@ import asyncio
 import json
 import logging
 import os
+import re
 import shutil
 import sys
 import threading
@@ -85,6 +86,10 @@ class McpConnection:
             if error.code == mcp_types.CONNECTION_CLOSED:
                 self._drop(client)
                 raise _lost(name) from error
+            if error.code == mcp_types.PARSE_ERROR and error.error.message.startswith(_UNREADABLE):
+                raise ToolFailure(
+                    "mcp_protocol_error", _unreadable(name, error.error.message)
+                ) from error
             raise ToolFailure(
                 "mcp_protocol_error",
                 f"MCP server {name} answered with error {error.code}: {error.error.message}",
@@ -182,6 +187,24 @@ class McpConnection:
         return streamable_http_client(transport.url, http_client=http)
 
 
+_UNREADABLE = "Failed to parse"
+"""How the SDK's client begins the parse error it fails a request with when it cannot read
+the server's answer (`_parse_line_or_fail_its_request` writes the same), not the server's."""
+
+_PARSER_SAID = re.compile(r"Invalid JSON: ([^\[\n]+)")
+"""What pydantic's JSON parser said of the answer, without the answer's text (its
+`input_value`: content of the tool's, which an error message does not keep)."""
+
+
+def _unreadable(name: str, said: str) -> str:
+    """The failure of a call whose answer the SDK's client could not read: a server's
+    legal JSON its parser refuses (a lone surrogate's escape, nesting past 200 levels),
+    or no JSON at all."""
+    found = _PARSER_SAID.search(said)
+    why = f" ({found.group(1).strip()})" if found else ""
+    return f"MCP server {name}'s answer could not be read{why}"
+
+
 _OWN_GROUP_THEN_EXEC = "import os, sys; os.setpgid(0, 0); os.execv(sys.argv[1], sys.argv[1:])"
 """Run by `sys.executable -I -S` before a stdio server: the server leads a process group of
 its own (what the SDK's kill of the server's tree signals), in the host's session."""
@@ -240,7 +263,7 @@ def _parse_line_or_fail_its_request(line: str) -> SessionMessage | Exception:
     if type(request_id) not in (str, int):
         return parsed
     error = mcp_types.ErrorData(
-        code=mcp_types.PARSE_ERROR, message=f"Failed to parse JSON response: {parsed}"
+        code=mcp_types.PARSE_ERROR, message=f"{_UNREADABLE} JSON response: {parsed}"
     )
     return SessionMessage(mcp_types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
 
