@@ -22,6 +22,8 @@ import pytest
 from openwop_client.types import CreateRunRequest
 from openwop_client.wire_id import project_id
 
+from cli._support import run_cli
+
 from ._bundles import bundle_rows, export_runs, import_bundle
 from ._server import TENANT_B, ServerHandle
 from ._support import wait_terminal
@@ -79,8 +81,6 @@ def test_an_agents_odd_decision_is_kept(
         for page in (f"/ui/runs/{wire_id}", "/ui/runs"):
             shown = browser.get(page)
             assert shown.status_code == 200, (page, shown.text[:500])
-            if kind == "surrogate" and "tasks" in page:
-                assert "\\ud800" in shown.text  # its JSON escape, where no UTF-8 holds it
 
     path = tmp_path / "odd.zip"
     asyncio.run(export_runs(project_server.database_url, [run_id], path))
@@ -118,3 +118,14 @@ def test_an_eval_trials_odd_decision_is_kept(project_server: ServerHandle, kind:
         for page in (f"/ui/evals/{wire_id}", f"/ui/evals/{wire_id}/tasks/{kind}", "/ui/runs"):
             shown = browser.get(page)
             assert shown.status_code == 200, (page, shown.text[:500])
+            if kind == "surrogate" and "tasks" in page:
+                assert "\\ud800" in shown.text  # its JSON escape, where no UTF-8 holds it
+
+    # `wopeval explain` says why, in text and as JSON (a lone surrogate as its escape).
+    remote = ("--url", project_server.base_url, "--api-key", project_server.key_a)
+    said = run_cli("explain", run.run_id, kind, *remote)
+    assert said.code == 0, said.stderr
+    said_json = run_cli("explain", run.run_id, kind, "--json", *remote)
+    assert said_json.code == 0, said_json.stderr
+    (explained,) = json.loads(said_json.stdout)["trialDetails"]
+    assert json.dumps(explained["decision"]) == json.dumps(decided)
