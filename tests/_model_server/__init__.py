@@ -25,6 +25,7 @@ counts). A turn is one of
     {"tool_calls": [{"name", "arguments"}]}  one or several tool calls
     {"refusal": "text"}                      a refusal
     {"finish_reason": "length", ...}         any turn may name its finish reason
+    {"usage": {"prompt_tokens": N, ...}, ...} and the token counts it reports (Chat Completions)
 
 and may carry `"fail_first": [{"status": 429, "retry_after": "0"}, ...]` (those
 answers come first, once each, then the turn) or `"fail_always": {"status": 500}`.

@@ -120,7 +120,14 @@ def _endpoint(api: WireApi, script: ModelScript) -> Any:
             return refuse(from_script(outcome))
         if body.get("stream") is True:
             return StreamingResponse(api.stream(body, outcome), media_type="text/event-stream")
-        return JSONResponse(api.whole(body, outcome))
+        # Starlette's JSONResponse, written in ASCII when it holds a lone surrogate
+        # (`"\\ud800"`), which no UTF-8 holds, as another server may write it.
+        answer = api.whole(body, outcome)
+        try:
+            text = json.dumps(answer, ensure_ascii=False, separators=(",", ":")).encode()
+        except UnicodeEncodeError:
+            text = json.dumps(answer, separators=(",", ":")).encode()
+        return Response(text, media_type="application/json")
 
     return endpoint
 

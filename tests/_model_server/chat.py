@@ -101,7 +101,7 @@ def completion(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
         "choices": [
             {"index": 0, "message": answer, "finish_reason": reply.finish, "logprobs": None}
         ],
-        "usage": usage(body, answer),
+        "usage": reply.usage or usage(body, answer),
     }
 
 
@@ -139,4 +139,4 @@ def chunks(body: dict[str, Any], reply: Reply) -> Iterator[dict[str, Any]]:
             yield chunk({"tool_calls": [piece]})
     yield chunk({}, reply.finish)
     if (body.get("stream_options") or {}).get("include_usage"):
-        yield {**base, "choices": [], "usage": usage(body, answer)}
+        yield {**base, "choices": [], "usage": reply.usage or usage(body, answer)}

@@ -24,6 +24,7 @@ TURN_KEYS = frozenset(
         "fail_first",
         "fail_always",
         "unoffered",
+        "usage",
     }
 )
 
@@ -59,6 +60,8 @@ class Reply:
     calls: tuple[ToolCall, ...]
     finish: str
     """OpenAI's finish reason (`stop`, `length`, `tool_calls`); each API maps it."""
+    usage: dict[str, int] | None = None
+    """Token counts the turn reports in place of the counted ones (Chat Completions)."""
 
 
 def reply(turn: Turn, turn_index: int) -> Reply:
@@ -69,7 +72,7 @@ def reply(turn: Turn, turn_index: int) -> Reply:
         ToolCall(call["name"], json.dumps(call["arguments"])) for call in turn.get("tool_calls", [])
     )
     finish = turn.get("finish_reason") or ("tool_calls" if calls else "stop")
-    return Reply(turn_index, text, turn.get("refusal"), calls, str(finish))
+    return Reply(turn_index, text, turn.get("refusal"), calls, str(finish), turn.get("usage"))
 
 
 @dataclass(frozen=True)

@@ -182,12 +182,27 @@ async def odd_agent(context):
     except Exception as error:
         return {"exact": False, "refused": type(error).__name__}
     return {"exact": answer == {"odd": ODD[kind]}}
+
+
+async def odd_output_agent(context):
+    """Decides the odd content its input names (a big integer under `wei`), calling no tool."""
+    kind = context.input["kind"]
+    return {"odd": WEI if kind == "wei" else ODD[kind]}
 '''
+
+ODD_COMMAND_AGENT = """\
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from wopeval_e2e_project import ODD, WEI
+kind = json.loads(sys.stdin.read())["input"]["kind"]
+print(json.dumps({"odd": WEI if kind == "wei" else ODD[kind]}))
+"""
 
 
 def write_project(directory: Path, api: LoopbackApi, secret: str) -> None:
     (directory / "workflows").mkdir()
     (directory / f"{PROJECT_MODULE}.py").write_text(PROJECT_CODE)
+    (directory / "odd_command_agent.py").write_text(ODD_COMMAND_AGENT)
     for workflow, agent in (
         ("e2e-crm", "e2e.crm-agent"),
         ("e2e-gate", "e2e.gate-agent"),
@@ -196,6 +211,8 @@ def write_project(directory: Path, api: LoopbackApi, secret: str) -> None:
         ("e2e-wei", "e2e.wei-agent"),
         ("e2e-wei-hashed", "e2e.wei-hashed-agent"),
         ("e2e-odd", "e2e.odd-agent"),
+        ("e2e-odd-output", "e2e.odd-output-agent"),
+        ("e2e-odd-command", "e2e.odd-command-agent"),
     ):
         document = (
             f'{{"id": "{workflow}", "nodes": '
@@ -247,6 +264,16 @@ wire_content = "hash"
 id = "e2e.odd-agent"
 lane = "python"
 callable = "{PROJECT_MODULE}:odd_agent"
+
+[[agents]]
+id = "e2e.odd-output-agent"
+lane = "python"
+callable = "{PROJECT_MODULE}:odd_output_agent"
+
+[[agents]]
+id = "e2e.odd-command-agent"
+lane = "command"
+command = ["{sys.executable}", "{directory / "odd_command_agent.py"}", "{directory}"]
 
 [[tools]]
 name = "e2e:waits"

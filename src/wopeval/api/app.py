@@ -14,6 +14,7 @@ from wopeval.api import access_log, openapi_errors
 from wopeval.api import errors as error_handlers
 from wopeval.api.deps import InvocationAccess
 from wopeval.api.hot_reads import HotReads
+from wopeval.api.json_response import JSONResponse
 from wopeval.api.middleware import LegacyPathIds, VersionNegotiation
 from wopeval.api.request_guard import RequestGuard
 from wopeval.api.routes import (
@@ -90,6 +91,7 @@ def create_app(
         lifespan=lifespan,
         docs_url=None,
         redoc_url=None,
+        default_response_class=JSONResponse,
     )
     for router in ROUTERS:
         app.include_router(router, include_in_schema=_described(router, settings))
@@ -124,7 +126,13 @@ def create_worker_app(
 ) -> tuple[FastAPI, mcp.McpSessions]:
     """A queue worker's app: its health, and the MCP endpoint and model proxy of each
     invocation it runs; with the MCP sessions, which the worker runs while it serves."""
-    app = FastAPI(title="wopeval worker", docs_url=None, redoc_url=None, openapi_url=None)
+    app = FastAPI(
+        title="wopeval worker",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+        default_response_class=JSONResponse,
+    )
     for router in (health.router, mcp.router, model_proxy.router):
         app.include_router(router)
     error_handlers.install(app)

@@ -8,11 +8,11 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from wopeval.api.invocation_token import mask_tokens
+from wopeval.api.json_response import JSONResponse
 from wopeval.api.routing import allowed_methods
 from wopeval.wire import errors
 

@@ -104,5 +104,11 @@ def _all(run_id: str, details: Sequence[TaskDetail]) -> RenderableType:
 
 def _document(shape: BaseModel) -> dict[str, Any]:
     """A route's body as the route wrote it (absent members stay absent)."""
-    body: dict[str, Any] = shape.model_dump(mode="json", exclude_none=True)
+    try:
+        body: dict[str, Any] = shape.model_dump(mode="json", exclude_none=True)
+    except ValueError:
+        # A decision or a tool's answer nested past pydantic's limit, which its JSON mode
+        # refuses ("Maximum serialization depth exceeded": the command crashed); its
+        # Python mode gives the same JSON values.
+        body = shape.model_dump(exclude_none=True)
     return body

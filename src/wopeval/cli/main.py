@@ -15,6 +15,8 @@ module's `SETTINGS`, when it has one, are the keyword arguments of its
 from __future__ import annotations
 
 import importlib
+import io
+import sys
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -198,4 +200,10 @@ def _root(
 
 
 def main() -> None:
+    # A lone surrogate (an agent may decide `"\\ud800"`, and a reason quotes the decision)
+    # is no UTF-8's to write: the write raised and the command crashed. It is written as
+    # its escape, `\\ud800`, which inside `--json`'s strings is JSON's own for it.
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
     app()

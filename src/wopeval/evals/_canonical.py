@@ -89,11 +89,16 @@ def args_hash(value: JsonValue) -> str:
     Args JCS cannot write (an integer beyond ±(2**53 - 1): a 64-bit id, an amount in wei)
     are still a tool's args, recorded and replayed: theirs is the hash of `compact_json`'s
     sorted text, which `json_equal` compares them by and which no JCS form equals (it holds
-    what JCS refused)."""
+    what JCS refused). A text with a lone surrogate, which no UTF-8 holds, is hashed as
+    JSON carries it, escaped (`"\\ud800"`): no other value's text holds that escape."""
     try:
         return hash_of_form(canonical_json(value))
     except rfc8785.CanonicalizationError:
-        return hash_of_form(_fallback_text(value).encode("utf-8"))
+        text = _fallback_text(value)
+    try:
+        return hash_of_form(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        return hash_of_form(json.dumps(value, sort_keys=True, separators=(",", ":")).encode())
 
 
 def hash_of_form(form: bytes) -> str:

@@ -7,6 +7,8 @@ import json
 import re
 from typing import Any
 
+from wopeval.wire import json_text
+
 _LINE_END = re.compile("\r\n|\r|\n")
 """The SSE grammar's line ends, and no others (`str.splitlines` would also split at
 U+2028 and the like, which a JSON string may carry raw)."""
@@ -56,4 +58,6 @@ def named_event(data: dict[str, Any]) -> bytes:
 
 
 def _compact(data: dict[str, Any]) -> bytes:
-    return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
+    # `dumped`: a replayed answer may hold a lone surrogate (`"\\ud800"`, as a server
+    # wrote it), which no UTF-8 holds; the stream broke off at it.
+    return json_text.dumped(data, separators=(",", ":")).encode()

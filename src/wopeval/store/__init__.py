@@ -28,7 +28,7 @@ from wopeval.store._details import (
 from wopeval.store._driver import batched, driver_connection, in_a_batch
 from wopeval.store._events import EVENTS_PAGE_SIZE, EventRow, EventsRepo, StoredEvent
 from wopeval.store._idempotency import IDEMPOTENCY_RETENTION, IdempotencyRecord, IdempotencyRepo
-from wopeval.store._model_calls import ModelCallRow, ModelCallsRepo, ModelVia
+from wopeval.store._model_calls import TOKEN_COUNT_MAX, ModelCallRow, ModelCallsRepo, ModelVia
 from wopeval.store._plan import StoredPlan, StoredToolContract
 from wopeval.store._runs import (
     RUN_CHANNEL,
@@ -359,6 +359,7 @@ __all__ = [
     "EVENTS_PAGE_SIZE",
     "IDEMPOTENCY_RETENTION",
     "RUN_CHANNEL",
+    "TOKEN_COUNT_MAX",
     "AnnotationRow",
     "AnnotationsRepo",
     "CalibrationRow",

@@ -26,6 +26,10 @@ from wopeval.store.tables import model_calls, runs
 
 ModelVia = Literal["lane", "proxy", "judge"]
 
+TOKEN_COUNT_MAX = 2**31 - 1
+"""The largest count `prompt_tokens` and `completion_tokens` hold (SQL `integer`, 32 bits
+on PostgreSQL; its least is `-TOKEN_COUNT_MAX - 1`)."""
+
 
 @dataclass(frozen=True, slots=True)
 class ModelCallRow:

@@ -8,8 +8,10 @@ with the host: tools/mcp.py says why.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
+import re
 import shutil
 import sys
 import threading
@@ -26,6 +28,7 @@ from mcp import Client, MCPError, StdioServerParameters
 from mcp.client import Transport
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.message import SessionMessage
 from pydantic import JsonValue
 
 from wopeval.tools.base import ToolContext, ToolFailure
@@ -83,6 +86,10 @@ class McpConnection:
             if error.code == mcp_types.CONNECTION_CLOSED:
                 self._drop(client)
                 raise _lost(name) from error
+            if error.code == mcp_types.PARSE_ERROR and error.error.message.startswith(_UNREADABLE):
+                raise ToolFailure(
+                    "mcp_protocol_error", _unreadable(name, error.error.message)
+                ) from error
             raise ToolFailure(
                 "mcp_protocol_error",
                 f"MCP server {name} answered with error {error.code}: {error.error.message}",
@@ -180,6 +187,24 @@ class McpConnection:
         return streamable_http_client(transport.url, http_client=http)
 
 
+_UNREADABLE = "Failed to parse"
+"""How the SDK's client begins the parse error it fails a request with when it cannot read
+the server's answer (`_parse_line_or_fail_its_request` writes the same), not the server's."""
+
+_PARSER_SAID = re.compile(r"Invalid JSON: ([^\[\n]+)")
+"""What pydantic's JSON parser said of the answer, without the answer's text (its
+`input_value`: content of the tool's, which an error message does not keep)."""
+
+
+def _unreadable(name: str, said: str) -> str:
+    """The failure of a call whose answer the SDK's client could not read: a server's
+    legal JSON its parser refuses (a lone surrogate's escape, nesting past 200 levels),
+    or no JSON at all."""
+    found = _PARSER_SAID.search(said)
+    why = f" ({found.group(1).strip()})" if found else ""
+    return f"MCP server {name}'s answer could not be read{why}"
+
+
 _OWN_GROUP_THEN_EXEC = "import os, sys; os.setpgid(0, 0); os.execv(sys.argv[1], sys.argv[1:])"
 """Run by `sys.executable -I -S` before a stdio server: the server leads a process group of
 its own (what the SDK's kill of the server's tree signals), in the host's session."""
@@ -214,6 +239,37 @@ async def _spawn_in_host_session(
 if sys.platform != "win32":
     # The SDK's stdio client spawns its server through this one function, nowhere else.
     mcp.client.stdio._create_platform_compatible_process = _spawn_in_host_session
+
+_sdk_parse_line = mcp.client.stdio._parse_line
+
+
+def _parse_line_or_fail_its_request(line: str) -> SessionMessage | Exception:
+    """The SDK's parse of a stdio server's line; where it refuses the line, the request
+    it answers fails with a parse error, as its Streamable HTTP client fails it.
+
+    Its parser refuses legal JSON a server may write (a lone surrogate's escape,
+    `"\\ud800"`; nesting past 200 levels) and, over stdio, drops the line: the request
+    it answered then waited out the server's whole `timeout_seconds` and failed as a
+    timeout, retryable, though the server had answered. The standard library reads such
+    a line, and its `id` names the request. (A line it cannot read either is dropped.)"""
+    parsed = _sdk_parse_line(line)
+    if not isinstance(parsed, Exception):
+        return parsed
+    try:
+        answer = json.loads(line)
+    except (ValueError, RecursionError):
+        return parsed
+    request_id = answer.get("id") if isinstance(answer, dict) else None
+    if type(request_id) not in (str, int):
+        return parsed
+    error = mcp_types.ErrorData(
+        code=mcp_types.PARSE_ERROR, message=f"{_UNREADABLE} JSON response: {parsed}"
+    )
+    return SessionMessage(mcp_types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
+
+
+# The SDK's stdio client parses each line of its server's stdout through this one function.
+mcp.client.stdio._parse_line = _parse_line_or_fail_its_request
 
 
 def _stderr_to_log(stack: AsyncExitStack, spec: McpServerSpec) -> TextIO:

@@ -3,7 +3,8 @@
 The client reads `OPENAI_BASE_URL` and `OPENAI_API_KEY` from its environment,
 which the host set to the invocation's recording model proxy and its token.
 It asks the model (streamed or whole, as its input says), runs the `add`
-function the model calls itself, and prints the model's final answer. With
+function the model calls itself, and prints the model's final answer (with
+`showUsage` in its input, and the token counts the answer reported). With
 `urlFile` in its input it writes its proxy URL and token there first (never
 into its decision: the token is a capability).
 """
@@ -54,9 +55,13 @@ def main() -> None:
     client = OpenAI(max_retries=0)
     messages: list[Any] = [{"role": "user", "content": request["question"]}]
     for _ in range(4):
-        message = ask(client, messages, request["stream"]).choices[0].message
+        completion = ask(client, messages, request["stream"])
+        message = completion.choices[0].message
         if not message.tool_calls:
-            print(json.dumps({"answer": message.content}))
+            decision: dict[str, Any] = {"answer": message.content}
+            if request.get("showUsage") and completion.usage is not None:
+                decision["usage"] = completion.usage.model_dump(exclude_none=True)
+            print(json.dumps(decision))
             return
         messages.append(message.model_dump(exclude_none=True))
         for call in message.tool_calls:

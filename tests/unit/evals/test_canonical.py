@@ -139,5 +139,13 @@ def test_args_jcs_cannot_write_have_a_hash_of_their_sorted_text() -> None:
     assert evals.args_hash({"id": 2**53 - 1}) == _hash(b'{"id":9007199254740991}')
 
 
+def test_a_lone_surrogates_hash_is_its_escaped_texts() -> None:
+    """A lone surrogate (an agent's decision or args, legal JSON text) has no UTF-8 and no
+    JCS form: its hash is that of the text JSON carries it as, escaped, never a crash (a
+    trial's task detail answered 500); the text of the escape itself hashes otherwise."""
+    assert evals.args_hash({"s": "\ud800", "é": 1}) == _hash(b'{"s":"\\ud800","\\u00e9":1}')
+    assert evals.args_hash({"s": "\ud800"}) != evals.args_hash({"s": "\\ud800"})
+
+
 def _hash(form: bytes) -> str:
     return "sha256:" + hashlib.sha256(form).hexdigest()

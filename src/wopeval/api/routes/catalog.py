@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from fastapi import APIRouter
-from fastapi.responses import JSONResponse
 
 from wopeval.api.deps import HostDep, PrincipalDep
+from wopeval.api.json_response import JSONResponse
 from wopeval.wire import errors
 
 router = APIRouter(tags=["catalog"])

@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request, Response
-from fastapi.responses import JSONResponse
 
 from wopeval.api import idempotency
 from wopeval.api.deps import HostDep, PrincipalDep, path_run_id
+from wopeval.api.json_response import JSONResponse
 from wopeval.api.served import ServedHost
 from wopeval.wire import errors
 from wopeval.wire.annotations import Annotation, CreateAnnotationRequest

@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Literal
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
 
+from wopeval.api.json_response import JSONResponse
 from wopeval.engine.health import HealthSource
 from wopeval.wire import errors
 

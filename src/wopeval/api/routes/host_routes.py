@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body
-from fastapi.responses import JSONResponse
 
 from wopeval.api.deps import HostDep, PrincipalDep, path_run_id
+from wopeval.api.json_response import JSONResponse
 from wopeval.engine.eval_runs.eval_plan import find_suite
 from wopeval.wire import errors
 from wopeval.wire.calibration import CalibrateRequest, CalibrationReport

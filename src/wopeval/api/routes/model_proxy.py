@@ -38,7 +38,7 @@ import httpcore
 from fastapi import APIRouter
 from starlette.datastructures import Headers
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import Response, StreamingResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from wopeval import models
@@ -47,6 +47,7 @@ from wopeval.api.access_log import AfterTheAnswer
 from wopeval.api.deps import InvocationAccess
 from wopeval.api.errors import envelope_response
 from wopeval.api.invocation_token import invocation_for
+from wopeval.api.json_response import JSONResponse
 from wopeval.api.request_guard import StrictBody, strict_body
 from wopeval.api.upstream_pools import UPSTREAM_ERRORS, UpstreamPools, hand_back, whole_body
 from wopeval.engine.recording.grants import ANTHROPIC_PATH, OPENAI_PATH

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Body, Query, Request, Response
-from fastapi.responses import JSONResponse
 
 from wopeval import evals
 from wopeval.api import idempotency, routing
 from wopeval.api.deps import EngineDep, HostDep, PrincipalDep, path_run_id
+from wopeval.api.json_response import JSONResponse
 from wopeval.api.snapshots import created, run_links, snapshot
 from wopeval.engine.host import Engine
 from wopeval.engine.live.read_cache import tenant_scope

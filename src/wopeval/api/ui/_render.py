@@ -130,12 +130,22 @@ class Chrome:
     title: str
 
 
-def render(
-    template: str, chrome: Chrome, view: object = None, *, status: int = 200
-) -> HTMLResponse:
+class Page(HTMLResponse):
+    """A page's HTML as UTF-8; a lone surrogate in it (an agent may decide `"\\ud800"`, and a
+    grader's reason quotes the decision) is no UTF-8's to hold, and is shown as its JSON
+    escape, `\\ud800`, where Starlette's encoding raised and the page answered 500."""
+
+    def render(self, content: Any) -> bytes | memoryview:
+        try:
+            return super().render(content)
+        except UnicodeEncodeError:
+            return str(content).encode("utf-8", "backslashreplace")
+
+
+def render(template: str, chrome: Chrome, view: object = None, *, status: int = 200) -> Page:
     """The page `template` for `view` (a typed view object the template reads)."""
     html = _ENVIRONMENT.get_template(template).render(chrome=chrome, view=view)
-    return HTMLResponse(html, status_code=status)
+    return Page(html, status_code=status)
 
 
 @dataclass(frozen=True)

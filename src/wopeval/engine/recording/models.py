@@ -33,8 +33,9 @@ from wopeval.models import (
     ModelCallFailed,
     ModelReplayMiss,
     ModelRequest,
+    Usage,
 )
-from wopeval.store import ModelCallRow, ModelVia
+from wopeval.store import TOKEN_COUNT_MAX, ModelCallRow, ModelVia
 
 
 class ModelServer:
@@ -158,6 +159,11 @@ class ModelRecorder:
         api = request.api
         body = request.canonical()
         usage = api.usage(answer) if answer is not None else None
+        if usage is not None and not _kept(usage):
+            # A count a server may report (JSON has no size limit) that no token column
+            # holds: its insert failed and the run with it. The exchange is kept without a
+            # count or a cost, as one reporting none; its answer keeps what it said.
+            usage = None
         reported = api.reported_model(answer) if answer is not None else None
         cost = None
         if served_by == "live" and usage is not None:
@@ -227,3 +233,12 @@ def exchange_detail(row: ModelCallRow, request: JsonValue, response: JsonValue) 
 
 def _elapsed(started: float) -> int:
     return int((time.perf_counter() - started) * 1000)
+
+
+def _kept(usage: Usage) -> bool:
+    """Whether the token columns hold both of `usage`'s counts."""
+    least = -TOKEN_COUNT_MAX - 1
+    return bool(
+        least <= usage.input_tokens <= TOKEN_COUNT_MAX
+        and least <= usage.output_tokens <= TOKEN_COUNT_MAX
+    )
