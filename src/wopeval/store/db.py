@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -72,7 +73,11 @@ def create_engine(url: str) -> AsyncEngine:
 
     def ping_if_idle(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
         checked_in = record.info.get("checked_in")
-        if checked_in is None or time.monotonic() - checked_in < POOL_IDLE_PING_SECONDS:
+        if checked_in is None:  # a new connection
+            return
+        if time.monotonic() - checked_in < POOL_IDLE_PING_SECONDS and not may_be_lost(
+            dbapi_connection.driver_connection
+        ):
             return
         try:
             # Under the async engine this runs in SQLAlchemy's greenlet, as its pre-ping does.
@@ -120,8 +125,29 @@ def driver_url(url: str | URL) -> URL:
 POOL_IDLE_PING_SECONDS = 2.0
 """A PostgreSQL connection back in the pool longer than this is pinged before it is lent
 (a round trip): one used a moment ago is lent as it is, so a busy pool pays no ping a
-check-out. A server that restarted within that moment fails one statement, and
-SQLAlchemy then replaces every connection the pool held (its disconnect handling)."""
+check-out, unless its socket says the server ended it (`may_be_lost`: a poll, no round
+trip). A ping that fails makes the pool replace that connection with a new one before
+lending it, so a backend ended meanwhile (a restart, a failover, `pg_terminate_backend`)
+fails no caller's request (tests/e2e/test_lost_connections.py)."""
+
+
+def may_be_lost(driver: Any) -> bool:
+    """Whether psycopg's connection `driver`, idle (no statement of its own under way), may
+    have been ended by the server: its socket has something to read, which for an idle
+    connection (it LISTENs to nothing) is the server's goodbye and end of stream (a backend
+    ended by `pg_terminate_backend`, a restart, a failover, a pooler's or an idle timeout),
+    or a rare message of its own accord (a setting's new value), for which a ping is just
+    one round trip. A poll of the socket, no round trip: a busy pool's checkouts and the
+    log writer's transactions pay it, and ping only a connection that has something to
+    say. A peer gone without a word (a network cut) shows nothing here; that is what the
+    pings of idle connections are for (`POOL_IDLE_PING_SECONDS`)."""
+    return bool(driver.closed) or socket_readable(driver.pgconn.socket)
+
+
+def socket_readable(fd: int) -> bool:
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(0))
 
 
 def _checked_in(_dbapi_connection: Any, record: Any) -> None:
