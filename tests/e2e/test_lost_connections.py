@@ -17,6 +17,7 @@ import psycopg
 import pytest
 from openwop_client.types import CreateRunRequest
 from openwop_client.wire_id import project_id
+from psycopg import sql
 from sqlalchemy.engine import make_url
 
 from _backends import Backend, PostgresDatabases
@@ -108,38 +109,38 @@ def test_reads_and_new_runs_after_every_connection_was_cut(
     """Cut at once after a run, while the pool's connections are fresh (no idle ping due):
     the reads, a live run and an eval run that come next all succeed, each the first on
     its connection."""
-    http = pg_host.http()
-    steps.release_all()
-    before = _stepper(pg_host, steps, 2)
-    _assert_whole(pg_host, before, 2)
-    ref = publish(
-        http,
-        suite(
-            new_suite_id("lost"),
-            [task("t1", [{"tool": COUNTER_TOOL, "args": {"op": "inc", "key": unique("k")}}])],
-        ),
-    )
-    assert end_backends(pg_host) > 0
-    answered = [
-        http.get(f"/runs/{project_id(before)}"),
-        http.get("/runs", params={"limit": 7}),
-        http.get(f"/runs/{project_id(before)}/events", params={"afterSequence": 1}),
-        http.get("/runs", params={"status": "completed", "limit": 3}),
-    ]
-    assert [response.status_code for response in answered] == [200] * 4, [
-        response.text for response in answered
-    ]
-    assert end_backends(pg_host) > 0
-    after = _stepper(pg_host, steps, 0)
-    _assert_whole(pg_host, after, 0)
-    assert end_backends(pg_host) > 0
-    created = http.post(
-        "/runs",
-        json={"mode": "eval", "evalSuiteRef": ref, "agentId": "conformance.scripted-agent"},
-    )
-    assert created.status_code == 201, created.text
-    events = wait_terminal(pg_host.client(), created.json()["runId"])
-    assert types_of(events)[-1] == "run.completed", types_of(events)
+    with pg_host.http() as http:
+        steps.release_all()
+        before = _stepper(pg_host, steps, 2)
+        _assert_whole(pg_host, before, 2)
+        ref = publish(
+            http,
+            suite(
+                new_suite_id("lost"),
+                [task("t1", [{"tool": COUNTER_TOOL, "args": {"op": "inc", "key": unique("k")}}])],
+            ),
+        )
+        assert end_backends(pg_host) > 0
+        answered = [
+            http.get(f"/runs/{project_id(before)}"),
+            http.get("/runs", params={"limit": 7}),
+            http.get(f"/runs/{project_id(before)}/events", params={"afterSequence": 1}),
+            http.get("/runs", params={"status": "completed", "limit": 3}),
+        ]
+        assert [response.status_code for response in answered] == [200] * 4, [
+            response.text for response in answered
+        ]
+        assert end_backends(pg_host) > 0
+        after = _stepper(pg_host, steps, 0)
+        _assert_whole(pg_host, after, 0)
+        assert end_backends(pg_host) > 0
+        created = http.post(
+            "/runs",
+            json={"mode": "eval", "evalSuiteRef": ref, "agentId": "conformance.scripted-agent"},
+        )
+        assert created.status_code == 201, created.text
+        events = wait_terminal(pg_host.client(), created.json()["runId"])
+        assert types_of(events)[-1] == "run.completed", types_of(events)
 
 
 def test_a_cut_while_a_tool_waits_lands_its_result(
@@ -157,3 +158,61 @@ def test_a_cut_while_a_tool_waits_lands_its_result(
             steps.release(index)
         _assert_whole(pg_host, run_id, 3)
     assert [record.getMessage() for record in caplog.records] == []
+
+
+def _not_landed(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """The host's reports of steps that did not land, the database out of reach."""
+    return [
+        record.getMessage()
+        for record in caplog.records
+        if record.name == "wopeval.engine" and "did not land" in record.getMessage()
+    ]
+
+
+def _allow_connections(server: ServerHandle, allowed: bool) -> None:
+    """Let the host's database take new connections, or refuse them (a server down, as a
+    client sees it, without stopping the server other tests share)."""
+    url = make_url(server.database_url)
+    admin = url.set(drivername="postgresql", database="postgres")
+    with psycopg.connect(admin.render_as_string(hide_password=False), autocommit=True) as admin_db:
+        admin_db.execute(
+            sql.SQL("ALTER DATABASE {} WITH ALLOW_CONNECTIONS {}").format(
+                sql.Identifier(url.database or ""), sql.SQL("true" if allowed else "false")
+            )
+        )
+
+
+def test_a_result_that_cannot_land_is_never_seen(
+    pg_host: ServerHandle, steps: Steps, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The database out of reach when a tool returns: its result does not land, so the
+    agent never sees it (it would make call 1); the run ends `failed` once the database is
+    back, saying why without the store's own message, not hung; the host serves other
+    runs."""
+    run_id = _stepper(pg_host, steps, 2)
+    steps.wait_entered(0)
+    caplog.set_level(logging.WARNING, logger="wopeval")
+    _allow_connections(pg_host, False)
+    try:
+        assert end_backends(pg_host) > 0
+        steps.release(0)
+        # The result's step fails (its group, then alone on a new connection), and the
+        # agent is told instead of given the result; then the run's end fails too, and is
+        # tried again until the database is back.
+        deadline = time.monotonic() + DEADLINE_SECONDS
+        while len(_not_landed(caplog)) < 2:
+            assert time.monotonic() < deadline, _not_landed(caplog)
+            time.sleep(0.02)
+    finally:
+        _allow_connections(pg_host, True)
+    events = wait_terminal(pg_host.client(), run_id)
+    assert types_of(events)[-1] == "run.failed"
+    assert types_of(events).count("agent.tool-returned") == 0
+    error = events[-1].payload["error"]
+    assert error["code"] == "store_unreachable"
+    # The store's own message (its address, its database) is the host's, not the tenant's.
+    assert str(make_url(pg_host.database_url).database) not in str(error)
+    (call,) = table_rows(pg_host.database_url, "tool_calls", run_id=run_id)
+    assert (call["status"], call["result"]) == ("unknown", None)
+    assert not steps.entered(1)
+    _assert_whole(pg_host, _stepper(pg_host, steps, 0), 0)

@@ -66,6 +66,7 @@ from wopeval.store.db import (
     create_engine,
     may_be_lost,
     migrate,
+    out_of_reach,
     sqlite_url,
 )
 from wopeval.store.lease import DatabaseUnreachable, Lease, LeaseHeld, database_name, take_lease
@@ -422,6 +423,7 @@ __all__ = [
     "idle_column",
     "migrate",
     "next_created_seq",
+    "out_of_reach",
     "replace_keys",
     "sqlite_url",
     "take_lease",

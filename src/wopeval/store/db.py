@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import select
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -12,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection, event, text
 from sqlalchemy.dialects import registry
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import DBAPIError, DisconnectionError
+from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 import wopeval.store._sqlite_inline as _sqlite_inline
@@ -142,6 +143,19 @@ def may_be_lost(driver: Any) -> bool:
     say. A peer gone without a word (a network cut) shows nothing here; that is what the
     pings of idle connections are for (`POOL_IDLE_PING_SECONDS`)."""
     return bool(driver.closed) or socket_readable(driver.pgconn.socket)
+
+
+def out_of_reach(error: BaseException) -> bool:
+    """Whether `error` says the database was out of reach, not that a statement was wrong:
+    a connection lost or refused (a restart, a failover, a backend ended), or another of
+    the errors the server raises for what is outside the statement's control (a deadlock,
+    a cancelled query), each of which a later try may not meet. Through SQLAlchemy, its
+    `OperationalError`; from the log writer's driver statements (store/_driver.py), the
+    driver's own: psycopg's (loaded only by a PostgreSQL store)."""
+    if isinstance(error, DBAPIError):
+        return error.connection_invalidated or isinstance(error, OperationalError)
+    psycopg = sys.modules.get("psycopg")
+    return psycopg is not None and isinstance(error, psycopg.OperationalError)
 
 
 def socket_readable(fd: int) -> bool:
