@@ -149,10 +149,27 @@ async def _kept_backend(store: Store) -> int:
 
 
 async def _terminate(store: Store, pid: int) -> None:
-    """End that server process from a connection of its own (a restart, as its clients see it)."""
+    """End that server process from a connection of its own (a restart, as its clients see
+    it), and wait until it is gone: its socket closed, as a connection idle in the host
+    then finds it."""
     dsn = store.engine.url.set(drivername="postgresql").render_as_string(False)
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as admin:
         await admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        for _ in range(3000):
+            found = await admin.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,))
+            if await found.fetchone() is None:
+                return
+            await asyncio.sleep(0.01)
+    raise AssertionError(f"backend {pid} never went")
+
+
+def _unseen_ends(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store does not see that the server ended a connection (it ended it between the
+    store's look at the socket and the statement, or the peer went without a word, a
+    network cut): what guards then is the ping of an idle connection, or the failure of
+    one transaction."""
+    monkeypatch.setattr(wopeval.store, "may_be_lost", lambda _driver: False)
+    monkeypatch.setattr(wopeval.store.db, "may_be_lost", lambda _driver: False)
 
 
 @pytest.mark.postgres
@@ -286,11 +303,12 @@ async def test_a_pipelined_commit_is_flushed_to_the_wal_before_it_returns(
 
 @pytest.mark.postgres
 async def test_a_lost_kept_connection_fails_one_transaction_and_the_next_lands(
-    postgres_store: Store,
+    postgres_store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = postgres_store
     pid = await _kept_backend(store)
     await _terminate(store, pid)
+    _unseen_ends(monkeypatch)
 
     async def on_the_lost_one() -> None:
         async with store.log_transaction(pipelined=True) as uow:
@@ -312,6 +330,7 @@ async def test_a_kept_connection_idle_too_long_is_checked_before_use(
     store = postgres_store
     pid = await _kept_backend(store)
     await _terminate(store, pid)
+    _unseen_ends(monkeypatch)
     monkeypatch.setattr(wopeval.store, "LOG_WRITER_IDLE_SECONDS", 0.0)
     async with store.log_transaction(pipelined=True) as uow:
         await _by_driver(uow, "after", 0)
@@ -328,7 +347,40 @@ async def test_a_pooled_connection_idle_too_long_is_pinged_before_it_is_lent(
         found = await uow.connection.execute(text("SELECT pg_backend_pid()"))
         pid = found.scalar_one()
     await _terminate(store, pid)
+    _unseen_ends(monkeypatch)
     monkeypatch.setattr(wopeval.store.db, "POOL_IDLE_PING_SECONDS", 0.0)
+    async with store.reading() as uow:
+        found = await uow.connection.execute(text("SELECT pg_backend_pid()"))
+        assert found.scalar_one() != pid
+
+
+@pytest.mark.postgres
+async def test_a_kept_connection_the_server_ended_is_replaced_before_use(
+    postgres_store: Store,
+) -> None:
+    """The log writer's connection, used a moment ago (no idle check due), ended by the
+    server (a restart, a failover, `pg_terminate_backend`): its socket says so, and the
+    next transaction takes another connection instead of failing on it."""
+    store = postgres_store
+    pid = await _kept_backend(store)
+    await _terminate(store, pid)
+    async with store.log_transaction(pipelined=True) as uow:
+        await _by_driver(uow, "after", 0)
+    assert await _stored(store, "after") == [0]
+    assert await _kept_backend(store) != pid
+
+
+@pytest.mark.postgres
+async def test_a_pooled_connection_the_server_ended_is_replaced_before_it_is_lent(
+    postgres_store: Store,
+) -> None:
+    """A busy pool lends a connection used a moment ago unpinged, unless its socket says
+    the server ended it: then it is pinged, found dead, and replaced; the read succeeds."""
+    store = postgres_store
+    async with store.reading() as uow:
+        found = await uow.connection.execute(text("SELECT pg_backend_pid()"))
+        pid = found.scalar_one()
+    await _terminate(store, pid)
     async with store.reading() as uow:
         found = await uow.connection.execute(text("SELECT pg_backend_pid()"))
         assert found.scalar_one() != pid

@@ -61,7 +61,14 @@ from wopeval.store._tool_calls import (
     ToolCallsRepo,
 )
 from wopeval.store._tool_listings import ListingRow, ToolListingsRepo
-from wopeval.store.db import MIGRATION_LOCK_KEY, create_engine, migrate, sqlite_url
+from wopeval.store.db import (
+    MIGRATION_LOCK_KEY,
+    create_engine,
+    may_be_lost,
+    migrate,
+    out_of_reach,
+    sqlite_url,
+)
 from wopeval.store.lease import DatabaseUnreachable, Lease, LeaseHeld, database_name, take_lease
 
 
@@ -235,10 +242,11 @@ async def _end(writer: AsyncConnection, *, commit: bool) -> None:
 
 
 LOG_WRITER_IDLE_SECONDS = 5.0
-"""A PostgreSQL log writer's kept connection idle longer than this is closed and another
-is checked out of the pool (pinged there when it was idle too, store/db.py): a busy writer
-pays no ping a transaction, and one after a quiet spell (a server restarted meanwhile) is
-not handed a dead connection."""
+"""A PostgreSQL log writer's kept connection idle longer than this, or whose socket says
+the server ended it (store/db.py `may_be_lost`: a poll, no round trip), is closed and
+another is checked out of the pool (pinged there when it was idle or ended too): a busy
+writer pays no ping a transaction, and a step is not handed a dead connection, to fail
+its group (a server restarted, a backend ended, while a live call's tool ran)."""
 
 
 class Store:
@@ -316,7 +324,9 @@ class Store:
     async def _log_writer(self) -> AsyncConnection:
         writer = self._writer
         if writer is not None and not (writer.closed or writer.invalidated):
-            if time.monotonic() - self._log_used < LOG_WRITER_IDLE_SECONDS:
+            if time.monotonic() - self._log_used < LOG_WRITER_IDLE_SECONDS and not may_be_lost(
+                driver_connection(writer)
+            ):
                 return writer
             # Not back to the pool: just checked in, it would be lent again unpinged.
             _unwatch(writer)
@@ -414,6 +424,7 @@ __all__ = [
     "idle_column",
     "migrate",
     "next_created_seq",
+    "out_of_reach",
     "replace_keys",
     "sqlite_url",
     "take_lease",

@@ -11,7 +11,6 @@ import asyncio
 import functools
 import logging
 import re
-import select
 from collections import OrderedDict
 from collections.abc import Sequence
 from contextlib import suppress
@@ -28,6 +27,7 @@ from psycopg.types.numeric import Int8Dumper
 from psycopg.waiting import READY_R, Wait
 
 from wopeval.store._stale import CHECK_FAILED, StaleRun
+from wopeval.store.db import socket_readable
 
 
 @dataclass(frozen=True, slots=True)
@@ -364,7 +364,7 @@ class _Readable:
         if waiter.done():
             return
         loop = asyncio.get_running_loop()
-        if not _socket_readable(self._fd):
+        if not socket_readable(self._fd):
             loop.call_later(LOST_READER_CHECK_SECONDS, self._check, waiter)  # a no-op once done
             return
         log.warning("the log writer's connection lost its reader unannounced; put back")
@@ -385,12 +385,6 @@ class _Readable:
         if self._loop is not None:
             self._loop.remove_reader(self._fd)
             self._loop = None
-
-
-def _socket_readable(fd: int) -> bool:
-    poller = select.poll()
-    poller.register(fd, select.POLLIN)
-    return bool(poller.poll(0))
 
 
 _Key = tuple[bytes, Sequence[int]]

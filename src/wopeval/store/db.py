@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -11,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection, event, text
 from sqlalchemy.dialects import registry
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import DBAPIError, DisconnectionError
+from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 import wopeval.store._sqlite_inline as _sqlite_inline
@@ -72,7 +74,11 @@ def create_engine(url: str) -> AsyncEngine:
 
     def ping_if_idle(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
         checked_in = record.info.get("checked_in")
-        if checked_in is None or time.monotonic() - checked_in < POOL_IDLE_PING_SECONDS:
+        if checked_in is None:  # a new connection
+            return
+        if time.monotonic() - checked_in < POOL_IDLE_PING_SECONDS and not may_be_lost(
+            dbapi_connection.driver_connection
+        ):
             return
         try:
             # Under the async engine this runs in SQLAlchemy's greenlet, as its pre-ping does.
@@ -120,8 +126,42 @@ def driver_url(url: str | URL) -> URL:
 POOL_IDLE_PING_SECONDS = 2.0
 """A PostgreSQL connection back in the pool longer than this is pinged before it is lent
 (a round trip): one used a moment ago is lent as it is, so a busy pool pays no ping a
-check-out. A server that restarted within that moment fails one statement, and
-SQLAlchemy then replaces every connection the pool held (its disconnect handling)."""
+check-out, unless its socket says the server ended it (`may_be_lost`: a poll, no round
+trip). A ping that fails makes the pool replace that connection with a new one before
+lending it, so a backend ended meanwhile (a restart, a failover, `pg_terminate_backend`)
+fails no caller's request (tests/e2e/test_lost_connections.py)."""
+
+
+def may_be_lost(driver: Any) -> bool:
+    """Whether psycopg's connection `driver`, idle (no statement of its own under way), may
+    have been ended by the server: its socket has something to read, which for an idle
+    connection (it LISTENs to nothing) is the server's goodbye and end of stream (a backend
+    ended by `pg_terminate_backend`, a restart, a failover, a pooler's or an idle timeout),
+    or a rare message of its own accord (a setting's new value), for which a ping is just
+    one round trip. A poll of the socket, no round trip: a busy pool's checkouts and the
+    log writer's transactions pay it, and ping only a connection that has something to
+    say. A peer gone without a word (a network cut) shows nothing here; that is what the
+    pings of idle connections are for (`POOL_IDLE_PING_SECONDS`)."""
+    return bool(driver.closed) or socket_readable(driver.pgconn.socket)
+
+
+def out_of_reach(error: BaseException) -> bool:
+    """Whether `error` says the database was out of reach, not that a statement was wrong:
+    a connection lost or refused (a restart, a failover, a backend ended), or another of
+    the errors the server raises for what is outside the statement's control (a deadlock,
+    a cancelled query), each of which a later try may not meet. Through SQLAlchemy, its
+    `OperationalError`; from the log writer's driver statements (store/_driver.py), the
+    driver's own: psycopg's (loaded only by a PostgreSQL store)."""
+    if isinstance(error, DBAPIError):
+        return error.connection_invalidated or isinstance(error, OperationalError)
+    psycopg = sys.modules.get("psycopg")
+    return psycopg is not None and isinstance(error, psycopg.OperationalError)
+
+
+def socket_readable(fd: int) -> bool:
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(0))
 
 
 def _checked_in(_dbapi_connection: Any, record: Any) -> None:

@@ -26,7 +26,7 @@ from wopeval.engine.recording.grants import InvocationGrants
 from wopeval.engine.recording.models import ModelLedger, ModelRecorder
 from wopeval.engine.recording.tool_names import ToolNames, names_of
 from wopeval.engine.runlog.runlog import Journal
-from wopeval.engine.runlog.steps import RunClosed, now
+from wopeval.engine.runlog.steps import RunClosed, StepNotLanded, now
 from wopeval.models import LiveModelCall, ModelAnswer, ModelCallFailed, ModelRequest
 from wopeval.store import InvocationRow, ToolCallOutcome, ToolCallRow
 from wopeval.tools import Offered, permits
@@ -387,7 +387,7 @@ async def run_invocation(invocation: Invocation, *, source: Source) -> Invocatio
     shared = invocation.shared
     try:
         decision = await invocation.spec.agent.invoke(invocation)
-    except RunClosed:
+    except (RunClosed, StepNotLanded):
         raise
     except Exception as exc:
         error = _raised(invocation, exc)

@@ -39,7 +39,7 @@ from typing import Any
 
 from wopeval.engine.live.notifier import Notifier
 from wopeval.engine.runlog.fence import Fence, Locked
-from wopeval.engine.runlog.steps import RunUpdate, Staged, Step, Transition
+from wopeval.engine.runlog.steps import RunUpdate, Staged, Step, StepNotLanded, Transition
 from wopeval.store import (
     EventRow,
     ListingRow,
@@ -50,6 +50,7 @@ from wopeval.store import (
     Store,
     ToolCallOutcome,
     UnitOfWork,
+    out_of_reach,
 )
 from wopeval.wire import events, json_text
 from wopeval.wire.json_text import JsonObject
@@ -210,7 +211,7 @@ class LogWriter:
                     try:
                         single = await self._write([queued])
                     except Exception as failure:
-                        _settle(queued, failure)
+                        _settle(queued, _not_landed(queued.run_id, failure))
                     else:
                         self._finish([queued], single)
                 continue
@@ -485,6 +486,17 @@ def _only_driver_statements(batch: list[_Queued]) -> bool:
     if any(queued.fence is not None or queued.transition.to is not None for queued in batch):
         return False
     return not any(queued.update.values() or queued.step.listings for queued in batch)
+
+
+def _not_landed(run_id: str, failure: Exception) -> Exception:
+    """What a step's caller is told of a write that failed: the database out of reach is
+    `StepNotLanded` (its run ends failed saying so), anything else as it was raised."""
+    if not out_of_reach(failure):
+        return failure
+    log.error(
+        "a step of run %s did not land: the database was out of reach", run_id, exc_info=failure
+    )
+    return StepNotLanded("the host's database was out of reach; this step was not recorded")
 
 
 def _settle(queued: _Queued, outcome: bool | BaseException) -> None:

@@ -86,6 +86,17 @@ class RunClosed(Exception):
     """The run has ended: nothing more lands in its log."""
 
 
+class StepNotLanded(Exception):
+    """A step that could not land, alone, on a new connection: the database was out of
+    reach (a restart, a failover; store `out_of_reach`). Its caller goes no further (a
+    live call's tool does not run, its agent does not see its result) and its run ends
+    failed (`STORE_UNREACHABLE`); the store's own message (its host, its database) stays in
+    the host's log."""
+
+
+STORE_UNREACHABLE = "store_unreachable"
+
+
 @dataclass(slots=True)
 class Staged:
     """An event on its way to the log; `sequence` is set when its step lands."""

@@ -18,16 +18,29 @@ from dataclasses import dataclass, field
 
 from wopeval.engine.runlog.log_writer import LogWriter, OnInsert
 from wopeval.engine.runlog.runlog import RunLog
-from wopeval.engine.runlog.steps import STOPPED_HOST, RunUpdate, Step, Transition, now
+from wopeval.engine.runlog.steps import (
+    STOPPED_HOST,
+    STORE_UNREACHABLE,
+    RunUpdate,
+    Step,
+    StepNotLanded,
+    Transition,
+    now,
+)
 from wopeval.engine.runs.control import RunControl
 from wopeval.engine.runs.outcome import RunFailure, Terminal
 from wopeval.engine.runs.run_queue import RunQueue, Work
-from wopeval.store import OwnedRun, RunRecord, Store, UnitOfWork
+from wopeval.store import OwnedRun, RunRecord, Store, UnitOfWork, out_of_reach
 from wopeval.wire import errors, events
 from wopeval.wire.principal import Principal
 from wopeval.wire.runs import RunStatus
 
 log = logging.getLogger("wopeval.engine")
+
+END_RETRY_FIRST_SECONDS = 0.1
+END_RETRY_MAX_SECONDS = 5.0
+"""A run's end that did not land because the database was out of reach goes again after
+the first wait, each wait twice the last, up to the most (`Executor.end`)."""
 
 
 @dataclass
@@ -189,6 +202,11 @@ class Executor:
             return await body(execution)
         except RunFailure as failure:
             return Terminal.failed(failure.code, failure.message, failure.step, failure.details)
+        except StepNotLanded:
+            return Terminal.failed(
+                STORE_UNREACHABLE,
+                "The host's database was out of reach: this run's progress was not recorded.",
+            )
         except asyncio.CancelledError:
             _uncancel()
             if self._stopping:
@@ -215,15 +233,36 @@ class Executor:
             agent_ids=sorted(invoked),
             idle=terminal.idle,
         )
+        delay = END_RETRY_FIRST_SECONDS
         while True:
             if control is not None:
                 await control.settled()
-            ended = await run_log.close(
-                terminal.status,
-                step,
-                update,
-                allowed_from=STOPPED_HOST if control is None else frozenset({RunStatus.RUNNING}),
-            )
+            try:
+                ended = await run_log.close(
+                    terminal.status,
+                    step,
+                    update,
+                    allowed_from=STOPPED_HOST
+                    if control is None
+                    else frozenset({RunStatus.RUNNING}),
+                )
+            except Exception as failed:
+                # The database out of reach (a restart, a failover): the run would stay
+                # active, unended, until the host's next start. Its end goes again until it
+                # lands; an end that landed unanswered is then refused (`RunClosed`), and a
+                # stopping host leaves it to the next start, which fails every active run.
+                unreachable = isinstance(failed, StepNotLanded) or out_of_reach(failed)
+                if self._stopping or not unreachable:
+                    raise
+                log.warning(
+                    "run %s: its end did not land (%s); again in %.1f s",
+                    run_log.run_id,
+                    type(failed).__name__,
+                    delay,
+                )
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, END_RETRY_MAX_SECONDS)
+                continue
             if ended is not None:
                 return
 

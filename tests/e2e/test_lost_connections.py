@@ -1,0 +1,218 @@
+"""PostgreSQL connections cut under a running host (a failover, a restart, a pooler or an
+idle timeout ending backends, `pg_terminate_backend`): the host's pooled and kept
+connections die while it holds them, and it must notice, not fail a caller's request.
+
+Each test ends every backend of the host's own database (the server itself is shared and
+stays up) at a moment it picks: between runs, or while a live call's tool waits at a gate,
+after its call landed and before its result lands."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from openwop_client.types import CreateRunRequest
+from openwop_client.wire_id import project_id
+from psycopg import sql
+from sqlalchemy.engine import make_url
+
+from _backends import Backend, PostgresDatabases
+
+from ._gate import DEADLINE_SECONDS
+from ._loopback import LoopbackApi
+from ._server import ServerHandle
+from ._support import COUNTER_TOOL, table_rows, types_of, unique, wait_terminal
+from .conftest import _project_host
+from .evals._evals import new_suite_id, publish, suite, task
+from .test_run_control import STEPPER, Steps
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture(scope="module")
+def pg_host(
+    postgres_databases: PostgresDatabases,
+    tmp_path_factory: pytest.TempPathFactory,
+    loopback_api: LoopbackApi,
+    credentials: dict[str, str],
+) -> Iterator[ServerHandle]:
+    """The project host on a database of its own, its tools given time to wait at gates."""
+    with _project_host(
+        Backend("postgres", postgres_databases),
+        tmp_path_factory,
+        loopback_api,
+        credentials,
+        120.0,
+    ) as handle:
+        yield handle
+
+
+@pytest.fixture
+def steps(tmp_path: Path) -> Iterator[Steps]:
+    gates = Steps(tmp_path)
+    try:
+        yield gates
+    finally:
+        gates.release_all()
+
+
+def end_backends(server: ServerHandle) -> int:
+    """End every backend of the host's database, as an administrator would, and wait until
+    they are gone (their sockets closed); how many."""
+    url = make_url(server.database_url)
+    admin = url.set(drivername="postgresql", database="postgres")
+    with psycopg.connect(admin.render_as_string(hide_password=False), autocommit=True) as admin_db:
+        # Listed first, then ended: in one query the planner may end backends before it
+        # filters them by database.
+        found = admin_db.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+            (url.database,),
+        )
+        ended = [pid for (pid,) in found]
+        admin_db.execute("SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) pid", (ended,))
+        deadline = time.monotonic() + DEADLINE_SECONDS
+        while admin_db.execute(
+            "SELECT 1 FROM pg_stat_activity WHERE pid = ANY(%s)", (ended,)
+        ).fetchone():
+            assert time.monotonic() < deadline, "the ended backends never went"
+            time.sleep(0.01)
+    return len(ended)
+
+
+def _stepper(server: ServerHandle, steps: Steps, count: int) -> str:
+    request = CreateRunRequest(
+        workflowId=STEPPER, inputs={"steps": count, "dir": str(steps.directory)}
+    )
+    run_id: str = server.client().runs_create(request).runId
+    return run_id
+
+
+def _assert_whole(server: ServerHandle, run_id: str, calls: int) -> None:
+    """The run completed with every call and result in its log and its records."""
+    events = wait_terminal(server.client(), run_id)
+    kinds = types_of(events)
+    assert kinds[-1] == "run.completed", kinds
+    assert kinds.count("agent.tool-called") == calls
+    assert kinds.count("agent.tool-returned") == calls
+    assert [event.sequence for event in events] == list(range(len(events)))
+    recorded = table_rows(server.database_url, "tool_calls", run_id=run_id)
+    assert [row["status"] for row in recorded] == ["ok"] * calls
+
+
+def test_reads_and_new_runs_after_every_connection_was_cut(
+    pg_host: ServerHandle, steps: Steps
+) -> None:
+    """Cut at once after a run, while the pool's connections are fresh (no idle ping due):
+    the reads, a live run and an eval run that come next all succeed, each the first on
+    its connection."""
+    with pg_host.http() as http:
+        steps.release_all()
+        before = _stepper(pg_host, steps, 2)
+        _assert_whole(pg_host, before, 2)
+        ref = publish(
+            http,
+            suite(
+                new_suite_id("lost"),
+                [task("t1", [{"tool": COUNTER_TOOL, "args": {"op": "inc", "key": unique("k")}}])],
+            ),
+        )
+        assert end_backends(pg_host) > 0
+        answered = [
+            http.get(f"/runs/{project_id(before)}"),
+            http.get("/runs", params={"limit": 7}),
+            http.get(f"/runs/{project_id(before)}/events", params={"afterSequence": 1}),
+            http.get("/runs", params={"status": "completed", "limit": 3}),
+        ]
+        assert [response.status_code for response in answered] == [200] * 4, [
+            response.text for response in answered
+        ]
+        assert end_backends(pg_host) > 0
+        after = _stepper(pg_host, steps, 0)
+        _assert_whole(pg_host, after, 0)
+        assert end_backends(pg_host) > 0
+        created = http.post(
+            "/runs",
+            json={"mode": "eval", "evalSuiteRef": ref, "agentId": "conformance.scripted-agent"},
+        )
+        assert created.status_code == 201, created.text
+        events = wait_terminal(pg_host.client(), created.json()["runId"])
+        assert types_of(events)[-1] == "run.completed", types_of(events)
+
+
+def test_a_cut_while_a_tool_waits_lands_its_result(
+    pg_host: ServerHandle, steps: Steps, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Cut after call 0 landed and while its tool waits, then after call 1 landed: the log
+    writer notices its kept connection ended before it writes the result's step, so no
+    group fails (its steps written again one by one), and the run completes whole."""
+    run_id = _stepper(pg_host, steps, 3)
+    with caplog.at_level(logging.WARNING, logger="wopeval"):
+        for index in range(3):
+            steps.wait_entered(index)
+            if index < 2:
+                assert end_backends(pg_host) > 0
+            steps.release(index)
+        _assert_whole(pg_host, run_id, 3)
+    assert [record.getMessage() for record in caplog.records] == []
+
+
+def _not_landed(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """The host's reports of steps that did not land, the database out of reach."""
+    return [
+        record.getMessage()
+        for record in caplog.records
+        if record.name == "wopeval.engine" and "did not land" in record.getMessage()
+    ]
+
+
+def _allow_connections(server: ServerHandle, allowed: bool) -> None:
+    """Let the host's database take new connections, or refuse them (a server down, as a
+    client sees it, without stopping the server other tests share)."""
+    url = make_url(server.database_url)
+    admin = url.set(drivername="postgresql", database="postgres")
+    with psycopg.connect(admin.render_as_string(hide_password=False), autocommit=True) as admin_db:
+        admin_db.execute(
+            sql.SQL("ALTER DATABASE {} WITH ALLOW_CONNECTIONS {}").format(
+                sql.Identifier(url.database or ""), sql.SQL("true" if allowed else "false")
+            )
+        )
+
+
+def test_a_result_that_cannot_land_is_never_seen(
+    pg_host: ServerHandle, steps: Steps, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The database out of reach when a tool returns: its result does not land, so the
+    agent never sees it (it would make call 1); the run ends `failed` once the database is
+    back, saying why without the store's own message, not hung; the host serves other
+    runs."""
+    run_id = _stepper(pg_host, steps, 2)
+    steps.wait_entered(0)
+    caplog.set_level(logging.WARNING, logger="wopeval")
+    _allow_connections(pg_host, False)
+    try:
+        assert end_backends(pg_host) > 0
+        steps.release(0)
+        # The result's step fails (its group, then alone on a new connection), and the
+        # agent is told instead of given the result; then the run's end fails too, and is
+        # tried again until the database is back.
+        deadline = time.monotonic() + DEADLINE_SECONDS
+        while len(_not_landed(caplog)) < 2:
+            assert time.monotonic() < deadline, _not_landed(caplog)
+            time.sleep(0.02)
+    finally:
+        _allow_connections(pg_host, True)
+    events = wait_terminal(pg_host.client(), run_id)
+    assert types_of(events)[-1] == "run.failed"
+    assert types_of(events).count("agent.tool-returned") == 0
+    error = events[-1].payload["error"]
+    assert error["code"] == "store_unreachable"
+    # The store's own message (its address, its database) is the host's, not the tenant's.
+    assert str(make_url(pg_host.database_url).database) not in str(error)
+    (call,) = table_rows(pg_host.database_url, "tool_calls", run_id=run_id)
+    assert (call["status"], call["result"]) == ("unknown", None)
+    assert not steps.entered(1)
+    _assert_whole(pg_host, _stepper(pg_host, steps, 0), 0)
