@@ -730,9 +730,10 @@ class _Logged(logging.Handler):
 @contextlib.contextmanager
 def _logged() -> Iterator[list[logging.LogRecord]]:
     """Every record logged meanwhile: the host's own, and its server's (uvicorn's loggers
-    do not propagate to the root)."""
+    do not propagate to the root; its error logger is listened to itself, as an embedded
+    host started earlier in this process may have stopped it propagating to `uvicorn`)."""
     handler = _Logged()
-    loggers = [logging.getLogger(), logging.getLogger("uvicorn")]
+    loggers = [logging.getLogger(), logging.getLogger("uvicorn.error")]
     for logger in loggers:
         logger.addHandler(handler)
     try:
