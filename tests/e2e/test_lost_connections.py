@@ -8,6 +8,7 @@ after its call landed and before its result lands."""
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Iterator
@@ -21,6 +22,7 @@ from psycopg import sql
 from sqlalchemy.engine import make_url
 
 from _backends import Backend, PostgresDatabases
+from wopeval.api.routes._mcp_server import NOT_RECORDED
 
 from ._gate import DEADLINE_SECONDS
 from ._loopback import LoopbackApi
@@ -83,9 +85,13 @@ def end_backends(server: ServerHandle) -> int:
     return len(ended)
 
 
-def _stepper(server: ServerHandle, steps: Steps, count: int) -> str:
+MCP_STEPPER = "e2e-mcp-stepper"
+"""STEPPER's run by an agent outside the host, calling through its MCP endpoint."""
+
+
+def _stepper(server: ServerHandle, steps: Steps, count: int, workflow: str = STEPPER) -> str:
     request = CreateRunRequest(
-        workflowId=STEPPER, inputs={"steps": count, "dir": str(steps.directory)}
+        workflowId=workflow, inputs={"steps": count, "dir": str(steps.directory)}
     )
     run_id: str = server.client().runs_create(request).runId
     return run_id
@@ -182,14 +188,17 @@ def _allow_connections(server: ServerHandle, allowed: bool) -> None:
         )
 
 
+@pytest.mark.parametrize("workflow", [STEPPER, MCP_STEPPER])
 def test_a_result_that_cannot_land_is_never_seen(
-    pg_host: ServerHandle, steps: Steps, caplog: pytest.LogCaptureFixture
+    pg_host: ServerHandle, steps: Steps, caplog: pytest.LogCaptureFixture, workflow: str
 ) -> None:
     """The database out of reach when a tool returns: its result does not land, so the
     agent never sees it (it would make call 1); the run ends `failed` once the database is
     back, saying why without the store's own message, not hung; the host serves other
-    runs."""
-    run_id = _stepper(pg_host, steps, 2)
+    runs. An agent outside the host gets a JSON-RPC error for that call, no result, and
+    for the next one, whose tool does not run; it goes on and ends, and its run still
+    ends failed, not completed with a call whose result is missing."""
+    run_id = _stepper(pg_host, steps, 2, workflow)
     steps.wait_entered(0)
     caplog.set_level(logging.WARNING, logger="wopeval")
     _allow_connections(pg_host, False)
@@ -215,4 +224,9 @@ def test_a_result_that_cannot_land_is_never_seen(
     (call,) = table_rows(pg_host.database_url, "tool_calls", run_id=run_id)
     assert (call["status"], call["result"]) == ("unknown", None)
     assert not steps.entered(1)
+    if workflow == MCP_STEPPER:
+        for index in range(2):
+            seen = json.loads((steps.directory / f"seen-{index}.json").read_text())
+            assert "result" not in seen, seen
+            assert seen["error"]["message"] == NOT_RECORDED, seen
     _assert_whole(pg_host, _stepper(pg_host, steps, 0), 0)
