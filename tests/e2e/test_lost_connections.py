@@ -29,7 +29,7 @@ from ._loopback import LoopbackApi
 from ._server import ServerHandle
 from ._support import COUNTER_TOOL, table_rows, types_of, unique, wait_terminal
 from .conftest import _project_host
-from .evals._evals import new_suite_id, publish, suite, task
+from .evals._evals import golden, new_suite_id, publish, start_eval, suite, task
 from .test_run_control import STEPPER, Steps
 
 pytestmark = pytest.mark.postgres
@@ -188,17 +188,41 @@ def _allow_connections(server: ServerHandle, allowed: bool) -> None:
         )
 
 
-@pytest.mark.parametrize("workflow", [STEPPER, MCP_STEPPER])
+MCP_STEPPING_AGENT = "e2e.mcp-stepping-agent"
+
+
+def _stepping_eval(server: ServerHandle, steps: Steps, count: int) -> str:
+    """An eval run of one task, one trial, in which the outside agent makes `count` calls."""
+    document = suite(
+        new_suite_id("outage"),
+        [
+            {
+                "taskId": "t1",
+                "input": {"steps": count, "dir": str(steps.directory)},
+                "expected": golden("stepped"),
+            }
+        ],
+        target=MCP_STEPPING_AGENT,
+    )
+    with server.http() as http:
+        ref = publish(http, document)
+    return start_eval(server.client(), ref, MCP_STEPPING_AGENT)
+
+
+@pytest.mark.parametrize("run", ["host-run", "outside", "outside-eval"])
 def test_a_result_that_cannot_land_is_never_seen(
-    pg_host: ServerHandle, steps: Steps, caplog: pytest.LogCaptureFixture, workflow: str
+    pg_host: ServerHandle, steps: Steps, caplog: pytest.LogCaptureFixture, run: str
 ) -> None:
     """The database out of reach when a tool returns: its result does not land, so the
     agent never sees it (it would make call 1); the run ends `failed` once the database is
     back, saying why without the store's own message, not hung; the host serves other
     runs. An agent outside the host gets a JSON-RPC error for that call, no result, and
     for the next one, whose tool does not run; it goes on and ends, and its run still
-    ends failed, not completed with a call whose result is missing."""
-    run_id = _stepper(pg_host, steps, 2, workflow)
+    ends failed, not completed with a call whose result is missing; in an eval run too."""
+    if run == "outside-eval":
+        run_id = _stepping_eval(pg_host, steps, 2)
+    else:
+        run_id = _stepper(pg_host, steps, 2, MCP_STEPPER if run == "outside" else STEPPER)
     steps.wait_entered(0)
     caplog.set_level(logging.WARNING, logger="wopeval")
     _allow_connections(pg_host, False)
@@ -224,7 +248,7 @@ def test_a_result_that_cannot_land_is_never_seen(
     (call,) = table_rows(pg_host.database_url, "tool_calls", run_id=run_id)
     assert (call["status"], call["result"]) == ("unknown", None)
     assert not steps.entered(1)
-    if workflow == MCP_STEPPER:
+    if run != "host-run":
         for index in range(2):
             seen = json.loads((steps.directory / f"seen-{index}.json").read_text())
             assert "result" not in seen, seen
