@@ -12,8 +12,11 @@ import json
 import logging
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
+import httpx
 import psycopg
 import pytest
 from openwop_client.types import CreateRunRequest
@@ -253,4 +256,69 @@ def test_a_result_that_cannot_land_is_never_seen(
             seen = json.loads((steps.directory / f"seen-{index}.json").read_text())
             assert "result" not in seen, seen
             assert seen["error"]["message"] == NOT_RECORDED, seen
+    _assert_whole(pg_host, _stepper(pg_host, steps, 0), 0)
+
+
+def _admin(server: ServerHandle, database: str | None = None) -> psycopg.Connection[Any]:
+    """An administrator's connection to the server, on `database` (default `postgres`)."""
+    url = make_url(server.database_url)
+    admin = url.set(drivername="postgresql", database=database or "postgres")
+    return psycopg.connect(admin.render_as_string(hide_password=False), autocommit=True)
+
+
+def _assert_unavailable(response: httpx.Response) -> None:
+    """The envelope's `503 service_unavailable`, to be tried again: no 500, no store text."""
+    assert response.status_code == 503, response.text
+    assert response.json() == {
+        "error": "service_unavailable",
+        "message": "The host's database is out of reach; try again shortly.",
+    }
+    assert response.headers["Retry-After"] == "1"
+
+
+def test_a_statement_cut_in_flight_is_answered_503_to_try_again(
+    pg_host: ServerHandle, steps: Steps
+) -> None:
+    """A read whose statement is in flight when its backend is ended (it waits on a lock
+    the test holds meanwhile), and a read and a write while the database refuses
+    connections, answer `503 service_unavailable` with `Retry-After`; once it is back,
+    the same succeed."""
+    steps.release_all()
+    run_id = _stepper(pg_host, steps, 0)
+    _assert_whole(pg_host, run_id, 0)
+    # A read no layer answers from memory (hot_reads.py keeps runs and their pages).
+    annotations = f"/runs/{project_id(run_id)}/annotations"
+    database = str(make_url(pg_host.database_url).database)
+    with pg_host.http() as http, _admin(pg_host, database) as locker:
+        locker.execute("BEGIN")
+        locker.execute("LOCK TABLE runs IN ACCESS EXCLUSIVE MODE")
+        with ThreadPoolExecutor(1) as pool:
+            listed = pool.submit(http.get, annotations)
+            with _admin(pg_host) as admin:
+                deadline = time.monotonic() + DEADLINE_SECONDS
+                waiting: list[int] = []
+                while not waiting:
+                    assert time.monotonic() < deadline, "the read never waited on the lock"
+                    found = admin.execute(
+                        "SELECT pid FROM pg_stat_activity WHERE datname = %s"
+                        " AND wait_event_type = 'Lock'",
+                        (database,),
+                    )
+                    waiting = [pid for (pid,) in found]
+                    time.sleep(0.01)
+                admin.execute(
+                    "SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) pid", (waiting,)
+                )
+            _assert_unavailable(listed.result(timeout=DEADLINE_SECONDS))
+        locker.execute("ROLLBACK")
+        assert http.get(annotations).status_code == 200
+        _allow_connections(pg_host, False)
+        try:
+            assert end_backends(pg_host) > 0
+            _assert_unavailable(http.get(annotations))
+            created = http.post("/runs", json={"workflowId": STEPPER, "inputs": {"steps": 0}})
+            _assert_unavailable(created)
+        finally:
+            _allow_connections(pg_host, True)
+        assert http.get(annotations).status_code == 200
     _assert_whole(pg_host, _stepper(pg_host, steps, 0), 0)
