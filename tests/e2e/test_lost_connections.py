@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import secrets
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -25,11 +26,13 @@ from psycopg import sql
 from sqlalchemy.engine import make_url
 
 from _backends import Backend, PostgresDatabases
+from _model_server import ModelServer
 from wopeval.api.routes._mcp_server import NOT_RECORDED
+from wopeval.api.routes.model_proxy import NOT_RECORDED as MODEL_NOT_RECORDED
 
 from ._gate import DEADLINE_SECONDS
 from ._loopback import LoopbackApi
-from ._server import ServerHandle
+from ._server import ServerHandle, host_settings, running_host
 from ._support import COUNTER_TOOL, table_rows, types_of, unique, wait_terminal
 from .conftest import _project_host
 from .evals._evals import golden, new_suite_id, publish, start_eval, suite, task
@@ -322,3 +325,119 @@ def test_a_statement_cut_in_flight_is_answered_503_to_try_again(
             _allow_connections(pg_host, True)
         assert http.get(annotations).status_code == 200
     _assert_whole(pg_host, _stepper(pg_host, steps, 0), 0)
+
+
+PROXY_PROJECT = '''\
+"""The model-proxy outage project: one waiting tool, one agent that asks its model after."""
+
+import json
+from pathlib import Path
+
+import httpx
+
+from wopeval_e2e_project import waiting_tool  # noqa: F401 (the project's tool)
+
+
+async def asking_agent(context):
+    """Calls the waiting tool, whatever it answers (an agent that swallows a tool's error),
+    then asks its model through its proxy and writes down the answer it got."""
+    base = Path(context.input["dir"])
+    try:
+        await context.call_tool("outage:waits", {"dir": str(base)})
+    except Exception as error:
+        (base / "tool-error").write_text(type(error).__name__)
+    async with httpx.AsyncClient() as http:
+        answer = await http.post(
+            context.openai_base_url + "/chat/completions",
+            json={"model": "gpt-test-mini", "messages": [{"role": "user", "content": "after"}]},
+            headers={"Authorization": "Bearer " + context.openai_api_key},
+        )
+    seen = {"status": answer.status_code, "body": answer.json()}
+    (base / "model-answer.json").write_text(json.dumps(seen))
+    return "asked"
+'''
+PROXY_MODULE = "wopeval_e2e_outage_proxy"
+PROXY_KEY_ENV = "OUTAGE_TEST_MODEL_KEY"
+
+
+@pytest.fixture(scope="module")
+def proxy_host(
+    pg_host: ServerHandle,
+    postgres_databases: PostgresDatabases,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[ServerHandle, ModelServer]]:
+    """A host of its own whose agent's model is the stand-in model server, through the
+    recording proxy; its waiting tool is the e2e project's (`pg_host` puts it on the path)."""
+    directory = tmp_path_factory.mktemp("outage-proxy-project")
+    (directory / f"{PROXY_MODULE}.py").write_text(PROXY_PROJECT)
+    (directory / "workflows").mkdir()
+    (directory / "workflows" / "outage-proxy.json").write_text(
+        '{"id": "outage-proxy", "nodes": '
+        '[{"id": "agent", "type": "core.agent", "agentId": "outage.asking-agent"}]}'
+    )
+    backend = Backend("postgres", postgres_databases)
+    with ModelServer() as model, pytest.MonkeyPatch.context() as patch:
+        patch.setenv(PROXY_KEY_ENV, "sk-outage-" + secrets.token_hex(12))
+        model.script.add("after", [{"content": "the answer"}])
+        (directory / "wopeval.toml").write_text(
+            f"""workflows = ["workflows/*.json"]
+
+[[tools]]
+name = "outage:waits"
+kind = "python"
+callable = "{PROXY_MODULE}:waiting_tool"
+
+[[agents]]
+id = "outage.asking-agent"
+lane = "python"
+callable = "{PROXY_MODULE}:asking_agent"
+base_url = "{model.base_url}"
+api_key_env = "{PROXY_KEY_ENV}"
+"""
+        )
+        settings = host_settings(backend, tmp_path_factory.mktemp("outage-proxy-host"))
+        with running_host(settings.model_copy(update={"project": directory}), backend) as host:
+            yield host, model
+
+
+def test_no_model_answer_once_the_unit_cannot_land(
+    proxy_host: tuple[ServerHandle, ModelServer],
+    steps: Steps,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A step of the agent's unit did not land (the database out of reach when its tool
+    returned), and the agent swallowed the error and asked its model: the proxy answers
+    503 in the API's error shape, asks no upstream and records nothing, since no record of
+    the unit can land any more; the run ends failed `store_unreachable`."""
+    host, model = proxy_host
+    request = CreateRunRequest(workflowId="outage-proxy", inputs={"dir": str(steps.directory)})
+    run_id = host.client().runs_create(request).runId
+    steps.wait_entered(0)
+    caplog.set_level(logging.WARNING, logger="wopeval")
+    _allow_connections(host, False)
+    try:
+        assert end_backends(host) > 0
+        steps.release(0)
+        deadline = time.monotonic() + DEADLINE_SECONDS
+        while len(_not_landed(caplog)) < 2:
+            assert time.monotonic() < deadline, _not_landed(caplog)
+            time.sleep(0.02)
+    finally:
+        _allow_connections(host, True)
+    events = wait_terminal(host.client(), run_id)
+    assert types_of(events)[-1] == "run.failed"
+    assert events[-1].payload["error"]["code"] == "store_unreachable"
+    assert (steps.directory / "tool-error").read_text() == "StepNotLanded"
+    seen = json.loads((steps.directory / "model-answer.json").read_text())
+    assert seen == {
+        "status": 503,
+        "body": {
+            "error": {
+                "message": MODEL_NOT_RECORDED,
+                "type": "api_error",
+                "code": "store_unreachable",
+            }
+        },
+    }
+    assert model.script.requests_with("after") == []
+    assert table_rows(host.database_url, "model_calls", run_id=run_id) == []

@@ -173,6 +173,11 @@ class Journal:
         step, self._step = self._step, Step()
         return step
 
+    @property
+    def lost(self) -> bool:
+        """Whether a step of this unit did not land: nothing more of it does."""
+        return self._lost
+
     def _whole(self) -> None:
         if self._lost:
             raise StepNotLanded("an earlier step of this unit did not land; nothing more does")
