@@ -56,7 +56,6 @@ _ROUTE_REFUSALS: dict[str, frozenset[int]] = {
     "wopevalCalibrateJudge": frozenset({404}),  # the project declares no such judge
     "wopevalEraseToolContent": frozenset({409}),  # the run is still active
     "getEffectSeamManifest": frozenset({404}),  # replay switched off
-    # wopevalHealth's 503 (wopeval.not_ready) is every route's (`_refusals`).
 }
 # (location, name) → the schema of what the route accepts, in place of the declared type.
 _PARAMETER_SCHEMAS: dict[tuple[str, str], JsonObject] = {
@@ -86,7 +85,8 @@ def _refusals(path: str, method: str, operation: JsonObject) -> frozenset[int]:
     """Every error status the operation documented at `method path` can answer."""
     # The request guard and version negotiation see every request; any route may find the
     # host's database out of reach (503 `service_unavailable`, api/errors.py `CrashGuard`):
-    # documented on every one, the few that read no store included, rather than missed on one.
+    # documented on every one, the few that read no store included, rather than missed on one
+    # (the health endpoint's `wopeval.not_ready` is a 503 too).
     statuses = {400, 406, 503}
     if operation.get("security"):
         statuses.add(401)

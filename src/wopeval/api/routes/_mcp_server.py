@@ -66,10 +66,10 @@ from wopeval.engine.runlog.steps import RunClosed, StepNotLanded
 logger = logging.getLogger(__name__)
 
 _INVOCATION = "wopeval.invocation"
+"""The ASGI scope key under which a request carries its invocation to the handlers."""
 NOT_RECORDED = (
     "The host could not record this call (its database was out of reach); its run has failed."
 )
-"""The ASGI scope key under which a request carries its invocation to the handlers."""
 
 
 @contextlib.asynccontextmanager
