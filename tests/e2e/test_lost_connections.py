@@ -68,10 +68,10 @@ def steps(tmp_path: Path) -> Iterator[Steps]:
         gates.release_all()
 
 
-def end_backends(server: ServerHandle) -> int:
-    """End every backend of the host's database, as an administrator would, and wait until
-    they are gone (their sockets closed); how many."""
-    url = make_url(server.database_url)
+def end_backends(database_url: str) -> int:
+    """End every backend of the database at `database_url`, as an administrator would, and
+    wait until they are gone (their sockets closed); how many."""
+    url = make_url(database_url)
     admin = url.set(drivername="postgresql", database="postgres")
     with psycopg.connect(admin.render_as_string(hide_password=False), autocommit=True) as admin_db:
         # Listed first, then ended: in one query the planner may end backends before it
@@ -132,7 +132,7 @@ def test_reads_and_new_runs_after_every_connection_was_cut(
                 [task("t1", [{"tool": COUNTER_TOOL, "args": {"op": "inc", "key": unique("k")}}])],
             ),
         )
-        assert end_backends(pg_host) > 0
+        assert end_backends(pg_host.database_url) > 0
         answered = [
             http.get(f"/runs/{project_id(before)}"),
             http.get("/runs", params={"limit": 7}),
@@ -142,10 +142,10 @@ def test_reads_and_new_runs_after_every_connection_was_cut(
         assert [response.status_code for response in answered] == [200] * 4, [
             response.text for response in answered
         ]
-        assert end_backends(pg_host) > 0
+        assert end_backends(pg_host.database_url) > 0
         after = _stepper(pg_host, steps, 0)
         _assert_whole(pg_host, after, 0)
-        assert end_backends(pg_host) > 0
+        assert end_backends(pg_host.database_url) > 0
         created = http.post(
             "/runs",
             json={"mode": "eval", "evalSuiteRef": ref, "agentId": "conformance.scripted-agent"},
@@ -166,7 +166,7 @@ def test_a_cut_while_a_tool_waits_lands_its_result(
         for index in range(3):
             steps.wait_entered(index)
             if index < 2:
-                assert end_backends(pg_host) > 0
+                assert end_backends(pg_host.database_url) > 0
             steps.release(index)
         _assert_whole(pg_host, run_id, 3)
     assert [record.getMessage() for record in caplog.records] == []
@@ -181,10 +181,10 @@ def _not_landed(caplog: pytest.LogCaptureFixture) -> list[str]:
     ]
 
 
-def _allow_connections(server: ServerHandle, allowed: bool) -> None:
-    """Let the host's database take new connections, or refuse them (a server down, as a
-    client sees it, without stopping the server other tests share)."""
-    url = make_url(server.database_url)
+def allow_connections(database_url: str, allowed: bool) -> None:
+    """Let the database at `database_url` take new connections, or refuse them (a server
+    down, as a client sees it, without stopping the server other tests share)."""
+    url = make_url(database_url)
     admin = url.set(drivername="postgresql", database="postgres")
     with psycopg.connect(admin.render_as_string(hide_password=False), autocommit=True) as admin_db:
         admin_db.execute(
@@ -231,9 +231,9 @@ def test_a_result_that_cannot_land_is_never_seen(
         run_id = _stepper(pg_host, steps, 2, MCP_STEPPER if run == "outside" else STEPPER)
     steps.wait_entered(0)
     caplog.set_level(logging.WARNING, logger="wopeval")
-    _allow_connections(pg_host, False)
+    allow_connections(pg_host.database_url, False)
     try:
-        assert end_backends(pg_host) > 0
+        assert end_backends(pg_host.database_url) > 0
         steps.release(0)
         # The result's step fails (its group, then alone on a new connection), and the
         # agent is told instead of given the result; then the run's end fails too, and is
@@ -243,7 +243,7 @@ def test_a_result_that_cannot_land_is_never_seen(
             assert time.monotonic() < deadline, _not_landed(caplog)
             time.sleep(0.02)
     finally:
-        _allow_connections(pg_host, True)
+        allow_connections(pg_host.database_url, True)
     events = wait_terminal(pg_host.client(), run_id)
     assert types_of(events)[-1] == "run.failed"
     assert types_of(events).count("agent.tool-returned") == 0
@@ -315,14 +315,14 @@ def test_a_statement_cut_in_flight_is_answered_503_to_try_again(
             _assert_unavailable(listed.result(timeout=DEADLINE_SECONDS))
         locker.execute("ROLLBACK")
         assert http.get(annotations).status_code == 200
-        _allow_connections(pg_host, False)
+        allow_connections(pg_host.database_url, False)
         try:
-            assert end_backends(pg_host) > 0
+            assert end_backends(pg_host.database_url) > 0
             _assert_unavailable(http.get(annotations))
             created = http.post("/runs", json={"workflowId": STEPPER, "inputs": {"steps": 0}})
             _assert_unavailable(created)
         finally:
-            _allow_connections(pg_host, True)
+            allow_connections(pg_host.database_url, True)
         assert http.get(annotations).status_code == 200
     _assert_whole(pg_host, _stepper(pg_host, steps, 0), 0)
 
@@ -414,16 +414,16 @@ def test_no_model_answer_once_the_unit_cannot_land(
     run_id = host.client().runs_create(request).runId
     steps.wait_entered(0)
     caplog.set_level(logging.WARNING, logger="wopeval")
-    _allow_connections(host, False)
+    allow_connections(host.database_url, False)
     try:
-        assert end_backends(host) > 0
+        assert end_backends(host.database_url) > 0
         steps.release(0)
         deadline = time.monotonic() + DEADLINE_SECONDS
         while len(_not_landed(caplog)) < 2:
             assert time.monotonic() < deadline, _not_landed(caplog)
             time.sleep(0.02)
     finally:
-        _allow_connections(host, True)
+        allow_connections(host.database_url, True)
     events = wait_terminal(host.client(), run_id)
     assert types_of(events)[-1] == "run.failed"
     assert events[-1].payload["error"]["code"] == "store_unreachable"
