@@ -199,14 +199,37 @@ print(json.dumps({"odd": WEI if kind == "wei" else ODD[kind]}))
 """
 
 
+MCP_STEPPING_AGENT = """\
+import json, os, sys
+from pathlib import Path
+import httpx
+# An agent outside the host: `steps` calls of e2e:waits through its MCP endpoint, each
+# answer written to `seen-<i>.json` whatever it is, and done, as an agent that goes on.
+given = json.loads(sys.stdin.read())["input"]
+base = Path(given["dir"])
+for index in range(given["steps"]):
+    call = {"name": "e2e__waits", "arguments": {"dir": str(base)}}
+    answer = httpx.post(
+        os.environ["WOPEVAL_MCP_URL"],
+        json={"jsonrpc": "2.0", "id": index, "method": "tools/call", "params": call},
+        headers={"Accept": "application/json, text/event-stream"},
+        timeout=120,
+    )
+    (base / f"seen-{index}.json").write_text(answer.text)
+print(json.dumps("stepped"))
+"""
+
+
 def write_project(directory: Path, api: LoopbackApi, secret: str) -> None:
     (directory / "workflows").mkdir()
     (directory / f"{PROJECT_MODULE}.py").write_text(PROJECT_CODE)
     (directory / "odd_command_agent.py").write_text(ODD_COMMAND_AGENT)
+    (directory / "mcp_stepping_agent.py").write_text(MCP_STEPPING_AGENT)
     for workflow, agent in (
         ("e2e-crm", "e2e.crm-agent"),
         ("e2e-gate", "e2e.gate-agent"),
         ("e2e-stepper", "e2e.stepping-agent"),
+        ("e2e-mcp-stepper", "e2e.mcp-stepping-agent"),
         ("e2e-counting", "e2e.counting-agent"),
         ("e2e-wei", "e2e.wei-agent"),
         ("e2e-wei-hashed", "e2e.wei-hashed-agent"),
@@ -243,6 +266,11 @@ callable = "{PROJECT_MODULE}:gate_agent"
 id = "e2e.stepping-agent"
 lane = "python"
 callable = "{PROJECT_MODULE}:stepping_agent"
+
+[[agents]]
+id = "e2e.mcp-stepping-agent"
+lane = "command"
+command = ["{sys.executable}", "{directory / "mcp_stepping_agent.py"}"]
 
 [[agents]]
 id = "e2e.counting-agent"

@@ -8,11 +8,16 @@ after its call landed and before its result lands."""
 
 from __future__ import annotations
 
+import json
 import logging
+import secrets
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
+import httpx
 import psycopg
 import pytest
 from openwop_client.types import CreateRunRequest
@@ -21,13 +26,16 @@ from psycopg import sql
 from sqlalchemy.engine import make_url
 
 from _backends import Backend, PostgresDatabases
+from _model_server import ModelServer
+from wopeval.api.routes._mcp_server import NOT_RECORDED
+from wopeval.api.routes.model_proxy import NOT_RECORDED as MODEL_NOT_RECORDED
 
 from ._gate import DEADLINE_SECONDS
 from ._loopback import LoopbackApi
-from ._server import ServerHandle
+from ._server import ServerHandle, host_settings, running_host
 from ._support import COUNTER_TOOL, table_rows, types_of, unique, wait_terminal
 from .conftest import _project_host
-from .evals._evals import new_suite_id, publish, suite, task
+from .evals._evals import golden, new_suite_id, publish, start_eval, suite, task
 from .test_run_control import STEPPER, Steps
 
 pytestmark = pytest.mark.postgres
@@ -60,10 +68,10 @@ def steps(tmp_path: Path) -> Iterator[Steps]:
         gates.release_all()
 
 
-def end_backends(server: ServerHandle) -> int:
-    """End every backend of the host's database, as an administrator would, and wait until
-    they are gone (their sockets closed); how many."""
-    url = make_url(server.database_url)
+def end_backends(database_url: str) -> int:
+    """End every backend of the database at `database_url`, as an administrator would, and
+    wait until they are gone (their sockets closed); how many."""
+    url = make_url(database_url)
     admin = url.set(drivername="postgresql", database="postgres")
     with psycopg.connect(admin.render_as_string(hide_password=False), autocommit=True) as admin_db:
         # Listed first, then ended: in one query the planner may end backends before it
@@ -83,9 +91,13 @@ def end_backends(server: ServerHandle) -> int:
     return len(ended)
 
 
-def _stepper(server: ServerHandle, steps: Steps, count: int) -> str:
+MCP_STEPPER = "e2e-mcp-stepper"
+"""STEPPER's run by an agent outside the host, calling through its MCP endpoint."""
+
+
+def _stepper(server: ServerHandle, steps: Steps, count: int, workflow: str = STEPPER) -> str:
     request = CreateRunRequest(
-        workflowId=STEPPER, inputs={"steps": count, "dir": str(steps.directory)}
+        workflowId=workflow, inputs={"steps": count, "dir": str(steps.directory)}
     )
     run_id: str = server.client().runs_create(request).runId
     return run_id
@@ -120,7 +132,7 @@ def test_reads_and_new_runs_after_every_connection_was_cut(
                 [task("t1", [{"tool": COUNTER_TOOL, "args": {"op": "inc", "key": unique("k")}}])],
             ),
         )
-        assert end_backends(pg_host) > 0
+        assert end_backends(pg_host.database_url) > 0
         answered = [
             http.get(f"/runs/{project_id(before)}"),
             http.get("/runs", params={"limit": 7}),
@@ -130,10 +142,10 @@ def test_reads_and_new_runs_after_every_connection_was_cut(
         assert [response.status_code for response in answered] == [200] * 4, [
             response.text for response in answered
         ]
-        assert end_backends(pg_host) > 0
+        assert end_backends(pg_host.database_url) > 0
         after = _stepper(pg_host, steps, 0)
         _assert_whole(pg_host, after, 0)
-        assert end_backends(pg_host) > 0
+        assert end_backends(pg_host.database_url) > 0
         created = http.post(
             "/runs",
             json={"mode": "eval", "evalSuiteRef": ref, "agentId": "conformance.scripted-agent"},
@@ -154,7 +166,7 @@ def test_a_cut_while_a_tool_waits_lands_its_result(
         for index in range(3):
             steps.wait_entered(index)
             if index < 2:
-                assert end_backends(pg_host) > 0
+                assert end_backends(pg_host.database_url) > 0
             steps.release(index)
         _assert_whole(pg_host, run_id, 3)
     assert [record.getMessage() for record in caplog.records] == []
@@ -169,10 +181,10 @@ def _not_landed(caplog: pytest.LogCaptureFixture) -> list[str]:
     ]
 
 
-def _allow_connections(server: ServerHandle, allowed: bool) -> None:
-    """Let the host's database take new connections, or refuse them (a server down, as a
-    client sees it, without stopping the server other tests share)."""
-    url = make_url(server.database_url)
+def allow_connections(database_url: str, allowed: bool) -> None:
+    """Let the database at `database_url` take new connections, or refuse them (a server
+    down, as a client sees it, without stopping the server other tests share)."""
+    url = make_url(database_url)
     admin = url.set(drivername="postgresql", database="postgres")
     with psycopg.connect(admin.render_as_string(hide_password=False), autocommit=True) as admin_db:
         admin_db.execute(
@@ -182,19 +194,46 @@ def _allow_connections(server: ServerHandle, allowed: bool) -> None:
         )
 
 
+MCP_STEPPING_AGENT = "e2e.mcp-stepping-agent"
+
+
+def _stepping_eval(server: ServerHandle, steps: Steps, count: int) -> str:
+    """An eval run of one task, one trial, in which the outside agent makes `count` calls."""
+    document = suite(
+        new_suite_id("outage"),
+        [
+            {
+                "taskId": "t1",
+                "input": {"steps": count, "dir": str(steps.directory)},
+                "expected": golden("stepped"),
+            }
+        ],
+        target=MCP_STEPPING_AGENT,
+    )
+    with server.http() as http:
+        ref = publish(http, document)
+    return start_eval(server.client(), ref, MCP_STEPPING_AGENT)
+
+
+@pytest.mark.parametrize("run", ["host-run", "outside", "outside-eval"])
 def test_a_result_that_cannot_land_is_never_seen(
-    pg_host: ServerHandle, steps: Steps, caplog: pytest.LogCaptureFixture
+    pg_host: ServerHandle, steps: Steps, caplog: pytest.LogCaptureFixture, run: str
 ) -> None:
     """The database out of reach when a tool returns: its result does not land, so the
     agent never sees it (it would make call 1); the run ends `failed` once the database is
     back, saying why without the store's own message, not hung; the host serves other
-    runs."""
-    run_id = _stepper(pg_host, steps, 2)
+    runs. An agent outside the host gets a JSON-RPC error for that call, no result, and
+    for the next one, whose tool does not run; it goes on and ends, and its run still
+    ends failed, not completed with a call whose result is missing; in an eval run too."""
+    if run == "outside-eval":
+        run_id = _stepping_eval(pg_host, steps, 2)
+    else:
+        run_id = _stepper(pg_host, steps, 2, MCP_STEPPER if run == "outside" else STEPPER)
     steps.wait_entered(0)
     caplog.set_level(logging.WARNING, logger="wopeval")
-    _allow_connections(pg_host, False)
+    allow_connections(pg_host.database_url, False)
     try:
-        assert end_backends(pg_host) > 0
+        assert end_backends(pg_host.database_url) > 0
         steps.release(0)
         # The result's step fails (its group, then alone on a new connection), and the
         # agent is told instead of given the result; then the run's end fails too, and is
@@ -204,7 +243,7 @@ def test_a_result_that_cannot_land_is_never_seen(
             assert time.monotonic() < deadline, _not_landed(caplog)
             time.sleep(0.02)
     finally:
-        _allow_connections(pg_host, True)
+        allow_connections(pg_host.database_url, True)
     events = wait_terminal(pg_host.client(), run_id)
     assert types_of(events)[-1] == "run.failed"
     assert types_of(events).count("agent.tool-returned") == 0
@@ -215,4 +254,190 @@ def test_a_result_that_cannot_land_is_never_seen(
     (call,) = table_rows(pg_host.database_url, "tool_calls", run_id=run_id)
     assert (call["status"], call["result"]) == ("unknown", None)
     assert not steps.entered(1)
+    if run != "host-run":
+        for index in range(2):
+            seen = json.loads((steps.directory / f"seen-{index}.json").read_text())
+            assert "result" not in seen, seen
+            assert seen["error"]["message"] == NOT_RECORDED, seen
     _assert_whole(pg_host, _stepper(pg_host, steps, 0), 0)
+
+
+def _admin(server: ServerHandle, database: str | None = None) -> psycopg.Connection[Any]:
+    """An administrator's connection to the server, on `database` (default `postgres`)."""
+    url = make_url(server.database_url)
+    admin = url.set(drivername="postgresql", database=database or "postgres")
+    return psycopg.connect(admin.render_as_string(hide_password=False), autocommit=True)
+
+
+def _assert_unavailable(response: httpx.Response) -> None:
+    """The envelope's `503 service_unavailable`, to be tried again: no 500, no store text."""
+    assert response.status_code == 503, response.text
+    assert response.json() == {
+        "error": "service_unavailable",
+        "message": "The host's database is out of reach; try again shortly.",
+    }
+    assert response.headers["Retry-After"] == "1"
+
+
+def test_a_statement_cut_in_flight_is_answered_503_to_try_again(
+    pg_host: ServerHandle, steps: Steps
+) -> None:
+    """A read whose statement is in flight when its backend is ended (it waits on a lock
+    the test holds meanwhile), and a read and a write while the database refuses
+    connections, answer `503 service_unavailable` with `Retry-After`; once it is back,
+    the same succeed."""
+    steps.release_all()
+    run_id = _stepper(pg_host, steps, 0)
+    _assert_whole(pg_host, run_id, 0)
+    # A read no layer answers from memory (hot_reads.py keeps runs and their pages).
+    annotations = f"/runs/{project_id(run_id)}/annotations"
+    database = str(make_url(pg_host.database_url).database)
+    with pg_host.http() as http, _admin(pg_host, database) as locker:
+        locker.execute("BEGIN")
+        locker.execute("LOCK TABLE runs IN ACCESS EXCLUSIVE MODE")
+        with ThreadPoolExecutor(1) as pool:
+            listed = pool.submit(http.get, annotations)
+            with _admin(pg_host) as admin:
+                deadline = time.monotonic() + DEADLINE_SECONDS
+                waiting: list[int] = []
+                while not waiting:
+                    assert time.monotonic() < deadline, "the read never waited on the lock"
+                    found = admin.execute(
+                        "SELECT pid FROM pg_stat_activity WHERE datname = %s"
+                        " AND wait_event_type = 'Lock'",
+                        (database,),
+                    )
+                    waiting = [pid for (pid,) in found]
+                    time.sleep(0.01)
+                admin.execute(
+                    "SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) pid", (waiting,)
+                )
+            _assert_unavailable(listed.result(timeout=DEADLINE_SECONDS))
+        locker.execute("ROLLBACK")
+        assert http.get(annotations).status_code == 200
+        allow_connections(pg_host.database_url, False)
+        try:
+            assert end_backends(pg_host.database_url) > 0
+            _assert_unavailable(http.get(annotations))
+            created = http.post("/runs", json={"workflowId": STEPPER, "inputs": {"steps": 0}})
+            _assert_unavailable(created)
+        finally:
+            allow_connections(pg_host.database_url, True)
+        assert http.get(annotations).status_code == 200
+    _assert_whole(pg_host, _stepper(pg_host, steps, 0), 0)
+
+
+PROXY_PROJECT = '''\
+"""The model-proxy outage project: one waiting tool, one agent that asks its model after."""
+
+import json
+from pathlib import Path
+
+import httpx
+
+from wopeval_e2e_project import waiting_tool  # noqa: F401 (the project's tool)
+
+
+async def asking_agent(context):
+    """Calls the waiting tool, whatever it answers (an agent that swallows a tool's error),
+    then asks its model through its proxy and writes down the answer it got."""
+    base = Path(context.input["dir"])
+    try:
+        await context.call_tool("outage:waits", {"dir": str(base)})
+    except Exception as error:
+        (base / "tool-error").write_text(type(error).__name__)
+    async with httpx.AsyncClient() as http:
+        answer = await http.post(
+            context.openai_base_url + "/chat/completions",
+            json={"model": "gpt-test-mini", "messages": [{"role": "user", "content": "after"}]},
+            headers={"Authorization": "Bearer " + context.openai_api_key},
+        )
+    seen = {"status": answer.status_code, "body": answer.json()}
+    (base / "model-answer.json").write_text(json.dumps(seen))
+    return "asked"
+'''
+PROXY_MODULE = "wopeval_e2e_outage_proxy"
+PROXY_KEY_ENV = "OUTAGE_TEST_MODEL_KEY"
+
+
+@pytest.fixture(scope="module")
+def proxy_host(
+    pg_host: ServerHandle,
+    postgres_databases: PostgresDatabases,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[ServerHandle, ModelServer]]:
+    """A host of its own whose agent's model is the stand-in model server, through the
+    recording proxy; its waiting tool is the e2e project's (`pg_host` puts it on the path)."""
+    directory = tmp_path_factory.mktemp("outage-proxy-project")
+    (directory / f"{PROXY_MODULE}.py").write_text(PROXY_PROJECT)
+    (directory / "workflows").mkdir()
+    (directory / "workflows" / "outage-proxy.json").write_text(
+        '{"id": "outage-proxy", "nodes": '
+        '[{"id": "agent", "type": "core.agent", "agentId": "outage.asking-agent"}]}'
+    )
+    backend = Backend("postgres", postgres_databases)
+    with ModelServer() as model, pytest.MonkeyPatch.context() as patch:
+        patch.setenv(PROXY_KEY_ENV, "sk-outage-" + secrets.token_hex(12))
+        model.script.add("after", [{"content": "the answer"}])
+        (directory / "wopeval.toml").write_text(
+            f"""workflows = ["workflows/*.json"]
+
+[[tools]]
+name = "outage:waits"
+kind = "python"
+callable = "{PROXY_MODULE}:waiting_tool"
+
+[[agents]]
+id = "outage.asking-agent"
+lane = "python"
+callable = "{PROXY_MODULE}:asking_agent"
+base_url = "{model.base_url}"
+api_key_env = "{PROXY_KEY_ENV}"
+"""
+        )
+        settings = host_settings(backend, tmp_path_factory.mktemp("outage-proxy-host"))
+        with running_host(settings.model_copy(update={"project": directory}), backend) as host:
+            yield host, model
+
+
+def test_no_model_answer_once_the_unit_cannot_land(
+    proxy_host: tuple[ServerHandle, ModelServer],
+    steps: Steps,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A step of the agent's unit did not land (the database out of reach when its tool
+    returned), and the agent swallowed the error and asked its model: the proxy answers
+    503 in the API's error shape, asks no upstream and records nothing, since no record of
+    the unit can land any more; the run ends failed `store_unreachable`."""
+    host, model = proxy_host
+    request = CreateRunRequest(workflowId="outage-proxy", inputs={"dir": str(steps.directory)})
+    run_id = host.client().runs_create(request).runId
+    steps.wait_entered(0)
+    caplog.set_level(logging.WARNING, logger="wopeval")
+    allow_connections(host.database_url, False)
+    try:
+        assert end_backends(host.database_url) > 0
+        steps.release(0)
+        deadline = time.monotonic() + DEADLINE_SECONDS
+        while len(_not_landed(caplog)) < 2:
+            assert time.monotonic() < deadline, _not_landed(caplog)
+            time.sleep(0.02)
+    finally:
+        allow_connections(host.database_url, True)
+    events = wait_terminal(host.client(), run_id)
+    assert types_of(events)[-1] == "run.failed"
+    assert events[-1].payload["error"]["code"] == "store_unreachable"
+    assert (steps.directory / "tool-error").read_text() == "StepNotLanded"
+    seen = json.loads((steps.directory / "model-answer.json").read_text())
+    assert seen == {
+        "status": 503,
+        "body": {
+            "error": {
+                "message": MODEL_NOT_RECORDED,
+                "type": "api_error",
+                "code": "store_unreachable",
+            }
+        },
+    }
+    assert model.script.requests_with("after") == []
+    assert table_rows(host.database_url, "model_calls", run_id=run_id) == []

@@ -14,6 +14,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from wopeval.api.invocation_token import mask_tokens
 from wopeval.api.json_response import JSONResponse
 from wopeval.api.routing import allowed_methods
+from wopeval.store import out_of_reach
 from wopeval.wire import errors
 
 log = logging.getLogger("wopeval.api")
@@ -28,6 +29,11 @@ _FRAMEWORK_REFUSALS: dict[int, type[errors.WireError]] = {
     413: errors.PayloadTooLarge,
 }
 
+RETRY_AFTER_SECONDS = 1
+"""What a `503 service_unavailable` asks its client to wait: the pool replaces a connection
+the server ended on its next check-out (store/db.py), so the next try mostly succeeds; a
+database that stays down (a restart) answers 503 again, each at once."""
+
 
 def envelope_response(
     error: errors.WireError, headers: Mapping[str, str] | None = None
@@ -35,6 +41,8 @@ def envelope_response(
     extra = dict(headers or {})
     if isinstance(error, errors.Unauthenticated):
         extra["WWW-Authenticate"] = "Bearer"
+    elif isinstance(error, errors.ServiceUnavailable):
+        extra["Retry-After"] = str(RETRY_AFTER_SECONDS)
     return JSONResponse(error.envelope(), status_code=error.status, headers=extra or None)
 
 
@@ -108,6 +116,11 @@ class CrashGuard:
     Starlette's last-resort handler answers and then re-raises, and uvicorn
     closes the connection on any exception that reaches it; here the exception
     stops, logged with its traceback and the run the request named.
+
+    The database out of reach (a connection the server ended under a statement in
+    flight, a restart, a failover, new connections refused: store `out_of_reach`) is
+    no bug of the host's: `503 service_unavailable` with `Retry-After`, the driver's
+    message (the database's address and name) in the host's log only, no traceback.
     """
 
     def __init__(self, app: ASGIApp) -> None:
@@ -129,6 +142,17 @@ class CrashGuard:
         except Exception as exc:
             # The router leaves the matched path parameters in the shared scope.
             run = scope.get("path_params", {}).get("runId", "-")
+            if out_of_reach(exc):
+                log.warning(
+                    "the database was out of reach answering %s %s (run %s): %s",
+                    scope["method"],
+                    mask_tokens(scope["path"]),
+                    run,
+                    getattr(exc, "orig", None) or exc,
+                )
+                if not started:
+                    await envelope_response(errors.ServiceUnavailable())(scope, receive, send)
+                return
             log.error(
                 "unhandled error answering %s %s (run %s)",
                 scope["method"],

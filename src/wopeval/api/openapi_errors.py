@@ -56,7 +56,6 @@ _ROUTE_REFUSALS: dict[str, frozenset[int]] = {
     "wopevalCalibrateJudge": frozenset({404}),  # the project declares no such judge
     "wopevalEraseToolContent": frozenset({409}),  # the run is still active
     "getEffectSeamManifest": frozenset({404}),  # replay switched off
-    "wopevalHealth": frozenset({503}),  # wopeval.not_ready
 }
 # (location, name) → the schema of what the route accepts, in place of the declared type.
 _PARAMETER_SCHEMAS: dict[tuple[str, str], JsonObject] = {
@@ -84,7 +83,11 @@ _METHOD_NOT_ALLOWED = (
 
 def _refusals(path: str, method: str, operation: JsonObject) -> frozenset[int]:
     """Every error status the operation documented at `method path` can answer."""
-    statuses = {400, 406}  # the request guard and version negotiation see every request
+    # The request guard and version negotiation see every request; any route may find the
+    # host's database out of reach (503 `service_unavailable`, api/errors.py `CrashGuard`):
+    # documented on every one, the few that read no store included, rather than missed on one
+    # (the health endpoint's `wopeval.not_ready` is a 503 too).
+    statuses = {400, 406, 503}
     if operation.get("security"):
         statuses.add(401)
     if "{runId}" in path:

@@ -15,6 +15,7 @@ Hierarchy::
     ├── NotFound                    404 not_found
     ├── Conflict-family             409 run_terminal / run_state_conflict / idempotency_*
     ├── CapabilityNotProvided       422 capability_not_provided
+    ├── ServiceUnavailable          503 service_unavailable (the database out of reach)
     ├── NotReady                    503 wopeval.not_ready (the health endpoint)
     └── ...                         one class per code in ErrorCode
 """
@@ -94,6 +95,13 @@ class ErrorCode(enum.Enum):
     )
     FORK_POINT_INVALID = ("fork_point_invalid", 422, "fromSeq does not name an event of the run.")
     INTERNAL_ERROR = ("internal_error", 500, "The host failed to handle the request.")
+    # The host's database out of reach mid-request (a restart, a failover): answered with
+    # `Retry-After` (api/errors.py), as a registered, retriable code.
+    SERVICE_UNAVAILABLE = (
+        "service_unavailable",
+        503,
+        "The host's database is out of reach; try again shortly.",
+    )
     # The health endpoint's readiness answer; no registered code names "not ready yet".
     NOT_READY = ("wopeval.not_ready", 503, "This process is not ready to serve.")
 
@@ -193,6 +201,10 @@ class ForkPointInvalid(WireError):
 
 class InternalError(WireError):
     code = ErrorCode.INTERNAL_ERROR
+
+
+class ServiceUnavailable(WireError):
+    code = ErrorCode.SERVICE_UNAVAILABLE
 
 
 class NotReady(WireError):

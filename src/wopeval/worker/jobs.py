@@ -28,7 +28,7 @@ from wopeval.engine.eval_runs.eval_runner import EvalContext, run_trial, task_cu
 from wopeval.engine.host import Engine
 from wopeval.engine.recording.boundary import Boundary
 from wopeval.engine.runlog.runlog import Journal, RunLog
-from wopeval.engine.runlog.steps import RunClosed
+from wopeval.engine.runlog.steps import RunClosed, StepNotLanded
 from wopeval.engine.runs.outcome import RunFailure, Terminal
 from wopeval.engine.runs.workflow_runner import WorkflowContext, run_workflow
 from wopeval.store import RunRecord
@@ -97,7 +97,7 @@ class Runtime:
                 regression_verdict=plan.regression_verdict,
                 invoked=set(),
             )
-            closed, crashed = False, None
+            closed, lost, crashed = False, False, None
             try:
                 async with asyncio.TaskGroup() as group:
                     runs = [
@@ -106,8 +106,15 @@ class Runtime:
                     ]
             except* RunClosed:
                 closed = True
+            except* StepNotLanded:
+                lost = True
             except* Exception as failed:
                 crashed = failed
+            if lost and crashed is None:
+                # A trial's step did not land (the database out of reach): the run ends
+                # failed saying so, as a host-run run does (runs/execution.py).
+                await self._end(run_log, Terminal.unreachable(), context.invoked)
+                return
             if crashed is not None:
                 log.error("a chunk of run %s crashed", args.run_id, exc_info=crashed)
                 message = "The host failed while running this run."
@@ -174,6 +181,8 @@ class Runtime:
                 terminal = Terminal.failed(
                     failure.code, failure.message, failure.step, failure.details
                 )
+            except StepNotLanded:
+                terminal = Terminal.unreachable()
             except Exception:
                 log.exception("workflow run %s crashed", args.run_id)
                 terminal = Terminal.failed(
@@ -185,8 +194,11 @@ class Runtime:
                 return
 
     async def _fail(self, run_log: RunLog, code: str, message: str, invoked: set[str]) -> None:
+        await self._end(run_log, Terminal.failed(code, message), invoked)
+
+    async def _end(self, run_log: RunLog, terminal: Terminal, invoked: set[str]) -> None:
         with contextlib.suppress(RunClosed):
-            await self.engine.end(run_log, Terminal.failed(code, message), invoked, None)
+            await self.engine.end(run_log, terminal, invoked, None)
 
 
 def _ids(job: JobIdentity) -> tuple[int, int]:

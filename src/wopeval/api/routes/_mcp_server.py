@@ -61,12 +61,15 @@ from starlette.types import Message, Receive, Scope, Send
 
 from wopeval.agents import ToolCallError
 from wopeval.engine.recording.invocation import Invocation
-from wopeval.engine.runlog.steps import RunClosed
+from wopeval.engine.runlog.steps import RunClosed, StepNotLanded
 
 logger = logging.getLogger(__name__)
 
 _INVOCATION = "wopeval.invocation"
 """The ASGI scope key under which a request carries its invocation to the handlers."""
+NOT_RECORDED = (
+    "The host could not record this call (its database was out of reach); its run has failed."
+)
 
 
 @contextlib.asynccontextmanager
@@ -106,6 +109,12 @@ async def _called(
     except RunClosed:
         # The run ended under the call (a cancel): the agent sees a plain tool error.
         return _error({"code": "invocation_ended", "message": "the invocation has ended"})
+    except StepNotLanded:
+        # The call or its result could not be recorded (the database out of reach): the
+        # agent gets no result, and a JSON-RPC error, not a tool's, since no tool failed.
+        # Its run ends failed whatever the agent does next (runlog.Journal); the store's
+        # own message is in the host's log.
+        raise MCPError(code=mcp_types.INTERNAL_ERROR, message=NOT_RECORDED) from None
     if invocation.is_mcp_tool(params.name):
         return _as_recorded(value)
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)

@@ -56,6 +56,9 @@ from wopeval.wire import errors
 
 router = APIRouter(tags=["host"])
 REFUSED = "No such model endpoint."
+NOT_RECORDED = (
+    "The host could not record this exchange (its database was out of reach); its run has failed."
+)
 
 
 def _route(api: models.ModelApi) -> Callable[[Request], Awaitable[Response]]:
@@ -180,6 +183,11 @@ async def _exchange(
         return _error(api, 400, str(exc), "invalid_request")
     except ValueError:
         return _error(api, 400, "The request body is not JSON.", "invalid_json")
+    if invocation.journal.lost:
+        # A step of the invocation's unit did not land (the database out of reach): its
+        # run ends failed, and an exchange recorded now would never land either. The
+        # agent gets no answer, nothing goes upstream, and nothing is recorded.
+        return _error(api, 503, NOT_RECORDED, "store_unreachable")
     recorder = invocation.models
     try:
         replayed = recorder.replayed(model_request, via="proxy")

@@ -22,7 +22,7 @@ from wopeval.engine.recording.grants import InvocationGrants
 from wopeval.engine.recording.invocation import Invocation, Where, run_invocation
 from wopeval.engine.recording.models import ModelServer
 from wopeval.engine.runlog.runlog import Journal, RunLog
-from wopeval.engine.runlog.steps import Step
+from wopeval.engine.runlog.steps import Step, StepNotLanded
 from wopeval.engine.runs.control import RunControl
 from wopeval.engine.runs.outcome import Terminal
 from wopeval.wire import events
@@ -56,9 +56,14 @@ async def run_eval(plan: EvalPlan, context: EvalContext) -> Terminal:
             task_id = task_plan.task.taskId
             outcomes[task_id], summaries[task_id] = await run_task(plan, task_plan, context)
 
-    async with asyncio.TaskGroup() as group:
-        for _ in range(min(context.concurrency, len(plan.tasks))):
-            group.create_task(worker())
+    try:
+        async with asyncio.TaskGroup() as group:
+            for _ in range(min(context.concurrency, len(plan.tasks))):
+                group.create_task(worker())
+    except* StepNotLanded as lost:
+        # The group raises what its tasks raise, grouped: a trial's step that did not land
+        # ends the run failed `store_unreachable` (runs/execution.py), not as a crash.
+        raise lost.exceptions[0] from None
     return finish(
         plan,
         outcomes,

@@ -25,6 +25,7 @@ from wopeval.engine.runlog.steps import (
     RunUpdate,
     Staged,
     Step,
+    StepNotLanded,
     Transition,
 )
 from wopeval.store import (
@@ -116,11 +117,17 @@ class Journal:
     A unit commits once, at its end, unless it makes a live tool call: then
     `flush()` lands what is staged so far, so the call's `agent.tool-called`
     is durable before the tool runs and its outcome before the agent sees it.
+
+    A flush that did not land (`StepNotLanded`) lost what it carried, so the unit can
+    never land whole: every later `flush()` and `take()` raises `StepNotLanded` too. Its
+    run ends failed whoever caught the first (an outside agent's MCP call answered with
+    an error, an agent's code that swallows the exception), and no later live call runs.
     """
 
     def __init__(self, log: RunLog) -> None:
         self.log = log
         self._step = Step()
+        self._lost = False
 
     def emit(self, payload: events.Payload | events.Built, *, node_id: str | None = None) -> Staged:
         return self._step.emit(payload, node_id=node_id)
@@ -152,10 +159,25 @@ class Journal:
 
     async def flush(self) -> None:
         """Land everything staged so far; returns once it is durable."""
+        self._whole()
         step, self._step = self._step, Step()
-        await self.log.commit(step)
+        try:
+            await self.log.commit(step)
+        except StepNotLanded:
+            self._lost = True
+            raise
 
     def take(self) -> Step:
         """What is staged and not landed yet, for the caller to land with its own step."""
+        self._whole()
         step, self._step = self._step, Step()
         return step
+
+    @property
+    def lost(self) -> bool:
+        """Whether a step of this unit did not land: nothing more of it does."""
+        return self._lost
+
+    def _whole(self) -> None:
+        if self._lost:
+            raise StepNotLanded("an earlier step of this unit did not land; nothing more does")

@@ -20,7 +20,6 @@ from wopeval.engine.runlog.log_writer import LogWriter, OnInsert
 from wopeval.engine.runlog.runlog import RunLog
 from wopeval.engine.runlog.steps import (
     STOPPED_HOST,
-    STORE_UNREACHABLE,
     RunUpdate,
     Step,
     StepNotLanded,
@@ -203,10 +202,7 @@ class Executor:
         except RunFailure as failure:
             return Terminal.failed(failure.code, failure.message, failure.step, failure.details)
         except StepNotLanded:
-            return Terminal.failed(
-                STORE_UNREACHABLE,
-                "The host's database was out of reach: this run's progress was not recorded.",
-            )
+            return Terminal.unreachable()
         except asyncio.CancelledError:
             _uncancel()
             if self._stopping:

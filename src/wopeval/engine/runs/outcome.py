@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from pydantic import JsonValue
 
-from wopeval.engine.runlog.steps import Step
+from wopeval.engine.runlog.steps import STORE_UNREACHABLE, Step
 from wopeval.wire import events
 from wopeval.wire.json_text import JsonObject
 from wopeval.wire.runs import IdleAgent, RunStatus
@@ -51,6 +51,15 @@ class Terminal:
     ) -> Terminal:
         error = events.RunErrorInfo(code=code, message=message, details=details or None)
         return cls(RunStatus.FAILED, step or Step(), error=error)
+
+    @classmethod
+    def unreachable(cls) -> Terminal:
+        """How a run ends whose step did not land (`StepNotLanded`): the database was out
+        of reach, the driver's message in the host's log only."""
+        return cls.failed(
+            STORE_UNREACHABLE,
+            "The host's database was out of reach: this run's progress was not recorded.",
+        )
 
     def final_event(self) -> events.Payload:
         if self.status is RunStatus.COMPLETED:
