@@ -20,6 +20,7 @@ from pathlib import Path
 import httpx
 import psycopg
 import pytest
+from psycopg import sql
 from sqlalchemy.engine import make_url
 
 from _backends import Backend, PostgresDatabases
@@ -276,16 +277,61 @@ def test_a_serve_that_finds_its_lease_taken_exits_at_once(
     postgres_databases: PostgresDatabases, tmp_path: Path
 ) -> None:
     """Its session cut and the lease taken by another process before it could take it
-    again: the serve stops without a word more to the database (exit 5)."""
+    again (the serve kept out of the database meanwhile, since it tries again at once):
+    the serve stops without a word more to the database (exit 5)."""
     url = postgres_databases.create()
     serve, _ = _watched_serve(url, tmp_path, 1.0)
+    database = sql.Identifier(make_url(url).database or "")
     try:
         (session,) = _lease_sessions(url, serve.pid)
-        with psycopg.connect(_libpq(url), autocommit=True) as other_owner:
-            other_owner.execute("SELECT pg_terminate_backend(%s)", (session,))
-            other_owner.execute("SELECT pg_advisory_lock(%s)", (ADVISORY_KEY,))
+        admin_url = make_url(url).set(drivername="postgresql", database="postgres")
+        with (
+            psycopg.connect(_libpq(url), autocommit=True) as other_owner,
+            psycopg.connect(admin_url.render_as_string(False), autocommit=True) as admin,
+        ):
+            admin.execute(
+                sql.SQL("ALTER DATABASE {} WITH ALLOW_CONNECTIONS false").format(database)
+            )
+            try:
+                other_owner.execute("SELECT pg_terminate_backend(%s)", (session,))
+                other_owner.execute("SELECT pg_advisory_lock(%s)", (ADVISORY_KEY,))
+            finally:
+                admin.execute(
+                    sql.SQL("ALTER DATABASE {} WITH ALLOW_CONNECTIONS true").format(database)
+                )
             serve.process.wait(30)
         assert serve.outcome() == DATABASE_OWNED
         assert "lease is held by another process" in serve.output()
     finally:
         serve.stop()
+
+
+@pytest.mark.postgres
+def test_a_cut_lease_is_taken_again_before_another_serve_can_take_it(
+    postgres_databases: PostgresDatabases, tmp_path: Path
+) -> None:
+    """Its session cut while a run is active, the serve takes its lease again at once, not
+    at its next check (an hour away here): a second serve started right after is refused,
+    and the live run completes untouched. Before, the second serve took the free lease,
+    failed the live run as a dead owner's (start-up recovery) and served beside the first,
+    which went on writing that run's log: two writers on one database."""
+    key = _key()
+    url = postgres_databases.create()
+    options = ServeOptions(
+        tmp_path / "data",
+        url,
+        (f"{TENANT}={key}",),
+        GATE_PROJECT,
+        env=(("WOPEVAL_LEASE_CHECK_SECONDS", "3600"),),
+    )
+    with live_host(options, tmp_path, key) as live:
+        (session,) = _lease_sessions(url, live.serve.pid)
+        with psycopg.connect(_libpq(url), autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (session,))
+        second = ServeProcess(replace(options, data_dir=tmp_path / "other"), tmp_path / "2.log")
+        outcome = _outcome_of(second)
+        assert outcome == DATABASE_OWNED, second.output()
+        assert live.run.status(live.http) == "running"
+        live.run.release()
+        assert live.run.wait_terminal(live.http)["status"] == "completed"
+        assert live.serve.outcome() is None

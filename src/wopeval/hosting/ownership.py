@@ -15,6 +15,7 @@ taken it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -118,10 +119,12 @@ async def watch_lease(lease: Lease, interval: float) -> None:
     an administrator can end; the lease is then taken again on a new session. When
     another process took it first, that process owns the database (and has failed the
     runs it found active): this one exits without writing another row, as if killed,
-    so two owners never run one database.
+    so two owners never run one database. The lease is checked every `interval`, and at
+    once when its session's socket says the server may have ended it (`Lease.watched`), so
+    the lock is taken again before another process could start and take it.
     """
     while True:
-        await asyncio.sleep(interval)
+        await _lost_or_due(lease.watched(), interval)
         if not await asyncio.to_thread(lease.keep):
             log.critical(
                 "the database's lease is held by another process now: stopping at once"
@@ -130,6 +133,22 @@ async def watch_lease(lease: Lease, interval: float) -> None:
             )
             sys.stderr.flush()
             os._exit(DATABASE_OWNED_EXIT)
+
+
+async def _lost_or_due(watched: int | None, interval: float) -> None:
+    """Wait `interval` seconds, or less if `watched` turns readable."""
+    if watched is None:
+        await asyncio.sleep(interval)
+        return
+    loop = asyncio.get_running_loop()
+    readable = asyncio.Event()
+    loop.add_reader(watched, readable.set)
+    try:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(readable.wait(), interval)
+    finally:
+        # Before `keep()` reads or closes the socket in its thread.
+        loop.remove_reader(watched)
 
 
 def private_directory(path: Path) -> None:

@@ -52,6 +52,12 @@ class Lease(Protocol):
         when another process holds it now. Blocking: call it from a thread."""
         ...
 
+    def watched(self) -> int | None:
+        """A descriptor that turns readable as soon as the hold may be lost, so that `keep()`
+        runs then, not at its next check; None when nothing can say so (a flock lasts as
+        long as its descriptor; a PostgreSQL session not open now)."""
+        ...
+
 
 class LeaseHeld(Exception):
     """Another live process holds the database's lease."""
@@ -125,6 +131,9 @@ class _FileLease:
         # The kernel holds a flock for as long as its descriptor is open.
         return self._fd is not None
 
+    def watched(self) -> None:
+        return None
+
     def release(self) -> None:
         fd, self._fd = self._fd, None
         if fd is None:
@@ -167,6 +176,22 @@ class _AdvisoryLease:
             return True
         self._connection, again._connection = again._connection, None
         return True
+
+    def watched(self) -> int | None:
+        # The session's socket: an idle session (it LISTENs to nothing) reads something only
+        # when the server ends it (its goodbye, then end of stream: a restart, a failover,
+        # `pg_terminate_backend`, an idle timeout), or, rarely, a setting's new value, for
+        # which `keep()` is one ping. The server drops the lock the moment it ends the
+        # session, and a host that took it again only at its next check left the lock free
+        # that long: another process could take it, fail this one's live runs as a dead
+        # owner's and serve beside it (tests/cli/test_one_owner.py).
+        connection = self._connection
+        if connection is None or connection.closed:
+            return None
+        driver = connection.connection.driver_connection
+        if driver is None or driver.closed:
+            return None
+        return int(driver.pgconn.socket)
 
     @classmethod
     def take(cls, database_url: str, *, shared: bool = False) -> _AdvisoryLease:
