@@ -26,6 +26,7 @@ from _backends import Backend, PostgresDatabases
 from wopeval.store import EventRow, Store, UnitOfWork, _driver, sqlite_url
 from wopeval.store._driver import driver_connection, fetch
 from wopeval.store._events import EVENT_COLUMNS
+from wopeval.store.db import out_of_reach
 from wopeval.store.tables import events
 
 Opened = Callable[[Store], AbstractAsyncContextManager[UnitOfWork]]
@@ -540,3 +541,29 @@ async def test_a_kept_connections_reader_stays_between_its_batches(postgres_stor
     for _ in range(4):
         await asyncio.sleep(0)
     assert asyncio.get_running_loop().remove_reader(number)
+
+
+@pytest.mark.postgres
+async def test_a_kept_connection_ended_within_a_transaction_fails_it_as_out_of_reach(
+    postgres_store: Store,
+) -> None:
+    """The server ends the log writer's connection between two statements of one of its
+    transactions (a failover, `pg_terminate_backend`): the transaction fails with the
+    driver's loss, which the engine tells from a wrong statement (`out_of_reach`: the run
+    ends `store_unreachable`, not blamed on its agent), and the next one lands. Before, its
+    clean-up asked SQLAlchemy's invalidated connection for the driver's, and raised
+    `PendingRollbackError` in the loss's place."""
+    store = postgres_store
+
+    async def cut_within() -> None:
+        async with store.log_transaction() as uow:
+            found = await uow.connection.execute(text("SELECT pg_backend_pid()"))
+            await _terminate(store, found.scalar_one())
+            await uow.connection.execute(text("SELECT 1"))
+
+    with pytest.raises(Exception, match=r"(?i)terminat|closed|connection") as raised:
+        await cut_within()
+    assert out_of_reach(raised.value), repr(raised.value)
+    async with store.log_transaction(pipelined=True) as uow:
+        await _by_driver(uow, "after", 0)
+    assert await _stored(store, "after") == [0]

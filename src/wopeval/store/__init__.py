@@ -175,47 +175,51 @@ async def _driver_transaction(writer: AsyncConnection, *, pipelined: bool) -> As
     send: BEGIN, the run row's move checked by the server (`RunsRepo.advance_known`),
     its rows and the COMMIT; one whose row must be read back, two.
     """
+    # Taken now: once a statement of SQLAlchemy's met the connection lost, SQLAlchemy's
+    # connection is invalidated and refuses to name the driver's (`PendingRollbackError`),
+    # which the clean-up below still needs, and which would stand in the loss's place.
+    driver = driver_connection(writer)
     try:
         if pipelined:
             # The BEGIN is ours, sent with the first statements on libpq's connection,
             # beneath psycopg's own transaction handling: its autocommit is left as it is.
-            with batched(driver_connection(writer)) as batch:
+            with batched(driver) as batch:
                 yield
                 await batch.commit()
         else:
-            _unwatch(writer)
+            _unwatch(writer, driver)
             yield
-            await _end(writer, commit=True)
+            await _end(writer, driver, commit=True)
     except BaseException:
         # A failed commit too: the next transaction must not continue this one.
         try:
-            if not (pipelined and await _rolled_back_beneath(writer)):
+            if not (pipelined and await _rolled_back_beneath(driver)):
                 if pipelined:
-                    _unwatch(writer)
-                await _end(writer, commit=False)
+                    _unwatch(writer, driver)
+                await _end(writer, driver, commit=False)
         except Exception:
             # The connection is lost: the next transaction takes a new one.
-            _unwatch(writer)
+            _unwatch(writer, driver)
             await writer.invalidate()
         raise
 
 
-async def _rolled_back_beneath(writer: AsyncConnection) -> bool:
+async def _rolled_back_beneath(driver: Any) -> bool:
     """A pipelined transaction rolled back as it was begun, beneath psycopg, so that the
     statements its batches prepared stay (store/_pg_batch.py `Batch.rollback`)."""
     from wopeval.store._pg_batch import Batch  # psycopg: PostgreSQL's only
 
-    return await Batch(driver_connection(writer)).rollback()
+    return await Batch(driver).rollback()
 
 
-def _unwatch(writer: AsyncConnection) -> None:
-    """Before anything but a batch waits on the log writer's kept connection, and before it
-    is closed: the loop's reader its batches left on its socket is removed
-    (store/_pg_batch.py `_Readable`)."""
+def _unwatch(writer: AsyncConnection, driver: Any) -> None:
+    """Before anything but a batch waits on the log writer's kept connection (`driver`, its
+    driver's), and before it is closed: the loop's reader its batches left on its socket
+    is removed (store/_pg_batch.py `_Readable`)."""
     if writer.dialect.name == "postgresql":
         from wopeval.store._pg_batch import unwatch  # psycopg: PostgreSQL's only
 
-        unwatch(driver_connection(writer))
+        unwatch(driver)
 
 
 def _not_in_a_batch(connection: Any, *_: Any) -> None:
@@ -225,16 +229,15 @@ def _not_in_a_batch(connection: Any, *_: Any) -> None:
         raise RuntimeError("a SQLAlchemy statement in a pipelined transaction")
 
 
-async def _end(writer: AsyncConnection, *, commit: bool) -> None:
+async def _end(writer: AsyncConnection, driver: Any, *, commit: bool) -> None:
     if not commit and writer.dialect.name == "postgresql":
         # psycopg's rollback may deallocate every prepared statement (`forget_prepared`).
         from wopeval.store._pg_batch import forget_prepared  # psycopg: PostgreSQL's only
 
-        forget_prepared(driver_connection(writer))
+        forget_prepared(driver)
     if writer.in_transaction():
         await (writer.commit() if commit else writer.rollback())
         return
-    driver = driver_connection(writer)
     if writer.dialect.name == "sqlite":
         (driver.sqlite.commit if commit else driver.sqlite.rollback)()
     else:
@@ -329,7 +332,7 @@ class Store:
             ):
                 return writer
             # Not back to the pool: just checked in, it would be lent again unpinged.
-            _unwatch(writer)
+            _unwatch(writer, driver_connection(writer))
             await writer.invalidate()
         self._writer = await self.engine.connect()
         return self._writer
@@ -358,7 +361,7 @@ class Store:
     async def close(self) -> None:
         if self._writer is not None:
             if not (self._writer.closed or self._writer.invalidated):
-                _unwatch(self._writer)
+                _unwatch(self._writer, driver_connection(self._writer))
             await self._writer.close()
         await self.engine.dispose()
         if self._checkpoints is not None:
