@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+import time
 from dataclasses import dataclass, field
 
 import psycopg
@@ -65,3 +66,42 @@ class Backend:
         if self.postgres is None:
             return None
         return self.postgres.create()
+
+
+ENDED_DEADLINE_SECONDS = 30.0
+
+
+def end_backends(database_url: str) -> int:
+    """End every backend of `database_url`'s database (and no other's), as an administrator
+    or a failover would, and wait until they are gone (their sockets closed); how many."""
+    url = make_url(database_url)
+    admin = url.set(drivername="postgresql", database="postgres")
+    with psycopg.connect(admin.render_as_string(hide_password=False), autocommit=True) as admin_db:
+        # Listed first, then ended: in one query the planner may end backends before it
+        # filters them by database.
+        found = admin_db.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+            (url.database,),
+        )
+        ended = [pid for (pid,) in found]
+        admin_db.execute("SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) pid", (ended,))
+        deadline = time.monotonic() + ENDED_DEADLINE_SECONDS
+        while admin_db.execute(
+            "SELECT 1 FROM pg_stat_activity WHERE pid = ANY(%s)", (ended,)
+        ).fetchone():
+            assert time.monotonic() < deadline, "the ended backends never went"
+            time.sleep(0.01)
+    return len(ended)
+
+
+def allow_connections(database_url: str, allowed: bool) -> None:
+    """Let the database at `database_url` take new connections, or refuse them (a server
+    down, as a client sees it, without stopping the server other tests share)."""
+    url = make_url(database_url)
+    admin = url.set(drivername="postgresql", database="postgres")
+    with psycopg.connect(admin.render_as_string(hide_password=False), autocommit=True) as admin_db:
+        admin_db.execute(
+            sql.SQL("ALTER DATABASE {} WITH ALLOW_CONNECTIONS {}").format(
+                sql.Identifier(url.database or ""), sql.SQL("true" if allowed else "false")
+            )
+        )

@@ -22,10 +22,9 @@ import psycopg
 import pytest
 from openwop_client.types import CreateRunRequest
 from openwop_client.wire_id import project_id
-from psycopg import sql
 from sqlalchemy.engine import make_url
 
-from _backends import Backend, PostgresDatabases
+from _backends import Backend, PostgresDatabases, allow_connections, end_backends
 from _model_server import ModelServer
 from wopeval.api.routes._mcp_server import NOT_RECORDED
 from wopeval.api.routes.model_proxy import NOT_RECORDED as MODEL_NOT_RECORDED
@@ -66,29 +65,6 @@ def steps(tmp_path: Path) -> Iterator[Steps]:
         yield gates
     finally:
         gates.release_all()
-
-
-def end_backends(database_url: str) -> int:
-    """End every backend of the database at `database_url`, as an administrator would, and
-    wait until they are gone (their sockets closed); how many."""
-    url = make_url(database_url)
-    admin = url.set(drivername="postgresql", database="postgres")
-    with psycopg.connect(admin.render_as_string(hide_password=False), autocommit=True) as admin_db:
-        # Listed first, then ended: in one query the planner may end backends before it
-        # filters them by database.
-        found = admin_db.execute(
-            "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
-            (url.database,),
-        )
-        ended = [pid for (pid,) in found]
-        admin_db.execute("SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) pid", (ended,))
-        deadline = time.monotonic() + DEADLINE_SECONDS
-        while admin_db.execute(
-            "SELECT 1 FROM pg_stat_activity WHERE pid = ANY(%s)", (ended,)
-        ).fetchone():
-            assert time.monotonic() < deadline, "the ended backends never went"
-            time.sleep(0.01)
-    return len(ended)
 
 
 MCP_STEPPER = "e2e-mcp-stepper"
@@ -179,19 +155,6 @@ def _not_landed(caplog: pytest.LogCaptureFixture) -> list[str]:
         for record in caplog.records
         if record.name == "wopeval.engine" and "did not land" in record.getMessage()
     ]
-
-
-def allow_connections(database_url: str, allowed: bool) -> None:
-    """Let the database at `database_url` take new connections, or refuse them (a server
-    down, as a client sees it, without stopping the server other tests share)."""
-    url = make_url(database_url)
-    admin = url.set(drivername="postgresql", database="postgres")
-    with psycopg.connect(admin.render_as_string(hide_password=False), autocommit=True) as admin_db:
-        admin_db.execute(
-            sql.SQL("ALTER DATABASE {} WITH ALLOW_CONNECTIONS {}").format(
-                sql.Identifier(url.database or ""), sql.SQL("true" if allowed else "false")
-            )
-        )
 
 
 MCP_STEPPING_AGENT = "e2e.mcp-stepping-agent"

@@ -14,7 +14,7 @@ import httpx
 import pytest
 from openwop_client.wire_id import project_id
 
-from e2e.test_lost_connections import allow_connections, end_backends
+from _backends import allow_connections, end_backends
 
 from .conftest import (
     Fleet,
