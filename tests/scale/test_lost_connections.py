@@ -9,11 +9,15 @@ repeat; the worker must go on taking jobs, and the API process on being woken by
 
 from __future__ import annotations
 
+import time
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from _backends import end_backends
+import psycopg
+from sqlalchemy.engine import make_url
+
+from _backends import allow_connections, end_backends
 
 from .conftest import (
     Fleet,
@@ -58,6 +62,80 @@ def test_an_eval_whose_every_connection_was_cut_lands_each_trial_once(fleet: Fle
     assert worker.alive()
     assert api.process.poll() is None
     wait_until(lambda: _health(fleet, 0).get("listener", {}).get("ok") is True, "listener")
+
+
+def test_a_worker_outlives_its_database_out_of_reach(fleet: Fleet) -> None:
+    """Every backend ended and the database refusing connections for a few heartbeats (a
+    restart, a failover, as a client sees it): the worker's heartbeat and fetch fail
+    meanwhile; once the database is back it takes the next run's jobs."""
+    api = fleet.serve()
+    worker = fleet.worker()
+    allow_connections(fleet.database_url, False)
+    try:
+        assert end_backends(fleet.database_url) > 0
+        time.sleep(3 * worker.options.heartbeat_seconds)  # not a timing assertion: an outage
+    finally:
+        allow_connections(fleet.database_url, True)
+    with fleet.http(api) as http:
+        run_id = start_eval(http, suite(3, 1))
+        final = wait_terminal(http, run_id)
+    assert final["status"] == "completed", (final, worker.output()[-4000:])
+    assert worker.alive(), worker.output()[-4000:]
+
+
+def _end_worker_statement(fleet: Fleet, lock: str, function: str) -> None:
+    """Hold `lock` in a transaction of the test's, until a statement of the worker's queue
+    connections calling `function` waits on it; end that backend (its statement cut under
+    way, as a failover cuts it), then let the lock go."""
+    dsn = make_url(fleet.database_url).set(drivername="postgresql").render_as_string(False)
+    with psycopg.connect(dsn) as holder, psycopg.connect(dsn, autocommit=True) as admin:
+        holder.execute(lock)
+        waiting: list[int] = []
+
+        def found() -> bool:
+            rows = admin.execute(
+                "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+                " AND application_name = 'wopeval worker' AND wait_event_type = 'Lock'"
+                " AND query LIKE %s",
+                (f"%{function}%",),
+            ).fetchall()
+            waiting[:] = [pid for (pid,) in rows]
+            return bool(waiting)
+
+        wait_until(found, f"the worker's {function} to wait")
+        admin.execute("SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) pid", (waiting,))
+        holder.rollback()
+
+
+def test_a_worker_whose_heartbeat_was_cut_under_way_keeps_taking_jobs(fleet: Fleet) -> None:
+    """A heartbeat cut under way, waiting on a row lock (held before this branch:
+    Procrastinate's heartbeat survives it)."""
+    api = fleet.serve()
+    worker = fleet.worker()
+    _end_worker_statement(
+        fleet,
+        "SELECT 1 FROM procrastinate_workers FOR UPDATE",
+        "procrastinate_update_heartbeat",
+    )
+    with fleet.http(api) as http:
+        final = wait_terminal(http, start_eval(http, suite(3, 1)))
+    assert final["status"] == "completed", (final, worker.output()[-4000:])
+    assert worker.alive(), worker.output()[-4000:]
+
+
+def test_a_worker_whose_fetch_was_cut_under_way_keeps_taking_jobs(fleet: Fleet) -> None:
+    """Procrastinate's worker loop raises when a fetch fails under way; the worker process
+    died of it (a fleet lost every worker fetching at a failover), and now starts its loop
+    again."""
+    api = fleet.serve()
+    worker = fleet.worker()
+    _end_worker_statement(
+        fleet, "LOCK TABLE procrastinate_jobs IN ACCESS EXCLUSIVE MODE", "procrastinate_fetch_job"
+    )
+    with fleet.http(api) as http:
+        final = wait_terminal(http, start_eval(http, suite(3, 1)))
+    assert final["status"] == "completed", (final, worker.output()[-4000:])
+    assert worker.alive(), worker.output()[-4000:]
 
 
 def test_a_workflow_cut_while_its_agent_waits_runs_its_node_once(

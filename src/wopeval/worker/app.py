@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from procrastinate import App, BaseRetryStrategy, JobContext, PsycopgConnector, RetryDecision
+from procrastinate.exceptions import ConnectorException
 from procrastinate.job_context import AbortReason
 from procrastinate.jobs import Job
 from procrastinate.worker import Worker
@@ -38,6 +39,8 @@ from wopeval.worker.queues import EVAL_CHUNK, WORKFLOW_RUN, JobArgs, queue_name
 from wopeval.worker.watch import RunWatch
 
 log = logging.getLogger("wopeval.worker")
+RESTART_SECONDS = 1.0
+"""The pause before Procrastinate's worker loop starts again after its database failed."""
 POLL_SECONDS = 5.0
 """Procrastinate's fallback poll for new jobs and aborts (NOTIFY tells it sooner)."""
 
@@ -133,12 +136,33 @@ async def _serve(host: WorkerHost, announce: Any) -> None:
     ]
     try:
         async with app.open_async(), sessions.run():
-            await worker.run()  # type: ignore[no-untyped-call]
+            await _take_jobs(worker, runtime.draining)
     finally:
         server.should_exit = True
         for task in side[:2]:
             task.cancel()
         await asyncio.gather(*side, return_exceptions=True)
+
+
+async def _take_jobs(worker: Worker, draining: asyncio.Event) -> None:
+    """Procrastinate's worker loop until the worker drains, started again when a statement
+    of its own on the queue's database failed under way (a failover, a restart, an ended
+    backend): Procrastinate's loop then ends, having let its running jobs finish (or handed
+    them back after the grace), and the process went with it, a fleet losing its workers to
+    one failover. A lost connection the pool has not handed out yet fails nothing: the pool
+    waits for a new one while the database is out of reach."""
+    while True:
+        try:
+            await worker.run()  # type: ignore[no-untyped-call]
+        except ConnectorException as exc:
+            if draining.is_set():
+                raise
+            log.warning(
+                "the queue's database failed under way (%s): taking jobs again", exc.__cause__
+            )
+        if draining.is_set():
+            return
+        await asyncio.sleep(RESTART_SECONDS)
 
 
 def _register(app: App, runtime: Runtime) -> None:
