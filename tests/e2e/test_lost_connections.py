@@ -192,21 +192,7 @@ def test_a_result_that_cannot_land_is_never_seen(
         run_id = _stepping_eval(pg_host, steps, 2)
     else:
         run_id = _stepper(pg_host, steps, 2, MCP_STEPPER if run == "outside" else STEPPER)
-    steps.wait_entered(0)
-    caplog.set_level(logging.WARNING, logger="wopeval")
-    allow_connections(pg_host.database_url, False)
-    try:
-        assert end_backends(pg_host.database_url) > 0
-        steps.release(0)
-        # The result's step fails (its group, then alone on a new connection), and the
-        # agent is told instead of given the result; then the run's end fails too, and is
-        # tried again until the database is back.
-        deadline = time.monotonic() + DEADLINE_SECONDS
-        while len(_not_landed(caplog)) < 2:
-            assert time.monotonic() < deadline, _not_landed(caplog)
-            time.sleep(0.02)
-    finally:
-        allow_connections(pg_host.database_url, True)
+    _out_of_reach_as_the_tool_returns(pg_host.database_url, steps, caplog)
     events = wait_terminal(pg_host.client(), run_id)
     assert types_of(events)[-1] == "run.failed"
     assert types_of(events).count("agent.tool-returned") == 0
@@ -375,18 +361,7 @@ def test_no_model_answer_once_the_unit_cannot_land(
     host, model = proxy_host
     request = CreateRunRequest(workflowId="outage-proxy", inputs={"dir": str(steps.directory)})
     run_id = host.client().runs_create(request).runId
-    steps.wait_entered(0)
-    caplog.set_level(logging.WARNING, logger="wopeval")
-    allow_connections(host.database_url, False)
-    try:
-        assert end_backends(host.database_url) > 0
-        steps.release(0)
-        deadline = time.monotonic() + DEADLINE_SECONDS
-        while len(_not_landed(caplog)) < 2:
-            assert time.monotonic() < deadline, _not_landed(caplog)
-            time.sleep(0.02)
-    finally:
-        allow_connections(host.database_url, True)
+    _out_of_reach_as_the_tool_returns(host.database_url, steps, caplog)
     events = wait_terminal(host.client(), run_id)
     assert types_of(events)[-1] == "run.failed"
     assert events[-1].payload["error"]["code"] == "store_unreachable"
@@ -404,3 +379,24 @@ def test_no_model_answer_once_the_unit_cannot_land(
     }
     assert model.script.requests_with("after") == []
     assert table_rows(host.database_url, "model_calls", run_id=run_id) == []
+
+
+def _out_of_reach_as_the_tool_returns(
+    database_url: str, steps: Steps, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Once the run's first tool has entered: the database out of reach (its backends ended,
+    new connections refused) as the tool returns, until the result's step has failed (its
+    group, then alone on a new connection; the agent told instead of given the result) and
+    the run's end has failed too (tried again until the database is back); then back."""
+    steps.wait_entered(0)
+    caplog.set_level(logging.WARNING, logger="wopeval")
+    allow_connections(database_url, False)
+    try:
+        assert end_backends(database_url) > 0
+        steps.release(0)
+        deadline = time.monotonic() + DEADLINE_SECONDS
+        while len(_not_landed(caplog)) < 2:
+            assert time.monotonic() < deadline, _not_landed(caplog)
+            time.sleep(0.02)
+    finally:
+        allow_connections(database_url, True)

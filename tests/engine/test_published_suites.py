@@ -21,6 +21,14 @@ from wopeval.wire.runs import CreateRunRequest, RunStatus
 PRINCIPAL = Principal(TENANT, "key-test")
 
 
+PUBLISHED_EVAL = CreateRunRequest(
+    mode="eval",
+    evalSuiteRef="engine.evals.published@1.0.0",
+    agentId="conformance.scripted-agent",
+)
+"""An eval run of the published suite by the scripted agent."""
+
+
 def _document(answer: str) -> dict[str, Any]:
     return {
         "suiteId": "engine.evals.published",
@@ -51,14 +59,7 @@ def test_a_published_version_runs_without_a_second_parse_or_a_store_read(
 
             monkeypatch.setattr(catalog, "parse_suite", refuse)
             with statements_matching(host.store.engine, SUITE_READ) as reads:
-                record = await host.engine.create_eval_run(
-                    PRINCIPAL,
-                    CreateRunRequest(
-                        mode="eval",
-                        evalSuiteRef="engine.evals.published@1.0.0",
-                        agentId="conformance.scripted-agent",
-                    ),
-                )
+                record = await host.engine.create_eval_run(PRINCIPAL, PUBLISHED_EVAL)
                 await host.engine.wait_idle()
             ended = await host.engine.get_run(PRINCIPAL, record.run_id)
             assert ended.status is RunStatus.COMPLETED
@@ -80,14 +81,7 @@ def test_an_eval_run_s_plan_keeps_the_suite_as_the_text_it_was_published_as(
         async with running_host(backend, tmp_path / "data") as host:
             stored, _ = await host.engine.publish_suite(PRINCIPAL, _document("echo"))
             stored["x-not-published"] = True
-            record = await host.engine.create_eval_run(
-                PRINCIPAL,
-                CreateRunRequest(
-                    mode="eval",
-                    evalSuiteRef="engine.evals.published@1.0.0",
-                    agentId="conformance.scripted-agent",
-                ),
-            )
+            record = await host.engine.create_eval_run(PRINCIPAL, PUBLISHED_EVAL)
             await host.engine.wait_idle()
             async with host.store.engine.connect() as connection:
                 published = (
