@@ -626,9 +626,10 @@ _MORE = b'data: {"id":"c1","model":"m","choices":[{"index":0,"delta":{"content":
 
 class BreaksOff(CountedConnections):
     """Streams a chat answer's first event, then, on the first request only, `fault`: drops
-    the connection (`drop`), goes silent (`stall`), or goes on streaming until the host
-    closes the connection (`agent leaves`: the agent leaves meanwhile). Every later request
-    gets its whole stream."""
+    the connection (`drop`), goes silent (`stall`), goes on streaming until the host closes
+    the connection (`agent leaves`: the agent leaves meanwhile), or sends the rest of the
+    answer but not the stream's end (`no end of stream`). Every later request gets its
+    whole stream."""
 
     def __init__(self, fault: str) -> None:
         super().__init__()
@@ -651,6 +652,10 @@ class BreaksOff(CountedConnections):
                 writer.transport.abort()
             elif fault == "stall":
                 await reader.read()  # until the host gives up on it and closes
+            elif fault == "no end of stream":
+                writer.write(_chunk(_REST))  # the whole answer, then nothing, not even its end
+                await writer.drain()
+                await reader.read()  # until the host closes the connection
             elif fault == "agent leaves":
                 for _ in range(500):  # 10 s at most
                     await asyncio.sleep(0.02)
@@ -662,6 +667,38 @@ class BreaksOff(CountedConnections):
         if fault is None:
             writer.write(_chunk(_REST) + b"0\r\n\r\n")
             await writer.drain()
+
+
+async def test_a_stream_the_agent_leaves_once_it_has_the_last_event_is_recorded_whole(
+    tmp_path: Path,
+) -> None:
+    """An agent's client leaves as soon as it has read the answer's last event (`[DONE]`),
+    which may be before the upstream's end of stream reaches the proxy: the exchange is
+    recorded with its whole answer, ok, not as one the agent left."""
+    server = BreaksOff("no end of stream")
+    async with serving(server) as port:
+        url = f"http://127.0.0.1:{port}"
+        async with (
+            endpoints(tmp_path, _upstream(url, url, timeout=30)) as at,
+            on_loopback(at) as base,
+            httpx.AsyncClient(base_url=base, trust_env=False) as agent,
+        ):
+            received = b""
+            body = {**CHAT_BODY, "stream": True}
+            async with agent.stream("POST", at.proxy("/chat/completions"), json=body) as answer:
+                async for part in answer.aiter_raw():
+                    received += part
+                    if received.endswith(b"data: [DONE]\n\n"):
+                        break  # as the SDKs do: the answer is whole, the response closed
+            await asyncio.wait_for(server.faulted.wait(), 10)
+            for _ in range(1000):  # its record comes as the relay ends
+                if rows := await at.recorded(model_calls, "status", "error", "response"):
+                    break
+                await asyncio.sleep(0.01)
+    assert received == _FIRST + _REST
+    ((status, error, response),) = rows
+    assert (status, error) == ("ok", None)
+    assert response["content"] == "Hello"
 
 
 class CutWhole(CountedConnections):

@@ -349,21 +349,24 @@ class _Forward:
         try:
             try:
                 async for chunk in response.aiter_stream():
+                    relayed.append(chunk)  # before it goes: the agent may leave as it does
                     yield chunk
-                    relayed.append(chunk)
             except UPSTREAM_ERRORS as exc:
                 broken_off = self._broken_off(exc)
                 raise _BrokenOff from exc
             ended = True
         finally:
             await response.aclose()  # mid-stream, the upstream's connection is closed
-            if ended:
-                self._record_stream(relayed)
+            if broken_off is not None:
+                self._record(None, broken_off)
+            elif ended:
+                self._record_stream(relayed, _failure(_ENDED_SHORT, "incomplete"))
             else:
-                # Neither ended nor broken off upstream: ended on the agent's side (it left,
-                # or the host is stopping), not "ok", nor the upstream's fault.
-                left = _failure("the agent left before the stream's end", "cancelled")
-                self._record(None, broken_off or left)
+                # Ended on the agent's side (it left, or the host is stopping), not the
+                # upstream's fault. An agent's client leaves as soon as it has the answer's
+                # last event, which may be before the upstream's end of stream has come: a
+                # whole answer is recorded as one.
+                self._record_stream(relayed, _failure(_LEFT_SHORT, "cancelled"))
 
     def _broken_off(self, exc: Exception) -> models.ModelCallFailed:
         """What is recorded of an answer, whole or streamed, that the upstream broke off, or
@@ -379,14 +382,14 @@ class _Forward:
             {"code": "incomplete", "cause": str(exc), "url": url},
         )
 
-    def _record_stream(self, relayed: list[bytes]) -> None:
+    def _record_stream(self, relayed: list[bytes], cut_short: models.ModelCallFailed) -> None:
+        """Record the answer the stream's chunks `relayed` add up to; `cut_short` when they
+        hold no whole answer."""
         assembler = self._request.api.assembler()
         for line in models.SseLines().feed(b"".join(relayed), final=True):
             assembler.feed(line)
         if not assembler.complete:
-            self._record(
-                None, _failure("the stream ended before the answer was complete", "incomplete")
-            )
+            self._record(None, cut_short)
             return
         try:
             answer = assembler.answer()
@@ -417,6 +420,10 @@ class _Forward:
     ) -> None:
         elapsed = int((time.perf_counter() - self._started) * 1000)
         self._recorder.record(self._request, answer, elapsed, via="proxy", failure=failure)
+
+
+_ENDED_SHORT = "the stream ended before the answer was complete"
+_LEFT_SHORT = "the agent left before the stream's end"
 
 
 def _failure(reason: str, code: str) -> models.ModelCallFailed:
