@@ -246,7 +246,7 @@ async def resolve_eval(
 ) -> EvalPlan:
     """`live_tools` False: an offline host, which serves the sources' recorded MCP listings."""
     _gate(request, features)
-    suite, document, owner = await _suite(request.evalSuiteRef or "", tenant, catalog, uow)
+    suite, document, suite_text = await _suite(request.evalSuiteRef or "", tenant, catalog, uow)
     agent = _agent(request.agentId or "", suite, catalog)
     _check_suite(suite, features)
     # A suite pushed while the project had a grader may outlive it: refuse, naming the field.
@@ -280,7 +280,7 @@ async def resolve_eval(
     return EvalPlan(
         suite=suite,
         suite_document=document,
-        suite_text=catalog.parsed_suites.text(owner, suite.suiteId, suite.version),
+        suite_text=suite_text,
         agent=agent,
         modes=modes,
         tasks=_task_plans(suite, modes, derived, answers, contracts),
@@ -479,12 +479,15 @@ async def _find_owned_suite(
 
 async def _suite(
     ref: str, tenant: str, catalog: Catalog, uow: UnitOfWork
-) -> tuple[Suite, dict[str, Any], str]:
+) -> tuple[Suite, dict[str, Any], bytes | None]:
+    """The suite `ref` names, its document, and its text as published here, if kept
+    (`ParsedSuites.text`)."""
     found = await _find_owned_suite(ref, tenant, catalog, uow)
     if found is None:
         raise errors.ValidationFailed("evalSuiteRef does not name a suite this host holds.")
     owner, document = found
-    return catalog.parsed_suites.get(owner, document), document, owner
+    suite = catalog.parsed_suites.get(owner, document)
+    return suite, document, catalog.parsed_suites.text(owner, suite.suiteId, suite.version)
 
 
 def _agent(agent_id: str, suite: Suite, catalog: Catalog) -> AgentSpec:
