@@ -231,6 +231,20 @@ async def on_loopback(at: Endpoints) -> AsyncIterator[str]:
         await serving
 
 
+@asynccontextmanager
+async def agent_on_loopback(
+    tmp_path: Path, upstream: ModelUpstream
+) -> AsyncIterator[tuple[Endpoints, httpx.AsyncClient]]:
+    """The endpoints with `upstream`, served on loopback (`on_loopback`), and an agent's HTTP
+    client to them."""
+    async with (
+        endpoints(tmp_path, upstream) as at,
+        on_loopback(at) as base,
+        httpx.AsyncClient(base_url=base, trust_env=False) as agent,
+    ):
+        yield at, agent
+
+
 # ── the MCP endpoint ─────────────────────────────────────────────────
 
 
@@ -678,11 +692,7 @@ async def test_a_stream_the_agent_leaves_once_it_has_the_last_event_is_recorded_
     server = BreaksOff("no end of stream")
     async with serving(server) as port:
         url = f"http://127.0.0.1:{port}"
-        async with (
-            endpoints(tmp_path, _upstream(url, url, timeout=30)) as at,
-            on_loopback(at) as base,
-            httpx.AsyncClient(base_url=base, trust_env=False) as agent,
-        ):
+        async with agent_on_loopback(tmp_path, _upstream(url, url, timeout=30)) as (at, agent):
             received = b""
             body = {**CHAT_BODY, "stream": True}
             async with agent.stream("POST", at.proxy("/chat/completions"), json=body) as answer:
@@ -799,11 +809,7 @@ async def test_a_stream_cut_off_midway_is_recorded_as_such_and_the_next_exchange
     body = {**CHAT_BODY, "stream": True}
     async with serving(server) as port:
         url = f"http://127.0.0.1:{port}"
-        async with (
-            endpoints(tmp_path, _upstream(url, url, timeout=0.3)) as at,
-            on_loopback(at) as base,
-            httpx.AsyncClient(base_url=base, trust_env=False) as agent,
-        ):
+        async with agent_on_loopback(tmp_path, _upstream(url, url, timeout=0.3)) as (at, agent):
             received, completed = b"", False
             with _logged() as records:
                 with contextlib.suppress(httpx.RemoteProtocolError):
@@ -856,11 +862,7 @@ async def test_32_exchanges_at_once_whole_and_streamed_are_each_recorded_once_wi
     asked = [
         _script(stand_in, f"fan-out {n} of 32", [{"content": f"answer {n}"}]) for n in range(32)
     ]
-    async with (
-        endpoints(tmp_path, _stand_in_upstream(stand_in)) as at,
-        on_loopback(at) as base,
-        httpx.AsyncClient(base_url=base, trust_env=False) as agent,
-    ):
+    async with agent_on_loopback(tmp_path, _stand_in_upstream(stand_in)) as (at, agent):
         answers = await asyncio.gather(
             *(
                 agent.post(at.proxy("/chat/completions"), json={**body, "stream": n % 2 == 1})
