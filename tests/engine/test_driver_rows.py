@@ -4,6 +4,7 @@ exactly what SQLAlchemy's own execution of the same statements stores, on both d
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -252,6 +253,57 @@ def test_each_repos_rows_store_what_sqlalchemy_stores_from_their_fields(
                     for pipelined in (False, True):
                         stored = await _as_stored(uow.connection, table, f"by-repo-{pipelined}")
                         assert stored == alike, (name, pipelined)
+        finally:
+            await store.close()
+
+    asyncio.run(scenario())
+
+
+def test_rows_of_any_count_land_whole_and_in_order(backend: Backend, tmp_path: Path) -> None:
+    """A SQLite insert goes as statements of many rows each (`_driver._sqlite_inserts`):
+    whatever the count, every row lands once, in order, with its own values, even where
+    SQLite binds no more parameters a statement than its lowest default limit allows."""
+    counts = (1, 2, 3, 63, 64, 65, 127, 128, 129, 1000)
+    _, call = ROWS["tool_calls"]
+
+    def calls(run_id: str, count: int) -> list[tuple[Any, ...]]:
+        fields = {name: call[name] for name in ToolCallRow._fields}
+        return [
+            ToolCallRow(**{**fields, "call_id": f"c{n}", "inputs": {"n": n}}).to_row(run_id, n)
+            for n in range(count)
+        ]
+
+    async def scenario() -> None:
+        store = await Store.open(backend.new_database() or sqlite_url(tmp_path))
+        try:
+            async with store.log_transaction() as uow:
+                if uow.connection.dialect.name == "sqlite":
+                    sqlite = _driver.driver_connection(uow.connection).sqlite
+                    sqlite.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, _driver.SQLITE_PARAMETERS)
+                for count in counts:
+                    run_id = f"rows-{count}"
+                    await uow.events.append(
+                        [
+                            (run_id, sequence, "t", f'{{"n":{sequence}}}')
+                            for sequence in range(count)
+                        ]
+                    )
+                    await uow.tool_calls.append(calls(run_id, count))
+            async with store.reading() as uow:
+                for count in counts:
+                    run_id = f"rows-{count}"
+                    stored = await uow.connection.execute(
+                        select(events.c.sequence, events.c.doc)
+                        .where(events.c.run_id == run_id)
+                        .order_by(events.c.sequence)
+                    )
+                    assert list(stored) == [(n, f'{{"n":{n}}}') for n in range(count)], count
+                    stored = await uow.connection.execute(
+                        select(tool_calls.c.sequence, tool_calls.c.call_id, tool_calls.c.inputs)
+                        .where(tool_calls.c.run_id == run_id)
+                        .order_by(tool_calls.c.sequence)
+                    )
+                    assert list(stored) == [(n, f"c{n}", {"n": n}) for n in range(count)], count
         finally:
             await store.close()
 
