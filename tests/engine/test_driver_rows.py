@@ -9,6 +9,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import psycopg
+import pytest
 from sqlalchemy import Table, Text, cast, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -304,6 +306,54 @@ def test_rows_of_any_count_land_whole_and_in_order(backend: Backend, tmp_path: P
                         .order_by(tool_calls.c.sequence)
                     )
                     assert list(stored) == [(n, f"c{n}", {"n": n}) for n in range(count)], count
+        finally:
+            await store.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_conflict_among_many_rows_lands_nothing_of_its_transaction(
+    backend: Backend, tmp_path: Path
+) -> None:
+    """An insert of many rows that conflicts fails its whole transaction (on SQLite the
+    statement ends it there, `OR ROLLBACK`): nothing written before it in the transaction
+    lands, through the driver or through SQLAlchemy, and the next transaction works."""
+
+    def rows(run_id: str, count: int) -> list[tuple[Any, ...]]:
+        return [(run_id, sequence, "t", "{}") for sequence in range(count)]
+
+    async def conflicting(store: Store, through_sqlalchemy: bool) -> None:
+        async with store.log_transaction() as uow:
+            if through_sqlalchemy:
+                await uow.connection.execute(
+                    events.insert(), [{"run_id": "lost", "sequence": 9, "type": "t", "doc": "{}"}]
+                )
+            await uow.events.append(rows("lost", 3))
+            await uow.events.append(rows("kept", 5))  # ("kept", 0) is there
+
+    async def scenario() -> None:
+        store = await Store.open(backend.new_database() or sqlite_url(tmp_path))
+        try:
+            async with store.log_transaction() as uow:
+                await uow.events.append(rows("kept", 1))
+            for through_sqlalchemy in (False, True):
+                with pytest.raises((sqlite3.IntegrityError, psycopg.IntegrityError)):
+                    await conflicting(store, through_sqlalchemy)
+                async with store.log_transaction() as uow:
+                    await uow.events.append(rows(f"after-{through_sqlalchemy}", 2))
+            async with store.reading() as uow:
+                stored = await uow.connection.execute(
+                    select(events.c.run_id, events.c.sequence).order_by(
+                        events.c.run_id, events.c.sequence
+                    )
+                )
+                assert list(stored) == [
+                    ("after-False", 0),
+                    ("after-False", 1),
+                    ("after-True", 0),
+                    ("after-True", 1),
+                    ("kept", 0),
+                ]
         finally:
             await store.close()
 
