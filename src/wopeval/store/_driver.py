@@ -243,11 +243,11 @@ def _sqlite_insert(
     """`rows` through `inserts` (`_sqlite_inserts`), as many at once as each takes.
 
     Not `executemany`, which steps and resets the statement once a row, releasing the
-    GIL and taking it back around each step: for an event's row that costs more than
-    SQLite's insert of it. An eval group's 768 events and 320 tool calls, replayed, take
-    1.0 ms this way against 1.8 ms through `executemany`, and 3.2 against 4.1 ms as rows
-    of as many runs (bench/README.md, "Branch `sqlite-offload`"); one row (a live call's)
-    is the one-row statement, as before."""
+    GIL and taking it back around each step: for an event's row that costs about as much
+    as SQLite's insert of it. An eval group's 768 events and 320 tool calls, replayed, take
+    1.0 ms this way against 1.8 ms through `executemany`, and 40 events and 20 tool calls
+    of 40 runs 79 against 101 µs (bench/README.md, "Branch `sqlite-offload`"); one row (a
+    live call's) is the one-row statement, as before."""
     count = len(rows)
     if count == 1:
         sqlite.execute(inserts[-1][1], rows[0])
