@@ -4,10 +4,13 @@ exactly what SQLAlchemy's own execution of the same statements stores, on both d
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import psycopg
+import pytest
 from sqlalchemy import Table, Text, cast, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -252,6 +255,105 @@ def test_each_repos_rows_store_what_sqlalchemy_stores_from_their_fields(
                     for pipelined in (False, True):
                         stored = await _as_stored(uow.connection, table, f"by-repo-{pipelined}")
                         assert stored == alike, (name, pipelined)
+        finally:
+            await store.close()
+
+    asyncio.run(scenario())
+
+
+def test_rows_of_any_count_land_whole_and_in_order(backend: Backend, tmp_path: Path) -> None:
+    """A SQLite insert goes as statements of many rows each (`_driver._sqlite_inserts`):
+    whatever the count, every row lands once, in order, with its own values, even where
+    SQLite binds no more parameters a statement than its lowest default limit allows."""
+    counts = (1, 2, 3, 63, 64, 65, 127, 128, 129, 1000)
+    _, call = ROWS["tool_calls"]
+
+    def calls(run_id: str, count: int) -> list[tuple[Any, ...]]:
+        fields = {name: call[name] for name in ToolCallRow._fields}
+        return [
+            ToolCallRow(**{**fields, "call_id": f"c{n}", "inputs": {"n": n}}).to_row(run_id, n)
+            for n in range(count)
+        ]
+
+    async def scenario() -> None:
+        store = await Store.open(backend.new_database() or sqlite_url(tmp_path))
+        try:
+            async with store.log_transaction() as uow:
+                if uow.connection.dialect.name == "sqlite":
+                    sqlite = _driver.driver_connection(uow.connection).sqlite
+                    sqlite.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, _driver.SQLITE_PARAMETERS)
+                for count in counts:
+                    run_id = f"rows-{count}"
+                    await uow.events.append(
+                        [
+                            (run_id, sequence, "t", f'{{"n":{sequence}}}')
+                            for sequence in range(count)
+                        ]
+                    )
+                    await uow.tool_calls.append(calls(run_id, count))
+            async with store.reading() as uow:
+                for count in counts:
+                    run_id = f"rows-{count}"
+                    stored = await uow.connection.execute(
+                        select(events.c.sequence, events.c.doc)
+                        .where(events.c.run_id == run_id)
+                        .order_by(events.c.sequence)
+                    )
+                    assert list(stored) == [(n, f'{{"n":{n}}}') for n in range(count)], count
+                    stored = await uow.connection.execute(
+                        select(tool_calls.c.sequence, tool_calls.c.call_id, tool_calls.c.inputs)
+                        .where(tool_calls.c.run_id == run_id)
+                        .order_by(tool_calls.c.sequence)
+                    )
+                    assert list(stored) == [(n, f"c{n}", {"n": n}) for n in range(count)], count
+        finally:
+            await store.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_conflict_among_many_rows_lands_nothing_of_its_transaction(
+    backend: Backend, tmp_path: Path
+) -> None:
+    """An insert of many rows that conflicts fails its whole transaction (on SQLite the
+    statement ends it there, `OR ROLLBACK`): nothing written before it in the transaction
+    lands, through the driver or through SQLAlchemy, and the next transaction works."""
+
+    def rows(run_id: str, count: int) -> list[tuple[Any, ...]]:
+        return [(run_id, sequence, "t", "{}") for sequence in range(count)]
+
+    async def conflicting(store: Store, through_sqlalchemy: bool) -> None:
+        async with store.log_transaction() as uow:
+            if through_sqlalchemy:
+                await uow.connection.execute(
+                    events.insert(), [{"run_id": "lost", "sequence": 9, "type": "t", "doc": "{}"}]
+                )
+            await uow.events.append(rows("lost", 3))
+            await uow.events.append(rows("kept", 5))  # ("kept", 0) is there
+
+    async def scenario() -> None:
+        store = await Store.open(backend.new_database() or sqlite_url(tmp_path))
+        try:
+            async with store.log_transaction() as uow:
+                await uow.events.append(rows("kept", 1))
+            for through_sqlalchemy in (False, True):
+                with pytest.raises((sqlite3.IntegrityError, psycopg.IntegrityError)):
+                    await conflicting(store, through_sqlalchemy)
+                async with store.log_transaction() as uow:
+                    await uow.events.append(rows(f"after-{through_sqlalchemy}", 2))
+            async with store.reading() as uow:
+                stored = await uow.connection.execute(
+                    select(events.c.run_id, events.c.sequence).order_by(
+                        events.c.run_id, events.c.sequence
+                    )
+                )
+                assert list(stored) == [
+                    ("after-False", 0),
+                    ("after-False", 1),
+                    ("after-True", 0),
+                    ("after-True", 1),
+                    ("kept", 0),
+                ]
         finally:
             await store.close()
 
