@@ -173,6 +173,29 @@ def test_init_asks_what_no_flag_says(tmp_path: Path) -> None:
     assert "[[mcp_servers]]" in (tmp_path / "wopeval.toml").read_text()
 
 
+@pytest.mark.parametrize(
+    ("framework", "package"),
+    [("openai", None), ("openai-agents", "openai-agents"),
+     ("pydantic-ai", "pydantic-ai-slim[mcp,openai]")],
+)  # fmt: skip
+def test_init_names_the_package_an_agent_needs_beyond_wopeval(
+    framework: str, package: str | None, tmp_path: Path
+) -> None:
+    """wopeval's own install has the plain openai SDK and mcp, not the frameworks: a user who
+    picks one is told what to install before the first run fails on the agent's import."""
+    done = run_cli("init", str(tmp_path), "--kind", "llm", "--framework", framework,
+                   "--tool", "mcp")  # fmt: skip
+    assert done.code == 0, done.stderr
+    said = " ".join(done.stdout.split())
+    if package is None:
+        assert "pip install" not in said
+    else:
+        assert (
+            f'agent.py needs {package}, which wopeval does not install: pip install "{package}"'
+            in said
+        )
+
+
 def test_init_with_nobody_to_ask_says_which_flag_answers(tmp_path: Path) -> None:
     done = subprocess.run(
         [str(Path(sys.executable).with_name("wopeval")), "init", str(tmp_path / "p")],

@@ -4,10 +4,12 @@ The shell starts with only the venv on `PATH` (what the page's install block
 leaves), a fresh home and no wopeval or provider variable; each block runs with
 the variables and directory the blocks before it left. The provider block is the
 one step not run as written: the variables it names, and only those, point at
-the strict local model stand-in, as a user points them at their provider. So a
-step that needs a variable, a file or a service the page does not name fails
-here. The page's CI step is the project's own workflow: its `run:` steps run as
-GitHub would, on a fresh checkout of the project with the changed agent.
+the strict local model stand-in playing the script the page gives for a user
+without a provider key, as a user points them at their provider. So a step that
+needs a variable, a file or a service the page does not name fails here, and so
+does a page script the scaffold's agent would not get through. The page's CI step
+is the project's own workflow: its `run:` steps run as GitHub would, on a fresh
+checkout of the project with the changed agent.
 """
 
 from __future__ import annotations
@@ -30,7 +32,9 @@ from ._doc_blocks import runnable_blocks
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "own-agent.md"
 STEPS = ["init", "provider", "record", "suite", "baseline", "change", "verdict"]
-ORDERS = {"A-1001": "delivered", "A-1002": "shipped"}
+STAND_IN_SCRIPT = "stand-in-script"
+"""The page's JSON block: what the stand-in answers when a user has no provider key."""
+ORDERS = ["A-1001", "A-1002"]
 BLOCK_TIMEOUT_SECONDS = 300.0
 REGRESSED = 2
 BY_HAND = frozenset({"Install wopeval"})
@@ -39,15 +43,10 @@ BY_HAND = frozenset({"Install wopeval"})
 WHOLE_TEST_TIMEOUT = pytest.mark.timeout(900)
 
 
-def provider_script() -> ModelScript:
-    """What the stand-in provider answers the scaffold's agent for each order the page runs."""
+def provider_script(document: str) -> ModelScript:
+    """The stand-in's conversations, as the page's script block writes them."""
     script = ModelScript()
-    for order, status in ORDERS.items():
-        action = "close" if status == "delivered" else "wait"
-        script.add(json.dumps({"order_id": order}), [
-            {"tool_calls": [{"name": "orders__lookup_order", "arguments": {"order_id": order}}]},
-            {"json": {"order_id": order, "status": status, "action": action}},
-        ])  # fmt: skip
+    script.load(json.loads(document))
     return script
 
 
@@ -87,9 +86,10 @@ def ci_steps(workflow: dict[str, Any]) -> list[tuple[str, str, dict[str, str]]]:
 @WHOLE_TEST_TIMEOUT
 def test_the_page_as_written_from_init_to_the_pull_requests_verdict(tmp_path: Path) -> None:
     blocks = runnable_blocks(PAGE)
+    _, stand_in_script = blocks.pop(STAND_IN_SCRIPT)
     assert list(blocks) == STEPS
     shell = Shell(tmp_path / "home")
-    with ModelServer(provider_script()) as provider:
+    with ModelServer(provider_script(stand_in_script)) as provider:
 
         def step(name: str, code: int = 0) -> str:
             done = shell.run(blocks[name][1])

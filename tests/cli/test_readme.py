@@ -11,6 +11,7 @@ agent changed between them as the README says.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -125,3 +126,13 @@ def test_record_change_the_agent_and_judge_it(tmp_path: Path) -> None:
     assert "Baseline latest:main: dev/" in judged.stderr
     assert (tmp_path / "reports" / "eval.html").exists()
     assert calls.read_text().count("\n") == live  # the replays called the server not once
+
+    # "`wopeval explain RUN_ID` then shows each failing task's diff": in the same shell, whose
+    # project's MCP server needs the credential the record block unset. Reading runs starts
+    # no tool, so it must not need the tool's secret.
+    (candidate,) = re.findall(r"\*\*Run:\*\* `(dev/[0-9a-f]+)`", judged.stdout)
+    explained = run(language, "\n".join([*exports, f"wopeval explain {candidate}"]), tmp_path)
+    assert explained.returncode == 0, explained.stdout + explained.stderr
+    assert "FAILED" in explained.stdout
+    assert "over the auto-refund limit" in explained.stdout
+    assert calls.read_text().count("\n") == live

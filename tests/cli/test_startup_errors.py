@@ -70,6 +70,29 @@ def test_an_embedded_command_names_them_too(tmp_path: Path) -> None:
     _clean(result.stderr)
 
 
+def test_an_mcp_servers_unset_credential_is_named_not_called_unreachable(
+    tmp_path: Path,
+) -> None:
+    """The README's MCP example needs ORDERS_TOKEN to run live; without it the user must
+    learn that variable, not that the server "could not be started or reached"."""
+    project = tmp_path / "needs-a-secret"
+    project.mkdir()
+    # child_env drops every WOPEVAL_* variable: this one is unset in the command.
+    (project / "wopeval.toml").write_text(
+        '[[mcp_servers]]\nname = "orders"\ncommand = ["python", "orders_server.py"]\n'
+        'credential = { env = "WOPEVAL_TEST_ORDERS_TOKEN", server_env = "ORDERS_API_TOKEN" }\n',
+        encoding="utf-8",
+    )
+    result = run_cli("run", "anything", "--project", str(project),
+                     "--data-dir", str(tmp_path / "d"))  # fmt: skip
+    assert result.code == EMBEDDED_ERROR, result.stderr
+    said = " ".join(result.stderr.split())
+    assert "MCP server 'orders': the environment variable WOPEVAL_TEST_ORDERS_TOKEN is not set" in (
+        said
+    )
+    _clean(result.stderr)
+
+
 def test_a_workflow_file_of_the_project_names_its_own_path_and_field(tmp_path: Path) -> None:
     project = tmp_path / "workflow-bad"
     (project / "workflows").mkdir(parents=True)

@@ -94,6 +94,10 @@ class Target:
     """`--offline`: the embedded host runs no tool live (docs/ci.md)."""
     tools_changed: ToolsChangedPolicy = "report"
     """`--tools-changed fail`: the embedded host fails a task whose MCP tools changed."""
+    reads_only: bool = False
+    """The command reads or publishes and starts no run: an embedded host it starts connects
+    no MCP server and runs no tool, so reading what a tool recorded never needs the tool's
+    secret (a live owner of the database is used as it is)."""
 
 
 @contextlib.contextmanager
@@ -126,10 +130,12 @@ def connect(target: Target) -> Iterator[client.WireClient]:
             project=target.project,
             database_url=target.database_url,
             replay_model=target.replay_model,
-            offline=target.offline,
+            offline=target.offline or target.reads_only,
             tools_changed=target.tools_changed,
         )
-    with client.embedded_client(settings, target.api_key, notify=_note) as host:
+    with client.embedded_client(
+        settings, target.api_key, notify=_note, reads_only=target.reads_only
+    ) as host:
         yield host
 
 

@@ -78,6 +78,11 @@ class Choices:
             raise ScaffoldError(f"unknown framework {self.framework!r}; known: {known}")
         return self
 
+    @property
+    def agent_package(self) -> str:
+        """What the agent imports that wopeval does not install (pip's spelling), or ""."""
+        return FRAMEWORKS[self.framework][2] if self.framework else ""
+
 
 def render(choices: Choices) -> dict[str, str]:
     """The project's files by path (relative, `/`-separated), each rendered for `choices`."""
@@ -92,7 +97,8 @@ def render(choices: Choices) -> dict[str, str]:
     )
     mcp = choices.tool == "mcp"
     tool_name = "orders:lookup_order" if mcp else "lookup_order"
-    title, agent_template, extra = FRAMEWORKS.get(choices.framework or "", ("", "", ""))
+    title, agent_template, _ = FRAMEWORKS.get(choices.framework or "", ("", "", ""))
+    extra = choices.agent_package
     values = {
         "kind": choices.kind,
         "tool": choices.tool,

@@ -69,7 +69,7 @@ def annotate(
 
     Exit 0 when recorded or listed, 4 on a usage, connection or host error.
     """
-    target = Target(url, api_key, data_dir, project, database_url)
+    target = Target(url, api_key, data_dir, project, database_url, reads_only=True)
     if listing:
         if label is not None or note is not None or task_id is not None:
             raise typer.BadParameter("--list takes only the run", param_hint="--list")

@@ -66,7 +66,7 @@ def compare(
     Both summaries are read over the wire and paired here, so any OpenWOP host
     serving eval summaries will do. Runs of different suiteIds are refused.
     """
-    target = Target(url, api_key, data_dir, project, database_url)
+    target = Target(url, api_key, data_dir, project, database_url, reads_only=True)
     files = ReportFiles(junit=junit, json=json_file, html=html, markdown=markdown)
     code = guarded(lambda: run_compare(target, baseline_run, candidate_run, strict, alpha, files))
     raise typer.Exit(code)

@@ -57,7 +57,7 @@ def explain(
 
     Exit 0 when explained (whatever the tasks did), 4 on a usage, connection or host error.
     """
-    target = Target(url, api_key, data_dir, project, database_url)
+    target = Target(url, api_key, data_dir, project, database_url, reads_only=True)
     raise typer.Exit(guarded(lambda: run_explain(target, run_id, task_id, as_json)))
 
 

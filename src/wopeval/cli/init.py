@@ -83,6 +83,12 @@ def init(
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
         typer.echo(f"wrote {target}")
+    if package := choices.agent_package:
+        # Not a dependency of wopeval: without it the first run fails in the agent's import.
+        typer.echo(
+            f"agent.py needs {package}, which wopeval does not install: "
+            f'pip install "{package}" into the environment whose python runs it.'
+        )
     typer.echo(
         f"Next: cd {directory} and follow docs/own-agent.md (wopeval.toml says what to run)."
     )

@@ -65,7 +65,7 @@ def calibrate(
     Exit 0 when calibrated (whether or not it clears the floor), 4 on a usage,
     connection or host error.
     """
-    target = Target(url, api_key, data_dir, project, database_url)
+    target = Target(url, api_key, data_dir, project, database_url, reads_only=True)
     # A bare date is its first instant in UTC; anything else the host checks as RFC 3339.
     instant = f"{since}T00:00:00Z" if since is not None and _DATE.fullmatch(since) else since
 

@@ -51,7 +51,7 @@ def report(
     files = ReportFiles(junit=junit, json=json_file, html=html, markdown=markdown)
     if not files.requested():
         raise typer.BadParameter("name at least one of --html, --junit, --json or --markdown")
-    target = Target(url, api_key, data_dir, project, database_url)
+    target = Target(url, api_key, data_dir, project, database_url, reads_only=True)
     raise typer.Exit(guarded(lambda: run_report(target, run_id, files)))
 
 

@@ -69,7 +69,7 @@ def list_runs(
     database_url: DatabaseUrlOption = None,
 ) -> None:
     """The newest runs first, with their tags, agents, timing, and an eval run's score."""
-    target = Target(url, api_key, data_dir, project, database_url)
+    target = Target(url, api_key, data_dir, project, database_url, reads_only=True)
     after = parse_since(since) if since is not None else None
 
     def body() -> None:
@@ -125,7 +125,7 @@ def show_run(
 ) -> None:
     """One run's snapshot, its eval summary when it is a finished eval run, and its agents'
     invocations: idle ones, failed ones, and what each agent said (stderr)."""
-    target = Target(url, api_key, data_dir, project, database_url)
+    target = Target(url, api_key, data_dir, project, database_url, reads_only=True)
 
     def body() -> None:
         with connect(target) as host:
@@ -171,7 +171,7 @@ def run_events(
     database_url: DatabaseUrlOption = None,
 ) -> None:
     """The run's event log so far, in sequence order."""
-    target = Target(url, api_key, data_dir, project, database_url)
+    target = Target(url, api_key, data_dir, project, database_url, reads_only=True)
 
     def body() -> None:
         with connect(target) as host:

@@ -170,7 +170,7 @@ def push(
     database_url: DatabaseUrlOption = None,
 ) -> None:
     """Publish suite versions to the host (PUT /host/wopeval/suites); a version is immutable."""
-    target = Target(url, api_key, data_dir, project, database_url)
+    target = Target(url, api_key, data_dir, project, database_url, reads_only=True)
 
     def body() -> None:
         documents = [(path, _json_document(path)) for path in files]
@@ -215,7 +215,7 @@ def list_suites(
     database_url: DatabaseUrlOption = None,
 ) -> None:
     """The suites the host holds for you: your own, then the host's."""
-    target = Target(url, api_key, data_dir, project, database_url)
+    target = Target(url, api_key, data_dir, project, database_url, reads_only=True)
 
     def body() -> None:
         with connect(target) as host:
@@ -237,7 +237,7 @@ def show(
     database_url: DatabaseUrlOption = None,
 ) -> None:
     """Print one suite document (JSON) by fixture id or <suiteId>@<version>."""
-    target = Target(url, api_key, data_dir, project, database_url)
+    target = Target(url, api_key, data_dir, project, database_url, reads_only=True)
 
     def body() -> None:
         with connect(target) as host:
@@ -314,7 +314,7 @@ def from_runs(
     database_url: DatabaseUrlOption = None,
 ) -> None:
     """Write a suite with one task per recorded run, and the fixture-runs map that replays it."""
-    target = Target(url, api_key, data_dir, project, database_url)
+    target = Target(url, api_key, data_dir, project, database_url, reads_only=True)
     if bool(run_ids) == (tag is not None):
         raise typer.BadParameter("name runs by RUN_ID … or by --tag, not both", param_hint="--tag")
     if since is not None and tag is None:

@@ -237,12 +237,18 @@ def configured_key(settings: Settings, api_key: str | None) -> str | None:
 
 @contextlib.contextmanager
 def embedded_client(
-    settings: Settings, api_key: str | None, *, notify: Callable[[str], None] = lambda _: None
+    settings: Settings,
+    api_key: str | None,
+    *,
+    notify: Callable[[str], None] = lambda _: None,
+    reads_only: bool = False,
 ) -> Iterator[WireClient]:
     """A client on the host that owns this data directory's database for the block.
 
     A live `wopeval serve` owns it: the client talks to that host (`notify` says so)
     and nothing is started. Nobody does: a host is started here and stopped after.
+    `reads_only`: the command runs nothing, so its live tools being off (`settings`) is
+    no setting a live owner would have to share.
     A serve that owns the default SQLite file is found before the lease is tried, from
     its announcement and the held lock (`discovery`), so that case loads no store.
     """
@@ -258,7 +264,7 @@ def embedded_client(
         except DatabaseInUse as in_use:
             owner = in_use.owner
     if owner is not None:
-        if not settings.live_tools:
+        if not settings.live_tools and not reads_only:
             raise ClientError(
                 f"{owner}: --offline runs its own embedded host with live tools disabled, "
                 "which cannot start while that host owns the database; stop it, or use "

@@ -128,6 +128,10 @@ class McpConnection:
             holder.cancel()
             if isinstance(exc, asyncio.CancelledError):
                 raise
+            if isinstance(exc, ToolFailure):
+                # The host's own refusal before anything was launched (its credential's
+                # variable is unset): its message says what to fix, "unreachable" would not.
+                raise
             raise ToolFailure(
                 "mcp_unreachable",
                 f"MCP server {self._spec.name} could not be started or reached "
