@@ -20,6 +20,7 @@ from wopeval.engine.runlog.log_writer import LogWriter, OnInsert
 from wopeval.engine.runlog.runlog import RunLog
 from wopeval.engine.runlog.steps import (
     STOPPED_HOST,
+    RunClosed,
     RunUpdate,
     Step,
     StepNotLanded,
@@ -230,6 +231,7 @@ class Executor:
             idle=terminal.idle,
         )
         delay = END_RETRY_FIRST_SECONDS
+        unanswered = False
         while True:
             if control is not None:
                 await control.settled()
@@ -242,11 +244,19 @@ class Executor:
                     if control is None
                     else frozenset({RunStatus.RUNNING}),
                 )
+            except RunClosed:
+                if unanswered:
+                    # An earlier try landed though its answer was lost (the connection cut
+                    # after the server committed), or another ended the run meanwhile (a
+                    # queue-mode cancel): either way it has ended, once.
+                    return
+                raise
             except Exception as failed:
                 # The database out of reach (a restart, a failover): the run would stay
                 # active, unended, until the host's next start. Its end goes again until it
-                # lands; an end that landed unanswered is then refused (`RunClosed`), and a
-                # stopping host leaves it to the next start, which fails every active run.
+                # lands; an end that landed unanswered is then refused (`RunClosed`, taken
+                # as ended), and a stopping host leaves it to the next start, which fails
+                # every active run.
                 unreachable = isinstance(failed, StepNotLanded) or out_of_reach(failed)
                 if self._stopping or not unreachable:
                     raise
@@ -256,6 +266,7 @@ class Executor:
                     type(failed).__name__,
                     delay,
                 )
+                unanswered = True
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, END_RETRY_MAX_SECONDS)
                 continue
