@@ -26,11 +26,12 @@ from wopeval.engine.runlog.steps import (
     StepNotLanded,
     Transition,
     now,
+    store_unreachable,
 )
 from wopeval.engine.runs.control import RunControl
 from wopeval.engine.runs.outcome import RunFailure, Terminal
 from wopeval.engine.runs.run_queue import RunQueue, Work
-from wopeval.store import OwnedRun, RunRecord, Store, UnitOfWork, out_of_reach
+from wopeval.store import OwnedRun, RunRecord, Store, UnitOfWork
 from wopeval.wire import errors, events
 from wopeval.wire.principal import Principal
 from wopeval.wire.runs import RunStatus
@@ -257,8 +258,7 @@ class Executor:
                 # lands; an end that landed unanswered is then refused (`RunClosed`, taken
                 # as ended), and a stopping host leaves it to the next start, which fails
                 # every active run.
-                unreachable = isinstance(failed, StepNotLanded) or out_of_reach(failed)
-                if self._stopping or not unreachable:
+                if self._stopping or not store_unreachable(failed):
                     raise
                 log.warning(
                     "run %s: its end did not land (%s); again in %.1f s",
