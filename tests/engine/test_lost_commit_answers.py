@@ -17,9 +17,9 @@ from sqlalchemy.exc import OperationalError
 
 from _backends import Backend
 from _handles import handle_of
-from unit.engine._store import open_run, writer_for
+from unit.engine._store import new_record, open_run, writer_for
 from wopeval.engine.runlog.steps import Step
-from wopeval.engine.runs.execution import Executor
+from wopeval.engine.runs.execution import Execution, Executor
 from wopeval.engine.runs.outcome import Terminal
 from wopeval.store import Store, ToolCallRow, sqlite_url
 from wopeval.store.tables import tool_calls
@@ -57,6 +57,31 @@ def _lose_next_commit_answer(store: Store, monkeypatch: pytest.MonkeyPatch) -> l
 
     monkeypatch.setattr(store, "log_transaction", answer_lost)
     return lost
+
+
+def _cut_next_transaction(
+    store: Store, monkeypatch: pytest.MonkeyPatch, *, committed: bool
+) -> list[bool]:
+    """The store's next own transaction (a run's insert) fails as a lost connection does:
+    after its commit (its answer lost) or before it (nothing landed)."""
+    real = store.transaction
+    cut: list[bool] = []
+
+    @asynccontextmanager
+    async def cut_once() -> AsyncIterator[Any]:
+        if cut:
+            async with real() as uow:
+                yield uow
+            return
+        cut.append(True)
+        async with real() as uow:
+            yield uow
+            if not committed:
+                raise _cut()
+        raise _cut()
+
+    monkeypatch.setattr(store, "transaction", cut_once)
+    return cut
 
 
 def _live_call(node: str) -> Step:
@@ -134,3 +159,36 @@ async def test_an_end_that_landed_unanswered_is_the_runs_one_end(
         async with real_reading() as uow:
             docs = await uow.events.all_docs(await handle_of(uow, log.run_id))
         assert [json.loads(doc)["type"] for doc in docs] == ["run.started", "run.completed"]
+
+
+async def _never_run(_execution: Execution) -> Terminal:
+    raise AssertionError("a run whose insert failed is not executed")
+
+
+@pytest.mark.parametrize("committed", [True, False], ids=["landed", "not-landed"])
+async def test_a_run_whose_insert_answer_was_lost_does_not_stay_running(
+    backend: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, committed: bool
+) -> None:
+    """A create whose insert failed as a lost connection does is answered so (the API's
+    503), and its body never runs; a run whose insert had landed unanswered ends failed
+    `store_unreachable`, not `running` with no one executing it, and one that had not
+    landed is not written at all."""
+    async with _opened(backend.new_database() or sqlite_url(tmp_path)) as store:
+        executor = Executor(store, writer_for(store), None)
+        record = new_record()
+        cut = _cut_next_transaction(store, monkeypatch, committed=committed)
+        with pytest.raises(OperationalError):
+            await executor.launch(record, Step(), _never_run)
+        assert cut == [True]
+        await executor.wait_idle()
+        async with store.reading() as uow:
+            stored = await uow.runs.get(record.tenant, record.run_id)
+            docs = [] if stored is None else await uow.events.all_docs(stored.handle)
+        if not committed:
+            assert stored is None
+            return
+        assert stored is not None
+        assert stored.status is RunStatus.FAILED
+        ending = json.loads(docs[-1])
+        assert ending["type"] == "run.failed"
+        assert ending["payload"]["error"]["code"] == "store_unreachable"

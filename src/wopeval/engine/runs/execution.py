@@ -12,6 +12,7 @@ in one transaction, and executes nothing here: worker processes do (`wopeval.wor
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -152,13 +153,26 @@ class Executor:
         )
         step.extend(opening)
         if self.queue is not None:
+            # A lost answer leaves the run with its jobs, which the workers execute.
             return await self.writer.insert(record, step, self._enqueuing(work or Work(), extra))
-        stored = await self.writer.insert(record, step, extra)
-        execution = Execution(self.run_log(stored))
+        try:
+            stored = await self.writer.insert(record, step, extra)
+        except Exception as failed:
+            if store_unreachable(failed) and not self._stopping:
+                # The insert may have landed, its answer lost (the connection cut after
+                # the server committed): such a run would stay `running`, executed by
+                # no one, until the next start. It ends failed, as a run whose step did
+                # not land; one that never landed is not found, and nothing is written.
+                self._execute_here(record, _start_not_landed)
+            raise
+        self._execute_here(stored, body)
+        return stored
+
+    def _execute_here(self, record: RunRecord, body: Body) -> None:
+        execution = Execution(self.run_log(record))
         task = asyncio.create_task(self._execute(execution, body), name=f"run:{record.run_id}")
         self._executing[record.run_id] = (task, execution)
         task.add_done_callback(lambda _: self._executing.pop(record.run_id, None))
-        return stored
 
     def _enqueuing(self, work: Work, extra: OnInsert | None) -> OnInsert:
         queue = self.queue
@@ -196,7 +210,8 @@ class Executor:
                 await asyncio.shield(ending)
             except asyncio.CancelledError:
                 _uncancel()
-        ending.result()
+        with contextlib.suppress(RunClosed):  # a run whose insert never landed (`launch`)
+            ending.result()
 
     async def _run_body(self, execution: Execution, body: Body) -> Terminal:
         try:
@@ -272,6 +287,11 @@ class Executor:
                 continue
             if ended is not None:
                 return
+
+
+async def _start_not_landed(_execution: Execution) -> Terminal:
+    """The body of a run whose insert may have landed unanswered: it never started."""
+    raise StepNotLanded("the run's start was not known to have landed")
 
 
 def _uncancel() -> None:
