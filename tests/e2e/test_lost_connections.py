@@ -31,10 +31,11 @@ from wopeval.api.routes.model_proxy import NOT_RECORDED as MODEL_NOT_RECORDED
 
 from ._gate import DEADLINE_SECONDS
 from ._loopback import LoopbackApi
-from ._server import ServerHandle, host_settings, running_host
+from ._server import TENANT_A, ServerHandle, host_settings, running_host
 from ._support import COUNTER_TOOL, table_rows, types_of, unique, wait_terminal
 from .conftest import _project_host
 from .evals._evals import golden, new_suite_id, publish, start_eval, suite, task
+from .test_dashboard_http import _browser, _sign_in
 from .test_run_control import STEPPER, Steps
 
 pytestmark = pytest.mark.postgres
@@ -524,3 +525,30 @@ def test_a_control_whose_step_cannot_land_answers_503_and_lands_nothing(
     else:
         assert (kinds.count("run.paused"), kinds.count("run.resumed")) == (1, 1), kinds
         _assert_whole(pg_host, run_id, 1)
+
+
+def test_the_dashboards_cancel_whose_step_cannot_land_is_a_503_page(
+    pg_host: ServerHandle, steps: Steps, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The dashboard's cancel, its step cut as the API's is: 503 `service_unavailable` as a
+    page (the crash guard's answer, which the dashboard renders), not 500, with Retry-After
+    and no store text; the run goes on and completes whole."""
+    run_id = _stepper(pg_host, steps, 1)
+    steps.wait_entered(0)
+    with _browser(pg_host) as browser:
+        csrf = _sign_in(browser, pg_host, TENANT_A)
+        cancel = f"/ui/runs/{project_id(run_id)}/cancel"
+        page = _answered_while_its_step_cannot_land(
+            pg_host,
+            run_id,
+            lambda: browser.post(cancel, data={"csrf": csrf}),
+            caplog,
+            refused=False,
+        )
+    assert page.status_code == 503, page.text
+    assert page.headers["content-type"].startswith("text/html")
+    assert page.headers["Retry-After"] == "1"
+    assert "service_unavailable" in page.text
+    assert str(make_url(pg_host.database_url).database) not in page.text
+    steps.release_all()
+    _assert_whole(pg_host, run_id, 1)
