@@ -12,7 +12,7 @@ import json
 import logging
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -31,10 +31,11 @@ from wopeval.api.routes.model_proxy import NOT_RECORDED as MODEL_NOT_RECORDED
 
 from ._gate import DEADLINE_SECONDS
 from ._loopback import LoopbackApi
-from ._server import ServerHandle, host_settings, running_host
+from ._server import TENANT_A, ServerHandle, host_settings, running_host
 from ._support import COUNTER_TOOL, table_rows, types_of, unique, wait_terminal
 from .conftest import _project_host
 from .evals._evals import golden, new_suite_id, publish, start_eval, suite, task
+from .test_dashboard_http import _browser, _sign_in
 from .test_run_control import STEPPER, Steps
 
 pytestmark = pytest.mark.postgres
@@ -400,3 +401,154 @@ def _out_of_reach_as_the_tool_returns(
             time.sleep(0.02)
     finally:
         allow_connections(database_url, True)
+
+
+def _control(http: httpx.Client, control: str, run_id: str, key: str) -> httpx.Response:
+    """The run control `control` asked of `run_id`, under the Idempotency-Key `key`."""
+    segment = project_id(run_id)
+    headers = {"Idempotency-Key": key}
+    if control == "bulk-cancel":
+        return http.post("/runs:bulk-cancel", json={"runIds": [run_id]}, headers=headers)
+    if control == "cancel":
+        return http.post(f"/runs/{segment}/cancel", json={}, headers=headers)
+    return http.post(f"/runs/{segment}:{control}", json={}, headers=headers)
+
+
+def _lock_waiters(admin: psycopg.Connection[Any], database: str, gone: list[int]) -> list[int]:
+    """The backends of `database` waiting on a lock, once one not in `gone` does."""
+    deadline = time.monotonic() + DEADLINE_SECONDS
+    while True:
+        found = admin.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = %s AND wait_event_type = 'Lock'",
+            (database,),
+        )
+        waiting = [pid for (pid,) in found if pid not in gone]
+        if waiting:
+            return waiting
+        assert time.monotonic() < deadline, "the step never waited on the run's row"
+        time.sleep(0.01)
+
+
+def _wait_logged(caplog: pytest.LogCaptureFixture, text: str) -> None:
+    deadline = time.monotonic() + DEADLINE_SECONDS
+    while not any(text in record.getMessage() for record in caplog.records):
+        assert time.monotonic() < deadline, f"never logged: {text}"
+        time.sleep(0.02)
+
+
+def _answered_while_its_step_cannot_land(
+    server: ServerHandle,
+    run_id: str,
+    send: Callable[[], httpx.Response],
+    caplog: pytest.LogCaptureFixture,
+    *,
+    refused: bool,
+) -> httpx.Response:
+    """`send()`'s answer, a request whose route hands the log writer a step of `run_id`:
+    the test holds the run's row locked, so the step's statement waits on it, and the
+    backend that waits is ended, the step's group's and then the step's alone
+    (`StepNotLanded`). With `refused`, the database refuses new connections instead of the
+    second wait, until the route has tried to free its Idempotency-Key once; without, the
+    key's table is held (its answer kept or the key freed once the test lets go). The
+    route's own read of the run, before its step, is not held back (MVCC)."""
+    database = str(make_url(server.database_url).database)
+    caplog.set_level(logging.WARNING, logger="wopeval")
+    with _admin(server, database) as locker, ThreadPoolExecutor(1) as pool:
+        locker.execute("BEGIN")
+        locker.execute("SELECT 1 FROM runs WHERE run_id = %s FOR UPDATE", (run_id,))
+        answer = pool.submit(send)
+        with _admin(server) as admin:
+            group = _lock_waiters(admin, database, [])
+            # Claimed before the step: what the route writes of its key after waits for it.
+            locker.execute("LOCK TABLE idempotency IN SHARE MODE")
+            terminate = "SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) pid"
+            if refused:
+                allow_connections(server.database_url, False)
+                try:
+                    admin.execute(terminate, (group,))
+                    _wait_logged(caplog, "an idempotency key of")
+                finally:
+                    allow_connections(server.database_url, True)
+            else:
+                admin.execute(terminate, (group,))
+                admin.execute(terminate, (_lock_waiters(admin, database, group),))
+                _wait_logged(caplog, "did not land")
+        locker.execute("ROLLBACK")
+        return answer.result(timeout=DEADLINE_SECONDS)
+
+
+@pytest.mark.parametrize("refused", [False, True], ids=["cut-twice", "refused"])
+@pytest.mark.parametrize("control", ["cancel", "bulk-cancel", "pause", "resume"])
+def test_a_control_whose_step_cannot_land_answers_503_and_lands_nothing(
+    pg_host: ServerHandle,
+    steps: Steps,
+    caplog: pytest.LogCaptureFixture,
+    control: str,
+    refused: bool,
+) -> None:
+    """A cancel, pause or resume whose step cannot land (the database out of reach as it is
+    written) answers `503 service_unavailable` with Retry-After, not 500 (a bulk cancel:
+    that entry's error, the answer not kept for its key); the run is as it was, and the
+    same request with the same Idempotency-Key then does the work (its key was freed, also
+    when the database refused it a moment longer)."""
+    run_id = _stepper(pg_host, steps, 1)
+    steps.wait_entered(0)
+    with pg_host.http() as http:
+        if control == "resume":
+            assert _control(http, "pause", run_id, unique("pause-key")).status_code == 202
+        before = http.get(f"/runs/{project_id(run_id)}").json()["status"]
+        key = unique("control-key")
+        answer = _answered_while_its_step_cannot_land(
+            pg_host, run_id, lambda: _control(http, control, run_id, key), caplog, refused=refused
+        )
+        if control == "bulk-cancel":
+            assert answer.status_code == 200, answer.text
+            (entry,) = answer.json()["results"]
+            assert entry["ok"] is False
+            assert entry["error"]["error"] == "service_unavailable"
+        else:
+            _assert_unavailable(answer)
+        assert http.get(f"/runs/{project_id(run_id)}").json()["status"] == before
+        again = _control(http, control, run_id, key)
+        assert again.status_code in (200, 202), again.text
+        assert "OpenWOP-Idempotent-Replay" not in again.headers
+        if control == "bulk-cancel":
+            assert again.json()["results"][0]["ok"] is True, again.text
+        if control == "pause":
+            assert _control(http, "resume", run_id, unique("resume-key")).status_code == 202
+    steps.release_all()
+    events = wait_terminal(pg_host.client(), run_id)
+    kinds = types_of(events)
+    assert [event.sequence for event in events] == list(range(len(events)))
+    if control in ("cancel", "bulk-cancel"):
+        assert kinds[-1] == "run.cancelled", kinds
+    else:
+        assert (kinds.count("run.paused"), kinds.count("run.resumed")) == (1, 1), kinds
+        _assert_whole(pg_host, run_id, 1)
+
+
+def test_the_dashboards_cancel_whose_step_cannot_land_is_a_503_page(
+    pg_host: ServerHandle, steps: Steps, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The dashboard's cancel, its step cut as the API's is: 503 `service_unavailable` as a
+    page (the crash guard's answer, which the dashboard renders), not 500, with Retry-After
+    and no store text; the run goes on and completes whole."""
+    run_id = _stepper(pg_host, steps, 1)
+    steps.wait_entered(0)
+    with _browser(pg_host) as browser:
+        csrf = _sign_in(browser, pg_host, TENANT_A)
+        cancel = f"/ui/runs/{project_id(run_id)}/cancel"
+        page = _answered_while_its_step_cannot_land(
+            pg_host,
+            run_id,
+            lambda: browser.post(cancel, data={"csrf": csrf}),
+            caplog,
+            refused=False,
+        )
+    assert page.status_code == 503, page.text
+    assert page.headers["content-type"].startswith("text/html")
+    assert page.headers["Retry-After"] == "1"
+    assert "service_unavailable" in page.text
+    assert str(make_url(pg_host.database_url).database) not in page.text
+    steps.release_all()
+    _assert_whole(pg_host, run_id, 1)

@@ -9,6 +9,7 @@ repeat; the worker must go on taking jobs, and the API process on being woken by
 
 from __future__ import annotations
 
+import random
 import time
 from functools import partial
 from pathlib import Path
@@ -25,6 +26,7 @@ from .conftest import (
     events_of,
     landed_trials,
     start_eval,
+    stop_outside_transactions,
     suite,
     wait_terminal,
     wait_until,
@@ -157,3 +159,82 @@ def test_a_workflow_cut_while_its_agent_waits_runs_its_node_once(
     assert sorted(path.name for path in tmp_path.glob("entered-*")) == ["entered-0"]
     assert_log_whole(events_of(fleet, run_id))
     assert worker.alive()
+
+
+def test_a_storm_of_cuts_leaves_no_run_hanging(fleet: Fleet, tmp_path: Path) -> None:
+    """25 cuts of every backend a few tens of ms apart, while eval and workflow runs execute
+    on a worker: each run ends (completed, or failed `store_unreachable` where a step could
+    not land), its log whole, and the worker lives on. A run that never ends fails the
+    test by its deadline."""
+    api = fleet.serve()
+    worker = fleet.worker()
+    with fleet.http(api) as http:
+        runs = [start_eval(http, suite(20, 2, sleep=0.05, calls=2)) for _ in range(2)]
+        for index in range(3):
+            gates = tmp_path / f"workflow-{index}"
+            gates.mkdir()
+            for attempt in range(30):  # every attempt of its node goes through at once
+                (gates / f"gate-{attempt}").touch()
+            body = {"workflowId": "scale-gated", "inputs": {"dir": str(gates)}}
+            created = http.post("/runs", json=body)
+            assert created.status_code == 201, created.text
+            runs.append(created.json()["runId"])
+        for _ in range(25):
+            end_backends(fleet.database_url)
+            time.sleep(random.uniform(0.0, 0.06))  # not a timing assertion: the storm's gaps
+        for run_id in runs:
+            final = wait_terminal(http, run_id)
+            assert final["status"] in ("completed", "failed"), final
+            if final["status"] == "failed":
+                assert final["error"]["code"] == "store_unreachable", final
+            assert_log_whole(events_of(fleet, run_id))
+    assert worker.alive(), worker.output()[-4000:]
+
+
+def test_a_job_whose_end_was_cut_under_way_does_not_stay_running(fleet: Fleet) -> None:
+    """Procrastinate's write of a job's end (its row deleted, succeeded) cut under way: the
+    job stayed `doing` under its live worker for good, which no stall or orphan check
+    takes (here its run had completed; a job that ended before its work did left its run
+    running for good, below). The worker's maintenance takes it."""
+    api = fleet.serve()
+    worker = fleet.worker()
+    with fleet.http(api) as http:
+        run_id = start_eval(http, suite(1, 1, sleep=1.0))
+        wait_until(lambda: [job["status"] for job in fleet.jobs(run_id)] == ["doing"], "its job")
+        # Its row's delete cascades to Procrastinate's events, which the lock holds back.
+        _end_worker_statement(
+            fleet, "LOCK TABLE procrastinate_events IN EXCLUSIVE MODE", "procrastinate_finish_job"
+        )
+        assert wait_terminal(http, run_id)["status"] == "completed"
+    wait_until(
+        lambda: all(job["status"] != "doing" for job in fleet.jobs(run_id)), "its job to end"
+    )
+    assert worker.alive(), worker.output()[-4000:]
+
+
+def test_a_job_whose_end_went_unrecorded_runs_again(fleet: Fleet) -> None:
+    """A job the queue holds as a live worker's (`doing`, its heartbeat fresh) that runs
+    nowhere in it: Procrastinate wrote the job's end on a connection that was lost, here
+    made by hand. No stall or orphan check would take it, and its run hung; the worker's
+    maintenance finds it and runs its work again, and the run completes."""
+    api = fleet.serve()
+    worker = fleet.worker(stall_seconds=60.0)  # held back a moment, it is not stalled
+    dsn = make_url(fleet.database_url).set(drivername="postgresql").render_as_string(False)
+    with fleet.http(api) as http:
+        stop_outside_transactions(fleet, worker)
+        try:
+            run_id = start_eval(http, suite(3, 1))
+            with psycopg.connect(dsn) as connection:
+                taken = connection.execute(
+                    "UPDATE procrastinate_jobs SET status = 'doing',"
+                    " worker_id = (SELECT id FROM procrastinate_workers)"
+                    " WHERE args ->> 'run_id' = %s AND status = 'todo'",
+                    (run_id,),
+                ).rowcount
+            assert taken == 1
+        finally:
+            worker.resume()
+        final = wait_terminal(http, run_id)
+    assert final["status"] == "completed", (final, worker.output()[-4000:])
+    assert landed_trials(fleet, run_id) == [(f"t{task:04d}", 0) for task in range(3)]
+    assert_log_whole(events_of(fleet, run_id))

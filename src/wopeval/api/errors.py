@@ -14,7 +14,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from wopeval.api.invocation_token import mask_tokens
 from wopeval.api.json_response import JSONResponse
 from wopeval.api.routing import allowed_methods
-from wopeval.store import out_of_reach
+from wopeval.engine.runlog.steps import store_unreachable
 from wopeval.wire import errors
 
 log = logging.getLogger("wopeval.api")
@@ -118,9 +118,11 @@ class CrashGuard:
     stops, logged with its traceback and the run the request named.
 
     The database out of reach (a connection the server ended under a statement in
-    flight, a restart, a failover, new connections refused: store `out_of_reach`) is
-    no bug of the host's: `503 service_unavailable` with `Retry-After`, the driver's
-    message (the database's address and name) in the host's log only, no traceback.
+    flight, a restart, a failover, new connections refused: store `out_of_reach`; or a
+    step the route handed the run log writer, a cancel, a pause, a resume, that could not
+    land: `StepNotLanded`) is no bug of the host's: `503 service_unavailable` with
+    `Retry-After`, the driver's message (the database's address and name) in the host's
+    log only, no traceback.
     """
 
     def __init__(self, app: ASGIApp) -> None:
@@ -142,7 +144,7 @@ class CrashGuard:
         except Exception as exc:
             # The router leaves the matched path parameters in the shared scope.
             run = scope.get("path_params", {}).get("runId", "-")
-            if out_of_reach(exc):
+            if store_unreachable(exc):
                 log.warning(
                     "the database was out of reach answering %s %s (run %s): %s",
                     scope["method"],

@@ -15,7 +15,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import re
+import time
 from collections.abc import Awaitable, Callable
 
 import rfc8785
@@ -24,16 +26,24 @@ from fastapi import Request, Response
 from wopeval.api.deps import host_of
 from wopeval.api.errors import envelope_response
 from wopeval.engine.runlog.log_writer import OnInsert
-from wopeval.engine.runlog.steps import now
+from wopeval.engine.runlog.steps import now, store_unreachable
 from wopeval.store import (
     IDEMPOTENCY_RETENTION,
     IdempotencyRecord,
     IdempotencyRepo,
     RunRecord,
+    Store,
     UnitOfWork,
 )
 from wopeval.wire import errors
 from wopeval.wire.principal import Principal
+
+log = logging.getLogger("wopeval.api")
+
+RELEASE_RETRY_FIRST_SECONDS = 0.1
+RELEASE_PATIENCE_SECONDS = 5.0
+"""How long a failed request tries to free its key (`_release_unanswered`), each wait
+twice the last: within the 30 s a retry with the key waits for it (`_replay`)."""
 
 _KEY = re.compile(r"^[A-Za-z0-9._~-]{22,128}$")
 _WAIT_FOR_FIRST = 30.0
@@ -90,18 +100,54 @@ async def guard(
     try:
         response = await _answer(produce, claim)
     except BaseException:
-        async with store.transaction() as uow:
-            # Unless the run's transaction committed its answer: that must stay.
-            await uow.idempotency.release_unanswered(principal.tenant, operation, key)
+        # Unless the run's transaction committed its answer: that must stay.
+        await _release_unanswered(store, principal.tenant, operation, key)
         raise
     if claim.settled:
         return response
-    async with store.transaction() as uow:
-        if _cacheable(response):
-            await _keep(uow.idempotency, principal.tenant, operation, key, response)
-        else:
-            await uow.idempotency.release(principal.tenant, operation, key)
+    try:
+        async with store.transaction() as uow:
+            if _cacheable(response):
+                await _keep(uow.idempotency, principal.tenant, operation, key, response)
+            else:
+                await uow.idempotency.release(principal.tenant, operation, key)
+    except Exception as failed:
+        # The work is done and its answer goes out; the key is freed rather than kept,
+        # so a retry with it (its client never got this answer) does the work again.
+        await _release_unanswered(store, principal.tenant, operation, key)
+        if not store_unreachable(failed):
+            raise
     return response
+
+
+async def _release_unanswered(store: Store, tenant: str, operation: str, key: str) -> None:
+    """Free a key whose request failed, so that the client's retry does the work.
+
+    The failure is mostly the database out of reach (a restart, a failover: the request
+    answers `503 service_unavailable`), so the release meets it too; it is tried again
+    for a while (the client's retry meanwhile waits for it, `_replay`). A key held past
+    that would answer `idempotency_in_flight` to every retry until housekeeping or the
+    next start frees it."""
+    delay = RELEASE_RETRY_FIRST_SECONDS
+    deadline = time.monotonic() + RELEASE_PATIENCE_SECONDS
+    while True:
+        try:
+            async with store.transaction() as uow:
+                await uow.idempotency.release_unanswered(tenant, operation, key)
+        except Exception as failed:
+            if not store_unreachable(failed) or time.monotonic() + delay > deadline:
+                log.warning("an idempotency key of %s was left in flight: %s", operation, failed)
+                return
+            log.warning(
+                "an idempotency key of %s is not freed yet (%s); again in %.1f s",
+                operation,
+                type(failed).__name__,
+                delay,
+            )
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, RELEASE_PATIENCE_SECONDS)
+            continue
+        return
 
 
 async def _answer(produce: Callable[[Claim], Awaitable[Response]], claim: Claim) -> Response:
@@ -134,7 +180,22 @@ def _cacheable(response: Response) -> bool:
         except ValueError:
             return False
         return code not in _NOT_CACHED_CODES
-    return True
+    return not _entry_to_retry(response)
+
+
+def _entry_to_retry(response: Response) -> bool:
+    """Whether an answer of many entries (a bulk cancel's) holds one the host could not
+    answer (`service_unavailable`, the database out of reach): kept, it would answer every
+    retry with that key so; released, a retry does that entry's work."""
+    try:
+        results = json.loads(bytes(response.body)).get("results")
+    except (ValueError, AttributeError):
+        return False
+    unavailable = errors.ServiceUnavailable.code.value
+    return isinstance(results, list) and any(
+        isinstance(entry, dict) and (entry.get("error") or {}).get("error") == unavailable
+        for entry in results
+    )
 
 
 async def _replay(

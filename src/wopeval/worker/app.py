@@ -131,7 +131,10 @@ async def _serve(host: WorkerHost, announce: Any) -> None:
         loop.add_signal_handler(signum, drain)
     side = [
         asyncio.create_task(runtime.watch.run(), name="watch"),
-        asyncio.create_task(Maintenance(engine, queue, options).run(), name="maintenance"),
+        asyncio.create_task(
+            Maintenance(engine, queue, options, lambda: worker.worker_id, runtime.executing).run(),
+            name="maintenance",
+        ),
         asyncio.create_task(server.serve(sockets=[host.sock]), name="health"),
     ]
     try:
@@ -168,13 +171,15 @@ async def _take_jobs(worker: Worker, draining: asyncio.Event) -> None:
 def _register(app: App, runtime: Runtime) -> None:
     @app.task(name=EVAL_CHUNK, pass_context=True, retry=_HandBackOnly())
     async def eval_chunk(context: JobContext, /, **kwargs: Any) -> None:
-        with _handing_back(context):
-            await runtime.eval_chunk(_identity(context), JobArgs.from_json(kwargs))
+        job = _identity(context)
+        with runtime.running(job), _handing_back(context):
+            await runtime.eval_chunk(job, JobArgs.from_json(kwargs))
 
     @app.task(name=WORKFLOW_RUN, pass_context=True, retry=_HandBackOnly())
     async def workflow_run(context: JobContext, /, **kwargs: Any) -> None:
-        with _handing_back(context):
-            await runtime.workflow_run(_identity(context), JobArgs.from_json(kwargs))
+        job = _identity(context)
+        with runtime.running(job), _handing_back(context):
+            await runtime.workflow_run(job, JobArgs.from_json(kwargs))
 
 
 @contextlib.contextmanager

@@ -19,6 +19,7 @@ import contextlib
 import json
 import logging
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from pydantic import JsonValue
@@ -63,6 +64,18 @@ class Runtime:
     """Trials running at once in this worker (`--concurrency`)."""
     draining: asyncio.Event = field(default_factory=asyncio.Event)
     """Set on SIGTERM: no job starts another trial."""
+    executing: set[int] = field(default_factory=set)
+    """The ids of the jobs whose work runs in this process now (`running`)."""
+
+    @contextlib.contextmanager
+    def running(self, job: JobIdentity) -> Iterator[None]:
+        """Hold `job` as executing here while its work runs: a job the queue holds as this
+        worker's and that runs nowhere here had its end go unrecorded (maintenance.py)."""
+        self.executing.add(job.job_id)
+        try:
+            yield
+        finally:
+            self.executing.discard(job.job_id)
 
     # ── eval chunks ──────────────────────────────────────────────────
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from wopeval.engine.catalog.catalog import Catalog
@@ -110,11 +111,47 @@ class _Orphaned:
         return NOTHING
 
 
+@dataclass(frozen=True)
+class _Unfinished:
+    """Admits the replacement of a job the queue holds as this worker's that runs nowhere
+    in it: Procrastinate wrote its end on a connection that was lost (a failover, a backend
+    ended), and the job stayed `doing` under a worker whose heartbeat says it is alive, so
+    neither the stall nor the orphan check would ever take it, and its run never ended."""
+
+    job: sql.StalledJob
+    worker_id: int
+    queue: str
+
+    async def admit(self, uow: UnitOfWork, locked: Locked, step: Step) -> Landing | None:
+        if not await sql.take_unfinished(uow, self.job.job_id, self.worker_id):
+            return None
+        await sql.defer(uow, self.queue, [self.job.args])
+        log.warning(
+            "job %d of run %s ended unrecorded; its work runs again",
+            self.job.job_id,
+            self.job.args.run_id,
+        )
+        return NOTHING
+
+
 class Maintenance:
-    def __init__(self, engine: Engine, queue: str, settings: QueueSettings) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        queue: str,
+        settings: QueueSettings,
+        worker_id: Callable[[], int | None],
+        executing: Collection[int],
+    ) -> None:
         self._engine = engine
         self._queue = queue
         self._settings = settings
+        self._worker_id = worker_id
+        self._executing = executing
+        self._unrecorded: set[int] = set()
+        """Jobs held as this worker's and found running nowhere here at the last look: a
+        job is replaced when found so twice, since one just fetched is held a moment
+        before its work starts here."""
         self._elsewhere: dict[str, int] = {}
 
     async def run(self) -> None:
@@ -127,6 +164,7 @@ class Maintenance:
 
     async def once(self) -> None:
         await self._stalled()
+        await self._unfinished()
         await self._orphaned()
         await self._other_projects()
 
@@ -141,6 +179,27 @@ class Maintenance:
                 # Its run has ended: the job only has to stop being found.
                 async with store.transaction() as uow:
                     await sql.take_stalled(uow, job.job_id, self._settings.stall_seconds)
+
+    async def _unfinished(self) -> None:
+        worker_id = self._worker_id()
+        if worker_id is None:
+            self._unrecorded = set()
+            return
+        store, writer = self._engine.store, self._engine.writer
+        before = set(self._executing)
+        async with store.reading() as uow:
+            held = await sql.jobs_of_worker(uow, self._queue, worker_id)
+        idle = [job for job in held if job.job_id not in before | set(self._executing)]
+        again = [job for job in idle if job.job_id in self._unrecorded]
+        self._unrecorded = {job.job_id for job in idle} - {job.job_id for job in again}
+        for job in again:
+            fence = _Unfinished(job, worker_id, self._queue)
+            run_log = RunLog(writer, job.args.run_id, job.args.tenant, fence)
+            if not await run_log.transition(Transition(ACTIVE)):
+                # Its run has ended (or the job is no longer held): it only has to stop
+                # being held, with nothing to run again.
+                async with store.transaction() as uow:
+                    await sql.take_unfinished(uow, job.job_id, worker_id)
 
     async def _orphaned(self) -> None:
         digest = self._engine.catalog_digest

@@ -126,6 +126,38 @@ async def take_stalled(uow: UnitOfWork, job_id: int, stall_seconds: float) -> bo
     return True
 
 
+async def jobs_of_worker(uow: UnitOfWork, queue: str, worker_id: int) -> list[StalledJob]:
+    """Our running jobs on `queue` that the queue holds as `worker_id`'s."""
+    result = await uow.connection.execute(
+        text(
+            "SELECT id, args FROM procrastinate_jobs"
+            f" WHERE status = 'doing' AND {_OURS} AND queue_name = :queue"
+            " AND worker_id = :worker ORDER BY id"
+        ),
+        {"tasks": list(TASKS), "queue": queue, "worker": worker_id},
+    )
+    return [StalledJob(job_id, JobArgs.from_json(args)) for job_id, args in result]
+
+
+async def take_unfinished(uow: UnitOfWork, job_id: int, worker_id: int) -> bool:
+    """Lock a job the queue still holds as `worker_id`'s and fail it (it is replaced), if it
+    still does; a job whose row another transaction holds (its end being written) is left."""
+    result = await uow.connection.execute(
+        text(
+            "SELECT id FROM procrastinate_jobs"
+            " WHERE id = :job AND status = 'doing' AND worker_id = :worker"
+            " FOR UPDATE SKIP LOCKED"
+        ),
+        {"job": job_id, "worker": worker_id},
+    )
+    if result.first() is None:
+        return False
+    await uow.connection.execute(
+        text("SELECT procrastinate_finish_job_v1(:job, 'failed', false)"), {"job": job_id}
+    )
+    return True
+
+
 async def waiting_elsewhere(uow: UnitOfWork, queue: str) -> dict[str, int]:
     """Jobs waiting on wopeval queues other than `queue`: work for another project."""
     result = await uow.connection.execute(

@@ -32,6 +32,7 @@ for the readers in other processes (queue mode).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
@@ -209,6 +210,9 @@ class LogWriter:
                 log.warning("a group commit failed; writing its steps one by one", exc_info=True)
                 for queued in batch:
                     try:
+                        if await self._landed_unanswered(queued):
+                            self._finish([queued], [True])
+                            continue
                         single = await self._write([queued])
                     except Exception as failure:
                         _settle(queued, _not_landed(queued.run_id, failure))
@@ -270,6 +274,23 @@ class LogWriter:
                 )
         self._remember(group.lasts)
         return landed
+
+    async def _landed_unanswered(self, queued: _Queued) -> bool:
+        """Whether `queued`'s step landed with a group whose commit failed: the connection
+        lost after the server committed and before its answer reached the host. Written
+        again, it would land twice (its events under new sequences, its tool call's row
+        again) or fail on a key (its trial's, its invocation's). A step numbered in that
+        group landed if its first event is at its sequence in the log: event ids are
+        minted once, so nothing else can be there. A step with no event (a cancel's row
+        values alone) is written again, which sets the same values."""
+        first = next((staged for staged in queued.step.staged if staged.sequence is not None), None)
+        if first is None or first.sequence is None:
+            return False
+        async with self.store.reading() as uow:
+            run = await uow.runs.get(queued.tenant, queued.run_id)
+            docs = {} if run is None else await uow.events.docs_at(run.handle, [first.sequence])
+        found = docs.get(first.sequence)
+        return found is not None and json.loads(found)["eventId"] == first.event_id
 
     def _remember(self, lasts: dict[str, int]) -> None:
         """Where a commit left its runs' rows (only a commit that returned: one that failed

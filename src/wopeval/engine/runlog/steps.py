@@ -20,6 +20,7 @@ from wopeval.store import (
     ToolCallRow,
     TrialRow,
     idle_column,
+    out_of_reach,
 )
 from wopeval.wire import events, ids
 from wopeval.wire.json_text import JsonObject
@@ -95,6 +96,13 @@ class StepNotLanded(Exception):
 
 
 STORE_UNREACHABLE = "store_unreachable"
+
+
+def store_unreachable(error: BaseException) -> bool:
+    """Whether `error` says the database was out of reach: a statement of the caller's own
+    failed so (store `out_of_reach`), or a step it handed the log writer did
+    (`StepNotLanded`). Not the caller's bug: a request answers `503 service_unavailable`."""
+    return isinstance(error, StepNotLanded) or out_of_reach(error)
 
 
 @dataclass(slots=True)

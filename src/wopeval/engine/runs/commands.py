@@ -14,17 +14,27 @@ workers in the run row (worker/watch.py).
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from wopeval.engine.runlog.runlog import RunLog
-from wopeval.engine.runlog.steps import STOPPED_HOST, RunUpdate, Step, Transition, now
+from wopeval.engine.runlog.steps import (
+    STOPPED_HOST,
+    RunUpdate,
+    Step,
+    Transition,
+    now,
+    store_unreachable,
+)
 from wopeval.engine.runs.execution import Executor
 from wopeval.store import RunRecord
 from wopeval.wire import errors, events, ids
 from wopeval.wire.principal import Principal
 from wopeval.wire.runs import MAX_BULK_CANCEL, DrainPolicy, RunStatus
+
+log = logging.getLogger("wopeval.engine")
 
 CANCEL_WAIT_SECONDS = 5.0
 """How long a cancel waits for the run to reach `cancelled` before answering `cancelling`."""
@@ -77,6 +87,14 @@ async def bulk_cancel(
             record = await cancel_run(executor, principal, run_id, reason)
         except errors.WireError as error:
             return {"runId": raw, "ok": False, "error": error.envelope()}
+        except Exception as failed:
+            # The database out of reach for this id's read or its cancel's step: this
+            # entry is to be tried again, while the others' answers stand.
+            if not store_unreachable(failed):
+                raise
+            log.warning("the database was out of reach cancelling run %s: %s", raw, failed)
+            unavailable = errors.ServiceUnavailable()
+            return {"runId": raw, "ok": False, "error": unavailable.envelope()}
         return {"runId": record.run_id, "ok": True, "status": record.status.value}
 
     return list(await asyncio.gather(*(one(raw) for raw in run_ids)))

@@ -12,6 +12,7 @@ in one transaction, and executes nothing here: worker processes do (`wopeval.wor
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -20,16 +21,18 @@ from wopeval.engine.runlog.log_writer import LogWriter, OnInsert
 from wopeval.engine.runlog.runlog import RunLog
 from wopeval.engine.runlog.steps import (
     STOPPED_HOST,
+    RunClosed,
     RunUpdate,
     Step,
     StepNotLanded,
     Transition,
     now,
+    store_unreachable,
 )
 from wopeval.engine.runs.control import RunControl
 from wopeval.engine.runs.outcome import RunFailure, Terminal
 from wopeval.engine.runs.run_queue import RunQueue, Work
-from wopeval.store import OwnedRun, RunRecord, Store, UnitOfWork, out_of_reach
+from wopeval.store import OwnedRun, RunRecord, Store, UnitOfWork
 from wopeval.wire import errors, events
 from wopeval.wire.principal import Principal
 from wopeval.wire.runs import RunStatus
@@ -150,13 +153,26 @@ class Executor:
         )
         step.extend(opening)
         if self.queue is not None:
+            # A lost answer leaves the run with its jobs, which the workers execute.
             return await self.writer.insert(record, step, self._enqueuing(work or Work(), extra))
-        stored = await self.writer.insert(record, step, extra)
-        execution = Execution(self.run_log(stored))
+        try:
+            stored = await self.writer.insert(record, step, extra)
+        except Exception as failed:
+            if store_unreachable(failed) and not self._stopping:
+                # The insert may have landed, its answer lost (the connection cut after
+                # the server committed): such a run would stay `running`, executed by
+                # no one, until the next start. It ends failed, as a run whose step did
+                # not land; one that never landed is not found, and nothing is written.
+                self._execute_here(record, _start_not_landed)
+            raise
+        self._execute_here(stored, body)
+        return stored
+
+    def _execute_here(self, record: RunRecord, body: Body) -> None:
+        execution = Execution(self.run_log(record))
         task = asyncio.create_task(self._execute(execution, body), name=f"run:{record.run_id}")
         self._executing[record.run_id] = (task, execution)
         task.add_done_callback(lambda _: self._executing.pop(record.run_id, None))
-        return stored
 
     def _enqueuing(self, work: Work, extra: OnInsert | None) -> OnInsert:
         queue = self.queue
@@ -194,7 +210,8 @@ class Executor:
                 await asyncio.shield(ending)
             except asyncio.CancelledError:
                 _uncancel()
-        ending.result()
+        with contextlib.suppress(RunClosed):  # a run whose insert never landed (`launch`)
+            ending.result()
 
     async def _run_body(self, execution: Execution, body: Body) -> Terminal:
         try:
@@ -230,6 +247,7 @@ class Executor:
             idle=terminal.idle,
         )
         delay = END_RETRY_FIRST_SECONDS
+        unanswered = False
         while True:
             if control is not None:
                 await control.settled()
@@ -242,13 +260,20 @@ class Executor:
                     if control is None
                     else frozenset({RunStatus.RUNNING}),
                 )
+            except RunClosed:
+                if unanswered:
+                    # An earlier try landed though its answer was lost (the connection cut
+                    # after the server committed), or another ended the run meanwhile (a
+                    # queue-mode cancel): either way it has ended, once.
+                    return
+                raise
             except Exception as failed:
                 # The database out of reach (a restart, a failover): the run would stay
                 # active, unended, until the host's next start. Its end goes again until it
-                # lands; an end that landed unanswered is then refused (`RunClosed`), and a
-                # stopping host leaves it to the next start, which fails every active run.
-                unreachable = isinstance(failed, StepNotLanded) or out_of_reach(failed)
-                if self._stopping or not unreachable:
+                # lands; an end that landed unanswered is then refused (`RunClosed`, taken
+                # as ended), and a stopping host leaves it to the next start, which fails
+                # every active run.
+                if self._stopping or not store_unreachable(failed):
                     raise
                 log.warning(
                     "run %s: its end did not land (%s); again in %.1f s",
@@ -256,11 +281,17 @@ class Executor:
                     type(failed).__name__,
                     delay,
                 )
+                unanswered = True
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, END_RETRY_MAX_SECONDS)
                 continue
             if ended is not None:
                 return
+
+
+async def _start_not_landed(_execution: Execution) -> Terminal:
+    """The body of a run whose insert may have landed unanswered: it never started."""
+    raise StepNotLanded("the run's start was not known to have landed")
 
 
 def _uncancel() -> None:
