@@ -255,7 +255,7 @@ class Invocation:
         if args is not copied:
             # A secret was cut: the text written while copying is the unredacted args'.
             args_text = None
-        call = ToolCall(name, args, ids.mint_local_id())
+        call = ToolCall(name, args, ids.mint_local_id(), args_text)
         called = self.journal.emit(
             content.tool_called(
                 spec.agent_id, name, call.call_id, args, spec.wire_content, args_text
