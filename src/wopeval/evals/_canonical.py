@@ -27,16 +27,13 @@ def canonical_json(value: JsonValue) -> bytes:
     Raises `rfc8785.CanonicalizationError` (a `ValueError`) for values JCS cannot
     represent: NaN, infinities, integers beyond ±(2**53 - 1).
     """
-    if _written_alike(value):
-        try:
-            return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-        except orjson.JSONEncodeError:
-            pass  # a lone surrogate: JCS decides
-    return rfc8785.dumps(value)
+    form = _written_form(value)
+    return form if form is not None else rfc8785.dumps(value)
 
 
-def _written_alike(value: JsonValue) -> bool:
-    """Whether orjson's sorted, compact output of `value` is its RFC 8785 form.
+def _written_form(value: JsonValue) -> bytes | None:
+    """orjson's sorted, compact text of `value` when that is its RFC 8785 form (None: the
+    reference implementation decides).
 
     It is for strings, booleans, null and integers JCS holds: both write strings as UTF-8
     with the same escapes (RFC 8785 §3.2.2.2) and no whitespace. They part on floats
@@ -52,9 +49,14 @@ def _written_alike(value: JsonValue) -> bool:
     # loop, a call's args being mostly one object of scalars. (Untyped: the walk checks
     # what it meets.) A value nested too deep for the walk goes to the reference too.
     try:
-        return _alike(value)
+        if not _alike(value):
+            return None
     except RecursionError:
-        return False
+        return None
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:
+        return None  # a lone surrogate: JCS decides
 
 
 def _alike(value: Any) -> bool:
@@ -114,8 +116,11 @@ def canonical_form(value: JsonValue) -> bytes | None:
     no value with one: its sorted fallback text holds what JCS refused (NaN, an
     infinity, an integer beyond ±(2**53 - 1), a lone surrogate), which no written value
     with a form holds. So a value's form can stand for it as a key of `exact` matching."""
+    form = _written_form(value)
+    if form is not None:
+        return form
     try:
-        return canonical_json(value)
+        return rfc8785.dumps(value)
     except rfc8785.CanonicalizationError:
         return None
 

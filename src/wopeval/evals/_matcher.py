@@ -16,6 +16,7 @@ from pydantic import JsonValue
 
 from wopeval.evals._canonical import canonical_form, hash_of_form, json_equal
 from wopeval.evals._miss import MissDetail, closest_entry
+from wopeval.wire.json_text import written
 from wopeval.wire.suite import ArgsPattern, OnMiss, ToolResponse
 
 
@@ -116,6 +117,13 @@ class FixtureCursor:
     them, only before that candidate. Entries of one form are consumed in list order (the
     first unconsumed one is always the one served), so a form's consumed entries are
     counted, not searched.
+
+    The forms of the entries are written only when a call needs them: an agent that makes
+    its calls in the entries' order (a replay of the run they were recorded from, the
+    conformance agent) makes each call with the args of the tool's first unconsumed `exact`
+    entry, written alike (`json_text.written`, the text the boundary copied the call's args
+    through). The same text is the same value, so that entry is the first of the call's
+    form, and is served without any entry's form written: a text costs a fifth of a form.
     """
 
     def __init__(self, entries: Sequence[ToolResponse], on_miss: OnMiss) -> None:
@@ -124,22 +132,31 @@ class FixtureCursor:
         self._consumed: set[int] = set()
         self.miss_count = 0
         """Misses under `onMiss: fail` since the last reset."""
-        self._exact: dict[str, dict[bytes, list[int]]] = {}
-        """By tool, then by canonical args: the `exact` entries' indexes, in list order."""
+        self._texts: dict[str, list[tuple[int, bytes | None]]] = {}
+        """By tool: the `exact` entries' indexes, in list order, with their args' text."""
         self._patterns: dict[str, list[int]] = {}
-        """By tool: the other entries' indexes, in list order."""
+        """By tool: the other entries' indexes, in list order (and, once `_exact` is made,
+        the `exact` ones whose args JCS cannot write)."""
         for index, entry in enumerate(self._entries):
-            form = canonical_form(entry.args) if entry.mode() == "exact" else None
-            if form is not None:
-                self._exact.setdefault(entry.tool, {}).setdefault(form, []).append(index)
+            if entry.mode() == "exact":
+                self._texts.setdefault(entry.tool, []).append((index, written(entry.args)))
             else:
                 self._patterns.setdefault(entry.tool, []).append(index)
+        self._exact: dict[str, dict[bytes, list[int]]] | None = None
+        """By tool, then by canonical args: the `exact` entries' indexes, in list order;
+        made on the first call the texts do not serve (`_by_form`)."""
         self._used: dict[tuple[str, bytes], int] = {}
         """How many entries of each (tool, form) this trial consumed: always the first ones."""
+        self._front: dict[str, int] = {}
+        """By tool: where in `_texts` its first unconsumed `exact` entry may be (every one
+        before is consumed)."""
 
-    def serve(self, tool: str, args: JsonValue) -> Served | Missed | GoLive:
-        """Select and consume the entry for this call, or say what a miss means."""
-        found = self._select(tool, args)
+    def serve(
+        self, tool: str, args: JsonValue, args_text: bytes | None = None
+    ) -> Served | Missed | GoLive:
+        """Select and consume the entry for this call, or say what a miss means;
+        `args_text` is `args` as `json_text.written` wrote them, when they were."""
+        found = self._select(tool, args, args_text)
         if found is not None:
             index, form = found
             self._consumed.add(index)
@@ -156,20 +173,28 @@ class FixtureCursor:
         self.miss_count += 1
         return Missed(detail)
 
-    def _select(self, tool: str, args: JsonValue) -> tuple[int, bytes | None] | None:
+    def _select(
+        self, tool: str, args: JsonValue, args_text: bytes | None
+    ) -> tuple[int, bytes | None] | None:
         """`select_entry`'s choice, with the call's canonical form when an `exact` entry
         of that form is the one (None: a pattern entry is)."""
         exact: int | None = None
         form: bytes | None = None
-        forms = self._exact.get(tool)
-        if forms is not None:
+        texts = self._texts.get(tool)
+        if texts is not None:
             form = canonical_form(args)
-            # Args JCS cannot write equal no indexed entry's (`canonical_form`): no candidate.
-            if form is not None:
-                indexes = forms.get(form, ())
-                used = self._used.get((tool, form), 0)
-                if used < len(indexes):
-                    exact = indexes[used]
+            if form is None:
+                # Args JCS cannot write equal no indexed entry's (`canonical_form`), only
+                # an `exact` entry's that JCS cannot write either: among the patterns once
+                # the forms are written.
+                self._by_form()
+            else:
+                exact = self._first_written_alike(tool, texts, args_text)
+                if exact is None:
+                    indexes = self._by_form().get(tool, {}).get(form, ())
+                    used = self._used.get((tool, form), 0)
+                    if used < len(indexes):
+                        exact = indexes[used]
         for index in self._patterns.get(tool, ()):
             # Only an earlier entry comes first ("the first unconsumed entry, in list order").
             if exact is not None and index > exact:
@@ -178,10 +203,41 @@ class FixtureCursor:
                 return index, None
         return None if exact is None else (exact, form)
 
+    def _first_written_alike(
+        self, tool: str, texts: list[tuple[int, bytes | None]], args_text: bytes | None
+    ) -> int | None:
+        """The tool's first unconsumed `exact` entry when its args' text is `args_text`
+        (then it is the first unconsumed entry of the call's form); None otherwise."""
+        if args_text is None:
+            return None
+        position = self._front.get(tool, 0)
+        while position < len(texts) and texts[position][0] in self._consumed:
+            position += 1
+        self._front[tool] = position
+        if position < len(texts) and texts[position][1] == args_text:
+            return texts[position][0]
+        return None
+
+    def _by_form(self) -> dict[str, dict[bytes, list[int]]]:
+        """The `exact` entries by tool and form, made once; the entries JCS cannot write
+        join the patterns, each tool's in list order."""
+        if self._exact is None:
+            exact: dict[str, dict[bytes, list[int]]] = {}
+            patterns: dict[str, list[int]] = {}
+            for index, entry in enumerate(self._entries):
+                form = canonical_form(entry.args) if entry.mode() == "exact" else None
+                if form is not None:
+                    exact.setdefault(entry.tool, {}).setdefault(form, []).append(index)
+                else:
+                    patterns.setdefault(entry.tool, []).append(index)
+            self._exact, self._patterns = exact, patterns
+        return self._exact
+
     def reset(self) -> None:
         """Start a new trial: every entry is unconsumed again and no miss is counted."""
         self._consumed = set()
         self._used = {}
+        self._front = {}
         self.miss_count = 0
 
     @property

@@ -66,13 +66,15 @@ class Payload(BaseModel):
         return wire
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Built:
     """A payload's wire form (`Payload.to_wire`) built by the host itself, for the events of
     every tool call (engine/recording/content.py), every invocation's bracket and every
     task's score: values its types already guarantee need no validation, and pydantic's
     check of each field, then its walk back out, cost those events more than the rest of
-    their emit."""
+    their emit. Not frozen: its `wire` is a dict that freezing would not protect, and a
+    frozen dataclass sets each field through `object.__setattr__` (a third of its cost,
+    on two events a tool call)."""
 
     TYPE: str
     wire: dict[str, Any]

@@ -43,10 +43,11 @@ def mint_local_id() -> str:
     """An opaque id unique within a run (events, invocations, tool calls); not a secret.
 
     `uuid4` makes a system call per id; these are minted tens of thousands of
-    times per eval run, where a PRNG draw of the same width serves as well (the draw
-    bound once, and %-formatted: a third less than an f-string of the module's).
+    times per eval run (three or four a tool call), where a PRNG draw of the same width
+    serves as well (the draw bound once). Its 16 bytes, most significant first, in hex:
+    the zero-padded `%032x` of the draw, at half the cost of formatting the integer.
     """
-    return "%032x" % _draw(128)  # noqa: UP031
+    return _draw(128).to_bytes(16, "big").hex()
 
 
 _draw = random.getrandbits

@@ -1,16 +1,18 @@
 """The events around each agent invocation and each task (`agent.invocation-started`,
-`-completed`, `eval.scored`) are built without pydantic (`events.Built`): each must be written
-byte for byte as its validated payload would be."""
+`agent.decided`, `-completed`, `eval.scored`) are built without pydantic (`events.Built`):
+each must be written byte for byte as its validated payload would be."""
 
 from __future__ import annotations
 
 from typing import Literal, get_args
 
 import pytest
+from pydantic import JsonValue
 
 from wopeval.engine.eval_runs.eval_runner import scored_event
 from wopeval.engine.recording.invocation import (
     Source,
+    decided,
     invocation_completed,
     invocation_started,
 )
@@ -74,3 +76,13 @@ def test_an_end_is_written_as_its_validated_payload(
 ) -> None:
     validated = events.InvocationCompleted(invocationId="inv-1", agentId="agent", outcome=outcome)
     assert _written(invocation_completed("inv-1", "agent", outcome)) == _written(validated)
+
+
+@pytest.mark.parametrize(
+    "decision",
+    [None, "yes", 0, False, 1.5, [], {}, {"answer": [1, None, {"deep": "é"}]}],
+    ids=["null", "text", "zero", "false", "float", "empty-list", "empty-object", "nested"],
+)
+def test_a_decision_is_written_as_its_validated_payload(decision: JsonValue) -> None:
+    validated = events.Decided(agentId="agent", decision=decision)
+    assert _written(decided("agent", decision)) == _written(validated)

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import JsonValue
 
 from wopeval import evals
 from wopeval.engine.recording.boundary import FixtureServer, ToolCall
+from wopeval.evals import _matcher
 from wopeval.evals._canonical import canonical_form
+from wopeval.wire import json_text
 from wopeval.wire.suite import ToolResponse
 
 
@@ -28,8 +31,9 @@ def entry(args: JsonValue, response: JsonValue = "r", **fields: Any) -> ToolResp
 
 
 def served(cursor: evals.FixtureCursor, args: JsonValue, tool: str = "a:t") -> int | None:
-    """The index of the entry that served the call; None for a miss."""
-    outcome = cursor.serve(tool, args)
+    """The index of the entry that served the call, handed its args' text as the boundary
+    hands it; None for a miss."""
+    outcome = cursor.serve(tool, args, json_text.written(args))
     return outcome.index if isinstance(outcome, evals.Served) else None
 
 
@@ -131,17 +135,21 @@ _entries = st.lists(
 _calls = st.lists(st.tuples(st.sampled_from(["a:x", "a:y"]), _values), max_size=12)
 
 
-@given(_entries, _calls, st.integers(min_value=1, max_value=2))
+@given(_entries, _calls, st.integers(min_value=1, max_value=2), st.booleans())
 def test_the_index_chooses_as_select_entry_does(
-    entries: list[ToolResponse], calls: list[tuple[str, JsonValue]], trials: int
+    entries: list[ToolResponse],
+    calls: list[tuple[str, JsonValue]],
+    trials: int,
+    with_texts: bool,
 ) -> None:
+    # With the calls' texts (as the boundary hands them) and without (the forms only).
     cursor = evals.FixtureCursor(entries, "fail")
     for _ in range(trials):
         cursor.reset()
         consumed: set[int] = set()
         for tool, args in calls:
             expected = evals.select_entry(entries, frozenset(consumed), tool, args)
-            outcome = cursor.serve(tool, args)
+            outcome = cursor.serve(tool, args, json_text.written(args) if with_texts else None)
             if isinstance(expected, evals.FixtureHit):
                 assert isinstance(outcome, evals.Served)
                 assert outcome.index == expected.index
@@ -179,3 +187,39 @@ def test_the_boundary_hands_the_matcher_s_args_hash_on() -> None:
     assert missed is not None
     assert missed.fixture_miss
     assert missed.args_hash is None
+
+
+def test_calls_in_the_entries_order_are_served_without_the_entries_forms(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    entries = [entry({"n": 1, "q": "a"}), entry({"n": 1, "q": "a"}), entry({"n": 2})]
+    cursor = evals.FixtureCursor(entries, "fail")
+    written: list[JsonValue] = []
+
+    def counted(value: JsonValue) -> bytes | None:
+        written.append(value)
+        return canonical_form(value)
+
+    monkeypatch.setattr(_matcher, "canonical_form", counted)
+    for trial in range(2):
+        cursor.reset()
+        calls: list[JsonValue] = [{"n": 1, "q": "a"}, {"n": 1, "q": "a"}, {"n": 2}]
+        for args in calls:
+            outcome = cursor.serve("a:t", args, json_text.written(args))
+            assert isinstance(outcome, evals.Served)
+            assert outcome.args_hash == evals.args_hash(args)
+        assert cursor.consumed == frozenset({0, 1, 2}), trial
+    # One form a call (its own, for its argsHash); no entry's.
+    assert written == [{"n": 1, "q": "a"}, {"n": 1, "q": "a"}, {"n": 2}] * 2
+
+
+def test_a_call_out_of_the_entries_order_or_written_otherwise_is_served_by_its_form() -> None:
+    entries = [entry({"a": 1, "b": 2}), entry({"n": 1}), entry({"n": 1.0})]
+    cursor = evals.FixtureCursor(entries, "fail")
+    # Another key order: another text, the same value.
+    swapped: JsonValue = {"b": 2, "a": 1}
+    assert served(cursor, {"n": 1}) == 1
+    assert served(cursor, swapped) == 0
+    # The first unconsumed entry's text is not the call's: the form finds the later one.
+    assert served(cursor, {"n": 1}) == 2
+    assert served(cursor, {"n": 1}) is None

@@ -33,6 +33,9 @@ class ToolCall(NamedTuple):
     tool: str
     args: JsonValue
     call_id: str
+    args_text: bytes | None = None
+    """`args` as `json_text.written` wrote them, when the boundary copied them through
+    that text (and cut nothing from them after): the fixture cursor finds an entry by it."""
 
 
 class ToolResult(NamedTuple):
@@ -133,7 +136,7 @@ class FixtureServer:
 
     def serve(self, call: ToolCall) -> ToolResult | None:
         """The fixture's answer to `call`, or None when it is to run live (`onMiss: live`)."""
-        outcome = self._cursor.serve(call.tool, call.args)
+        outcome = self._cursor.serve(call.tool, call.args, call.args_text)
         if isinstance(outcome, evals.Served):
             entry = outcome.entry
             if entry.is_error:

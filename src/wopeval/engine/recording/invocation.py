@@ -239,9 +239,10 @@ class Invocation:
         The args lose any known secret before anything sees them, and what a live tool
         answers is redacted (`_redacted`) before anything sees it.
         """
+        spec = self.spec
         tool = self._every_tool().canonical(name) if named_by == "offered" else name
-        if tool is None or not permits(self.spec.tools, tool):
-            message = f"{name} is not offered to agent {self.agent_id}"
+        if tool is None or not permits(spec.tools, tool):
+            message = f"{name} is not offered to agent {spec.agent_id}"
             raise ToolCallError(NOT_OFFERED, message, {"code": NOT_OFFERED, "message": message})
         name = tool
         self._tool_calls += 1
@@ -254,10 +255,11 @@ class Invocation:
         if args is not copied:
             # A secret was cut: the text written while copying is the unredacted args'.
             args_text = None
-        call = ToolCall(name, args, ids.mint_local_id())
-        mode = self.spec.wire_content
+        call = ToolCall(name, args, ids.mint_local_id(), args_text)
         called = self.journal.emit(
-            content.tool_called(self.agent_id, name, call.call_id, args, mode, args_text),
+            content.tool_called(
+                spec.agent_id, name, call.call_id, args, spec.wire_content, args_text
+            ),
             node_id=self.node_id,
         )
         result = self.boundary.served(call)
@@ -275,21 +277,24 @@ class Invocation:
             self.journal.emit(self._returned(call, result), node_id=self.node_id)
             self.journal.complete_call(called, self._outcome(result))
             await self.journal.flush()
+        miss = result.miss
+        # Positionally, in `ExecutedCall`'s field order: a named tuple built by keyword
+        # costs twice as much, on every call.
         self.shared.executed.append(
             evals.ExecutedCall(
                 name,
                 args,
                 self.is_delegate,
-                status=result.status,
-                result=result.result,
-                error=result.error,
-                served="miss" if result.fixture_miss else result.served_by,
-                duration_ms=result.duration_ms,
-                miss=result.miss,
-                args_hash=result.args_hash,
+                result.status,
+                result.result,
+                result.error,
+                "miss" if miss is not None else result.served_by,
+                result.duration_ms,
+                miss,
+                result.args_hash,
             )
         )
-        if result.fixture_miss:
+        if miss is not None:
             self.shared.fixture_misses += 1
         if not result.ok:
             error = result.error or {}
@@ -324,7 +329,7 @@ class Invocation:
 
     def _returned(self, call: ToolCall, result: ToolResult) -> events.Built:
         return content.tool_returned(
-            self.agent_id,
+            self.spec.agent_id,
             call.tool,
             call.call_id,
             result.status,
@@ -349,19 +354,20 @@ class Invocation:
         if keep and result is not None:
             text = result.result_text
             answer = result.result if text is None else json_text.embedded(text)
+        # Positionally, in `ToolCallRow`'s field order (its columns'), as `ExecutedCall`.
         return ToolCallRow(
-            invocation_id=self.invocation_id,
-            agent_id=self.agent_id,
-            is_delegate=self.is_delegate,
-            tool=call.tool,
-            call_id=call.call_id,
-            status="unknown" if result is None else result.status,
-            served_by="live" if result is None else result.served_by,
-            duration_ms=None if result is None else result.duration_ms,
-            recorded=keep,
-            inputs=inputs if keep else None,
-            result=answer,
-            error=result.error if keep and result is not None else None,
+            self.invocation_id,
+            self.spec.agent_id,
+            self.is_delegate,
+            call.tool,
+            call.call_id,
+            "unknown" if result is None else result.status,
+            "live" if result is None else result.served_by,
+            None if result is None else result.duration_ms,
+            keep,
+            inputs if keep else None,
+            answer,
+            result.error if keep and result is not None else None,
         )
 
     def _outcome(self, result: ToolResult) -> ToolCallOutcome:
@@ -407,7 +413,7 @@ async def run_invocation(invocation: Invocation, *, source: Source) -> Invocatio
     # As the agent decided it: the event and the grade are of this, whatever the agent's
     # code does later with the object it returned.
     decision = json_text.copy(decision)
-    journal.emit(events.Decided(agentId=agent_id, decision=decision), node_id=invocation.node_id)
+    journal.emit(decided(agent_id, decision), node_id=invocation.node_id)
     idle = invocation.idle()
     _close(invocation, "completed", started, None, idle)
     return InvocationResult(
@@ -428,6 +434,17 @@ def invocation_started(invocation_id: str, agent_id: str, source: Source) -> eve
     path every trial takes (events.Built)."""
     wire = {"invocationId": invocation_id, "agentId": agent_id, "source": source}
     return events.Built(events.InvocationStarted.TYPE, wire)
+
+
+def decided(agent_id: str, decision: JsonValue) -> events.Built:
+    """`agent.decided`'s payload (`events.Decided`, as its `to_wire` writes it): the host's
+    own agent id and the host's own copy of the decision (`json_text.copy`, so JSON
+    already), built as `invocation_started` is; a null decision is left out, as
+    `to_wire` leaves out every None."""
+    wire: dict[str, Any] = {"agentId": agent_id}
+    if decision is not None:
+        wire["decision"] = decision
+    return events.Built(events.Decided.TYPE, wire)
 
 
 def invocation_completed(
