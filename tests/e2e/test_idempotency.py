@@ -134,6 +134,11 @@ def test_keys_are_scoped_to_the_tenant(
     wait_terminal(server.client(TENANT_B), b.runId)
     assert read_counter(http_a, counter_key) == 1
     assert read_counter(http_b, counter_key) == 1
+    # Each tenant's retry replays its own answer: B's answer kept under the same key never
+    # reaches A (it would name B's run to A), nor A's B.
+    again_a = server.client(TENANT_A).runs_create(counter_request(counter_key), idempotency_key=key)
+    again_b = server.client(TENANT_B).runs_create(counter_request(counter_key), idempotency_key=key)
+    assert (again_a.runId, again_b.runId) == (a.runId, b.runId)
 
 
 def test_concurrent_requests_with_one_key_create_exactly_one_run(
