@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 
 import httpx
@@ -11,6 +13,8 @@ from wopeval.engine.catalog.catalog import Catalog
 from wopeval.engine.catalog.project import ProjectError, connect_mcp_servers, load_project
 from wopeval.tools import McpServers
 from wopeval.tools.mcp import HttpEndpoint, StdioLaunch
+
+COUNTING_SERVER = Path(__file__).parents[2] / "e2e" / "mcp" / "_counting_server.py"
 
 
 def _write(path: Path, toml: str) -> Path:
@@ -86,3 +90,23 @@ async def test_an_mcp_server_that_cannot_start_stops_the_host_with_its_name(
     toml = '[[mcp_servers]]\nname = "ghost"\ncommand = ["/nonexistent/mcp-server"]\n'
     with pytest.raises(ProjectError, match="MCP server 'ghost'"):
         await _load(tmp_path, toml)
+
+
+async def test_an_mcp_server_registers_only_the_tools_its_entry_names(tmp_path: Path) -> None:
+    """`tools = [...]` in a server's entry registers those of its tools and no other: a tool
+    the project left out is offered to no agent, and no agent can call it."""
+    command = json.dumps([sys.executable, str(COUNTING_SERVER)])
+    calls = json.dumps(str(tmp_path / "calls.jsonl"))
+    toml = (
+        f'[[mcp_servers]]\nname = "count"\ncommand = {command}\n'
+        f'env = {{ CALL_LOG = {calls} }}\ntools = ["lookup"]\n'
+    )
+    _write(tmp_path / "wopeval.toml", toml)
+    catalog, servers = Catalog(), McpServers()
+    try:
+        async with httpx.AsyncClient() as http:
+            specs = load_project(tmp_path, catalog, http, tool_timeout=7)
+            await connect_mcp_servers(specs, catalog, servers)
+    finally:
+        await servers.close()
+    assert catalog.tools.names() == ["count:lookup"]
