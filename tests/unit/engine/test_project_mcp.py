@@ -92,21 +92,35 @@ async def test_an_mcp_server_that_cannot_start_stops_the_host_with_its_name(
         await _load(tmp_path, toml)
 
 
-async def test_an_mcp_server_registers_only_the_tools_its_entry_names(tmp_path: Path) -> None:
-    """`tools = [...]` in a server's entry registers those of its tools and no other: a tool
-    the project left out is offered to no agent, and no agent can call it."""
+async def _counting_server(directory: Path, tools: list[str]) -> Catalog:
+    """The catalog of a project whose one MCP server (the e2e counting server) registers
+    `tools` of its own."""
     command = json.dumps([sys.executable, str(COUNTING_SERVER)])
-    calls = json.dumps(str(tmp_path / "calls.jsonl"))
+    calls = json.dumps(str(directory / "calls.jsonl"))
     toml = (
         f'[[mcp_servers]]\nname = "count"\ncommand = {command}\n'
-        f'env = {{ CALL_LOG = {calls} }}\ntools = ["lookup"]\n'
+        f"env = {{ CALL_LOG = {calls} }}\ntools = {json.dumps(tools)}\n"
     )
-    _write(tmp_path / "wopeval.toml", toml)
+    _write(directory / "wopeval.toml", toml)
     catalog, servers = Catalog(), McpServers()
     try:
         async with httpx.AsyncClient() as http:
-            specs = load_project(tmp_path, catalog, http, tool_timeout=7)
+            specs = load_project(directory, catalog, http, tool_timeout=7)
             await connect_mcp_servers(specs, catalog, servers)
     finally:
         await servers.close()
+    return catalog
+
+
+async def test_an_mcp_server_registers_only_the_tools_its_entry_names(tmp_path: Path) -> None:
+    """`tools = [...]` in a server's entry registers those of its tools and no other: a tool
+    the project left out is offered to no agent, and no agent can call it."""
+    catalog = await _counting_server(tmp_path, ["lookup"])
     assert catalog.tools.names() == ["count:lookup"]
+
+
+async def test_a_tool_an_mcp_servers_entry_names_that_it_does_not_list_stops_the_host(
+    tmp_path: Path,
+) -> None:
+    with pytest.raises(ProjectError, match="MCP server 'count' lists no tool nope"):
+        await _counting_server(tmp_path, ["lookup", "nope"])
