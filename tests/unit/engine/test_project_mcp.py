@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import httpx
@@ -12,7 +14,8 @@ import pytest
 from wopeval.engine.catalog.catalog import Catalog
 from wopeval.engine.catalog.project import ProjectError, connect_mcp_servers, load_project
 from wopeval.tools import McpServers
-from wopeval.tools.mcp import HttpEndpoint, StdioLaunch
+from wopeval.tools.base import ToolContext, ToolFailure
+from wopeval.tools.mcp import ERROR_TEXT_LIMIT, HttpEndpoint, StdioLaunch
 
 COUNTING_SERVER = Path(__file__).parents[2] / "e2e" / "mcp" / "_counting_server.py"
 
@@ -92,9 +95,10 @@ async def test_an_mcp_server_that_cannot_start_stops_the_host_with_its_name(
         await _load(tmp_path, toml)
 
 
-async def _counting_server(directory: Path, tools: list[str]) -> Catalog:
+@asynccontextmanager
+async def _counting_project(directory: Path, tools: list[str]) -> AsyncIterator[Catalog]:
     """The catalog of a project whose one MCP server (the e2e counting server) registers
-    `tools` of its own."""
+    `tools` of its own, connected while the context lasts."""
     command = json.dumps([sys.executable, str(COUNTING_SERVER)])
     calls = json.dumps(str(directory / "calls.jsonl"))
     toml = (
@@ -107,20 +111,36 @@ async def _counting_server(directory: Path, tools: list[str]) -> Catalog:
         async with httpx.AsyncClient() as http:
             specs = load_project(directory, catalog, http, tool_timeout=7)
             await connect_mcp_servers(specs, catalog, servers)
+            yield catalog
     finally:
         await servers.close()
-    return catalog
 
 
 async def test_an_mcp_server_registers_only_the_tools_its_entry_names(tmp_path: Path) -> None:
     """`tools = [...]` in a server's entry registers those of its tools and no other: a tool
     the project left out is offered to no agent, and no agent can call it."""
-    catalog = await _counting_server(tmp_path, ["lookup"])
-    assert catalog.tools.names() == ["count:lookup"]
+    async with _counting_project(tmp_path, ["lookup"]) as catalog:
+        assert catalog.tools.names() == ["count:lookup"]
 
 
 async def test_a_tool_an_mcp_servers_entry_names_that_it_does_not_list_stops_the_host(
     tmp_path: Path,
 ) -> None:
     with pytest.raises(ProjectError, match="MCP server 'count' lists no tool nope"):
-        await _counting_server(tmp_path, ["lookup", "nope"])
+        async with _counting_project(tmp_path, ["lookup", "nope"]):
+            pass
+
+
+async def test_an_mcp_tools_error_text_is_cut_to_its_limit(tmp_path: Path) -> None:
+    """An MCP tool's error text is the server's own, of any length: what the agent sees and
+    the record keeps of it is at most `ERROR_TEXT_LIMIT` characters."""
+    reason = "x" * (2 * ERROR_TEXT_LIMIT)
+    async with _counting_project(tmp_path, ["refuse"]) as catalog:
+        refuse = catalog.tools.get("count:refuse")
+        assert refuse is not None
+        with pytest.raises(ToolFailure) as failed:
+            await refuse.call({"reason": reason}, ToolContext("acme", "acme/run"))
+    assert failed.value.code == "mcp_tool_error"
+    message = failed.value.message
+    assert "refused: xxx" in message
+    assert len(message) == ERROR_TEXT_LIMIT
