@@ -144,3 +144,17 @@ async def test_an_mcp_tools_error_text_is_cut_to_its_limit(tmp_path: Path) -> No
     message = failed.value.message
     assert "refused: xxx" in message
     assert len(message) == ERROR_TEXT_LIMIT
+
+
+async def test_an_mcp_tool_called_with_args_that_are_no_object_is_refused_unsent(
+    tmp_path: Path,
+) -> None:
+    """An MCP tool takes an object of arguments (a lane's agent may send anything): other
+    args are refused `invalid_args` before anything goes to its server."""
+    async with _counting_project(tmp_path, ["lookup"]) as catalog:
+        lookup = catalog.tools.get("count:lookup")
+        assert lookup is not None
+        with pytest.raises(ToolFailure) as failed:
+            await lookup.call(["key"], ToolContext("acme", "acme/run"))
+    assert failed.value.code == "invalid_args"
+    assert not (tmp_path / "calls.jsonl").exists(), "the call reached the server"
