@@ -154,6 +154,17 @@ def test_a_missing_or_wrong_bearer_is_401_with_a_challenge(
     assert response.headers["WWW-Authenticate"].startswith("Bearer")
 
 
+def test_a_real_key_under_another_scheme_is_401(
+    server: ServerHandle, http_anonymous: httpx.Client
+) -> None:
+    """Only `Bearer` carries a key: a real key sent as `Basic` or `Token` credentials (a
+    client or proxy that mangles the header) is refused, not taken."""
+    for scheme in ("Basic", "Token"):
+        authorization = f"{scheme} {server.keys[TENANT_A]}"
+        response = http_anonymous.get("/runs", headers={"Authorization": authorization})
+        assert_error(response, 401, "unauthenticated")
+
+
 def test_the_key_of_another_tenant_works_only_as_that_tenant(
     server: ServerHandle, http_b: httpx.Client
 ) -> None:

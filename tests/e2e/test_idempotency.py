@@ -7,15 +7,18 @@ import json
 import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 from typing import Any
 
 import httpx
 import pytest
 from openwop_client import WopError
 from openwop_client.wire_id import project_id
+from sqlalchemy import update
 
 from wopeval.engine.runlog.steps import now
-from wopeval.store import Store
+from wopeval.store import IDEMPOTENCY_RETENTION, Store
+from wopeval.store.tables import idempotency
 
 from ._server import TENANT_A, TENANT_B, ServerHandle
 from ._support import (
@@ -134,6 +137,11 @@ def test_keys_are_scoped_to_the_tenant(
     wait_terminal(server.client(TENANT_B), b.runId)
     assert read_counter(http_a, counter_key) == 1
     assert read_counter(http_b, counter_key) == 1
+    # Each tenant's retry replays its own answer: B's answer kept under the same key never
+    # reaches A (it would name B's run to A), nor A's B.
+    again_a = server.client(TENANT_A).runs_create(counter_request(counter_key), idempotency_key=key)
+    again_b = server.client(TENANT_B).runs_create(counter_request(counter_key), idempotency_key=key)
+    assert (again_a.runId, again_b.runId) == (a.runId, b.runId)
 
 
 def test_concurrent_requests_with_one_key_create_exactly_one_run(
@@ -230,3 +238,37 @@ def test_an_eval_run_and_a_fork_are_replayed_under_their_keys(
     assert forks[1].content == forks[0].content
     assert forks[0].json()["sourceRunId"] == eval_run
     assert run_ids(http_a) - before == {eval_run, forks[0].json()["runId"]}
+
+
+async def _age_key(url: str, key: str, by: timedelta) -> None:
+    store = await Store.open(url)
+    try:
+        async with store.transaction() as uow:
+            await uow.connection.execute(
+                update(idempotency).where(idempotency.c.key == key).values(created_at=now() - by)
+            )
+    finally:
+        await store.close()
+
+
+def test_a_key_kept_past_its_retention_is_free_again(
+    server: ServerHandle, http_a: httpx.Client
+) -> None:
+    """A key's answer is kept 24 h (`IDEMPOTENCY_RETENTION`): a request with a key older than
+    that is a new request, whose answer is then kept under the key."""
+    body = {"workflowId": COUNTER_WORKFLOW, "inputs": counter_inputs(unique("expired"))}
+    key = new_key()
+    first = http_a.post("/runs", json=body, headers={"Idempotency-Key": key})
+    assert first.status_code == 201
+    wait_terminal(server.client(), first.json()["runId"])
+    # Aged under the running host: a restart's housekeeping would delete it before any request.
+    asyncio.run(_age_key(server.database_url, key, IDEMPOTENCY_RETENTION + timedelta(hours=1)))
+    with server.http() as http:
+        fresh = http.post("/runs", json=body, headers={"Idempotency-Key": key})
+        assert fresh.status_code == 201, fresh.text
+        assert REPLAY not in fresh.headers
+        assert fresh.json()["runId"] != first.json()["runId"]
+        again = http.post("/runs", json=body, headers={"Idempotency-Key": key})
+        assert again.headers[REPLAY] == "true"
+        assert again.json()["runId"] == fresh.json()["runId"]
+    wait_terminal(server.client(), fresh.json()["runId"])

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from openwop_client import OpenwopClient, WopError
 from openwop_client.types import BulkCancelRunsRequest, CreateRunRequest, PauseRunRequest
+from openwop_client.wire_id import project_id
 
 from ._gate import DEADLINE_SECONDS
 from ._server import TENANT_A, TENANT_B, ServerHandle
@@ -265,3 +266,26 @@ def test_bulk_cancel_over_the_cap_is_refused_whole(patient_server: ServerHandle)
         lambda: client.runs_bulk_cancel(BulkCancelRunsRequest(runIds=ids)), 400, "validation_error"
     )
     assert body["details"] == {"maxRunIds": 100}
+
+
+def test_an_active_runs_tool_content_cannot_be_erased_until_it_ends(
+    patient_server: ServerHandle, steps: Steps
+) -> None:
+    """Erasing a running run's tool content would leave what it records next (and what its
+    agent holds) unerased: refused with 409 `run_state_conflict` saying the run itself is
+    active (not a copy of it), nothing erased; once it has ended, the same request erases it."""
+    client = patient_server.client()
+    run_id = _start(client, STEPPER, steps, 1)
+    steps.wait_entered(0)
+    path = f"/host/wopeval/runs/{project_id(run_id)}:erase-tool-content"
+    with patient_server.http(TENANT_A) as http:
+        refused = http.post(path)
+        envelope = check_envelope(refused.json(), 409, "run_state_conflict")
+        assert refused.status_code == 409
+        assert envelope["message"] == "An active run's tool content cannot be erased yet."
+        assert envelope["details"] == {"runStatus": "running"}
+        recorded = table_rows(patient_server.database_url, "tool_calls", run_id=run_id)
+        assert [row["erased_at"] for row in recorded] == [None]
+        steps.release(0)
+        wait_terminal(client, run_id)
+        assert http.post(path).status_code == 200

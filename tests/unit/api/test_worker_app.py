@@ -10,6 +10,7 @@ builds, with no invocation granted (a request that passes the guards meets the t
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import aclosing, asynccontextmanager
 
@@ -28,6 +29,7 @@ from wopeval.engine.recording.grants import (
     InvocationGrants,
 )
 from wopeval.engine.recording.invocation import Invocation
+from wopeval.engine.runlog.steps import StepNotLanded
 
 LIMIT = 256
 TOKEN = "t" * 43
@@ -45,6 +47,13 @@ class _Failing(InvocationGrants[Invocation]):
 
     def resolve(self, token: str, tenant: str | None) -> Invocation | None:
         raise RuntimeError("a bug in the token's lookup")
+
+
+class _Unreachable(InvocationGrants[Invocation]):
+    """Grants whose lookup meets the database out of reach: a 503, not a crash."""
+
+    def resolve(self, token: str, tenant: str | None) -> Invocation | None:
+        raise StepNotLanded("the database is out of reach")
 
 
 async def _report() -> HealthReport:
@@ -98,3 +107,24 @@ async def test_a_crash_is_answered_with_the_500_envelope(path: str) -> None:
         answer = await client.post(path, json={"model": "m"}, headers=JSON)
     assert answer.status_code == 500
     assert answer.json()["error"] == "internal_error"
+
+
+@pytest.mark.parametrize("path", ENDPOINTS)
+@pytest.mark.parametrize(
+    ("grants", "status"), [(_Failing, 500), (_Unreachable, 503)], ids=["crash", "unreachable"]
+)
+async def test_the_log_of_a_failed_answer_never_holds_the_token(
+    path: str,
+    grants: type[InvocationGrants[Invocation]],
+    status: int,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """CrashGuard logs the path it failed to answer (its traceback, or the database out of
+    reach): an invocation's token in that path is a capability, and is masked there too."""
+    with caplog.at_level(logging.WARNING, logger="wopeval.api"):
+        async with _worker(grants("http://worker")) as client:
+            answer = await client.post(path, json={"model": "m"}, headers=JSON)
+    assert answer.status_code == status
+    logged = [record.getMessage() for record in caplog.records if record.name == "wopeval.api"]
+    assert logged, "the failure was not logged"
+    assert all(TOKEN not in line for line in logged), logged

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import httpx
@@ -10,7 +14,10 @@ import pytest
 from wopeval.engine.catalog.catalog import Catalog
 from wopeval.engine.catalog.project import ProjectError, connect_mcp_servers, load_project
 from wopeval.tools import McpServers
-from wopeval.tools.mcp import HttpEndpoint, StdioLaunch
+from wopeval.tools.base import ToolContext, ToolFailure
+from wopeval.tools.mcp import ERROR_TEXT_LIMIT, HttpEndpoint, StdioLaunch
+
+COUNTING_SERVER = Path(__file__).parents[2] / "e2e" / "mcp" / "_counting_server.py"
 
 
 def _write(path: Path, toml: str) -> Path:
@@ -86,3 +93,68 @@ async def test_an_mcp_server_that_cannot_start_stops_the_host_with_its_name(
     toml = '[[mcp_servers]]\nname = "ghost"\ncommand = ["/nonexistent/mcp-server"]\n'
     with pytest.raises(ProjectError, match="MCP server 'ghost'"):
         await _load(tmp_path, toml)
+
+
+@asynccontextmanager
+async def _counting_project(directory: Path, tools: list[str]) -> AsyncIterator[Catalog]:
+    """The catalog of a project whose one MCP server (the e2e counting server) registers
+    `tools` of its own, connected while the context lasts."""
+    command = json.dumps([sys.executable, str(COUNTING_SERVER)])
+    calls = json.dumps(str(directory / "calls.jsonl"))
+    toml = (
+        f'[[mcp_servers]]\nname = "count"\ncommand = {command}\n'
+        f"env = {{ CALL_LOG = {calls} }}\ntools = {json.dumps(tools)}\n"
+    )
+    _write(directory / "wopeval.toml", toml)
+    catalog, servers = Catalog(), McpServers()
+    try:
+        async with httpx.AsyncClient() as http:
+            specs = load_project(directory, catalog, http, tool_timeout=7)
+            await connect_mcp_servers(specs, catalog, servers)
+            yield catalog
+    finally:
+        await servers.close()
+
+
+async def test_an_mcp_server_registers_only_the_tools_its_entry_names(tmp_path: Path) -> None:
+    """`tools = [...]` in a server's entry registers those of its tools and no other: a tool
+    the project left out is offered to no agent, and no agent can call it."""
+    async with _counting_project(tmp_path, ["lookup"]) as catalog:
+        assert catalog.tools.names() == ["count:lookup"]
+
+
+async def test_a_tool_an_mcp_servers_entry_names_that_it_does_not_list_stops_the_host(
+    tmp_path: Path,
+) -> None:
+    with pytest.raises(ProjectError, match="MCP server 'count' lists no tool nope"):
+        async with _counting_project(tmp_path, ["lookup", "nope"]):
+            pass
+
+
+async def test_an_mcp_tools_error_text_is_cut_to_its_limit(tmp_path: Path) -> None:
+    """An MCP tool's error text is the server's own, of any length: what the agent sees and
+    the record keeps of it is at most `ERROR_TEXT_LIMIT` characters."""
+    reason = "x" * (2 * ERROR_TEXT_LIMIT)
+    async with _counting_project(tmp_path, ["refuse"]) as catalog:
+        refuse = catalog.tools.get("count:refuse")
+        assert refuse is not None
+        with pytest.raises(ToolFailure) as failed:
+            await refuse.call({"reason": reason}, ToolContext("acme", "acme/run"))
+    assert failed.value.code == "mcp_tool_error"
+    message = failed.value.message
+    assert "refused: xxx" in message
+    assert len(message) == ERROR_TEXT_LIMIT
+
+
+async def test_an_mcp_tool_called_with_args_that_are_no_object_is_refused_unsent(
+    tmp_path: Path,
+) -> None:
+    """An MCP tool takes an object of arguments (a lane's agent may send anything): other
+    args are refused `invalid_args` before anything goes to its server."""
+    async with _counting_project(tmp_path, ["lookup"]) as catalog:
+        lookup = catalog.tools.get("count:lookup")
+        assert lookup is not None
+        with pytest.raises(ToolFailure) as failed:
+            await lookup.call(["key"], ToolContext("acme", "acme/run"))
+    assert failed.value.code == "invalid_args"
+    assert not (tmp_path / "calls.jsonl").exists(), "the call reached the server"
