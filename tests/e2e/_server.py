@@ -16,11 +16,11 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import uvicorn
@@ -36,6 +36,8 @@ from wopeval.settings import Settings
 
 TENANT_A = "tenant-a"
 TENANT_B = "tenant-b"
+_T = TypeVar("_T")
+
 START_DEADLINE_SECONDS = 60.0
 STOP_DEADLINE_SECONDS = 60.0
 
@@ -125,6 +127,15 @@ class ServerHandle:
             raise RuntimeError("the server is not running")
         host: Host = self._running.app.state.host
         return host
+
+    def on_host_loop(self, work: Callable[[Host], Coroutine[Any, Any, _T]]) -> _T:
+        """Await `work(host)` on the server's own loop, where the host's store and engine
+        live, for a test that puts the host in a state no request can."""
+        running = self._running
+        if running is None or running.loop is None:
+            raise RuntimeError("the server is not running")
+        done = asyncio.run_coroutine_threadsafe(work(running.app.state.host), running.loop)
+        return done.result(STOP_DEADLINE_SECONDS)
 
     # ── lifecycle ────────────────────────────────────────────────────
 

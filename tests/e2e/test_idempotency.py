@@ -8,6 +8,7 @@ import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -16,11 +17,12 @@ from openwop_client import WopError
 from openwop_client.wire_id import project_id
 from sqlalchemy import update
 
+from _backends import Backend
 from wopeval.engine.runlog.steps import now
 from wopeval.store import IDEMPOTENCY_RETENTION, Store
 from wopeval.store.tables import idempotency
 
-from ._server import TENANT_A, TENANT_B, ServerHandle
+from ._server import TENANT_A, TENANT_B, ServerHandle, host_settings, running_host
 from ._support import (
     COUNTER_WORKFLOW,
     assert_error,
@@ -210,6 +212,28 @@ def test_a_key_left_unanswered_by_a_stopped_host_is_free_at_the_next_start(
         assert again.headers[REPLAY] == "true"
         assert again.json()["runId"] == retried.json()["runId"]
     wait_terminal(server.client(), retried.json()["runId"])
+
+
+def test_a_server_error_is_not_kept_so_the_retry_creates_the_run(
+    backend: Backend, tmp_path: Path
+) -> None:
+    """A createRun that meets a host shutting down answers 500; kept under its key, that 500
+    would answer the client's retry after the restart, and the run would never be made."""
+    body = {"workflowId": COUNTER_WORKFLOW, "inputs": counter_inputs(unique("stopping"))}
+    key = new_key()
+    with running_host(host_settings(backend, tmp_path), backend) as handle:
+        # The engine stops while the server still answers, as in the host's shutdown.
+        handle.on_host_loop(lambda host: host.engine.shutdown())
+        with handle.http() as http:
+            refused = http.post("/runs", json=body, headers={"Idempotency-Key": key})
+        assert_error(refused, 500, "internal_error")
+        handle.restart()
+        with handle.http() as http:
+            retried = http.post("/runs", json=body, headers={"Idempotency-Key": key})
+            assert retried.status_code == 201, retried.text
+            assert REPLAY not in retried.headers
+            assert run_ids(http) == {retried.json()["runId"]}
+        wait_terminal(handle.client(), retried.json()["runId"])
 
 
 def test_an_eval_run_and_a_fork_are_replayed_under_their_keys(

@@ -39,6 +39,7 @@ PROJECT = Path(__file__).parent / "project"
 AGENT = "scale.agent"
 TENANT = "scale"
 TOOL = "scale:lookup"
+LIVE_TOOL = "conformance.eval:counter"
 RUN_DEADLINE_SECONDS = 180.0
 
 
@@ -173,6 +174,35 @@ def suite(
         "trials": trials,
         "targetAgentId": AGENT,
         "tasks": documents,
+    }
+
+
+def live_suite(
+    suite_id: str, tasks: int, extra: Callable[[int], dict[str, Any]] = lambda _: {}
+) -> dict[str, Any]:
+    """A suite for `scale.agent`: one trial a task, each making one live call of the
+    tenant's counter (no fixtures: every call runs live), its key the task's id; `extra`
+    adds to a task's input by its index (a sleep, a gate)."""
+    return {
+        "suiteId": suite_id,
+        "version": "1.0.0",
+        "modes": ["golden"],
+        "targetAgentId": AGENT,
+        "tasks": [
+            {
+                "taskId": f"t{index:04d}",
+                "input": {
+                    "calls": [{"tool": LIVE_TOOL, "args": {"op": "inc", "key": f"t{index:04d}"}}],
+                    "answer": f"a{index}",
+                    **extra(index),
+                },
+                "expected": {
+                    "kind": "golden",
+                    "match": {"strategy": "exact", "value": f"a{index}"},
+                },
+            }
+            for index in range(tasks)
+        ],
     }
 
 

@@ -8,46 +8,30 @@ from __future__ import annotations
 import random
 import time
 from collections import defaultdict
-from typing import Any
 
 from openwop_client.wire_id import project_id
 
-from .conftest import AGENT, Fleet, assert_log_whole, events_of, landed_trials, wait_terminal
+from .conftest import (
+    AGENT,
+    LIVE_TOOL,
+    Fleet,
+    assert_log_whole,
+    events_of,
+    landed_trials,
+    live_suite,
+    wait_terminal,
+)
 
 TASKS = 150
-LIVE_TOOL = "conformance.eval:counter"
-
-
-def _live_suite() -> dict[str, Any]:
-    """One trial a task, each making one live call (no fixtures: every call runs live); the
-    tasks wait 0 to 80 ms first, so a pause finds their trials at different steps."""
-    return {
-        "suiteId": "scale-pauses.evals.live",
-        "version": "1.0.0",
-        "modes": ["golden"],
-        "targetAgentId": AGENT,
-        "tasks": [
-            {
-                "taskId": f"t{index:04d}",
-                "input": {
-                    "calls": [{"tool": LIVE_TOOL, "args": {"op": "inc", "key": f"t{index:04d}"}}],
-                    "sleep": (index % 5) * 0.02,
-                    "answer": f"a{index}",
-                },
-                "expected": {
-                    "kind": "golden",
-                    "match": {"strategy": "exact", "value": f"a{index}"},
-                },
-            }
-            for index in range(TASKS)
-        ],
-    }
 
 
 def test_immediate_pauses_of_a_queued_eval_run_no_landed_trial_again(fleet: Fleet) -> None:
     api = fleet.serve()
     fleet.worker(concurrency=16)
-    document = _live_suite()
+    # The tasks wait 0 to 80 ms first, so a pause finds their trials at different steps.
+    document = live_suite(
+        "scale-pauses.evals.live", TASKS, lambda index: {"sleep": (index % 5) * 0.02}
+    )
     with fleet.http(api) as http:
         assert http.put("/host/wopeval/suites", json=document).status_code == 201
         created = http.post(

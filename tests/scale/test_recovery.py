@@ -17,6 +17,7 @@ from .conftest import (
     assert_log_whole,
     events_of,
     landed_trials,
+    live_suite,
     snapshot,
     start_eval,
     stop_outside_transactions,
@@ -59,6 +60,32 @@ def test_a_killed_worker_loses_nothing_and_repeats_nothing(fleet: Fleet) -> None
     assert landed_trials(fleet, run_id) == pairs
     assert_log_whole(events_of(fleet, run_id))
     assert without_latency(summaries[0]) == without_latency(summaries[1])
+
+
+def test_a_killed_workers_job_run_again_makes_no_landed_trials_live_calls_again(
+    fleet: Fleet,
+) -> None:
+    """The job taken over from a killed worker skips the trials that had landed: run again,
+    their live calls would repeat (their second landing refused, they show nowhere else)."""
+    api = fleet.serve()
+    killed = fleet.worker()
+    gate = fleet.directory / "gate"
+    last_gated = {3: {"gate": str(gate)}}
+    gated = live_suite("scale-recovery.evals.live", 4, lambda index: last_gated.get(index, {}))
+    with fleet.http(api) as http:
+        run_id = start_eval(http, gated)
+        landed = [(f"t{task:04d}", 0) for task in range(3)]
+        wait_until(lambda: landed_trials(fleet, run_id) == landed, "three trials to land")
+        # The fourth waits at its gate, before its live call; its job is the worker's.
+        assert [job["status"] for job in fleet.jobs(run_id)] == ["doing"]
+        killed.kill()
+        fleet.worker()
+        gate.touch()
+        final = wait_terminal(http, run_id)
+    assert final["status"] == "completed", final
+    assert landed_trials(fleet, run_id) == [*landed, ("t0003", 0)]
+    made = sorted(row["inputs"]["key"] for row in fleet.rows("tool_calls", run_id=run_id))
+    assert made == [f"t{task:04d}" for task in range(4)]
 
 
 def test_a_stopped_worker_that_comes_back_has_its_late_commits_refused(fleet: Fleet) -> None:

@@ -1,9 +1,9 @@
 """The scale tier's agents.
 
-`decide`, input `{"sleep": s, "calls": [...], "answer": x, "kill": bool}`: it waits
-`sleep` seconds, makes its calls (fixture-served in these suites), and decides
-`answer`. With `kill` it ends its own process with SIGKILL: a trial that takes its
-worker down every time (a poison trial).
+`decide`, input `{"sleep": s, "gate": path, "calls": [...], "answer": x, "kill": bool}`:
+it waits `sleep` seconds, and with `gate` until that file exists, makes its calls
+(fixture-served in most suites), and decides `answer`. With `kill` it ends its own process
+with SIGKILL: a trial that takes its worker down every time (a poison trial).
 
 `gated`, input `{"dir": d}`: the test steps each attempt by files in `d`.
 """
@@ -22,6 +22,10 @@ async def decide(context: Any) -> Any:
     if given.get("kill"):
         os.kill(os.getpid(), signal.SIGKILL)
     await asyncio.sleep(float(given.get("sleep", 0)))
+    if "gate" in given:
+        gate = Path(given["gate"])
+        while not await asyncio.to_thread(gate.exists):  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
     for call in given.get("calls", []):
         await context.call_tool(call["tool"], call["args"])
     return given["answer"]
