@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import Result, text
 
 from wopeval.store import UnitOfWork
 from wopeval.worker.queues import TASKS, JobArgs
@@ -118,12 +118,7 @@ async def take_stalled(uow: UnitOfWork, job_id: int, stall_seconds: float) -> bo
         ),
         {"job": job_id, "seconds": stall_seconds},
     )
-    if result.first() is None:
-        return False
-    await uow.connection.execute(
-        text("SELECT procrastinate_finish_job_v1(:job, 'failed', false)"), {"job": job_id}
-    )
-    return True
+    return await _fail_if_locked(uow, result, job_id)
 
 
 async def jobs_of_worker(uow: UnitOfWork, queue: str, worker_id: int) -> list[StalledJob]:
@@ -150,12 +145,7 @@ async def take_unfinished(uow: UnitOfWork, job_id: int, worker_id: int) -> bool:
         ),
         {"job": job_id, "worker": worker_id},
     )
-    if result.first() is None:
-        return False
-    await uow.connection.execute(
-        text("SELECT procrastinate_finish_job_v1(:job, 'failed', false)"), {"job": job_id}
-    )
-    return True
+    return await _fail_if_locked(uow, result, job_id)
 
 
 async def waiting_elsewhere(uow: UnitOfWork, queue: str) -> dict[str, int]:
@@ -202,3 +192,14 @@ async def orphaned_runs(uow: UnitOfWork, catalog_digest: str) -> list[tuple[str,
         {"digest": catalog_digest, "tasks": list(TASKS)},
     )
     return [(run_id, tenant) for run_id, tenant in result]
+
+
+async def _fail_if_locked(uow: UnitOfWork, locked: Result[Any], job_id: int) -> bool:
+    """Fail the job whose row `locked` (a `SELECT ... FOR UPDATE SKIP LOCKED`) holds, so that
+    it is replaced, never resumed; False when the row was not taken."""
+    if locked.first() is None:
+        return False
+    await uow.connection.execute(
+        text("SELECT procrastinate_finish_job_v1(:job, 'failed', false)"), {"job": job_id}
+    )
+    return True
