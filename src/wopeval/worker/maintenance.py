@@ -189,7 +189,9 @@ class Maintenance:
         before = set(self._executing)
         async with store.reading() as uow:
             held = await sql.jobs_of_worker(uow, self._queue, worker_id)
-        idle = [job for job in held if job.job_id not in before | set(self._executing)]
+        # A job fetched and started or ended during the read counts as running here.
+        running = before | set(self._executing)
+        idle = [job for job in held if job.job_id not in running]
         again = [job for job in idle if job.job_id in self._unrecorded]
         self._unrecorded = {job.job_id for job in idle} - {job.job_id for job in again}
         for job in again:
