@@ -5,6 +5,7 @@ from __future__ import annotations
 import secrets
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -84,7 +85,7 @@ def end_backends(database_url: str) -> int:
             (url.database,),
         )
         ended = [pid for (pid,) in found]
-        admin_db.execute("SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) pid", (ended,))
+        terminate(admin_db, ended)
         deadline = time.monotonic() + ENDED_DEADLINE_SECONDS
         while admin_db.execute(
             "SELECT 1 FROM pg_stat_activity WHERE pid = ANY(%s)", (ended,)
@@ -92,6 +93,12 @@ def end_backends(database_url: str) -> int:
             assert time.monotonic() < deadline, "the ended backends never went"
             time.sleep(0.01)
     return len(ended)
+
+
+def terminate(admin: psycopg.Connection[Any], pids: list[int]) -> None:
+    """End the backends `pids` (listed by the caller first, in a statement of its own: in
+    one query the planner may end backends before it filters them)."""
+    admin.execute("SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) pid", (pids,))
 
 
 def allow_connections(database_url: str, allowed: bool) -> None:

@@ -24,7 +24,13 @@ from openwop_client.types import CreateRunRequest
 from openwop_client.wire_id import project_id
 from sqlalchemy.engine import make_url
 
-from _backends import Backend, PostgresDatabases, allow_connections, end_backends
+from _backends import (
+    Backend,
+    PostgresDatabases,
+    allow_connections,
+    end_backends,
+    terminate,
+)
 from _model_server import ModelServer
 from wopeval.api.routes._mcp_server import NOT_RECORDED
 from wopeval.api.routes.model_proxy import NOT_RECORDED as MODEL_NOT_RECORDED
@@ -248,20 +254,7 @@ def test_a_statement_cut_in_flight_is_answered_503_to_try_again(
         with ThreadPoolExecutor(1) as pool:
             listed = pool.submit(http.get, annotations)
             with _admin(pg_host) as admin:
-                deadline = time.monotonic() + DEADLINE_SECONDS
-                waiting: list[int] = []
-                while not waiting:
-                    assert time.monotonic() < deadline, "the read never waited on the lock"
-                    found = admin.execute(
-                        "SELECT pid FROM pg_stat_activity WHERE datname = %s"
-                        " AND wait_event_type = 'Lock'",
-                        (database,),
-                    )
-                    waiting = [pid for (pid,) in found]
-                    time.sleep(0.01)
-                admin.execute(
-                    "SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) pid", (waiting,)
-                )
+                terminate(admin, _lock_waiters(admin, database, []))
             _assert_unavailable(listed.result(timeout=DEADLINE_SECONDS))
         locker.execute("ROLLBACK")
         assert http.get(annotations).status_code == 200
@@ -425,7 +418,7 @@ def _lock_waiters(admin: psycopg.Connection[Any], database: str, gone: list[int]
         waiting = [pid for (pid,) in found if pid not in gone]
         if waiting:
             return waiting
-        assert time.monotonic() < deadline, "the step never waited on the run's row"
+        assert time.monotonic() < deadline, "no backend of the database waited on a lock"
         time.sleep(0.01)
 
 
@@ -461,17 +454,16 @@ def _answered_while_its_step_cannot_land(
             group = _lock_waiters(admin, database, [])
             # Claimed before the step: what the route writes of its key after waits for it.
             locker.execute("LOCK TABLE idempotency IN SHARE MODE")
-            terminate = "SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) pid"
             if refused:
                 allow_connections(server.database_url, False)
                 try:
-                    admin.execute(terminate, (group,))
+                    terminate(admin, group)
                     _wait_logged(caplog, "an idempotency key of")
                 finally:
                     allow_connections(server.database_url, True)
             else:
-                admin.execute(terminate, (group,))
-                admin.execute(terminate, (_lock_waiters(admin, database, group),))
+                terminate(admin, group)
+                terminate(admin, _lock_waiters(admin, database, group))
                 _wait_logged(caplog, "did not land")
         locker.execute("ROLLBACK")
         return answer.result(timeout=DEADLINE_SECONDS)

@@ -12,7 +12,6 @@ import json
 import logging
 import sys
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ import wopeval.store
 from _backends import Backend, PostgresDatabases
 from _handles import handle_of
 from _statements import round_trips
-from unit.engine._store import open_run, writer_for
+from unit.engine._store import open_run, opened, writer_for
 from wopeval.engine.runlog.runlog import RunLog
 from wopeval.engine.runlog.steps import RUNNING, RunClosed, Step, Transition
 from wopeval.store import RunMove, StaleRun, Store, _driver, sqlite_url
@@ -38,22 +37,13 @@ sys.path.insert(0, str(Path(__file__).parents[2] / "bench"))
 import pg_floor  # bench/pg_floor.py: the record bench's PostgreSQL floors
 
 
-@asynccontextmanager
-async def _opened(url: str) -> AsyncIterator[Store]:
-    store = await Store.open(url)
-    try:
-        yield store
-    finally:
-        await store.close()
-
-
 @pytest.fixture
 async def postgres_store(
     postgres_databases: PostgresDatabases, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[Store]:
     # The traced connection must stay the log writer's however slowly the test runs.
     monkeypatch.setattr(wopeval.store, "LOG_WRITER_IDLE_SECONDS", 3600.0)
-    async with _opened(postgres_databases.create()) as store:
+    async with opened(postgres_databases.create()) as store:
         yield store
 
 
@@ -89,7 +79,7 @@ async def _kept_driver(store: Store) -> Any:
 async def test_a_stale_writer_lands_its_steps_after_the_writer_that_moved_the_run(
     backend: Backend, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    async with _opened(backend.new_database() or sqlite_url(tmp_path)) as store:
+    async with opened(backend.new_database() or sqlite_url(tmp_path)) as store:
         stale = await open_run(writer_for(store))  # its writer knows the run at 0
         other = RunLog(writer_for(store), stale.run_id, stale.tenant)
         await other.commit(_step("other-1"))
@@ -112,7 +102,7 @@ async def test_a_stale_writer_lands_its_steps_after_the_writer_that_moved_the_ru
 async def test_the_state_check_refuses_a_step_of_a_known_run_in_another_state(
     backend: Backend, tmp_path: Path
 ) -> None:
-    async with _opened(backend.new_database() or sqlite_url(tmp_path)) as store:
+    async with opened(backend.new_database() or sqlite_url(tmp_path)) as store:
         log = await open_run(writer_for(store))
         await log.commit(_step("before"))
         # Ended behind the writer's back, its row left at the sequence the writer knows.
@@ -127,7 +117,7 @@ async def test_the_state_check_refuses_a_step_of_a_known_run_in_another_state(
 
 
 async def test_two_writers_of_one_run_stay_contiguous(backend: Backend, tmp_path: Path) -> None:
-    async with _opened(backend.new_database() or sqlite_url(tmp_path)) as store:
+    async with opened(backend.new_database() or sqlite_url(tmp_path)) as store:
         first = await open_run(writer_for(store))
         second = RunLog(writer_for(store), first.run_id, first.tenant)
 
@@ -323,7 +313,7 @@ async def test_a_checked_move_is_refused_outside_a_pipelined_transaction(
 
 
 async def test_on_sqlite_a_known_runs_move_is_checked_not_read_back(tmp_path: Path) -> None:
-    async with _opened(sqlite_url(tmp_path)) as store:
+    async with opened(sqlite_url(tmp_path)) as store:
         log = await open_run(writer_for(store))
         stranger = RunLog(writer_for(store), log.run_id, log.tenant)
         moves: list[str] = []
@@ -348,7 +338,7 @@ async def test_on_sqlite_a_known_runs_move_is_checked_not_read_back(tmp_path: Pa
 async def test_on_sqlite_a_move_found_elsewhere_fails_its_transaction_whole(
     tmp_path: Path,
 ) -> None:
-    async with _opened(sqlite_url(tmp_path)) as store:
+    async with opened(sqlite_url(tmp_path)) as store:
         log = await open_run(writer_for(store))
         running = frozenset({RunStatus.RUNNING})
         known = RunMove(log.tenant, log.run_id, events=1, trials=0)

@@ -17,7 +17,7 @@ from sqlalchemy.exc import OperationalError
 
 from _backends import Backend
 from _handles import handle_of
-from unit.engine._store import new_record, open_run, writer_for
+from unit.engine._store import new_record, open_run, opened, writer_for
 from wopeval.engine.runlog.steps import Step
 from wopeval.engine.runs.execution import Execution, Executor
 from wopeval.engine.runs.outcome import Terminal
@@ -25,15 +25,6 @@ from wopeval.store import Store, ToolCallRow, sqlite_url
 from wopeval.store.tables import tool_calls
 from wopeval.wire import events
 from wopeval.wire.runs import RunStatus
-
-
-@asynccontextmanager
-async def _opened(url: str) -> AsyncIterator[Store]:
-    store = await Store.open(url)
-    try:
-        yield store
-    finally:
-        await store.close()
 
 
 def _cut() -> OperationalError:
@@ -113,7 +104,7 @@ async def test_a_step_whose_commit_answer_was_lost_lands_once(
 ) -> None:
     """The step landed unanswered: its caller is told it landed (not `StepNotLanded`, and
     not written again), and the run's next step lands right after it."""
-    async with _opened(backend.new_database() or sqlite_url(tmp_path)) as store:
+    async with opened(backend.new_database() or sqlite_url(tmp_path)) as store:
         log = await open_run(writer_for(store))
         lost = _lose_next_commit_answer(store, monkeypatch)
         await log.commit(_live_call("first"))
@@ -138,7 +129,7 @@ async def test_an_end_that_landed_unanswered_is_the_runs_one_end(
     """The run's end landed unanswered and the writer could not look (the database out of
     reach a moment longer): the end is tried again (`Executor.end`), refused since the run
     has ended, and that refusal is taken as the end it is, not raised from the run's task."""
-    async with _opened(backend.new_database() or sqlite_url(tmp_path)) as store:
+    async with opened(backend.new_database() or sqlite_url(tmp_path)) as store:
         writer = writer_for(store)
         log = await open_run(writer)
         lost = _lose_next_commit_answer(store, monkeypatch)
@@ -173,7 +164,7 @@ async def test_a_run_whose_insert_answer_was_lost_does_not_stay_running(
     503), and its body never runs; a run whose insert had landed unanswered ends failed
     `store_unreachable`, not `running` with no one executing it, and one that had not
     landed is not written at all."""
-    async with _opened(backend.new_database() or sqlite_url(tmp_path)) as store:
+    async with opened(backend.new_database() or sqlite_url(tmp_path)) as store:
         executor = Executor(store, writer_for(store), None)
         record = new_record()
         cut = _cut_next_transaction(store, monkeypatch, committed=committed)

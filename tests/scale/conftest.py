@@ -217,6 +217,15 @@ def start_eval(http: httpx.Client, document: dict[str, Any]) -> str:
     return run_id
 
 
+def start_gated(http: httpx.Client, gates: Path) -> str:
+    """Create a run of the gated workflow (project/workflows/scale-gated.json), whose node's
+    agent waits in `gates` for its attempt's gate file; returns the run id."""
+    created = http.post("/runs", json={"workflowId": "scale-gated", "inputs": {"dir": str(gates)}})
+    assert created.status_code == 201, created.text
+    run_id: str = created.json()["runId"]
+    return run_id
+
+
 def snapshot(http: httpx.Client, run_id: str) -> dict[str, Any]:
     response = http.get(f"/runs/{project_id(run_id)}")
     assert response.status_code == 200, response.text

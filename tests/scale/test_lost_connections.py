@@ -18,7 +18,7 @@ from typing import Any
 import psycopg
 from sqlalchemy.engine import make_url
 
-from _backends import allow_connections, end_backends
+from _backends import allow_connections, end_backends, terminate
 
 from .conftest import (
     Fleet,
@@ -26,6 +26,7 @@ from .conftest import (
     events_of,
     landed_trials,
     start_eval,
+    start_gated,
     stop_outside_transactions,
     suite,
     wait_terminal,
@@ -105,7 +106,7 @@ def _end_worker_statement(fleet: Fleet, lock: str, function: str) -> None:
             return bool(waiting)
 
         wait_until(found, f"the worker's {function} to wait")
-        admin.execute("SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) pid", (waiting,))
+        terminate(admin, waiting)
         holder.rollback()
 
 
@@ -146,11 +147,7 @@ def test_a_workflow_cut_while_its_agent_waits_runs_its_node_once(
     api = fleet.serve()
     worker = fleet.worker()
     with fleet.http(api) as http:
-        created = http.post(
-            "/runs", json={"workflowId": "scale-gated", "inputs": {"dir": str(tmp_path)}}
-        )
-        assert created.status_code == 201, created.text
-        run_id = created.json()["runId"]
+        run_id = start_gated(http, tmp_path)
         wait_until((tmp_path / "entered-0").exists, "the node's agent to wait")
         assert end_backends(fleet.database_url) > 0
         (tmp_path / "gate-0").touch()
@@ -175,10 +172,7 @@ def test_a_storm_of_cuts_leaves_no_run_hanging(fleet: Fleet, tmp_path: Path) -> 
             gates.mkdir()
             for attempt in range(30):  # every attempt of its node goes through at once
                 (gates / f"gate-{attempt}").touch()
-            body = {"workflowId": "scale-gated", "inputs": {"dir": str(gates)}}
-            created = http.post("/runs", json=body)
-            assert created.status_code == 201, created.text
-            runs.append(created.json()["runId"])
+            runs.append(start_gated(http, gates))
         for _ in range(25):
             end_backends(fleet.database_url)
             time.sleep(random.uniform(0.0, 0.06))  # not a timing assertion: the storm's gaps

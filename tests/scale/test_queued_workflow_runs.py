@@ -20,19 +20,13 @@ from .conftest import (
     Fleet,
     assert_log_whole,
     events_of,
+    start_gated,
     stop_outside_transactions,
     wait_terminal,
     wait_until,
 )
 
 REFUSED = "is no longer this worker's"
-
-
-def _start(http: httpx.Client, gates: Path) -> str:
-    created = http.post("/runs", json={"workflowId": "scale-gated", "inputs": {"dir": str(gates)}})
-    assert created.status_code == 201, created.text
-    run_id: str = created.json()["runId"]
-    return run_id
 
 
 def _types(fleet: Fleet, run_id: str) -> list[str]:
@@ -45,7 +39,7 @@ def test_a_stopped_worker_that_comes_back_has_its_workflow_commits_refused(
     api = fleet.serve()
     zombie = fleet.worker()
     with fleet.http(api) as http:
-        run_id = _start(http, tmp_path)
+        run_id = start_gated(http, tmp_path)
         wait_until((tmp_path / "entered-0").exists, "the zombie's attempt to wait")
         stop_outside_transactions(fleet, zombie)
         fleet.worker()
@@ -72,7 +66,7 @@ def test_an_immediate_pause_cuts_the_workers_node_which_starts_afresh_on_resume(
     api = fleet.serve()
     fleet.worker()
     with fleet.http(api) as http:
-        run_id = _start(http, tmp_path)
+        run_id = start_gated(http, tmp_path)
         wire_id = project_id(run_id)
         wait_until((tmp_path / "entered-0").exists, "the node's attempt to wait")
         paused = http.post(f"/runs/{wire_id}:pause", json={"drainPolicy": "immediate"})
@@ -134,7 +128,7 @@ def test_a_step_a_worker_cannot_land_ends_its_run_failed_store_unreachable(
     api = fleet.serve()
     worker = fleet.worker()
     with fleet.http(api) as http:
-        run_id = (_start if mode == "workflow" else _start_eval)(http, tmp_path)
+        run_id = (start_gated if mode == "workflow" else _start_eval)(http, tmp_path)
         wait_until((tmp_path / "entered-0").exists, "the node's attempt to wait")
         allow_connections(fleet.database_url, False)
         try:

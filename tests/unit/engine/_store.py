@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -21,12 +22,18 @@ TENANT = "acme"
 
 
 @asynccontextmanager
-async def open_store(directory: Path) -> AsyncIterator[Store]:
-    store = await Store.open(sqlite_url(directory))
+async def opened(url: str) -> AsyncIterator[Store]:
+    """The store at `url` (SQLite or PostgreSQL), closed after the block."""
+    store = await Store.open(url)
     try:
         yield store
     finally:
         await store.close()
+
+
+def open_store(directory: Path) -> contextlib.AbstractAsyncContextManager[Store]:
+    """A SQLite store in `directory`."""
+    return opened(sqlite_url(directory))
 
 
 def new_record(tenant: str = TENANT) -> RunRecord:
