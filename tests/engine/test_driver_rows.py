@@ -192,7 +192,7 @@ def test_the_driver_stores_what_sqlalchemy_stores(backend: Backend, tmp_path: Pa
                         table,
                         [
                             {**row, "run_id": f"by-batch-copy-{index}"}
-                            for index in range(_driver.BATCH_COPY_FROM_ROWS)
+                            for index in range(_driver.BATCH_COLUMNS_FROM_ROWS)
                         ],
                     )
                 await ToolCallsRepo(uow.connection).complete([("by-batch", 3, outcome)])
@@ -203,7 +203,7 @@ def test_the_driver_stores_what_sqlalchemy_stores(backend: Backend, tmp_path: Pa
                     for index in range(3):
                         batched = await _as_stored(uow.connection, table, f"by-batch-{index}")
                         assert batched == await _as_stored(uow.connection, table, "by-copy-0")
-                    for index in (0, _driver.BATCH_COPY_FROM_ROWS - 1):
+                    for index in (0, _driver.BATCH_COLUMNS_FROM_ROWS - 1):
                         copied = await _as_stored(uow.connection, table, f"by-batch-copy-{index}")
                         assert copied == await _as_stored(uow.connection, table, "by-copy-0")
         finally:

@@ -201,7 +201,7 @@ async def test_a_pipelined_transaction_lands_whole_or_not_at_all(postgres_store:
         await uow.events.append([_row("many", sequence) for sequence in range(20)])
     assert await _stored(store, "many") == list(range(20))
     # A batch's COPYs too: held until the COMMIT, and sent with it.
-    copied = range(_driver.BATCH_COPY_FROM_ROWS)
+    copied = range(_driver.BATCH_COLUMNS_FROM_ROWS)
 
     async def abandon_copied() -> None:
         async with store.log_transaction(pipelined=True) as uow:

@@ -86,12 +86,13 @@ cost psycopg more than the rest of the log writer's work on the eval bench (whos
 carry thousands); a COPY takes a round trip more, so a live call's row or two still go
 as INSERTs."""
 
-BATCH_COPY_FROM_ROWS = 64
-"""From this many rows, an insert held in a pipelined transaction is a COPY
-(store/_pg_batch.py `Batch.hold_copy`); fewer go as one INSERT of every row, in the
-pipeline: a busy host's group of live calls, a row or two from each run, costs no round trip
-more. Many rows as one INSERT took the server longer than their COPY (bench/README.md,
-"Branch `eval-fast`")."""
+BATCH_COLUMNS_FROM_ROWS = 64
+"""From this many rows, an insert held in a pipelined transaction binds one array a column
+(store/_pg_batch.py `Batch.hold_columns`, `_unnest_sql`); fewer go as one INSERT of every
+row (a busy host's group of live calls, a row or two from each run). Both go in the
+transaction's one pipeline. Many rows as one INSERT of every row took the server longer
+than their COPY (bench/README.md, "Branch `eval-fast`"); as arrays, as long as the COPY
+("Branch `eval-pg-overlap`"), and with no round trip of their own."""
 
 _compiled: dict[tuple[int, str, tuple[str, ...] | None], tuple[ClauseElement, _Compiled]] = {}
 """By statement, dialect name and inserted columns (every engine is made by db.py's
@@ -217,8 +218,8 @@ async def insert_many(
         _sqlite_insert(driver.sqlite, compiled.inserts, processed)
         return
     batch = _batches.get(id(driver))
-    if batch is not None and len(rows) >= BATCH_COPY_FROM_ROWS:
-        await batch.hold_copy(_copy_sql(connection, statement, compiled), processed)
+    if batch is not None and len(rows) >= BATCH_COLUMNS_FROM_ROWS:
+        batch.hold_columns(_unnest_sql(connection, statement, compiled), processed)
         return
     if batch is not None:
         # One INSERT of every row: the server parses and plans a batch's statements
@@ -278,6 +279,31 @@ def _copy_sql(connection: AsyncConnection, statement: ClauseElement, compiled: _
     preparer = connection.dialect.identifier_preparer
     columns = ", ".join(preparer.quote(name) for name in compiled.names)
     return f"COPY {preparer.format_table(cast(Insert, statement).table)} ({columns}) FROM STDIN"
+
+
+def _unnest_sql(connection: AsyncConnection, statement: ClauseElement, compiled: _Compiled) -> str:
+    """`statement`'s INSERT of `compiled`'s columns from one array parameter a column, each
+    cast to its column's type (`$1::VARCHAR(300)[]`): the rows as `unnest` gives them back.
+    Made once a statement and its columns (`_compile` keeps `compiled`)."""
+    made = _unnests.get(id(compiled))
+    if made is not None:
+        return made
+    dialect = connection.dialect
+    table = cast(Insert, statement).table
+    preparer = dialect.identifier_preparer
+    columns = ", ".join(preparer.quote(name) for name in compiled.names)
+    arrays = ", ".join(
+        f"${index}::{table.c[name].type.compile(dialect)}[]"
+        for index, name in enumerate(compiled.names, 1)
+    )
+    made = _unnests[id(compiled)] = (
+        f"INSERT INTO {preparer.format_table(table)} ({columns}) SELECT * FROM unnest({arrays})"
+    )
+    return made
+
+
+_unnests: dict[int, str] = {}
+"""`_unnest_sql`'s, by the id of the `_Compiled` (kept for good in `_compiled`)."""
 
 
 async def execute_many(
