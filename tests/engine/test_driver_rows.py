@@ -186,7 +186,7 @@ def test_the_driver_stores_what_sqlalchemy_stores(backend: Backend, tmp_path: Pa
                         table,
                         [{**row, "run_id": f"by-batch-{index}"} for index in range(3)],
                     )
-                    # As many as a batch takes a COPY for.
+                    # As many as a batch binds as one array a column for.
                     await _insert(
                         uow.connection,
                         table,

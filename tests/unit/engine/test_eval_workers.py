@@ -14,6 +14,7 @@ from wopeval.engine.eval_runs import eval_runner
 from wopeval.engine.eval_runs.eval_plan import EvalPlan, TaskPlan
 from wopeval.engine.eval_runs.eval_runner import EvalContext, run_eval
 from wopeval.engine.runs.outcome import Terminal
+from wopeval.engine.runlog.runlog import Handing
 from wopeval.wire.summary import TaskSummary
 
 
@@ -38,7 +39,7 @@ async def _run(
     running = [0, 0]
 
     async def run_task(
-        plan: EvalPlan, task_plan: TaskPlan, context: EvalContext
+        plan: EvalPlan, task_plan: TaskPlan, context: EvalContext, handing: Handing
     ) -> tuple[list[evals.TrialOutcome], TaskSummary]:
         task_id = task_plan.task.taskId
         started.append(task_id)
