@@ -63,7 +63,12 @@ async def _run(
             SimpleNamespace(task=SimpleNamespace(taskId=f"t{index:02d}")) for index in range(tasks)
         )
     )
-    context = SimpleNamespace(concurrency=concurrency, alpha=0.05, regression_verdict=True)
+    context = SimpleNamespace(
+        concurrency=concurrency,
+        alpha=0.05,
+        regression_verdict=True,
+        log=SimpleNamespace(overlaps=False),
+    )
     await run_eval(cast(EvalPlan, plan), cast(EvalContext, context))
     return started, running[1], handed
 

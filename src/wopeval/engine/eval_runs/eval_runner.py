@@ -52,16 +52,18 @@ async def run_eval(plan: EvalPlan, context: EvalContext) -> Terminal:
     pending = iter(plan.tasks)
 
     async def worker() -> None:
-        handing = Handing()
+        handing = Handing() if context.log.overlaps else None
         try:
             for task_plan in pending:
                 task_id = task_plan.task.taskId
                 outcomes[task_id], summaries[task_id] = await run_task(
                     plan, task_plan, context, handing
                 )
-            await handing.landed()
+            if handing is not None:
+                await handing.landed()
         except BaseException:
-            handing.abandon()
+            if handing is not None:
+                handing.abandon()
             raise
 
     try:
@@ -97,10 +99,10 @@ def task_cursors(task_plan: TaskPlan) -> Cursors:
 
 
 async def run_task(
-    plan: EvalPlan, task_plan: TaskPlan, context: EvalContext, handing: Handing
+    plan: EvalPlan, task_plan: TaskPlan, context: EvalContext, handing: Handing | None
 ) -> tuple[list[evals.TrialOutcome], TaskSummary]:
-    """The task's trials and its summary entry (as its `eval.scored` says it); each trial's
-    step handed over through the worker's `handing`, landing while the next trial runs."""
+    """The task's trials and its summary entry (as its `eval.scored` says it); with the
+    worker's `handing`, each trial's step lands while the next trial runs."""
     cursors = task_cursors(task_plan)
     trials: list[evals.TrialOutcome] = []
     summaries: list[TaskSummary] = []
@@ -114,6 +116,11 @@ async def run_task(
                 summary = task_summary(plan, task_plan, [*trials, outcome])
                 summaries.append(summary)
                 journal.emit(scored_event(summary))
+            if handing is None:
+                # No `await` between this and the step's hand-over in `flush`.
+                context.control.landing()
+                await journal.flush()
+                return outcome
             # The worker's step before this one lands first.
             await handing.landed()
             # No `await` between this and the step's hand-over.

@@ -63,6 +63,13 @@ class RunLog:
         if not await self.transition(Transition(), step, update):
             raise RunClosed(f"run {self.run_id} has ended")
 
+    @property
+    def overlaps(self) -> bool:
+        """Whether a step handed over (`hand`) lands while its caller runs on: PostgreSQL's
+        transaction is on the server then. SQLite's is written on the loop, and a caller
+        that went on would gain nothing and pay the hand-over's wake-ups."""
+        return self._writer.store.pipelines
+
     def hand(self, step: Step) -> Handed:
         """Hand `step` over to land while the run is active, without waiting (`Handing`)."""
         return self._writer.hand(self.run_id, self.tenant, step, self.fence)
@@ -149,7 +156,10 @@ class Handing:
         handed = self._in_flight
         if handed is None:
             return
-        landed = await asyncio.shield(handed.done)
+        done = handed.done
+        # Shielded: a cut here must not cancel the writer's answer, which the unit that
+        # runs again waits on.
+        landed = done.result() if done.done() else await asyncio.shield(done)
         self._in_flight = None
         if not landed:
             raise RunClosed("the run has ended")
