@@ -13,8 +13,8 @@ from wopeval import evals
 from wopeval.engine.eval_runs import eval_runner
 from wopeval.engine.eval_runs.eval_plan import EvalPlan, TaskPlan
 from wopeval.engine.eval_runs.eval_runner import EvalContext, run_eval
-from wopeval.engine.runs.outcome import Terminal
 from wopeval.engine.runlog.runlog import Handing
+from wopeval.engine.runs.outcome import Terminal
 from wopeval.wire.summary import TaskSummary
 
 
