@@ -31,6 +31,7 @@ from sqlalchemy.sql import ClauseElement, Insert
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.types import TypeEngine
 
+from wopeval.store._columns import NULL_MARK, VALUE_SEPARATOR, Unnest
 from wopeval.store._stale import CHECK_FAILED, StaleRun
 from wopeval.wire import json_text
 
@@ -88,7 +89,7 @@ as INSERTs."""
 
 BATCH_COLUMNS_FROM_ROWS = 64
 """From this many rows, an insert held in a pipelined transaction binds one array a column
-(store/_pg_batch.py `Batch.hold_columns`, `_unnest_sql`); fewer go as one INSERT of every
+(store/_pg_batch.py `Batch.hold_columns`, `_unnest`); fewer go as one INSERT of every
 row (a busy host's group of live calls, a row or two from each run). Both go in the
 transaction's one pipeline. Many rows as one INSERT of every row took the server longer
 than their COPY (bench/README.md, "Branch `eval-fast`"); as arrays, as long as the COPY
@@ -219,7 +220,7 @@ async def insert_many(
         return
     batch = _batches.get(id(driver))
     if batch is not None and len(rows) >= BATCH_COLUMNS_FROM_ROWS:
-        batch.hold_columns(_unnest_sql(connection, statement, compiled), processed)
+        batch.hold_columns(_unnest(connection, statement, compiled), processed)
         return
     if batch is not None:
         # One INSERT of every row: the server parses and plans a batch's statements
@@ -281,29 +282,31 @@ def _copy_sql(connection: AsyncConnection, statement: ClauseElement, compiled: _
     return f"COPY {preparer.format_table(cast(Insert, statement).table)} ({columns}) FROM STDIN"
 
 
-def _unnest_sql(connection: AsyncConnection, statement: ClauseElement, compiled: _Compiled) -> str:
-    """`statement`'s INSERT of `compiled`'s columns from one array parameter a column, each
-    cast to its column's type (`$1::VARCHAR(300)[]`): the rows as `unnest` gives them back.
-    Made once a statement and its columns (`_compile` keeps `compiled`)."""
+def _unnest(connection: AsyncConnection, statement: ClauseElement, compiled: _Compiled) -> Unnest:
+    """`statement`'s INSERT of `compiled`'s columns from one parameter a column. Made once a
+    statement and its columns (`_compile` keeps `compiled`)."""
     made = _unnests.get(id(compiled))
     if made is not None:
         return made
     dialect = connection.dialect
     table = cast(Insert, statement).table
     preparer = dialect.identifier_preparer
-    columns = ", ".join(preparer.quote(name) for name in compiled.names)
-    arrays = ", ".join(
-        f"${index}::{table.c[name].type.compile(dialect)}[]"
-        for index, name in enumerate(compiled.names, 1)
+    head = (
+        f"INSERT INTO {preparer.format_table(table)}"
+        f" ({', '.join(preparer.quote(name) for name in compiled.names)}) SELECT * FROM unnest"
     )
-    made = _unnests[id(compiled)] = (
-        f"INSERT INTO {preparer.format_table(table)} ({columns}) SELECT * FROM unnest({arrays})"
+    types = [f"{table.c[name].type.compile(dialect)}[]" for name in compiled.names]
+    split = f"E'\\x{ord(VALUE_SEPARATOR):02x}', E'\\x{ord(NULL_MARK):02x}'"
+    joined = ", ".join(
+        f"string_to_array(${index}::text, {split})::{kind}" for index, kind in enumerate(types, 1)
     )
+    arrays = ", ".join(f"${index}::{kind}" for index, kind in enumerate(types, 1))
+    made = _unnests[id(compiled)] = Unnest(f"{head}({joined})", f"{head}({arrays})")
     return made
 
 
-_unnests: dict[int, str] = {}
-"""`_unnest_sql`'s, by the id of the `_Compiled` (kept for good in `_compiled`)."""
+_unnests: dict[int, Unnest] = {}
+"""`_unnest`'s, by the id of the `_Compiled` (kept for good in `_compiled`)."""
 
 
 async def execute_many(

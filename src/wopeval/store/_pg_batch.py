@@ -25,6 +25,7 @@ from psycopg.pq.abc import PGconn, PGresult
 from psycopg.types.numeric import Int8Dumper
 from psycopg.waiting import READY_R
 
+from wopeval.store._columns import NULL_MARK, VALUE_SEPARATOR, Unnest
 from wopeval.store._stale import CHECK_FAILED, StaleRun
 from wopeval.store.db import socket_readable
 
@@ -120,14 +121,20 @@ class Batch:
         values = binder.dump_sequence(ordered, [PyFormat.AUTO] * len(ordered))
         self._held.append(_Bound(numbered, values, binder.types or (), binder.formats or ()))
 
-    def hold_columns(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        """Hold `sql`, an INSERT of `unnest($1::…[], $2::…[], …)` (store/_driver.py
-        `_unnest_sql`), with `rows`, each its values in the arrays' order: each column's
-        values bound as one array, in binary (psycopg's text arrays quote every element,
-        ~20x the Python)."""
+    def hold_columns(self, into: Unnest, rows: Sequence[Sequence[Any]]) -> None:
+        """Hold `into`'s INSERT with `rows`, each its values in the columns' order: a
+        column at a time, each as one text of its values joined (`Unnest.joined`) when
+        every column joins, else each as one array, in binary (psycopg's text arrays quote
+        every element, ~20x the Python)."""
         columns = [list(column) for column in zip(*rows, strict=True)]
+        texts = _joined(columns)
         binder = self._binder
-        values = binder.dump_sequence(columns, [PyFormat.BINARY] * len(columns))
+        if texts is not None:
+            values = binder.dump_sequence(texts, [PyFormat.TEXT] * len(texts))
+            sql = into.joined
+        else:
+            values = binder.dump_sequence(columns, [PyFormat.BINARY] * len(columns))
+            sql = into.arrays
         self._held.append(_Bound(sql.encode(), values, binder.types or (), binder.formats or ()))
 
     async def fetch(self, sql: str, values: dict[str, Any]) -> list[tuple[Any, ...]]:
@@ -222,6 +229,32 @@ class Batch:
             if index in sent.statements or not _succeeded(answer)
             for result in answer
         ]
+
+
+def _joined(columns: list[list[Any]]) -> list[str] | None:
+    """Each column's values as one text, joined by `VALUE_SEPARATOR` (store/_driver.py
+    `Unnest.joined`); None when a column holds a value of another type than text, integer
+    or boolean, or a separator or the NULL mark within a value (counted: the join holds one
+    separator fewer than values, and a mark for each NULL only)."""
+    if not columns or len(columns[0]) < 2:
+        return None  # the server splits an empty text into no value at all, not one ""
+    texts: list[str] = []
+    for column in columns:
+        nulls = column.count(None)
+        kinds = set(map(type, column)) - {type(None)}
+        if kinds <= {str}:
+            strings = column if not nulls else [NULL_MARK if v is None else v for v in column]
+        elif kinds == {bool}:
+            strings = [NULL_MARK if v is None else "t" if v else "f" for v in column]
+        elif kinds == {int}:
+            strings = [NULL_MARK if v is None else str(v) for v in column]
+        else:
+            return None
+        text = VALUE_SEPARATOR.join(strings)
+        if text.count(VALUE_SEPARATOR) != len(column) - 1 or text.count(NULL_MARK) != nulls:
+            return None
+        texts.append(text)
+    return texts
 
 
 def _answers(pgconn: PGconn, statements: int) -> PQGen[list[list[PGresult]]]:
