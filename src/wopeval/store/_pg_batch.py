@@ -89,7 +89,7 @@ class Batch:
     parameters, until a statement whose rows are read, or the COMMIT, and then they go
     in libpq's pipeline mode: one `send` and one round trip, the transaction's BEGIN first.
 
-    A big group's rows go as one INSERT a table of one array a column (`hold_columns`),
+    A big group's rows go as one INSERT a table of one parameter a column (`hold_columns`),
     not as a COPY: a COPY cannot go in a pipeline (libpq waits for each one's start), so
     a group of COPYs cost three exchanges, and its workers waited through all of them
     (bench/README.md, "Branch `eval-pg-overlap`"). In the pipeline the whole transaction

@@ -533,8 +533,8 @@ class _FencedRuns:
 
 def _only_driver_statements(batch: list[_Queued]) -> bool:
     """Whether the batch is written by the driver's statements alone, to be sent together
-    (store/__init__.py `log_transaction`, pipelined; a big group's rows by COPYs sent
-    together too, store/_pg_batch.py): plain steps (`_PlainSteps`). A fence, a state
+    (store/__init__.py `log_transaction`, pipelined; a big group's rows bound a column at a
+    time in the same pipeline, store/_pg_batch.py): plain steps (`_PlainSteps`). A fence, a state
     change, row values or an MCP tool listing (a run's first of each server) go through
     SQLAlchemy."""
     if any(queued.fence is not None or queued.transition.to is not None for queued in batch):
