@@ -14,10 +14,11 @@ import pytest
 from sqlalchemy import Table, Text, cast, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from _backends import Backend
+from _backends import Backend, PostgresDatabases
 from wopeval.store import (
     InvocationRow,
     ModelCallRow,
+    StaleRun,
     Store,
     ToolCallOutcome,
     ToolCallRow,
@@ -186,13 +187,13 @@ def test_the_driver_stores_what_sqlalchemy_stores(backend: Backend, tmp_path: Pa
                         table,
                         [{**row, "run_id": f"by-batch-{index}"} for index in range(3)],
                     )
-                    # As many as a batch takes a COPY for.
+                    # As many as a batch binds as one array a column for.
                     await _insert(
                         uow.connection,
                         table,
                         [
                             {**row, "run_id": f"by-batch-copy-{index}"}
-                            for index in range(_driver.BATCH_COPY_FROM_ROWS)
+                            for index in range(_driver.BATCH_COLUMNS_FROM_ROWS)
                         ],
                     )
                 await ToolCallsRepo(uow.connection).complete([("by-batch", 3, outcome)])
@@ -203,7 +204,7 @@ def test_the_driver_stores_what_sqlalchemy_stores(backend: Backend, tmp_path: Pa
                     for index in range(3):
                         batched = await _as_stored(uow.connection, table, f"by-batch-{index}")
                         assert batched == await _as_stored(uow.connection, table, "by-copy-0")
-                    for index in (0, _driver.BATCH_COPY_FROM_ROWS - 1):
+                    for index in (0, _driver.BATCH_COLUMNS_FROM_ROWS - 1):
                         copied = await _as_stored(uow.connection, table, f"by-batch-copy-{index}")
                         assert copied == await _as_stored(uow.connection, table, "by-copy-0")
         finally:
@@ -354,6 +355,113 @@ def test_a_conflict_among_many_rows_lands_nothing_of_its_transaction(
                     ("after-True", 1),
                     ("kept", 0),
                 ]
+        finally:
+            await store.close()
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.postgres
+def test_a_big_pipelined_insert_stores_values_holding_its_separators(
+    postgres_databases: PostgresDatabases,
+) -> None:
+    """A column's values go joined in one text (`_driver.Unnest.joined`) unless one holds the
+    separator or the NULL mark: then the column's values go as arrays, stored as given."""
+    odd = ["a\x1fb", "\x1e", "", "x\x1e\x1fy"]
+
+    def rows(run_id: str, docs: list[str]) -> list[tuple[Any, ...]]:
+        count = _driver.BATCH_COLUMNS_FROM_ROWS
+        return [(run_id, sequence, "t", docs[sequence % len(docs)]) for sequence in range(count)]
+
+    async def scenario() -> None:
+        store = await Store.open(postgres_databases.create())
+        try:
+            async with store.log_transaction(pipelined=True) as uow:
+                await uow.events.append(rows("odd", odd))
+                await uow.events.append(rows("plain", ["{}", ""]))
+            async with store.reading() as uow:
+                for run_id, docs in (("odd", odd), ("plain", ["{}", ""])):
+                    stored = await uow.connection.execute(
+                        select(events.c.sequence, events.c.doc)
+                        .where(events.c.run_id == run_id)
+                        .order_by(events.c.sequence)
+                    )
+                    assert [tuple(row) for row in stored] == [
+                        (sequence, doc) for _, sequence, _, doc in rows(run_id, docs)
+                    ]
+        finally:
+            await store.close()
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.postgres
+def test_a_big_pipelined_transaction_refused_lands_nothing(
+    postgres_databases: PostgresDatabases,
+) -> None:
+    """A pipelined transaction of many rows (one exchange) that meets a key conflict or a
+    failed check (`hold_checked`, `StaleRun`) ends whole: nothing of it lands, and the next
+    transaction works."""
+    count = _driver.BATCH_COLUMNS_FROM_ROWS
+
+    def rows(run_id: str) -> list[tuple[Any, ...]]:
+        return [(run_id, sequence, "t", "{}") for sequence in range(count)]
+
+    async def by_key(store: Store) -> None:
+        async with store.log_transaction(pipelined=True) as uow:
+            await uow.events.append(rows("lost-by-key"))
+            await uow.events.append(rows("kept"))
+
+    async def by_check(store: Store) -> None:
+        async with store.log_transaction(pipelined=True) as uow:
+            await uow.events.append(rows("lost-by-check"))
+            _driver.hold_checked(
+                uow.connection,
+                "UPDATE runs SET last_sequence = 0 WHERE run_id = %(run)s",
+                {"run": "nowhere"},
+                1,
+            )
+
+    async def scenario() -> None:
+        store = await Store.open(postgres_databases.create())
+        try:
+            async with store.log_transaction(pipelined=True) as uow:
+                await uow.events.append(rows("kept"))
+            with pytest.raises(psycopg.IntegrityError):
+                await by_key(store)
+            with pytest.raises(StaleRun):
+                await by_check(store)
+            async with store.log_transaction(pipelined=True) as uow:
+                await uow.events.append(rows("after"))
+            async with store.reading() as uow:
+                stored = await uow.connection.execute(
+                    select(events.c.run_id).group_by(events.c.run_id).order_by(events.c.run_id)
+                )
+                assert list(stored.scalars()) == ["after", "kept"]
+        finally:
+            await store.close()
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.postgres
+def test_one_row_bound_a_column_at_a_time_keeps_an_empty_text(
+    postgres_databases: PostgresDatabases, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A column of one empty text joins to "", which the server splits into no value at all:
+    one row goes as arrays."""
+    monkeypatch.setattr(_driver, "BATCH_COLUMNS_FROM_ROWS", 1)
+
+    async def scenario() -> None:
+        store = await Store.open(postgres_databases.create())
+        try:
+            async with store.log_transaction(pipelined=True) as uow:
+                await uow.events.append([("one", 0, "t", "")])
+            async with store.reading() as uow:
+                stored = await uow.connection.execute(
+                    select(events.c.doc).where(events.c.run_id == "one")
+                )
+                assert list(stored.scalars()) == [""]
         finally:
             await store.close()
 

@@ -181,7 +181,7 @@ async def test_a_pipelined_transaction_lands_whole_or_not_at_all(postgres_store:
         async with store.log_transaction(pipelined=True) as uow:
             await _by_driver(uow, "abandoned", 0)
             await _by_driver(uow, "abandoned", 1)
-            # Past a COPY's threshold: these too must wait for the transaction.
+            # Past `COPY_FROM_ROWS`: these too must wait for the transaction.
             await uow.events.append([_row("abandoned", sequence) for sequence in range(2, 22)])
             raise _Abandoned
 
@@ -196,12 +196,12 @@ async def test_a_pipelined_transaction_lands_whole_or_not_at_all(postgres_store:
     # The refusal comes back with the pipeline's answers, after the block: nothing lands.
     with pytest.raises(Exception, match=r"(?i)unique|duplicate"):
         await take_a_taken_key()
-    # Rows past a COPY's threshold go as pipelined INSERTs (a pipeline has no COPY).
+    # Rows past `COPY_FROM_ROWS` go as pipelined INSERTs (a pipeline has no COPY).
     async with store.log_transaction(pipelined=True) as uow:
         await uow.events.append([_row("many", sequence) for sequence in range(20)])
     assert await _stored(store, "many") == list(range(20))
-    # A batch's COPYs too: held until the COMMIT, and sent with it.
-    copied = range(_driver.BATCH_COPY_FROM_ROWS)
+    # A batch's rows bound a column at a time too: held until the COMMIT, and sent with it.
+    copied = range(_driver.BATCH_COLUMNS_FROM_ROWS)
 
     async def abandon_copied() -> None:
         async with store.log_transaction(pipelined=True) as uow:
@@ -216,7 +216,7 @@ async def test_a_pipelined_transaction_lands_whole_or_not_at_all(postgres_store:
             await uow.events.append([_row("refused", sequence) for sequence in copied])
             await uow.events.append([_row("refused", sequence) for sequence in copied])
 
-    # The second COPY fails in the query that carries the COMMIT: the first does not land.
+    # The second insert fails in the pipeline that carries the COMMIT: the first does not land.
     with pytest.raises(Exception, match=r"(?i)unique|duplicate"):
         await copy_a_taken_key()
     async with store.log_transaction(pipelined=True) as uow:

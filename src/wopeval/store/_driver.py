@@ -31,6 +31,7 @@ from sqlalchemy.sql import ClauseElement, Insert
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.types import TypeEngine
 
+from wopeval.store._columns import NULL_MARK, VALUE_SEPARATOR, Unnest
 from wopeval.store._stale import CHECK_FAILED, StaleRun
 from wopeval.wire import json_text
 
@@ -86,12 +87,13 @@ cost psycopg more than the rest of the log writer's work on the eval bench (whos
 carry thousands); a COPY takes a round trip more, so a live call's row or two still go
 as INSERTs."""
 
-BATCH_COPY_FROM_ROWS = 64
-"""From this many rows, an insert held in a pipelined transaction is a COPY
-(store/_pg_batch.py `Batch.hold_copy`); fewer go as one INSERT of every row, in the
-pipeline: a busy host's group of live calls, a row or two from each run, costs no round trip
-more. Many rows as one INSERT took the server longer than their COPY (bench/README.md,
-"Branch `eval-fast`")."""
+BATCH_COLUMNS_FROM_ROWS = 64
+"""From this many rows, an insert held in a pipelined transaction binds one array a column
+(store/_pg_batch.py `Batch.hold_columns`, `_unnest`); fewer go as one INSERT of every
+row (a busy host's group of live calls, a row or two from each run). Both go in the
+transaction's one pipeline. Many rows as one INSERT of every row took the server longer
+than their COPY (bench/README.md, "Branch `eval-fast`"); as arrays, as long as the COPY
+("Branch `eval-pg-overlap`"), and with no round trip of their own."""
 
 _compiled: dict[tuple[int, str, tuple[str, ...] | None], tuple[ClauseElement, _Compiled]] = {}
 """By statement, dialect name and inserted columns (every engine is made by db.py's
@@ -217,8 +219,8 @@ async def insert_many(
         _sqlite_insert(driver.sqlite, compiled.inserts, processed)
         return
     batch = _batches.get(id(driver))
-    if batch is not None and len(rows) >= BATCH_COPY_FROM_ROWS:
-        await batch.hold_copy(_copy_sql(connection, statement, compiled), processed)
+    if batch is not None and len(rows) >= BATCH_COLUMNS_FROM_ROWS:
+        batch.hold_columns(_unnest(connection, statement, compiled), processed)
         return
     if batch is not None:
         # One INSERT of every row: the server parses and plans a batch's statements
@@ -278,6 +280,33 @@ def _copy_sql(connection: AsyncConnection, statement: ClauseElement, compiled: _
     preparer = connection.dialect.identifier_preparer
     columns = ", ".join(preparer.quote(name) for name in compiled.names)
     return f"COPY {preparer.format_table(cast(Insert, statement).table)} ({columns}) FROM STDIN"
+
+
+def _unnest(connection: AsyncConnection, statement: ClauseElement, compiled: _Compiled) -> Unnest:
+    """`statement`'s INSERT of `compiled`'s columns from one parameter a column. Made once a
+    statement and its columns (`_compile` keeps `compiled`)."""
+    made = _unnests.get(id(compiled))
+    if made is not None:
+        return made
+    dialect = connection.dialect
+    table = cast(Insert, statement).table
+    preparer = dialect.identifier_preparer
+    head = (
+        f"INSERT INTO {preparer.format_table(table)}"
+        f" ({', '.join(preparer.quote(name) for name in compiled.names)}) SELECT * FROM unnest"
+    )
+    types = [f"{table.c[name].type.compile(dialect)}[]" for name in compiled.names]
+    split = f"E'\\x{ord(VALUE_SEPARATOR):02x}', E'\\x{ord(NULL_MARK):02x}'"
+    joined = ", ".join(
+        f"string_to_array(${index}::text, {split})::{kind}" for index, kind in enumerate(types, 1)
+    )
+    arrays = ", ".join(f"${index}::{kind}" for index, kind in enumerate(types, 1))
+    made = _unnests[id(compiled)] = Unnest(f"{head}({joined})", f"{head}({arrays})")
+    return made
+
+
+_unnests: dict[int, Unnest] = {}
+"""`_unnest`'s, by the id of the `_Compiled` (kept for good in `_compiled`)."""
 
 
 async def execute_many(

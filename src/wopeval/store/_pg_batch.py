@@ -15,17 +15,17 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import Any, NoReturn, TypeVar, cast
+from typing import Any, NoReturn, TypeVar
 from weakref import WeakKeyDictionary
 
-from psycopg import AsyncCopy, OperationalError, adapt, errors, generators, pq
+from psycopg import OperationalError, adapt, errors, generators, pq
 from psycopg.abc import Buffer, PQGen, Transformer
 from psycopg.adapt import AdaptersMap, PyFormat
-from psycopg.copy import AsyncWriter
 from psycopg.pq.abc import PGconn, PGresult
 from psycopg.types.numeric import Int8Dumper
-from psycopg.waiting import READY_R, Wait
+from psycopg.waiting import READY_R
 
+from wopeval.store._columns import NULL_MARK, VALUE_SEPARATOR, Unnest
 from wopeval.store._stale import CHECK_FAILED, StaleRun
 from wopeval.store.db import socket_readable
 
@@ -39,25 +39,6 @@ class _Bound:
     values: Sequence[Buffer | None]
     types: Sequence[int]
     formats: Sequence[int]
-
-
-@dataclass(frozen=True, slots=True)
-class _Copy:
-    """A COPY of rows into a table, its data formatted by psycopg as COPY's text."""
-
-    sql: bytes
-    """`COPY table (columns) FROM STDIN`."""
-    data: list[Buffer]
-
-
-class _Collected(AsyncWriter):
-    """psycopg's COPY writer that keeps what it is given (`Batch.hold_copy`)."""
-
-    def __init__(self) -> None:
-        self.data: list[Buffer] = []
-
-    async def write(self, data: Buffer) -> None:
-        self.data.append(data)
 
 
 _T = TypeVar("_T")
@@ -76,7 +57,7 @@ PREPARED_MAX = 128
 """How many statements a connection's batches keep track of, prepared or seen once
 (`_Prepared`): past it the least recently sent is forgotten, and closed on the server if
 it was prepared. A live call's steps send a handful; a busy host's groups, an INSERT of
-each row count up to `BATCH_COPY_FROM_ROWS` (store/_driver.py) a table at most."""
+each row count up to `BATCH_COLUMNS_FROM_ROWS` (store/_driver.py) a table at most."""
 
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s|%%")
 
@@ -108,11 +89,11 @@ class Batch:
     parameters, until a statement whose rows are read, or the COMMIT, and then they go
     in libpq's pipeline mode: one `send` and one round trip, the transaction's BEGIN first.
 
-    A COPY (`hold_copy`, a big group's rows) cannot go in a pipeline: the statements held
-    before it go first, in theirs, and the COPYs held one after another go as one query,
-    the COMMIT in it when it comes next. The server answers each COPY's end with the next
-    one's start, so a group's COPYs and its COMMIT cost a round trip each and one more;
-    each on its own, as psycopg's `copy` sends them, two each and the COMMIT one.
+    A big group's rows go as one INSERT a table of one parameter a column (`hold_columns`),
+    not as a COPY: a COPY cannot go in a pipeline (libpq waits for each one's start), so
+    a group of COPYs cost three exchanges, and its workers waited through all of them
+    (bench/README.md, "Branch `eval-pg-overlap`"). In the pipeline the whole transaction
+    is one exchange, sent before its caller's first wait.
 
     Straight on psycopg's libpq connection, not through its cursors: a cursor's result and
     prepared-statement bookkeeping, and its client-side binding (`mogrify`), cost a live
@@ -122,7 +103,7 @@ class Batch:
         self._driver = driver
         self._kept = _kept(driver)
         self._binder = self._kept.binder
-        self._held: list[_Bound | _Copy] = [_BEGIN]
+        self._held: list[_Bound] = [_BEGIN]
 
     def hold(self, sql: str, values: dict[str, Any]) -> None:
         """Hold `sql` (pyformat) with its values."""
@@ -140,14 +121,21 @@ class Batch:
         values = binder.dump_sequence(ordered, [PyFormat.AUTO] * len(ordered))
         self._held.append(_Bound(numbered, values, binder.types or (), binder.formats or ()))
 
-    async def hold_copy(self, sql: str, rows: list[Sequence[Any]]) -> None:
-        """Hold `sql`, a COPY FROM STDIN, with `rows` (each in the COPY's column order),
-        formatted now by psycopg's COPY (its `AsyncCopy` writing to a list, not a socket)."""
-        collected = _Collected()
-        async with AsyncCopy(self._driver.cursor(), binary=False, writer=collected) as copy:
-            for row in rows:
-                await copy.write_row(row)
-        self._held.append(_Copy(sql.encode(), collected.data))
+    def hold_columns(self, into: Unnest, rows: Sequence[Sequence[Any]]) -> None:
+        """Hold `into`'s INSERT with `rows`, each its values in the columns' order: a
+        column at a time, each as one text of its values joined (`Unnest.joined`) when
+        every column joins, else each as one array, in binary (psycopg's text arrays quote
+        every element, ~20x the Python)."""
+        columns = [list(column) for column in zip(*rows, strict=True)]
+        texts = _joined(columns)
+        binder = self._binder
+        if texts is not None:
+            values = binder.dump_sequence(texts, [PyFormat.TEXT] * len(texts))
+            sql = into.joined
+        else:
+            values = binder.dump_sequence(columns, [PyFormat.BINARY] * len(columns))
+            sql = into.arrays
+        self._held.append(_Bound(sql.encode(), values, binder.types or (), binder.formats or ()))
 
     async def fetch(self, sql: str, values: dict[str, Any]) -> list[tuple[Any, ...]]:
         """Run what is held and `sql` with its values; `sql`'s rows.
@@ -186,31 +174,14 @@ class Batch:
         return True
 
     async def _send(self) -> PGresult:
-        """What is held, in its order: each run of statements as one pipeline, each run of
-        COPYs (and a COMMIT right after them) as one query; the last statement's result."""
+        """What is held, as one pipeline; the last statement's result."""
         held, self._held = self._held, []
         driver = self._driver
-        results: list[PGresult] = []
         async with driver.lock:
-            start = 0
-            while start < len(held):
-                end = start + 1
-                copying = isinstance(held[start], _Copy)
-                while end < len(held) and isinstance(held[end], _Copy) == copying:
-                    end += 1
-                if copying:
-                    # Only a COMMIT follows a batch's last COPYs (`fetch` holds its own
-                    # statement last): it goes in their query.
-                    committing = held[end:] == [_COMMIT]
-                    copies = cast(list[_Copy], held[start:end])
-                    results = await self._copy_in(copies, committing=committing)
-                    end += committing
-                else:
-                    results = await self._pipeline(cast(list[_Bound], held[start:end]))
-                for result in results:
-                    if result.status == pq.ExecStatus.FATAL_ERROR:
-                        _raise_failed(driver, result)
-                start = end
+            results = await self._pipeline(held)
+        for result in results:
+            if result.status == pq.ExecStatus.FATAL_ERROR:
+                _raise_failed(driver, result)
         return results[-1]
 
     async def _pipeline(self, held: list[_Bound]) -> list[PGresult]:
@@ -259,38 +230,31 @@ class Batch:
             for result in answer
         ]
 
-    async def _copy_in(self, copies: list[_Copy], *, committing: bool) -> list[PGresult]:
-        """`copies` (and the COMMIT) as one query, each COPY given its data when the server
-        asks for it; every result of the query."""
-        query = b"; ".join([copy.sql for copy in copies] + ([_COMMIT.sql] if committing else []))
-        pgconn = self._driver.pgconn
-        pgconn.send_query(query)
-        # The data is bigger than a socket's buffer: psycopg's wait, which waits to write
-        # too, runs the exchange, with a reader of its own on the socket in place of ours.
-        self._kept.readable.remove()
-        results: list[PGresult] = await self._driver.wait(_copies(pgconn, copies))
-        return results
 
-
-def _copies(pgconn: PGconn, copies: list[_Copy]) -> PQGen[list[PGresult]]:
-    """psycopg's generator (run by its `wait`) that sends a query of `copies` (the query
-    queued) and gives each COPY its data in turn; every result of the query. A failed
-    statement ends the query there: the server skips the rest."""
-    yield from generators.send(pgconn)
-    results: list[PGresult] = []
-    for copy in copies:
-        # The previous COPY's result, then this one's start (or a failure, and the end).
-        results += yield from generators.fetch_many(pgconn)
-        if results[-1].status != pq.ExecStatus.COPY_IN:
-            return results
-        for data in copy.data:
-            yield from generators.copy_to(pgconn, data, flush=False)
-        while pgconn.put_copy_end(None) == 0:
-            yield Wait.W
-        while pgconn.flush():
-            yield Wait.W
-    results += yield from generators.fetch_many(pgconn)
-    return results
+def _joined(columns: list[list[Any]]) -> list[str] | None:
+    """Each column's values as one text, joined by `VALUE_SEPARATOR` (store/_driver.py
+    `Unnest.joined`); None when a column holds a value of another type than text, integer
+    or boolean, or a separator or the NULL mark within a value (counted: the join holds one
+    separator fewer than values, and a mark for each NULL only)."""
+    if not columns or len(columns[0]) < 2:
+        return None  # the server splits an empty text into no value at all, not one ""
+    texts: list[str] = []
+    for column in columns:
+        nulls = column.count(None)
+        kinds = set(map(type, column)) - {type(None)}
+        if kinds <= {str}:
+            strings = column if not nulls else [NULL_MARK if v is None else v for v in column]
+        elif kinds == {bool}:
+            strings = [NULL_MARK if v is None else "t" if v else "f" for v in column]
+        elif kinds == {int}:
+            strings = [NULL_MARK if v is None else str(v) for v in column]
+        else:
+            return None
+        text = VALUE_SEPARATOR.join(strings)
+        if text.count(VALUE_SEPARATOR) != len(column) - 1 or text.count(NULL_MARK) != nulls:
+            return None
+        texts.append(text)
+    return texts
 
 
 def _answers(pgconn: PGconn, statements: int) -> PQGen[list[list[PGresult]]]:

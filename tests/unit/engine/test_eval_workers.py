@@ -13,6 +13,7 @@ from wopeval import evals
 from wopeval.engine.eval_runs import eval_runner
 from wopeval.engine.eval_runs.eval_plan import EvalPlan, TaskPlan
 from wopeval.engine.eval_runs.eval_runner import EvalContext, run_eval
+from wopeval.engine.runlog.runlog import Handing
 from wopeval.engine.runs.outcome import Terminal
 from wopeval.wire.summary import TaskSummary
 
@@ -38,7 +39,7 @@ async def _run(
     running = [0, 0]
 
     async def run_task(
-        plan: EvalPlan, task_plan: TaskPlan, context: EvalContext
+        plan: EvalPlan, task_plan: TaskPlan, context: EvalContext, handing: Handing
     ) -> tuple[list[evals.TrialOutcome], TaskSummary]:
         task_id = task_plan.task.taskId
         started.append(task_id)
@@ -62,7 +63,12 @@ async def _run(
             SimpleNamespace(task=SimpleNamespace(taskId=f"t{index:02d}")) for index in range(tasks)
         )
     )
-    context = SimpleNamespace(concurrency=concurrency, alpha=0.05, regression_verdict=True)
+    context = SimpleNamespace(
+        concurrency=concurrency,
+        alpha=0.05,
+        regression_verdict=True,
+        log=SimpleNamespace(overlaps=False),
+    )
     await run_eval(cast(EvalPlan, plan), cast(EvalContext, context))
     return started, running[1], handed
 

@@ -21,7 +21,7 @@ from wopeval.engine.recording.boundary import Boundary, FixtureServer, LiveTrans
 from wopeval.engine.recording.grants import InvocationGrants
 from wopeval.engine.recording.invocation import Invocation, Where, run_invocation
 from wopeval.engine.recording.models import ModelServer
-from wopeval.engine.runlog.runlog import Journal, RunLog
+from wopeval.engine.runlog.runlog import Handing, Journal, RunLog
 from wopeval.engine.runlog.steps import Step, StepNotLanded
 from wopeval.engine.runs.control import RunControl
 from wopeval.engine.runs.outcome import Terminal
@@ -52,9 +52,19 @@ async def run_eval(plan: EvalPlan, context: EvalContext) -> Terminal:
     pending = iter(plan.tasks)
 
     async def worker() -> None:
-        for task_plan in pending:
-            task_id = task_plan.task.taskId
-            outcomes[task_id], summaries[task_id] = await run_task(plan, task_plan, context)
+        handing = Handing() if context.log.overlaps else None
+        try:
+            for task_plan in pending:
+                task_id = task_plan.task.taskId
+                outcomes[task_id], summaries[task_id] = await run_task(
+                    plan, task_plan, context, handing
+                )
+            if handing is not None:
+                await handing.landed()
+        except BaseException:
+            if handing is not None:
+                handing.abandon()
+            raise
 
     try:
         async with asyncio.TaskGroup() as group:
@@ -89,9 +99,10 @@ def task_cursors(task_plan: TaskPlan) -> Cursors:
 
 
 async def run_task(
-    plan: EvalPlan, task_plan: TaskPlan, context: EvalContext
+    plan: EvalPlan, task_plan: TaskPlan, context: EvalContext, handing: Handing | None
 ) -> tuple[list[evals.TrialOutcome], TaskSummary]:
-    """The task's trials and its summary entry (as its `eval.scored` says it)."""
+    """The task's trials and its summary entry (as its `eval.scored` says it); with the
+    worker's `handing`, each trial's step lands while the next trial runs."""
     cursors = task_cursors(task_plan)
     trials: list[evals.TrialOutcome] = []
     summaries: list[TaskSummary] = []
@@ -99,15 +110,23 @@ async def run_task(
         last = trial == task_plan.trials - 1
 
         async def attempt(trial: int = trial, last: bool = last) -> evals.TrialOutcome:
-            journal = Journal(context.log)
+            journal = Journal(context.log, handing)
             outcome = await run_trial(plan, task_plan, trial, cursors, journal, context)
             if last:
                 summary = task_summary(plan, task_plan, [*trials, outcome])
                 summaries.append(summary)
                 journal.emit(scored_event(summary))
-            # No `await` between this and the step's hand-over in `flush`.
+            if handing is None:
+                # No `await` between this and the step's hand-over in `flush`.
+                context.control.landing()
+                await journal.flush()
+                return outcome
+            # The worker's step before this one lands first.
+            await handing.landed()
+            # No `await` between this and the step's hand-over.
             context.control.landing()
-            await journal.flush()
+            handing.hand(journal)
+            await handing.taken()
             return outcome
 
         trials.append(await context.control.unit(attempt))

@@ -82,6 +82,22 @@ class _Queued:
     update: RunUpdate
     done: asyncio.Future[bool]
     fence: Fence | None = None
+    taken: asyncio.Future[None] | None = None
+    """A handed step's (`LogWriter.hand`): set once the flusher took it into a transaction."""
+
+
+@dataclass(frozen=True, slots=True)
+class Handed:
+    """A step handed to the writer (`LogWriter.hand`), which lands it whatever becomes of
+    its caller."""
+
+    taken: asyncio.Future[None]
+    """Set once the writer took the step into a transaction: on PostgreSQL that
+    transaction went to the server before the flusher's first wait, so whatever its
+    caller runs from here overlaps the server's time (bench/README.md, "Branch
+    `eval-pg-overlap`"). Set too when the step is failed unsent."""
+    done: asyncio.Future[bool]
+    """As `submit` returns: True once durable, False when refused; `StepNotLanded` when lost."""
 
 
 @dataclass
@@ -175,14 +191,27 @@ class LogWriter:
             asyncio.get_running_loop().create_future(),
             fence,
         )
-        self._queue.append(queued)
-        if self._flusher is None or self._flusher.done():
-            self._flusher = asyncio.create_task(self._flush(), name="log-writer")
+        self._enqueue(queued)
         # The flusher owns the write: a caller cancelled while waiting still gets its
         # step written, in order, before anything queued after it. Its cancel cancels only
         # this future, which the flusher then leaves as it is (`_settle`); a shield around
         # it would cost a future and a callback more a commit for the same.
         return await queued.done
+
+    def hand(self, run_id: str, tenant: str, step: Step, fence: Fence | None = None) -> Handed:
+        """Queue a step that only adds to its active run's log, as `submit` does, without
+        waiting for it: the caller waits for `Handed.taken`, then may work on while the
+        step lands, and waits for `Handed.done` before anything of its run depends on it."""
+        loop = asyncio.get_running_loop()
+        taken: asyncio.Future[None] = loop.create_future()
+        done: asyncio.Future[bool] = loop.create_future()
+        self._enqueue(_Queued(run_id, tenant, step, Transition(), RunUpdate(), done, fence, taken))
+        return Handed(taken, done)
+
+    def _enqueue(self, queued: _Queued) -> None:
+        self._queue.append(queued)
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush(), name="log-writer")
 
     async def _flush(self) -> None:
         # Turns of the loop before the first group is taken, while each brings more steps:
@@ -196,6 +225,10 @@ class LogWriter:
             await asyncio.sleep(0)
         while self._queue:
             batch, self._queue = self._queue[:MAX_GROUP], self._queue[MAX_GROUP:]
+            # Their callers resume after this task's first wait: on PostgreSQL, once the
+            # transaction is on its way (it is built and sent without one).
+            for queued in batch:
+                _take(queued)
             try:
                 landed = await self._write(batch)
             except asyncio.CancelledError as cancelled:
@@ -500,8 +533,8 @@ class _FencedRuns:
 
 def _only_driver_statements(batch: list[_Queued]) -> bool:
     """Whether the batch is written by the driver's statements alone, to be sent together
-    (store/__init__.py `log_transaction`, pipelined; a big group's rows by COPYs sent
-    together too, store/_pg_batch.py): plain steps (`_PlainSteps`). A fence, a state
+    (store/__init__.py `log_transaction`, pipelined; a big group's rows bound a column at a
+    time in the same pipeline, store/_pg_batch.py): plain steps (`_PlainSteps`). A fence, a state
     change, row values or an MCP tool listing (a run's first of each server) go through
     SQLAlchemy."""
     if any(queued.fence is not None or queued.transition.to is not None for queued in batch):
@@ -520,7 +553,14 @@ def _not_landed(run_id: str, failure: Exception) -> Exception:
     return StepNotLanded("the host's database was out of reach; this step was not recorded")
 
 
+def _take(queued: _Queued) -> None:
+    taken = queued.taken
+    if taken is not None and not taken.done():  # its waiter may have been cancelled
+        taken.set_result(None)
+
+
 def _settle(queued: _Queued, outcome: bool | BaseException) -> None:
+    _take(queued)
     if queued.done.done():
         return
     if isinstance(outcome, BaseException):

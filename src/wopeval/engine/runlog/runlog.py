@@ -14,11 +14,12 @@ not end until it is resumed.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 
 from wopeval import evals
 from wopeval.engine.runlog.fence import Fence
-from wopeval.engine.runlog.log_writer import LogWriter
+from wopeval.engine.runlog.log_writer import Handed, LogWriter
 from wopeval.engine.runlog.steps import (
     RUNNING,
     RunClosed,
@@ -61,6 +62,17 @@ class RunLog:
         """Land `step` while the run is active; raises RunClosed once it has ended."""
         if not await self.transition(Transition(), step, update):
             raise RunClosed(f"run {self.run_id} has ended")
+
+    @property
+    def overlaps(self) -> bool:
+        """Whether a step handed over (`hand`) lands while its caller runs on: PostgreSQL's
+        transaction is on the server then. SQLite's is written on the loop, and a caller
+        that went on would gain nothing and pay the hand-over's wake-ups."""
+        return self._writer.store.pipelines
+
+    def hand(self, step: Step) -> Handed:
+        """Hand `step` over to land while the run is active, without waiting (`Handing`)."""
+        return self._writer.hand(self.run_id, self.tenant, step, self.fence)
 
     async def transition(
         self, transition: Transition, step: Step | None = None, update: RunUpdate | None = None
@@ -111,6 +123,60 @@ class RunLog:
         return await self.close(status, step, update, allowed_from=allowed_from)
 
 
+class Handing:
+    """One eval worker's trials, each landing while the worker runs its next one: the
+    32 workers of a busy eval finish a trial each and join one group transaction, and on
+    PostgreSQL that transaction is on the server for ~7 ms, during which they had nothing
+    to do (bench/README.md, "Branch `eval-pg-overlap`").
+
+    At most one step is in flight: the next is handed over (or a live call's flush sent,
+    `Journal`'s `behind`) only once it landed, so a worker's steps land in their order, and
+    nothing of a worker lands after a step of it that did not. A trial's step is durable
+    before anything reports it: its task's `eval.scored` rides in its last trial's step,
+    and the run ends only after every worker waited for its last (`landed`)."""
+
+    def __init__(self) -> None:
+        self._in_flight: Handed | None = None
+
+    def hand(self, journal: Journal) -> None:
+        """Hand `journal`'s step over (`landed` first: nothing may be in flight)."""
+        if self._in_flight is not None:
+            raise RuntimeError("a step handed over while the one before is in flight")
+        self._in_flight = journal.log.hand(journal.take())
+
+    async def taken(self) -> None:
+        """Wait until the writer took the step in flight into a transaction."""
+        if self._in_flight is not None:
+            await self._in_flight.taken
+
+    async def landed(self) -> None:
+        """Wait until the step in flight, if any, is durable; `StepNotLanded` when it was
+        lost, `RunClosed` when refused. A waiter cut here (a pause, a cancel) leaves the
+        step in flight as it is, for the next to wait on."""
+        handed = self._in_flight
+        if handed is None:
+            return
+        done = handed.done
+        # Shielded: a cut here must not cancel the writer's answer, which the unit that
+        # runs again waits on.
+        landed = done.result() if done.done() else await asyncio.shield(done)
+        self._in_flight = None
+        if not landed:
+            raise RunClosed("the run has ended")
+
+    def abandon(self) -> None:
+        """The worker ends without waiting (it failed, or was cancelled): the step in
+        flight still lands, and its failure, if it has one, is not reported unasked."""
+        handed, self._in_flight = self._in_flight, None
+        if handed is not None:
+            handed.done.add_done_callback(_retrieved)
+
+
+def _retrieved(done: asyncio.Future[bool]) -> None:
+    if not done.cancelled():
+        done.exception()
+
+
 class Journal:
     """One unit of work's events (a workflow node, an eval trial) on their way to the log.
 
@@ -124,10 +190,12 @@ class Journal:
     an error, an agent's code that swallows the exception), and no later live call runs.
     """
 
-    def __init__(self, log: RunLog) -> None:
+    def __init__(self, log: RunLog, behind: Handing | None = None) -> None:
         self.log = log
         self._step = Step()
         self._lost = False
+        self._behind = behind
+        """The worker's step in flight, which must land before anything of this unit."""
 
     def emit(self, payload: events.Payload | events.Built, *, node_id: str | None = None) -> Staged:
         return self._step.emit(payload, node_id=node_id)
@@ -160,8 +228,10 @@ class Journal:
     async def flush(self) -> None:
         """Land everything staged so far; returns once it is durable."""
         self._whole()
-        step, self._step = self._step, Step()
         try:
+            if self._behind is not None:
+                await self._behind.landed()
+            step, self._step = self._step, Step()
             await self.log.commit(step)
         except StepNotLanded:
             self._lost = True
