@@ -236,9 +236,9 @@ async def insert_many(
     if not rows:
         return
     compiled = _compile(statement, connection.dialect, columns)
-    driver = driver_connection(connection)
     if written and not compiled.takes_written:
         raise ValueError(f"rows of {columns} cannot be bound as written: {compiled.sql!r}")
+    driver = driver_connection(connection)
     # A statement without processed columns (an event's row) binds the rows as they are.
     if written or not compiled.processed:
         processed = list(rows)
