@@ -286,7 +286,8 @@ def test_a_tool_call_row_of_written_texts_stores_what_its_values_store(
             async with store.transaction() as uow:
                 for run_id, row in (("values", valued), ("unrecorded", unrecorded)):
                     await uow.connection.execute(
-                        tool_calls.insert(), [{**row, "sequence": 3, "run_id": f"by-sqlalchemy-{run_id}"}]
+                        tool_calls.insert(),
+                        [{**row, "sequence": 3, "run_id": f"by-sqlalchemy-{run_id}"}],
                     )
             async with store.log_transaction() as uow:
                 await uow.tool_calls.append(
