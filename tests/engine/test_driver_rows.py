@@ -28,6 +28,7 @@ from wopeval.store import (
     sqlite_url,
 )
 from wopeval.store.tables import events, invocations, model_calls, task_trials, tool_calls
+from wopeval.wire import json_text
 
 AT = datetime(2026, 12, 2, 1, 2, 3, 456789, tzinfo=UTC)
 
@@ -256,6 +257,54 @@ def test_each_repos_rows_store_what_sqlalchemy_stores_from_their_fields(
                     for pipelined in (False, True):
                         stored = await _as_stored(uow.connection, table, f"by-repo-{pipelined}")
                         assert stored == alike, (name, pipelined)
+        finally:
+            await store.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_tool_call_row_of_written_texts_stores_what_its_values_store(
+    backend: Backend, tmp_path: Path
+) -> None:
+    """A call's row carries its args and answer as the texts they were written to
+    (`json_text.written`, bytes) and is bound as it is (`insert_many`'s `written`): stored
+    byte for byte as the same row of values, through SQLAlchemy or the driver, with the
+    error's and a content-less call's `null` as JSON `null`, not SQL NULL."""
+    _, call = ROWS["tool_calls"]
+    fields = {name: call[name] for name in ToolCallRow._fields}
+    answer = {"value": ["二", 2**40, 0.5, True, None]}
+    valued = {**fields, "status": "ok", "result": answer}
+    texts = {
+        **valued,
+        "inputs": json_text.written(valued["inputs"]),
+        "result": json_text.written(answer),
+    }
+    unrecorded = {**fields, "recorded": False, "inputs": None}
+
+    async def scenario() -> None:
+        store = await Store.open(backend.new_database() or sqlite_url(tmp_path))
+        try:
+            async with store.transaction() as uow:
+                for run_id, row in (("values", valued), ("unrecorded", unrecorded)):
+                    await uow.connection.execute(
+                        tool_calls.insert(),
+                        [{**row, "sequence": 3, "run_id": f"by-sqlalchemy-{run_id}"}],
+                    )
+            async with store.log_transaction() as uow:
+                await uow.tool_calls.append(
+                    [
+                        ToolCallRow(**texts).to_row("texts", 3),
+                        ToolCallRow(**valued).to_row("values", 3),
+                        ToolCallRow(**unrecorded).to_row("unrecorded", 3),
+                    ]
+                )
+            async with store.reading() as uow:
+                alike = await _as_stored(uow.connection, tool_calls, "by-sqlalchemy-values")
+                assert await _as_stored(uow.connection, tool_calls, "texts") == alike
+                assert await _as_stored(uow.connection, tool_calls, "values") == alike
+                assert await _as_stored(uow.connection, tool_calls, "unrecorded") == (
+                    await _as_stored(uow.connection, tool_calls, "by-sqlalchemy-unrecorded")
+                )
         finally:
             await store.close()
 

@@ -17,9 +17,13 @@ from wopeval.store.tables import invocations, task_trials
 from wopeval.wire.runs import IdleAgent
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class InvocationRow:
-    """One agent invocation: how it ended and, if the agent raised, what (host-only)."""
+    """One agent invocation: how it ended and, if the agent raised, what (host-only).
+
+    Not frozen, as `TrialRow`: one is built for every invocation, and a frozen dataclass
+    of this width takes several times as long to build (each field set through
+    `object.__setattr__`); nothing changes it once built."""
 
     invocation_id: str
     agent_id: str
@@ -72,9 +76,11 @@ class InvocationSaid:
     stderr: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class TrialRow:
-    """One eval trial's detail, whole; what of it may leave the host is `wire_content`'s call."""
+    """One eval trial's detail, whole; what of it may leave the host is `wire_content`'s call.
+
+    Not frozen: one is built for every trial (see `InvocationRow`)."""
 
     task_id: str
     trial: int

@@ -58,6 +58,11 @@ class _Compiled:
     inserts: tuple[tuple[int, str], ...] = ()
     """On SQLite, an INSERT's `sql` for many rows at once (`insert_many`): by rows, the
     most first, each half the one before, down to one row (`sql` itself)."""
+    takes_written: bool = False
+    """Whether a row whose JSON columns hold their text already and whose booleans are bools
+    binds as it is (`insert_many`'s `written`): every processed column is JSON written by the
+    store's codec (`json_text.compact`) or a boolean, which both drivers bind as
+    SQLAlchemy's processor would (`sqlite3` a bool as 1 or 0)."""
 
     def processing(self, values: Sequence[Any]) -> Sequence[Any]:
         """Values in `names` order, each as the database takes it."""
@@ -121,12 +126,26 @@ def _compile(
             raise ValueError(f"rows of the columns {columns} for a statement of {names}")
         if not sqlite:
             positional = _positional(compiled.string, names)
-    processors = (_processor(compiled.binds[name].type, dialect) for name in names)
+    kinds = [compiled.binds[name].type for name in names]
+    processors = (_processor(kind, dialect) for kind in kinds)
     processed = tuple(
         (index, process) for index, process in enumerate(processors) if process is not None
     )
+    takes_written = all(
+        process is json_text.compact or isinstance(kinds[index], Boolean)
+        for index, process in processed
+    )
     inserts = _sqlite_inserts(compiled.string, len(names)) if sqlite and columns else ()
-    made = _Compiled(compiled.string, names, _getter(names), processed, sqlite, positional, inserts)
+    made = _Compiled(
+        compiled.string,
+        names,
+        _getter(names),
+        processed,
+        sqlite,
+        positional,
+        inserts,
+        takes_written,
+    )
     _compiled[key] = (statement, made)
     return made
 
@@ -203,18 +222,30 @@ async def insert_many(
     statement: ClauseElement,
     columns: tuple[str, ...],
     rows: Sequence[Sequence[Any]],
+    *,
+    written: bool = False,
 ) -> None:
     """INSERT `rows` through `statement`, an `insert(table)`, each row its values of
     `columns`, which are the statement's in its order (the table's): the rows are built as
     the statement binds them, not as dicts to be taken apart again a row at a time.
 
+    `written`: each row's JSON columns hold the text the store's codec writes of their
+    values (`json_text.compact`'s) and its booleans are bools, so the rows are bound as
+    they are, without a bind processor's call for each of those values (a tool call's row
+    has five); a statement whose columns need another processor refuses them.
+
     On PostgreSQL many rows go in one COPY (see `COPY_FROM_ROWS`)."""
     if not rows:
         return
     compiled = _compile(statement, connection.dialect, columns)
+    if written and not compiled.takes_written:
+        raise ValueError(f"rows of {columns} cannot be bound as written: {compiled.sql!r}")
     driver = driver_connection(connection)
     # A statement without processed columns (an event's row) binds the rows as they are.
-    processed = list(map(compiled.processing, rows)) if compiled.processed else list(rows)
+    if written or not compiled.processed:
+        processed = list(rows)
+    else:
+        processed = list(map(compiled.processing, rows))
     if compiled.sqlite:
         _sqlite_insert(driver.sqlite, compiled.inserts, processed)
         return

@@ -52,13 +52,34 @@ class ToolCallRow(NamedTuple):
     duration_ms: int | None
     recorded: bool
     """False when the agent's `record` is off: the call is listed without content."""
-    inputs: JsonValue
-    result: JsonValue
+    inputs: JsonValue | bytes
+    """The args, or the text `json_text.written` wrote of them (bytes: no JSON value is)."""
+    result: JsonValue | bytes
+    """The answer, or its text as `inputs`."""
     error: dict[str, JsonValue] | None
 
     def to_row(self, run_id: str, sequence: int) -> tuple[Any, ...]:
-        """The row as it is inserted, its values of `_COLUMNS` (the table's order)."""
-        return (run_id, sequence, *self)
+        """The row as it is inserted, its values of `_COLUMNS` (the table's order), its JSON
+        columns written (`insert_many`'s `written`): a text written already goes in as it
+        is, not through the codec again."""
+        return (
+            run_id,
+            sequence,
+            *self[:9],
+            _column_text(self.inputs),
+            _column_text(self.result),
+            _column_text(self.error),
+        )
+
+
+def _column_text(value: JsonValue | bytes) -> str:
+    """A JSON column's text, as the store's codec writes it (None too is `null`, not SQL
+    NULL: the columns' JSON type says so)."""
+    if value is None:
+        return "null"
+    if type(value) is bytes:
+        return value.decode("utf-8")
+    return json_text.compact(value)
 
 
 _COLUMNS = ("run_id", "sequence", *ToolCallRow._fields)
@@ -228,7 +249,7 @@ class ToolCallsRepo:
 
     async def append(self, rows: Sequence[tuple[Any, ...]]) -> None:
         """Insert `ToolCallRow.to_row`'s rows."""
-        await _driver.insert_many(self._connection, _APPEND, _COLUMNS, rows)
+        await _driver.insert_many(self._connection, _APPEND, _COLUMNS, rows, written=True)
 
     async def complete(self, outcomes: Sequence[tuple[str, int, ToolCallOutcome]]) -> None:
         """Give live calls, keyed by run and `agent.tool-called` sequence, their outcome."""

@@ -4,10 +4,12 @@ booleans) are bound by plain functions, only where they give what SQLAlchemy's p
 
 from __future__ import annotations
 
+import asyncio
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from sqlalchemy import JSON, Boolean, Column, Integer, MetaData, Table
+from sqlalchemy import JSON, Boolean, Column, DateTime, Integer, MetaData, Table
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Dialect
 
@@ -108,3 +110,45 @@ def test_postgresql_rows_are_bound_in_place_of_their_names_in_order() -> None:
     )
     with pytest.raises(ValueError, match="in order"):
         _driver._positional("VALUES (%(b)s, %(a)s)", ("a", "b"))
+
+
+_STAMPED = Table(
+    "stamped",
+    MetaData(),
+    Column("id", Integer, primary_key=True),
+    Column("doc", JSON),
+    Column("flag", Boolean),
+    Column("at", DateTime(timezone=True)),
+)
+
+
+def test_rows_bound_as_written_only_where_json_and_booleans_are_the_processed_columns() -> None:
+    """`insert_many(written=True)` binds a row as it is: right only where every processed
+    column is the store codec's JSON (written already) or a boolean (a bool both drivers
+    bind as SQLAlchemy's processor does); a date, or another codec's JSON, refuses it."""
+    psycopg = postgresql.psycopg.dialect(json_serializer=json_text.compact)  # type: ignore[no-untyped-call]
+    for dialect in (_store_sqlite(), psycopg):
+        assert _driver._compile(_ROWS.insert(), dialect, ("doc", "flag")).takes_written
+        stamped = _driver._compile(_STAMPED.insert(), dialect, ("doc", "flag", "at"))
+        assert stamped.takes_written is (dialect.name != "sqlite")  # PostgreSQL binds dates
+    other = sqlite.dialect(json_serializer=lambda value: "x")
+    assert not _driver._compile(_ROWS.insert(), other, ("doc",)).takes_written
+    # None as SQL NULL is SQLAlchemy's own processor, not the codec: refused too.
+    assert not _driver._compile(_ROWS.insert(), _store_sqlite(), ("nullable_doc",)).takes_written
+
+
+def test_rows_that_cannot_be_bound_as_written_are_refused_before_anything_is_sent() -> None:
+    class _Connection:
+        dialect = _store_sqlite()
+
+    rows = [("{}", True, datetime.now(UTC))]
+    with pytest.raises(ValueError, match="cannot be bound as written"):
+        asyncio.run(
+            _driver.insert_many(
+                _Connection(),  # type: ignore[arg-type]
+                _STAMPED.insert(),
+                ("doc", "flag", "at"),
+                rows,
+                written=True,
+            )
+        )

@@ -349,11 +349,11 @@ class Invocation:
         # With `record` off the call is still listed, without content, so a source
         # that needs it is refused rather than silently derived short (RFC 0252 §C).
         keep = self.spec.record
-        inputs = call.args if args_text is None else json_text.embedded(args_text)
-        answer: JsonValue = None
+        inputs = call.args if args_text is None else args_text
+        answer: JsonValue | bytes = None
         if keep and result is not None:
             text = result.result_text
-            answer = result.result if text is None else json_text.embedded(text)
+            answer = result.result if text is None else text
         # Positionally, in `ToolCallRow`'s field order (its columns'), as `ExecutedCall`.
         return ToolCallRow(
             self.invocation_id,

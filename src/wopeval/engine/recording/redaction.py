@@ -69,12 +69,18 @@ class _Known:
     def __init__(self, secrets: tuple[SecretSource, ...]) -> None:
         self._literals = [s.value for s in secrets if s.value is not None]
         self._variables = [s.env for s in secrets if s.value is None and s.env]
+        self._fixed = _searched(self._literals)
+        """What is searched for when no secret is read from the environment."""
         self._last: tuple[list[str | None], tuple[str, ...]] | None = None
         """The variables' values last read, and the list made of them (one assignment, so
         a reader never pairs one read with another's list)."""
 
     def now(self) -> tuple[str, ...]:
         """The configured secrets searched for now: the variables are read each time."""
+        if not self._variables:
+            # Literals alone never change: a project without secrets in its environment
+            # pays no read and no comparison on every tool call's args.
+            return self._fixed
         read = [os.environ.get(name) for name in self._variables]
         last = self._last
         if last is not None and last[0] == read:

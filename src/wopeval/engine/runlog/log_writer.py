@@ -80,6 +80,8 @@ class _Queued:
     step: Step
     transition: Transition
     update: RunUpdate
+    values: JsonObject
+    """`update.values()`, worked out once: the writer asks it of every step two or three times."""
     done: asyncio.Future[bool]
     fence: Fence | None = None
     taken: asyncio.Future[None] | None = None
@@ -188,6 +190,7 @@ class LogWriter:
             step,
             transition,
             update,
+            update.values(),
             asyncio.get_running_loop().create_future(),
             fence,
         )
@@ -291,7 +294,7 @@ class LogWriter:
                     count=len(step.staged),
                     allowed_from=queued.transition.allowed_from,
                     status=queued.transition.to,
-                    values=queued.update.values(),
+                    values=queued.values,
                     trials=len(step.trials),
                 )
                 if last is not None:
@@ -379,7 +382,7 @@ class _PlainSteps:
 
     async def takes(self, index: int, queued: _Queued) -> bool:
         """Hold `queued` for its run's update, if it is a plain step; False otherwise."""
-        if queued.transition.to is not None or queued.update.values():
+        if queued.transition.to is not None or queued.values:
             return False
         waiting = self._waiting.get(queued.run_id)
         if waiting and waiting[0][1].transition.allowed_from != queued.transition.allowed_from:
@@ -503,7 +506,7 @@ class _FencedRuns:
             trials=[row.counts() for row in step.trials],
         )
         run.locked.invoked |= step.agent_ids()
-        run.values.update({**queued.update.values(), **landing.update.values()})
+        run.values.update({**queued.values, **landing.update.values()})
         return True
 
     async def settle(self, run_id: str) -> None:
@@ -539,7 +542,7 @@ def _only_driver_statements(batch: list[_Queued]) -> bool:
     SQLAlchemy."""
     if any(queued.fence is not None or queued.transition.to is not None for queued in batch):
         return False
-    return not any(queued.update.values() or queued.step.listings for queued in batch)
+    return not any(queued.values or queued.step.listings for queued in batch)
 
 
 def _not_landed(run_id: str, failure: Exception) -> Exception:

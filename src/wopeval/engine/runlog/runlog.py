@@ -21,7 +21,9 @@ from wopeval import evals
 from wopeval.engine.runlog.fence import Fence
 from wopeval.engine.runlog.log_writer import Handed, LogWriter
 from wopeval.engine.runlog.steps import (
+    NO_UPDATE,
     RUNNING,
+    WHILE_ACTIVE,
     RunClosed,
     RunUpdate,
     Staged,
@@ -60,7 +62,7 @@ class RunLog:
 
     async def commit(self, step: Step, update: RunUpdate | None = None) -> None:
         """Land `step` while the run is active; raises RunClosed once it has ended."""
-        if not await self.transition(Transition(), step, update):
+        if not await self.transition(WHILE_ACTIVE, step, update):
             raise RunClosed(f"run {self.run_id} has ended")
 
     @property
@@ -80,7 +82,7 @@ class RunLog:
         """Land `step` and move the run as `transition` says, if the run is in a state it
         allows; False (and nothing written) otherwise."""
         return await self._writer.submit(
-            self.run_id, self.tenant, step or Step(), transition, update or RunUpdate(), self.fence
+            self.run_id, self.tenant, step or Step(), transition, update or NO_UPDATE, self.fence
         )
 
     async def close(

@@ -191,3 +191,10 @@ class Transition:
 
     allowed_from: frozenset[RunStatus] = ACTIVE
     to: RunStatus | None = None
+
+
+NO_UPDATE = RunUpdate()
+"""A step that sets no run-row column (frozen, so one serves every such step)."""
+
+WHILE_ACTIVE = Transition()
+"""Land while the run is active and leave its state as it is (`RunLog.commit`'s)."""
