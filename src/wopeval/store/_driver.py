@@ -234,7 +234,8 @@ async def insert_many(
     they are, without a bind processor's call for each of those values (a tool call's row
     has five); a statement whose columns need another processor refuses them.
 
-    On PostgreSQL many rows go in one COPY (see `COPY_FROM_ROWS`)."""
+    On PostgreSQL, in a pipelined transaction (the log writer's) the rows go in its pipeline
+    (`BATCH_COLUMNS_FROM_ROWS`); outside one, many rows go in one COPY (`COPY_FROM_ROWS`)."""
     if not rows:
         return
     compiled = _compile(statement, connection.dialect, columns)

@@ -40,7 +40,15 @@ from typing import Any
 
 from wopeval.engine.live.notifier import Notifier
 from wopeval.engine.runlog.fence import Fence, Locked
-from wopeval.engine.runlog.steps import RunUpdate, Staged, Step, StepNotLanded, Transition
+from wopeval.engine.runlog.steps import (
+    NO_UPDATE,
+    WHILE_ACTIVE,
+    RunUpdate,
+    Staged,
+    Step,
+    StepNotLanded,
+    Transition,
+)
 from wopeval.store import (
     EventRow,
     ListingRow,
@@ -208,7 +216,9 @@ class LogWriter:
         loop = asyncio.get_running_loop()
         taken: asyncio.Future[None] = loop.create_future()
         done: asyncio.Future[bool] = loop.create_future()
-        self._enqueue(_Queued(run_id, tenant, step, Transition(), RunUpdate(), done, fence, taken))
+        self._enqueue(
+            _Queued(run_id, tenant, step, WHILE_ACTIVE, NO_UPDATE, {}, done, fence, taken)
+        )
         return Handed(taken, done)
 
     def _enqueue(self, queued: _Queued) -> None:
