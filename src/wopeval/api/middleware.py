@@ -71,8 +71,8 @@ class LegacyPathIds:
 
 def legacy_escaped(scope: Scope) -> bool:
     """Whether the request's target holds a legacy `%2F`, which `LegacyPathIds` rewrites."""
-    raw = scope.get("raw_path") if scope["type"] == "http" else None
-    return bool(raw) and b"%2f" in raw.lower()
+    raw: bytes | None = scope.get("raw_path") if scope["type"] == "http" else None
+    return raw is not None and b"%2f" in raw.lower()
 
 
 def header(scope: Scope, name: bytes) -> str | None:

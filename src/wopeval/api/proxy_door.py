@@ -29,7 +29,7 @@ from wopeval.api.middleware import VersionNegotiation, legacy_escaped
 from wopeval.api.request_guard import RequestGuard
 from wopeval.api.routes.model_proxy import ProxyExchanges, serves
 
-DOOR_LAYERS = (VersionNegotiation, RequestGuard, CrashGuard, ProxyExchanges)
+DOOR_LAYERS: tuple[object, ...] = (VersionNegotiation, RequestGuard, CrashGuard, ProxyExchanges)
 """The layers that do something to a proxied exchange; each wraps it through the door too."""
 
 
