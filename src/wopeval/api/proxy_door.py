@@ -6,10 +6,10 @@ limit, strict JSON), the crash guard and the proxy's layer, which answers it. Th
 the stack Starlette and FastAPI build around them passes it on untouched: FastAPI's
 server-error and exception-telemetry layers and its body limit (the crash guard answers
 or ends whatever the exchange raises first; the host sets no FastAPI body limit), the
-dashboard's (only `/ui`), the start-up failures' (only the lifespan), the hot reads
-(`GET`s) and the MCP endpoint's layer (its own paths); ten coroutine frames each
-exchange is started and resumed through, and two send wrappers each message of its
-answer goes through.
+dashboard's two (only `/ui`), the start-up failures' (only the lifespan), the legacy
+ids' (only a target with a `%2F`), the hot reads (`GET`s) and the MCP endpoint's layer
+(its own paths): nine coroutine frames each exchange is started and resumed through, and
+a send wrapper (the server-error layer's) each message of its answer goes through.
 
 So the stack's top is a door: a request the proxy's layer claims goes through those
 four layers alone, built from the app's own middleware list (the same classes, options
