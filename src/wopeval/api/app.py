@@ -16,6 +16,7 @@ from wopeval.api.deps import InvocationAccess
 from wopeval.api.hot_reads import HotReads
 from wopeval.api.json_response import JSONResponse
 from wopeval.api.middleware import LegacyPathIds, VersionNegotiation
+from wopeval.api.proxy_door import HostApi
 from wopeval.api.request_guard import RequestGuard
 from wopeval.api.routes import (
     catalog,
@@ -84,7 +85,7 @@ def create_app(
         finally:
             await host.stop()
 
-    app = FastAPI(
+    app = HostApi(
         title="wopeval",
         version=__version__,
         description="An OpenWOP v2 host that turns real agent runs into regression tests.",
@@ -126,7 +127,7 @@ def create_worker_app(
 ) -> tuple[FastAPI, mcp.McpSessions]:
     """A queue worker's app: its health, and the MCP endpoint and model proxy of each
     invocation it runs; with the MCP sessions, which the worker runs while it serves."""
-    app = FastAPI(
+    app = HostApi(
         title="wopeval worker",
         docs_url=None,
         redoc_url=None,

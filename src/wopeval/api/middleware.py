@@ -61,13 +61,18 @@ class LegacyPathIds:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        raw = scope.get("raw_path") if scope["type"] == "http" else None
-        if raw and b"%2f" in raw.lower():
-            fixed = re.sub(rb"%2[fF]", b"~2F", raw.split(b"?", 1)[0])
+        if legacy_escaped(scope):
+            fixed = re.sub(rb"%2[fF]", b"~2F", scope["raw_path"].split(b"?", 1)[0])
             scope = dict(scope)
             scope["raw_path"] = fixed
             scope["path"] = unquote_to_bytes(fixed).decode("utf-8", errors="replace")
         await self.app(scope, receive, send)
+
+
+def legacy_escaped(scope: Scope) -> bool:
+    """Whether the request's target holds a legacy `%2F`, which `LegacyPathIds` rewrites."""
+    raw: bytes | None = scope.get("raw_path") if scope["type"] == "http" else None
+    return raw is not None and b"%2f" in raw.lower()
 
 
 def header(scope: Scope, name: bytes) -> str | None:
