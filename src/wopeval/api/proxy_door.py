@@ -25,12 +25,32 @@ from fastapi import FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from wopeval.api.errors import CrashGuard
-from wopeval.api.middleware import VersionNegotiation, legacy_escaped
+from wopeval.api.hot_reads import HotReads
+from wopeval.api.middleware import LegacyPathIds, VersionNegotiation, legacy_escaped
 from wopeval.api.request_guard import RequestGuard
+from wopeval.api.routes.mcp import McpExchanges
 from wopeval.api.routes.model_proxy import ProxyExchanges, serves
+from wopeval.api.startup import ExpectedStartupFailures
+from wopeval.api.ui._envelope import EnvelopePages
+from wopeval.api.ui._security import DashboardHeaders
 
 DOOR_LAYERS: tuple[object, ...] = (VersionNegotiation, RequestGuard, CrashGuard, ProxyExchanges)
 """The layers that do something to a proxied exchange; each wraps it through the door too."""
+
+PASSING_LAYERS: frozenset[object] = frozenset(
+    {
+        EnvelopePages,
+        DashboardHeaders,
+        ExpectedStartupFailures,
+        LegacyPathIds,
+        HotReads,
+        McpExchanges,
+    }
+)
+"""The layers that pass a proxied exchange on untouched (a legacy `%2F`, which
+`LegacyPathIds` rewrites, never takes the door). A layer in neither list stops the app
+from being built: a check added to the stack later must say which it is, not be skipped
+by the proxy's exchanges unseen."""
 
 
 class HostApi(FastAPI):
@@ -40,6 +60,11 @@ class HostApi(FastAPI):
         whole = super().build_middleware_stack()
         door: ASGIApp = whole  # reached by nothing the proxy's layer claims
         for middleware in reversed(self.user_middleware):
+            if middleware.cls not in DOOR_LAYERS and middleware.cls not in PASSING_LAYERS:
+                raise RuntimeError(
+                    f"the model proxy's door does not know the layer {middleware.cls!r}:"
+                    " add it to DOOR_LAYERS or PASSING_LAYERS (api/proxy_door.py)"
+                )
             if middleware.cls in DOOR_LAYERS:
                 door = middleware.cls(door, *middleware.args, **middleware.kwargs)
         return ProxyDoor(door, whole)

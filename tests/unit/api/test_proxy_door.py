@@ -100,3 +100,20 @@ async def test_a_legacy_escape_in_a_proxy_path_is_the_routers_404_not_an_exchang
         answer = await client.post(CHAT.replace("/openai/", "%2Fopenai/"), json={"model": "m"})
     assert answer.status_code == 404
     assert answer.json()["error"] == "not_found"
+
+
+class _Unknown:
+    """A layer added to the stack that the door was never told about."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.app(scope, receive, send)
+
+
+def test_a_layer_the_door_does_not_know_stops_the_app_from_being_built(app: Any) -> None:
+    # Otherwise a check added to the stack later would be skipped by every proxied exchange.
+    app.add_middleware(_Unknown)
+    with pytest.raises(RuntimeError, match="does not know the layer"):
+        app.build_middleware_stack()
