@@ -224,3 +224,18 @@ def test_a_call_out_of_the_entries_order_or_written_otherwise_is_served_by_its_f
     # The first unconsumed entry's text is not the call's: the form finds the later one.
     assert served(cursor, {"n": 1}) == 2
     assert served(cursor, {"n": 1}) is None
+
+
+def test_cursors_over_one_index_each_consume_their_own_entries() -> None:
+    # One index serves every trial of every run of a suite version at once
+    # (`KeptSuite.fixture_indexes`): what a trial consumed is its cursor's alone.
+    index = evals.FixtureIndex([entry({"k": 1}), entry({"k": 1}), entry({"k": 2})], "fail")
+    one, two = evals.FixtureCursor.over(index), evals.FixtureCursor.over(index)
+    assert served(one, {"k": 1}) == 0
+    assert served(two, {"k": 1}) == 0
+    assert served(two, {"k": 2}) == 2
+    assert served(one, {"k": 1}) == 1
+    assert served(one, {"k": 1}) is None
+    assert (one.consumed, one.miss_count) == (frozenset({0, 1}), 1)
+    assert (two.consumed, two.miss_count) == (frozenset({0, 2}), 0)
+    assert served(two, {"k": 1}) == 1
