@@ -283,9 +283,9 @@ class Task(_Closed):
     @functools.cached_property
     def expected_document(self) -> dict[str, Any]:
         """`expected` as the suite wrote it (defaults of other kinds, a trajectory's order,
-        left out), dumped once a parsed task: the catalog keeps a version parsed
-        (`ParsedSuites`), so every trial of every run of it holds this one document in its
-        detail, which nothing changes."""
+        left out), dumped once a parsed task: the catalog keeps a version parsed, and dumps
+        its tasks' `expected` as it keeps it (`KeptSuite.of`), so every trial of every run of
+        it holds this one document in its detail, which nothing changes."""
         return self.expected.model_dump(mode="json", by_alias=True, exclude_unset=True)
 
 

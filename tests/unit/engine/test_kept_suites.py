@@ -74,3 +74,15 @@ def test_a_kept_version_s_fixture_indexes_are_its_own_tenant_s_and_version_s() -
     again = parsed.get(TENANT, _document("ours"))
     assert again.fixture_indexes["a"] is ours.fixture_indexes["a"]
     assert answers(parsed.get(OTHER_TENANT, _document("theirs"))) == (b'"theirs"',)
+
+
+def test_a_kept_version_s_tasks_have_their_expected_dumped_once_with_it() -> None:
+    kept = ParsedSuites().get(TENANT, _document("ours"))
+    task = kept.suite.tasks[0]
+    # Dumped as the version was kept (not at its first run's first trial), as written.
+    assert "expected_document" in vars(task)
+    assert task.expected_document == {
+        "kind": "golden",
+        "match": {"strategy": "exact", "value": "ours"},
+    }
+    assert task.expected_document is task.expected_document

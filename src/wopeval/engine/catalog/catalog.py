@@ -62,6 +62,10 @@ class KeptSuite:
             for task in suite.tasks
             if task.fixtures is not None
         }
+        for task in suite.tasks:
+            # Dumped now, with the version (`Task.expected_document` keeps it): every trial
+            # of every run of it holds that one document rather than dumping it again.
+            _ = task.expected_document
         return cls(suite, document, text, indexes)
 
 
