@@ -16,7 +16,7 @@ from pydantic import JsonValue
 
 from wopeval.evals._canonical import canonical_form, hash_of_form, json_equal
 from wopeval.evals._miss import MissDetail, closest_entry
-from wopeval.wire.json_text import written
+from wopeval.wire.json_text import kept, written
 from wopeval.wire.suite import ArgsPattern, OnMiss, ToolResponse
 
 
@@ -137,14 +137,16 @@ class FixtureIndex:
         by_form: dict[str, dict[bytes, list[int]]] = {}
         patterns: dict[str, list[int]] = {}
         forms: list[bytes | None] = []
+        # Every text kept is copied to its own length (`kept`): an index lives as long as
+        # its suite version is kept.
         for index, entry in enumerate(self.entries):
-            form = canonical_form(entry.args) if entry.mode() == "exact" else None
+            form = kept(canonical_form(entry.args)) if entry.mode() == "exact" else None
             forms.append(form)
             if form is None:
                 patterns.setdefault(entry.tool, []).append(index)
                 continue
             by_form.setdefault(entry.tool, {}).setdefault(form, []).append(index)
-            texts.setdefault(entry.tool, []).append((index, written(entry.args)))
+            texts.setdefault(entry.tool, []).append((index, kept(written(entry.args))))
         self.forms: tuple[bytes | None, ...] = tuple(forms)
         """By entry: its args' canonical form, for an `exact` entry JCS can write."""
         self.hashes: tuple[str | None, ...] = tuple(
@@ -152,7 +154,7 @@ class FixtureIndex:
         )
         """By entry: the `argsHash` of its form."""
         self.answers: tuple[bytes | None, ...] = tuple(
-            None if entry.is_error else written(entry.response) for entry in self.entries
+            None if entry.is_error else kept(written(entry.response)) for entry in self.entries
         )
         """By entry: its `response`'s text, for an entry that answers with it."""
         self.texts: Mapping[str, tuple[tuple[int, bytes | None], ...]] = {

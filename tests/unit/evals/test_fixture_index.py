@@ -10,6 +10,7 @@ cannot write, pattern entries before and after an `exact` one, used-up entries, 
 
 from __future__ import annotations
 
+import tracemalloc
 from typing import Any
 
 import pytest
@@ -239,3 +240,19 @@ def test_cursors_over_one_index_each_consume_their_own_entries() -> None:
     assert (one.consumed, one.miss_count) == (frozenset({0, 1}), 1)
     assert (two.consumed, two.miss_count) == (frozenset({0, 2}), 0)
     assert served(two, {"k": 1}) == 1
+
+
+def test_an_index_holds_its_texts_at_their_length() -> None:
+    # An index lives as long as its suite version is kept: the bytes orjson returns keep
+    # a ~4 KiB buffer each, so an index of their texts held ~12 KiB an entry.
+    entries = [entry({"n": n}, {"value": n}) for n in range(200)]
+    tracemalloc.start()
+    try:
+        index = evals.FixtureIndex(entries, "fail")
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert index.answers[7] == b'{"value":7}'
+    assert index.texts["a:t"][7] == (7, b'{"n":7}')
+    assert index.forms[7] == b'{"n":7}'
+    assert held < len(entries) * 2048
