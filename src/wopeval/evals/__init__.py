@@ -57,6 +57,7 @@ if typing.TYPE_CHECKING:
     from wopeval.evals._matcher import (
         FixtureCursor,
         FixtureHit,
+        FixtureIndex,
         FixtureMiss,
         GoLive,
         Missed,
@@ -169,6 +170,7 @@ __all__ = [
     "ExecutedCall",
     "FixtureCursor",
     "FixtureHit",
+    "FixtureIndex",
     "FixtureMiss",
     "FixtureSuiteRef",
     "Found",

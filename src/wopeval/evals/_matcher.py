@@ -9,14 +9,14 @@ analysis (`_miss.closest_entry`): the entry the call came closest to.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from pydantic import JsonValue
 
 from wopeval.evals._canonical import canonical_form, hash_of_form, json_equal
 from wopeval.evals._miss import MissDetail, closest_entry
-from wopeval.wire.json_text import written
+from wopeval.wire.json_text import kept, written
 from wopeval.wire.suite import ArgsPattern, OnMiss, ToolResponse
 
 
@@ -84,8 +84,10 @@ class Served:
     """The entry's position in the task's `toolResponses`."""
     entry: ToolResponse
     args_hash: str | None = None
-    """The call's `argsHash`, when the selection wrote its args' canonical form (so its
-    trial detail need not write them again); None otherwise."""
+    """The call's `argsHash`, when an `exact` entry of the call's canonical form served it
+    (the entry's, the same); None otherwise."""
+    answer_text: bytes | None = None
+    """The entry's `response` as `json_text.written` writes it (None: it cannot)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +106,72 @@ class GoLive:
     """As for `Missed`: why no entry served the call."""
 
 
+class FixtureIndex:
+    """What selection needs of one task's entries, written once: never changed after it is
+    built, so one index serves every trial of every run of a suite version at once (the
+    catalog keeps it with the parsed version, `ParsedSuites`), each trial's consumption
+    in its own `FixtureCursor`.
+
+    An `exact` entry matches exactly the calls whose args have its canonical form (RFC
+    8785, docs/design.md §3), so the `exact` entries of a tool are kept by that form, each
+    form's in list order, and a call's candidate among them is one lookup, not a comparison
+    with each entry. The other entries of the tool (`subset`, `ignore`, and an `exact` one
+    whose args JCS cannot write, `canonical_form`) are asked in list order as `select_entry`
+    asks them, only before that candidate.
+
+    Each `exact` entry's args are also kept as `json_text.written` writes them: an agent that
+    makes its calls in the entries' order (a replay of the run they were recorded from, the
+    conformance agent) makes each call with the args of the tool's first unconsumed `exact`
+    entry, written alike (the text the boundary copied the call's args through). The same
+    text is the same value, so that entry is the first of the call's form, and is served
+    without the call's form written: its form, `argsHash` and answer text are the entry's,
+    written here once.
+    """
+
+    __slots__ = ("answers", "by_form", "entries", "forms", "hashes", "on_miss", "patterns", "texts")
+
+    def __init__(self, entries: Sequence[ToolResponse], on_miss: OnMiss) -> None:
+        self.entries = tuple(entries)
+        self.on_miss: OnMiss = on_miss
+        texts: dict[str, list[tuple[int, bytes | None]]] = {}
+        by_form: dict[str, dict[bytes, list[int]]] = {}
+        patterns: dict[str, list[int]] = {}
+        forms: list[bytes | None] = []
+        # Every text kept is copied to its own length (`kept`): an index lives as long as
+        # its suite version is kept.
+        for index, entry in enumerate(self.entries):
+            form = kept(canonical_form(entry.args)) if entry.mode() == "exact" else None
+            forms.append(form)
+            if form is None:
+                patterns.setdefault(entry.tool, []).append(index)
+                continue
+            by_form.setdefault(entry.tool, {}).setdefault(form, []).append(index)
+            texts.setdefault(entry.tool, []).append((index, kept(written(entry.args))))
+        self.forms: tuple[bytes | None, ...] = tuple(forms)
+        """By entry: its args' canonical form, for an `exact` entry JCS can write."""
+        self.hashes: tuple[str | None, ...] = tuple(
+            None if form is None else hash_of_form(form) for form in forms
+        )
+        """By entry: the `argsHash` of its form."""
+        self.answers: tuple[bytes | None, ...] = tuple(
+            None if entry.is_error else kept(written(entry.response)) for entry in self.entries
+        )
+        """By entry: its `response`'s text, for an entry that answers with it."""
+        self.texts: Mapping[str, tuple[tuple[int, bytes | None], ...]] = {
+            tool: tuple(indexed) for tool, indexed in texts.items()
+        }
+        """By tool: the `exact` entries with forms, in list order, with their args' text."""
+        self.by_form: Mapping[str, Mapping[bytes, tuple[int, ...]]] = {
+            tool: {form: tuple(indexes) for form, indexes in kept.items()}
+            for tool, kept in by_form.items()
+        }
+        """By tool, then by form: the `exact` entries with forms, in list order."""
+        self.patterns: Mapping[str, tuple[int, ...]] = {
+            tool: tuple(indexes) for tool, indexes in patterns.items()
+        }
+        """By tool: the other entries, in list order."""
+
+
 class FixtureCursor:
     """One task's fixtures through one trial: consume-once and the miss count.
 
@@ -111,103 +179,81 @@ class FixtureCursor:
     trial ("consumption resets at each trial", docs/design.md §3); it reads
     `miss_count` for the trial's outcome before resetting.
 
-    Selection is `select_entry`'s rule, found through an index built once per task: an
-    `exact` entry matches exactly the calls whose args have its canonical form (RFC 8785,
-    docs/design.md §3), so the `exact` entries of a tool are kept by that form, each form's
-    in list order, and a call's candidate among them is one lookup, not a comparison with
-    each entry. The other entries of the tool (`subset`, `ignore`, and an `exact` one whose
-    args JCS cannot write, `canonical_form`) are asked in list order as `select_entry` asks
-    them, only before that candidate. Entries of one form are consumed in list order (the
-    first unconsumed one is always the one served), so a form's consumed entries are
-    counted, not searched.
-
-    The forms of the entries are written only when a call needs them: an agent that makes
-    its calls in the entries' order (a replay of the run they were recorded from, the
-    conformance agent) makes each call with the args of the tool's first unconsumed `exact`
-    entry, written alike (`json_text.written`, the text the boundary copied the call's args
-    through). The same text is the same value, so that entry is the first of the call's
-    form, and is served without any entry's form written: a text costs a fifth of a form.
+    Selection is `select_entry`'s rule, found through the task's `FixtureIndex`, which the
+    cursor only reads. Entries of one form are consumed in list order (the first unconsumed
+    one is always the one served), so a form's consumed entries are counted, not searched.
     """
 
     def __init__(self, entries: Sequence[ToolResponse], on_miss: OnMiss) -> None:
-        self._entries = tuple(entries)
-        self._on_miss = on_miss
+        self._start(FixtureIndex(entries, on_miss))
+
+    @classmethod
+    def over(cls, index: FixtureIndex) -> FixtureCursor:
+        """A cursor reading an index made before (and shared with other cursors)."""
+        cursor = cls.__new__(cls)
+        cursor._start(index)
+        return cursor
+
+    def _start(self, index: FixtureIndex) -> None:
+        self._index = index
         self._consumed: set[int] = set()
         self.miss_count = 0
         """Misses under `onMiss: fail` since the last reset."""
-        self._texts: dict[str, list[tuple[int, bytes | None]]] = {}
-        """By tool: the `exact` entries' indexes, in list order, with their args' text."""
-        self._patterns: dict[str, list[int]] = {}
-        """By tool: the other entries' indexes, in list order (and, once `_exact` is made,
-        the `exact` ones whose args JCS cannot write)."""
-        for index, entry in enumerate(self._entries):
-            if entry.mode() == "exact":
-                self._texts.setdefault(entry.tool, []).append((index, written(entry.args)))
-            else:
-                self._patterns.setdefault(entry.tool, []).append(index)
-        self._exact: dict[str, dict[bytes, list[int]]] | None = None
-        """By tool, then by canonical args: the `exact` entries' indexes, in list order;
-        made on the first call the texts do not serve (`_by_form`)."""
         self._used: dict[tuple[str, bytes], int] = {}
         """How many entries of each (tool, form) this trial consumed: always the first ones."""
         self._front: dict[str, int] = {}
-        """By tool: where in `_texts` its first unconsumed `exact` entry may be (every one
-        before is consumed)."""
+        """By tool: where in its `texts` its first unconsumed `exact` entry may be (every
+        one before is consumed)."""
 
     def serve(
         self, tool: str, args: JsonValue, args_text: bytes | None = None
     ) -> Served | Missed | GoLive:
         """Select and consume the entry for this call, or say what a miss means;
         `args_text` is `args` as `json_text.written` wrote them, when they were."""
+        index = self._index
         found = self._select(tool, args, args_text)
         if found is not None:
-            index, form = found
-            self._consumed.add(index)
+            self._consumed.add(found)
+            form = index.forms[found]
             if form is None:
-                return Served(index, self._entries[index])
+                return Served(found, index.entries[found], None, index.answers[found])
             self._used[tool, form] = self._used.get((tool, form), 0) + 1
-            return Served(index, self._entries[index], hash_of_form(form))
+            return Served(found, index.entries[found], index.hashes[found], index.answers[found])
         consumed = frozenset(self._consumed)
-        detail = closest_entry(self._entries, consumed, tool, args)
+        detail = closest_entry(index.entries, consumed, tool, args)
         # "Miss under `live`: the live tool runs" (wire digest §2.1); it is not counted.
-        if self._on_miss == "live":
+        if index.on_miss == "live":
             return GoLive(detail)
         # "A miss under `fail` runs nothing live ... counts in `fixtureMissCount`".
         self.miss_count += 1
         return Missed(detail)
 
-    def _select(
-        self, tool: str, args: JsonValue, args_text: bytes | None
-    ) -> tuple[int, bytes | None] | None:
-        """`select_entry`'s choice, with the call's canonical form when an `exact` entry
-        of that form is the one (None: a pattern entry is)."""
+    def _select(self, tool: str, args: JsonValue, args_text: bytes | None) -> int | None:
+        """`select_entry`'s choice."""
+        index = self._index
         exact: int | None = None
-        form: bytes | None = None
-        texts = self._texts.get(tool)
+        texts = index.texts.get(tool)
         if texts is not None:
-            form = canonical_form(args)
-            if form is None:
+            exact = self._first_written_alike(tool, texts, args_text)
+            if exact is None:
+                form = canonical_form(args)
                 # Args JCS cannot write equal no indexed entry's (`canonical_form`), only
-                # an `exact` entry's that JCS cannot write either: among the patterns once
-                # the forms are written.
-                self._by_form()
-            else:
-                exact = self._first_written_alike(tool, texts, args_text)
-                if exact is None:
-                    indexes = self._by_form().get(tool, {}).get(form, ())
+                # an `exact` entry's that JCS cannot write either: among the patterns.
+                if form is not None:
+                    indexes = index.by_form[tool].get(form, ())
                     used = self._used.get((tool, form), 0)
                     if used < len(indexes):
                         exact = indexes[used]
-        for index in self._patterns.get(tool, ()):
+        for position in index.patterns.get(tool, ()):
             # Only an earlier entry comes first ("the first unconsumed entry, in list order").
-            if exact is not None and index > exact:
+            if exact is not None and position > exact:
                 break
-            if index not in self._consumed and args_match(self._entries[index], args):
-                return index, None
-        return None if exact is None else (exact, form)
+            if position not in self._consumed and args_match(index.entries[position], args):
+                return position
+        return exact
 
     def _first_written_alike(
-        self, tool: str, texts: list[tuple[int, bytes | None]], args_text: bytes | None
+        self, tool: str, texts: tuple[tuple[int, bytes | None], ...], args_text: bytes | None
     ) -> int | None:
         """The tool's first unconsumed `exact` entry when its args' text is `args_text`
         (then it is the first unconsumed entry of the call's form); None otherwise."""
@@ -220,21 +266,6 @@ class FixtureCursor:
         if position < len(texts) and texts[position][1] == args_text:
             return texts[position][0]
         return None
-
-    def _by_form(self) -> dict[str, dict[bytes, list[int]]]:
-        """The `exact` entries by tool and form, made once; the entries JCS cannot write
-        join the patterns, each tool's in list order."""
-        if self._exact is None:
-            exact: dict[str, dict[bytes, list[int]]] = {}
-            patterns: dict[str, list[int]] = {}
-            for index, entry in enumerate(self._entries):
-                form = canonical_form(entry.args) if entry.mode() == "exact" else None
-                if form is not None:
-                    exact.setdefault(entry.tool, {}).setdefault(form, []).append(index)
-                else:
-                    patterns.setdefault(entry.tool, []).append(index)
-            self._exact, self._patterns = exact, patterns
-        return self._exact
 
     def reset(self) -> None:
         """Start a new trial: every entry is unconsumed again and no miss is counted."""

@@ -71,6 +71,14 @@ def written(value: Any) -> bytes | None:
         return None
 
 
+def kept(text: bytes | None) -> bytes | None:
+    """`text` (orjson's, `written`'s) copied to bytes of its own length, for text held long:
+    the bytes orjson returns keep the ~4 KiB buffer it wrote them in, however short the
+    text (orjson 3.13; 30,000 short texts held ~120 MB), which a text used once and let go
+    does not mind and a text kept for as long as a suite version is kept does."""
+    return None if text is None else bytes(memoryview(text))
+
+
 def parse(text: str | bytes) -> Any:
     """The value of JSON text the host stored or was sent, integers of any size kept.
 

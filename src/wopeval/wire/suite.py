@@ -280,6 +280,14 @@ class Task(_Closed):
     passPolicy: PassPolicyName | None = None
     """docs/design.md §3: how trial results make the task's `passed`; overrides the suite's."""
 
+    @functools.cached_property
+    def expected_document(self) -> dict[str, Any]:
+        """`expected` as the suite wrote it (defaults of other kinds, a trajectory's order,
+        left out), dumped once a parsed task: the catalog keeps a version parsed, and dumps
+        its tasks' `expected` as it keeps it (`KeptSuite.of`), so every trial of every run of
+        it holds this one document in its detail, which nothing changes."""
+        return self.expected.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
 
 class Thresholds(_Closed):
     """`thresholds` (RFC 0081 §A); absent means the host default bar."""

@@ -10,6 +10,7 @@ cannot write, pattern entries before and after an `exact` one, used-up entries, 
 
 from __future__ import annotations
 
+import tracemalloc
 from typing import Any
 
 import pytest
@@ -189,9 +190,11 @@ def test_the_boundary_hands_the_matcher_s_args_hash_on() -> None:
     assert missed.args_hash is None
 
 
-def test_calls_in_the_entries_order_are_served_without_the_entries_forms(
+def test_calls_in_the_entries_order_are_served_without_writing_a_form(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # The entries' forms and hashes are written with the index (once a suite version);
+    # a call written as its entry was is served by its text, its form not written.
     entries = [entry({"n": 1, "q": "a"}), entry({"n": 1, "q": "a"}), entry({"n": 2})]
     cursor = evals.FixtureCursor(entries, "fail")
     written: list[JsonValue] = []
@@ -209,8 +212,7 @@ def test_calls_in_the_entries_order_are_served_without_the_entries_forms(
             assert isinstance(outcome, evals.Served)
             assert outcome.args_hash == evals.args_hash(args)
         assert cursor.consumed == frozenset({0, 1, 2}), trial
-    # One form a call (its own, for its argsHash); no entry's.
-    assert written == [{"n": 1, "q": "a"}, {"n": 1, "q": "a"}, {"n": 2}] * 2
+    assert written == []
 
 
 def test_a_call_out_of_the_entries_order_or_written_otherwise_is_served_by_its_form() -> None:
@@ -223,3 +225,34 @@ def test_a_call_out_of_the_entries_order_or_written_otherwise_is_served_by_its_f
     # The first unconsumed entry's text is not the call's: the form finds the later one.
     assert served(cursor, {"n": 1}) == 2
     assert served(cursor, {"n": 1}) is None
+
+
+def test_cursors_over_one_index_each_consume_their_own_entries() -> None:
+    # One index serves every trial of every run of a suite version at once
+    # (`KeptSuite.fixture_indexes`): what a trial consumed is its cursor's alone.
+    index = evals.FixtureIndex([entry({"k": 1}), entry({"k": 1}), entry({"k": 2})], "fail")
+    one, two = evals.FixtureCursor.over(index), evals.FixtureCursor.over(index)
+    assert served(one, {"k": 1}) == 0
+    assert served(two, {"k": 1}) == 0
+    assert served(two, {"k": 2}) == 2
+    assert served(one, {"k": 1}) == 1
+    assert served(one, {"k": 1}) is None
+    assert (one.consumed, one.miss_count) == (frozenset({0, 1}), 1)
+    assert (two.consumed, two.miss_count) == (frozenset({0, 2}), 0)
+    assert served(two, {"k": 1}) == 1
+
+
+def test_an_index_holds_its_texts_at_their_length() -> None:
+    # An index lives as long as its suite version is kept: the bytes orjson returns keep
+    # a ~4 KiB buffer each, so an index of their texts held ~12 KiB an entry.
+    entries = [entry({"n": n}, {"value": n}) for n in range(200)]
+    tracemalloc.start()
+    try:
+        index = evals.FixtureIndex(entries, "fail")
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert index.answers[7] == b'{"value":7}'
+    assert index.texts["a:t"][7] == (7, b'{"n":7}')
+    assert index.forms[7] == b'{"n":7}'
+    assert held < len(entries) * 2048

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 
@@ -34,56 +35,79 @@ class GlobalSuite:
         return str(self.document["version"])
 
 
+@dataclass(frozen=True)
+class KeptSuite:
+    """A suite version parsed here, with what every eval run of it needs made once."""
+
+    suite: Suite
+    document: JsonObject
+    """The document as stored."""
+    text: bytes | None
+    """The JSON text the document was stored as, when this host wrote it (publishing it):
+    an eval run's plan embeds the suite as that text (`StoredPlan.to_stored`) instead of
+    writing the whole suite again. A published version never changes, so the text is the
+    document's however it was read since. None for a version only read back from the
+    store: its plan writes it as before."""
+    fixture_indexes: Mapping[str, evals.FixtureIndex]
+    """By task id: the fixture index of each task that has fixtures. A version never
+    changes, so its indexes are written once, here, and read by every trial of every run
+    of it (each trial's consumption is its own cursor's)."""
+
+    @classmethod
+    def of(cls, suite: Suite, document: JsonObject, text: bytes | None = None) -> KeptSuite:
+        indexes = {
+            task.taskId: evals.FixtureIndex(
+                task.fixtures.toolResponses or (), task.fixtures.on_miss
+            )
+            for task in suite.tasks
+            if task.fixtures is not None
+        }
+        for task in suite.tasks:
+            # Dumped now, with the version (`Task.expected_document` keeps it): every trial
+            # of every run of it holds that one document rather than dumping it again.
+            _ = task.expected_document
+        return cls(suite, document, text, indexes)
+
+
 class ParsedSuites:
-    """Suite versions already validated, by (owner, suiteId, version), with their documents
-    and, for a version published here, the document's JSON text as stored; least recently
-    used go.
+    """Suite versions already validated, by (owner, suiteId, version), with their documents,
+    their fixture indexes and, for a version published here, the document's JSON text as
+    stored; least recently used go.
 
     A published version never changes (a different document is refused) and is never
     deleted, so a version parsed once serves every later run of it without validating
-    again, and without reading its document from the store again (`document`).
+    again, and without reading its document from the store again (`document`). One
+    evicted, or lost with a restart, is parsed again from the store at its next run.
     """
 
     def __init__(self, limit: int = 256) -> None:
         self._limit = limit
-        self._suites: OrderedDict[tuple[str, str, str], tuple[Suite, JsonObject, bytes | None]] = (
-            OrderedDict()
-        )
+        self._suites: OrderedDict[tuple[str, str, str], KeptSuite] = OrderedDict()
 
-    def get(self, owner: str, document: JsonObject) -> Suite:
+    def get(self, owner: str, document: JsonObject) -> KeptSuite:
         key = (owner, str(document.get("suiteId")), str(document.get("version")))
         kept = self._suites.get(key)
         if kept is None:
-            suite = parse_suite(document)
-            self.keep(owner, suite, document)
-            return suite
+            return self.keep(owner, parse_suite(document), document)
         self._suites.move_to_end(key)
-        return kept[0]
+        return kept
 
     def keep(
         self, owner: str, suite: Suite, document: JsonObject, text: bytes | None = None
-    ) -> None:
+    ) -> KeptSuite:
         """Keep a version just validated, with its document as stored (and its text, when
         it was written here: `text`)."""
         key = (owner, suite.suiteId, suite.version)
-        self._suites[key] = (suite, document, text)
+        kept = self._suites[key] = KeptSuite.of(suite, document, text)
         self._suites.move_to_end(key)
         if len(self._suites) > self._limit:
             self._suites.popitem(last=False)
+        return kept
 
     def document(self, owner: str, suite_id: str, version: str) -> JsonObject | None:
         """The document of a version parsed here before, if it still is kept."""
         kept = self._suites.get((owner, suite_id, version))
-        return None if kept is None else kept[1]
-
-    def text(self, owner: str, suite_id: str, version: str) -> bytes | None:
-        """The JSON text a version's document was stored as, when this host wrote it
-        (publishing it) and still keeps it: an eval run's plan embeds the suite as that text
-        (`StoredPlan.to_stored`) instead of writing the whole suite again. A published
-        version never changes, so the text is the document's however it was read since.
-        None for a version only read back from the store: its plan writes it as before."""
-        kept = self._suites.get((owner, suite_id, version))
-        return None if kept is None else kept[2]
+        return None if kept is None else kept.document
 
 
 @dataclass

@@ -26,7 +26,7 @@ async def publish_suite(
     evals.check_known_graders(suite, catalog.graders)
     stored = suite.to_document()
     # Written once here, for the store and for every eval run of this version while it is
-    # kept (`ParsedSuites.text`): each run's plan embeds the same text rather than writing
+    # kept (`KeptSuite.text`): each run's plan embeds the same text rather than writing
     # the suite again (a 1,000-task suite is ~2 MB of JSON).
     text = json_text.written(stored)
     async with store.transaction() as uow:

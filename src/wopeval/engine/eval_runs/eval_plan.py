@@ -13,7 +13,7 @@ from typing import Any
 
 from wopeval import evals
 from wopeval.agents import AgentSpec
-from wopeval.engine.catalog.catalog import Catalog
+from wopeval.engine.catalog.catalog import Catalog, KeptSuite
 from wopeval.engine.catalog.graders import CustomGrader
 from wopeval.engine.catalog.judges import judge_for
 from wopeval.engine.eval_runs.calibration import judge_standing
@@ -61,6 +61,9 @@ class TaskPlan:
     the run's derived copy stores (kept as text: the create only copies them)."""
     tools: ToolContract = NO_CONTRACT
     """What the task does with the MCP listings its source recorded."""
+    kept_index: evals.FixtureIndex | None = None
+    """The fixture index of the suite version as kept (`KeptSuite.fixture_indexes`), when
+    the task is served the suite's own entries from a kept version."""
 
     @cached_property
     def recorded_tools(self) -> RecordedTools | None:
@@ -77,6 +80,16 @@ class TaskPlan:
         if self.served is None and self.derived_documents is not None:
             return tuple(evals.fixtures_of(json_text.parse(self.derived_documents)))
         return self.served
+
+    @cached_property
+    def fixture_index(self) -> evals.FixtureIndex | None:
+        """What the task's cursors select from: the kept version's index, made once for
+        every run of it, or else (entries derived from a source run, a plan rebuilt from
+        its stored form) one made for this run, at its first trial."""
+        if self.kept_index is not None:
+            return self.kept_index
+        fixtures = self.fixtures
+        return None if fixtures is None else evals.FixtureIndex(fixtures, self.on_miss)
 
 
 @dataclass(frozen=True)
@@ -102,7 +115,7 @@ class EvalPlan:
     """The judge of the suite's rubric tasks (None: the suite has none)."""
     suite_text: bytes | None = None
     """`suite_document`'s JSON text as it was stored, when this host wrote it
-    (`ParsedSuites.text`): the run's plan embeds it rather than writing the suite again."""
+    (`KeptSuite.text`): the run's plan embeds it rather than writing the suite again."""
 
     def refuses(self, task_plan: TaskPlan) -> bool:
         """Whether the task fails closed: its tools changed, under `tools_changed = "fail"`."""
@@ -246,7 +259,8 @@ async def resolve_eval(
 ) -> EvalPlan:
     """`live_tools` False: an offline host, which serves the sources' recorded MCP listings."""
     _gate(request, features)
-    suite, document, suite_text = await _suite(request.evalSuiteRef or "", tenant, catalog, uow)
+    kept, document = await _suite(request.evalSuiteRef or "", tenant, catalog, uow)
+    suite = kept.suite
     agent = _agent(request.agentId or "", suite, catalog)
     _check_suite(suite, features)
     # A suite pushed while the project had a grader may outlive it: refuse, naming the field.
@@ -280,10 +294,10 @@ async def resolve_eval(
     return EvalPlan(
         suite=suite,
         suite_document=document,
-        suite_text=suite_text,
+        suite_text=kept.text,
         agent=agent,
         modes=modes,
-        tasks=_task_plans(suite, modes, derived, answers, contracts),
+        tasks=_task_plans(suite, modes, derived, answers, contracts, kept.fixture_indexes),
         baseline_run_id=request.baselineRunId,
         baseline_summary=baseline,
         fixture_runs=dict(request.fixtureRuns) if request.fixtureRuns is not None else None,
@@ -479,15 +493,14 @@ async def _find_owned_suite(
 
 async def _suite(
     ref: str, tenant: str, catalog: Catalog, uow: UnitOfWork
-) -> tuple[Suite, dict[str, Any], bytes | None]:
-    """The suite `ref` names, its document, and its text as published here, if kept
-    (`ParsedSuites.text`)."""
+) -> tuple[KeptSuite, dict[str, Any]]:
+    """The suite `ref` names, as kept parsed (with its text as published here, if it was:
+    `KeptSuite.text`), and its document."""
     found = await _find_owned_suite(ref, tenant, catalog, uow)
     if found is None:
         raise errors.ValidationFailed("evalSuiteRef does not name a suite this host holds.")
     owner, document = found
-    suite = catalog.parsed_suites.get(owner, document)
-    return suite, document, catalog.parsed_suites.text(owner, suite.suiteId, suite.version)
+    return catalog.parsed_suites.get(owner, document), document
 
 
 def _agent(agent_id: str, suite: Suite, catalog: Catalog) -> AgentSpec:
@@ -532,8 +545,10 @@ def _task_plans(
     derived: Mapping[str, DerivedSource],
     answers: Mapping[str, tuple[evals.ModelFixture, ...]],
     contracts: Mapping[str, ToolContract],
+    indexes: Mapping[str, evals.FixtureIndex] | None = None,
 ) -> tuple[TaskPlan, ...]:
-    """Each suite task's plan; `answers` and `contracts` by task id, where a task has them."""
+    """Each suite task's plan; `answers`, `contracts` and the fixture indexes of the
+    version as kept (`KeptSuite.fixture_indexes`) by task id, where a task has them."""
     return tuple(
         _task_plan(
             suite,
@@ -542,6 +557,7 @@ def _task_plans(
             derived,
             answers.get(task.taskId),
             contracts.get(task.taskId, NO_CONTRACT),
+            None if indexes is None else indexes.get(task.taskId),
         )
         for task in suite.tasks
     )
@@ -554,6 +570,7 @@ def _task_plan(
     derived: Mapping[str, DerivedSource],
     model_fixtures: tuple[evals.ModelFixture, ...] | None,
     tools: ToolContract,
+    index: evals.FixtureIndex | None,
 ) -> TaskPlan:
     trials, policy = evals.effective_trials(suite, task), evals.effective_policy(suite, task)
     if task.taskId in derived:
@@ -574,6 +591,18 @@ def _task_plan(
     if "live-shadow" in modes or task.fixtures is None:
         return TaskPlan(
             task, trials, policy, None, "fail", model_fixtures=model_fixtures, tools=tools
+        )
+    if index is not None:
+        # The version's own index, shared by every run of it: its entries are the task's.
+        return TaskPlan(
+            task,
+            trials,
+            policy,
+            index.entries,
+            index.on_miss,
+            model_fixtures=model_fixtures,
+            tools=tools,
+            kept_index=index,
         )
     served = tuple(task.fixtures.toolResponses or ())
     on_miss = task.fixtures.on_miss

@@ -37,8 +37,7 @@ def trial_row(
     detail: dict[str, Any] = {
         "v": DETAIL_VERSION,
         "durationMs": duration_ms,
-        # As the suite wrote it: defaults of other kinds (a trajectory's order) stay out.
-        "expected": task.expected.model_dump(mode="json", by_alias=True, exclude_unset=True),
+        "expected": task.expected_document,
         "grade": None if grade is None else grade.to_json(),
         "calls": [_call(index, call) for index, call in enumerate(result.executed)],
         "misses": [
@@ -66,7 +65,7 @@ def refused_trial_row(
     detail: dict[str, Any] = {
         "v": DETAIL_VERSION,
         "durationMs": 0,
-        "expected": task.expected.model_dump(mode="json", by_alias=True, exclude_unset=True),
+        "expected": task.expected_document,
         "grade": None,
         "calls": [],
         "misses": [],

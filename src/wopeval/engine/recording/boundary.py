@@ -143,17 +143,17 @@ class FixtureServer:
                 failed = _failed(ToolFailure.from_error(_as_error(entry.response)), "fixture", 0)
                 return failed._replace(args_hash=outcome.args_hash)
             # The recorded response is the host's own, never changed: served as it is, and
-            # written once for the call's event, its record and the agent's copy.
-            response = entry.response
+            # its text (written once with the task's fixture index) makes the call's event,
+            # its record and the agent's copy.
             return ToolResult(
                 "ok",
-                response,
+                entry.response,
                 None,
                 "fixture",
                 0,
                 None,
                 outcome.args_hash,
-                json_text.written(response),
+                outcome.answer_text,
             )
         if isinstance(outcome, evals.Missed):
             failure = ToolFailure(
