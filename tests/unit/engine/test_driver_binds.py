@@ -16,14 +16,20 @@ from sqlalchemy.engine import Dialect
 from wopeval.store import _driver
 from wopeval.wire import json_text
 
-_ROWS = Table(
-    "rows",
-    MetaData(),
-    Column("id", Integer, primary_key=True),
-    Column("doc", JSON),
-    Column("flag", Boolean),
-    Column("nullable_doc", JSON(none_as_null=True)),
-)
+
+def _table(name: str, last: Column[Any]) -> Table:
+    """A table of a key, the store's JSON, a boolean and `last`."""
+    return Table(
+        name,
+        MetaData(),
+        Column("id", Integer, primary_key=True),
+        Column("doc", JSON),
+        Column("flag", Boolean),
+        last,
+    )
+
+
+_ROWS = _table("rows", Column("nullable_doc", JSON(none_as_null=True)))
 
 
 def _store_sqlite() -> Dialect:
@@ -112,14 +118,7 @@ def test_postgresql_rows_are_bound_in_place_of_their_names_in_order() -> None:
         _driver._positional("VALUES (%(b)s, %(a)s)", ("a", "b"))
 
 
-_STAMPED = Table(
-    "stamped",
-    MetaData(),
-    Column("id", Integer, primary_key=True),
-    Column("doc", JSON),
-    Column("flag", Boolean),
-    Column("at", DateTime(timezone=True)),
-)
+_STAMPED = _table("stamped", Column("at", DateTime(timezone=True)))
 
 
 def test_rows_bound_as_written_only_where_json_and_booleans_are_the_processed_columns() -> None:
