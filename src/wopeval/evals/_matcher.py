@@ -162,8 +162,8 @@ class FixtureIndex:
         }
         """By tool: the `exact` entries with forms, in list order, with their args' text."""
         self.by_form: Mapping[str, Mapping[bytes, tuple[int, ...]]] = {
-            tool: {form: tuple(indexes) for form, indexes in kept.items()}
-            for tool, kept in by_form.items()
+            tool: {form: tuple(indexes) for form, indexes in forms_of.items()}
+            for tool, forms_of in by_form.items()
         }
         """By tool, then by form: the `exact` entries with forms, in list order."""
         self.patterns: Mapping[str, tuple[int, ...]] = {

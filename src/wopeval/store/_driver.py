@@ -93,12 +93,13 @@ carry thousands); a COPY takes a round trip more, so a live call's row or two st
 as INSERTs."""
 
 BATCH_COLUMNS_FROM_ROWS = 64
-"""From this many rows, an insert held in a pipelined transaction binds one array a column
-(store/_pg_batch.py `Batch.hold_columns`, `_unnest`); fewer go as one INSERT of every
-row (a busy host's group of live calls, a row or two from each run). Both go in the
-transaction's one pipeline. Many rows as one INSERT of every row took the server longer
-than their COPY (bench/README.md, "Branch `eval-fast`"); as arrays, as long as the COPY
-("Branch `eval-pg-overlap`"), and with no round trip of their own."""
+"""From this many rows, an insert held in a pipelined transaction binds one parameter a
+column (store/_pg_batch.py `Batch.hold_columns`, `_unnest`: each column's values joined in
+one text, or as one array); fewer go as one INSERT of every row (a busy host's group of
+live calls, a row or two from each run). Both go in the transaction's one pipeline. Many
+rows as one INSERT of every row took the server longer than their COPY (bench/README.md,
+"Branch `eval-fast`"); a column at a time, as long as the COPY ("Branch
+`eval-pg-overlap`"), and with no round trip of their own."""
 
 _compiled: dict[tuple[int, str, tuple[str, ...] | None], tuple[ClauseElement, _Compiled]] = {}
 """By statement, dialect name and inserted columns (every engine is made by db.py's

@@ -41,7 +41,6 @@ from typing import Any
 from wopeval.engine.live.notifier import Notifier
 from wopeval.engine.runlog.fence import Fence, Locked
 from wopeval.engine.runlog.steps import (
-    NO_UPDATE,
     WHILE_ACTIVE,
     RunUpdate,
     Staged,
@@ -87,9 +86,9 @@ class _Queued:
     tenant: str
     step: Step
     transition: Transition
-    update: RunUpdate
     values: JsonObject
-    """`update.values()`, worked out once: the writer asks it of every step two or three times."""
+    """The run-row columns the step sets (its `RunUpdate.values()`), worked out once: the
+    writer asks them of every step two or three times."""
     done: asyncio.Future[bool]
     fence: Fence | None = None
     taken: asyncio.Future[None] | None = None
@@ -197,7 +196,6 @@ class LogWriter:
             tenant,
             step,
             transition,
-            update,
             update.values(),
             asyncio.get_running_loop().create_future(),
             fence,
@@ -216,9 +214,7 @@ class LogWriter:
         loop = asyncio.get_running_loop()
         taken: asyncio.Future[None] = loop.create_future()
         done: asyncio.Future[bool] = loop.create_future()
-        self._enqueue(
-            _Queued(run_id, tenant, step, WHILE_ACTIVE, NO_UPDATE, {}, done, fence, taken)
-        )
+        self._enqueue(_Queued(run_id, tenant, step, WHILE_ACTIVE, {}, done, fence, taken))
         return Handed(taken, done)
 
     def _enqueue(self, queued: _Queued) -> None:
