@@ -12,7 +12,8 @@ import asyncio
 import hashlib
 import json
 import zipfile
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -21,11 +22,13 @@ import httpx
 import pytest
 from openwop_client.types import CreateAnnotationRequest, ForkRunRequest
 from openwop_client.wire_id import project_id
+from sqlalchemy.exc import OperationalError
 
 from _backends import Backend
 from wopeval import recordings
 from wopeval.engine.runs.feedback import task_labels
-from wopeval.store import Store
+from wopeval.store import AnnotationRow, RunHandle, Store, UnitOfWork
+from wopeval.store._annotations import AnnotationsRepo
 
 from ._gate import start_gated_run
 from ._server import TENANT_A, TENANT_B, ServerHandle, host_settings, running_host
@@ -216,6 +219,46 @@ def test_a_bad_body_is_400_and_writes_nothing(
     with store_unchanged(server.database_url):
         response = http_a.post(_path(an_eval_run), content=content, headers=headers)
     assert_error(response, 400, "validation_error")
+
+
+def test_an_annotation_whose_commit_answer_was_lost_is_replayed_to_the_retry_not_added_twice(
+    server: ServerHandle, http_a: httpx.Client, a_run: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The transaction that adds the annotation commits, then its answer is lost (the
+    connection cut at that moment): the request answers 503 and the client retries with
+    its `Idempotency-Key`. The retry is answered the first request's 201 and the run has
+    one annotation, not two: the key's answer was kept in the annotation's transaction."""
+    store = server.host.store
+    real_transaction = store.transaction
+    real_add = AnnotationsRepo.add
+    added: list[str] = []
+    lost: list[bool] = []
+
+    async def noted_add(repo: AnnotationsRepo, handle: RunHandle, row: AnnotationRow) -> None:
+        await real_add(repo, handle, row)
+        added.append(row.annotation_id)
+
+    @asynccontextmanager
+    async def answer_lost() -> AsyncIterator[UnitOfWork]:
+        before = len(added)
+        async with real_transaction() as uow:
+            yield uow
+        if len(added) > before and not lost:
+            lost.append(True)
+            raise OperationalError("COMMIT", None, ConnectionError("server closed the connection"))
+
+    monkeypatch.setattr(AnnotationsRepo, "add", noted_add)
+    monkeypatch.setattr(store, "transaction", answer_lost)
+    body = {"signal": {"kind": "flag"}, "note": "looked twice"}
+    headers = {"Idempotency-Key": "annotation-" + unique("lost-answer")}
+    first = http_a.post(_path(a_run), json=body, headers=headers)
+    assert_error(first, 503, "service_unavailable")
+    retried = http_a.post(_path(a_run), json=body, headers=headers)
+    assert retried.status_code == 201, retried.text
+    assert retried.headers["OpenWOP-Idempotent-Replay"] == "true"
+    assert retried.json()["annotationId"] == added[0]
+    kept = http_a.get(_path(a_run)).json()["annotations"]
+    assert [annotation["annotationId"] for annotation in kept] == added
 
 
 def test_a_node_of_a_workflow_run_must_be_one_of_its_workflow(

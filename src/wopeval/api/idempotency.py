@@ -4,9 +4,9 @@ Records are keyed by (tenant, operation, key) and kept 24 h. The key is taken
 in its own transaction before the work starts, so of two concurrent requests
 with one key exactly one does the work; the other waits for its answer.
 
-A request that creates a run keeps its answer in the transaction that inserts
-the run (`Claim.settles_with`), so no crash can leave a run whose key does not
-name it. A key still unanswered when its host died has no run; the next host
+A request that creates a run or an annotation keeps its answer in the transaction
+that inserts it (`Claim.settles_with`), so no crash can leave a run or an annotation
+whose key does not name it. A key still unanswered when its host died has no run; the next host
 releases it at start-up (`Host.start`), so a retry creates exactly one.
 """
 
@@ -19,19 +19,18 @@ import logging
 import re
 import time
 from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 import rfc8785
 from fastapi import Request, Response
 
 from wopeval.api.deps import host_of
 from wopeval.api.errors import envelope_response
-from wopeval.engine.runlog.log_writer import OnInsert
 from wopeval.engine.runlog.steps import now, store_unreachable
 from wopeval.store import (
     IDEMPOTENCY_RETENTION,
     IdempotencyRecord,
     IdempotencyRepo,
-    RunRecord,
     Store,
     UnitOfWork,
 )
@@ -44,6 +43,9 @@ RELEASE_RETRY_FIRST_SECONDS = 0.1
 RELEASE_PATIENCE_SECONDS = 5.0
 """How long a failed request tries to free its key (`_release_unanswered`), each wait
 twice the last: within the 30 s a retry with the key waits for it (`_replay`)."""
+
+_Made = TypeVar("_Made")
+"""What a request's transaction makes and its answer renders (a run, an annotation)."""
 
 _KEY = re.compile(r"^[A-Za-z0-9._~-]{22,128}$")
 _WAIT_FOR_FIRST = 30.0
@@ -62,13 +64,17 @@ class Claim:
         self.settled = False
         """The answer was kept in the work's own transaction."""
 
-    def settles_with(self, render: Callable[[RunRecord], Response]) -> OnInsert:
-        """A hook for the transaction that inserts the run: it keeps `render(run)`,
-        the response the request will send, as this key's answer in that transaction."""
+    def settles_with(
+        self, render: Callable[[_Made], Response]
+    ) -> Callable[[UnitOfWork, _Made], Awaitable[None]]:
+        """A hook for the transaction that makes what the request creates (a run, an
+        annotation): it keeps `render(made)`, the response the request will send, as this
+        key's answer in that transaction, so a commit whose answer was lost leaves the key
+        answered and the client's retry replays it instead of making a second one."""
 
-        async def settle(uow: UnitOfWork, stored: RunRecord) -> None:
+        async def settle(uow: UnitOfWork, made: _Made) -> None:
             if self.key is not None:
-                await _keep(uow.idempotency, self.tenant, self.operation, self.key, render(stored))
+                await _keep(uow.idempotency, self.tenant, self.operation, self.key, render(made))
                 self.settled = True
 
         return settle

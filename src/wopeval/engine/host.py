@@ -151,11 +151,16 @@ class Engine:
         return await publish_suite(self.store, self.catalog, principal, document)
 
     async def annotate(
-        self, principal: Principal, run_id: str, request: CreateAnnotationRequest
+        self,
+        principal: Principal,
+        run_id: str,
+        request: CreateAnnotationRequest,
+        *,
+        on_insert: feedback.OnAnnotation | None = None,
     ) -> Annotation:
         """Record an annotation beside the caller's run (RFC 0056; runs/feedback.py)."""
         return await feedback.create_annotation(
-            self.store, self.notifier, self.catalog, principal, run_id, request
+            self.store, self.notifier, self.catalog, principal, run_id, request, on_insert
         )
 
     async def calibrate_judge(

@@ -49,9 +49,10 @@ async def create(
     """Record an annotation on the caller's run, ended or not; never an event of its log."""
     run_id = path_run_id(runId, principal)
 
-    async def produce(_: idempotency.Claim) -> Response:
-        annotation = await host.engine.annotate(principal, run_id, body)
-        return JSONResponse(annotation.to_wire(), status_code=201)
+    async def produce(claim: idempotency.Claim) -> Response:
+        # The 201 is kept as the key's answer in the transaction that adds the annotation.
+        settle = claim.settles_with(_created)
+        return _created(await host.engine.annotate(principal, run_id, body, on_insert=settle))
 
     return await idempotency.guard(request, principal, "createAnnotation", produce)
 
@@ -61,3 +62,7 @@ async def list_(runId: str, principal: PrincipalDep, host: FeedbackHost) -> JSON
     """`{annotations: [...]}`, oldest first."""
     found = await host.engine.annotations(principal, path_run_id(runId, principal))
     return JSONResponse({"annotations": [annotation.to_wire() for annotation in found]})
+
+
+def _created(annotation: Annotation) -> Response:
+    return JSONResponse(annotation.to_wire(), status_code=201)

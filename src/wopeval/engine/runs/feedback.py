@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 
 from pydantic import ValidationError
@@ -39,6 +39,7 @@ from wopeval.wire.principal import Principal
 from wopeval.wire.runs import RunKind
 
 Redact = Callable[[str], str]
+OnAnnotation = Callable[[UnitOfWork, Annotation], Awaitable[None]]
 
 ANNOTATED = "run.annotated"
 """The live notification's name: an SSE frame for followers, never a stored event."""
@@ -51,8 +52,10 @@ async def create_annotation(
     principal: Principal,
     run_id: str,
     request: CreateAnnotationRequest,
+    on_insert: OnAnnotation | None = None,
 ) -> Annotation:
-    """Record the caller's annotation on its run (RFC 0056 §C): any run, ended or not."""
+    """Record the caller's annotation on its run (RFC 0056 §C): any run, ended or not.
+    `on_insert` runs in the transaction that adds it (an idempotency key's answer kept)."""
     anchor = request.target
     if anchor is not None and anchor.runId is not None and anchor.runId != run_id:
         raise errors.ValidationFailed("'target.runId' must be the run the path names.")
@@ -77,6 +80,8 @@ async def create_annotation(
         if node_id is not None:
             await _check_node(uow, catalog, record, node_id)
         await uow.annotations.add(record.handle, _row(annotation))
+        if on_insert is not None:
+            await on_insert(uow, annotation)
     notifier.announce(run_id, ANNOTATED, _frame_data(annotation))
     return annotation
 
