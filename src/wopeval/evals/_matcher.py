@@ -73,12 +73,12 @@ def select_entry(
     return FixtureMiss()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Served:
     """Answer the call with `entry` (its `response`, as an error when `isError`).
 
-    Each of an entry's fields is the entry's own, whichever call it serves: one is built per
-    entry with its index (`FixtureIndex.served`) and handed out as it is, so it is frozen."""
+    Not frozen: one is built for every fixture-served call, and a frozen dataclass takes
+    three times as long to build; its one reader takes it apart at once."""
 
     index: int
     """The entry's position in the task's `toolResponses`."""
@@ -128,7 +128,7 @@ class FixtureIndex:
     written here once.
     """
 
-    __slots__ = ("by_form", "entries", "forms", "on_miss", "patterns", "served", "texts")
+    __slots__ = ("answers", "by_form", "entries", "forms", "hashes", "on_miss", "patterns", "texts")
 
     def __init__(self, entries: Sequence[ToolResponse], on_miss: OnMiss) -> None:
         self.entries = tuple(entries)
@@ -149,18 +149,14 @@ class FixtureIndex:
             texts.setdefault(entry.tool, []).append((index, kept(written(entry.args))))
         self.forms: tuple[bytes | None, ...] = tuple(forms)
         """By entry: its args' canonical form, for an `exact` entry JCS can write."""
-        self.served: tuple[Served, ...] = tuple(
-            Served(
-                index,
-                entry,
-                None if form is None else hash_of_form(form),
-                None if entry.is_error else kept(written(entry.response)),
-            )
-            for index, (entry, form) in enumerate(zip(self.entries, forms, strict=True))
+        self.hashes: tuple[str | None, ...] = tuple(
+            None if form is None else hash_of_form(form) for form in forms
         )
-        """By entry: what serving it answers, the same for every call it serves: the
-        `argsHash` of its form (an `exact` entry's form is the call's), its `response`'s
-        text for an entry that answers with it."""
+        """By entry: the `argsHash` of its form."""
+        self.answers: tuple[bytes | None, ...] = tuple(
+            None if entry.is_error else kept(written(entry.response)) for entry in self.entries
+        )
+        """By entry: its `response`'s text, for an entry that answers with it."""
         self.texts: Mapping[str, tuple[tuple[int, bytes | None], ...]] = {
             tool: tuple(indexed) for tool, indexed in texts.items()
         }
@@ -219,9 +215,10 @@ class FixtureCursor:
         if found is not None:
             self._consumed.add(found)
             form = index.forms[found]
-            if form is not None:
-                self._used[tool, form] = self._used.get((tool, form), 0) + 1
-            return index.served[found]
+            if form is None:
+                return Served(found, index.entries[found], None, index.answers[found])
+            self._used[tool, form] = self._used.get((tool, form), 0) + 1
+            return Served(found, index.entries[found], index.hashes[found], index.answers[found])
         consumed = frozenset(self._consumed)
         detail = closest_entry(index.entries, consumed, tool, args)
         # "Miss under `live`: the live tool runs" (wire digest §2.1); it is not counted.

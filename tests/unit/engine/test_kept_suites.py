@@ -65,7 +65,7 @@ def test_a_kept_version_s_fixture_indexes_are_its_own_tenant_s_and_version_s() -
     newer = parsed.get(TENANT, _document("newer", "1.0.1"))
 
     def answers(kept: KeptSuite) -> tuple[bytes | None, ...]:
-        return tuple(served.answer_text for served in kept.fixture_indexes["a"].served)
+        return kept.fixture_indexes["a"].answers
 
     assert answers(ours) == (b'"ours"',)
     assert answers(theirs) == (b'"theirs"',)

@@ -252,7 +252,7 @@ def test_an_index_holds_its_texts_at_their_length() -> None:
         held, _ = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert index.served[7].answer_text == b'{"value":7}'
+    assert index.answers[7] == b'{"value":7}'
     assert index.texts["a:t"][7] == (7, b'{"n":7}')
     assert index.forms[7] == b'{"n":7}'
     assert held < len(entries) * 2048
