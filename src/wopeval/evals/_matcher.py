@@ -234,7 +234,15 @@ class FixtureCursor:
         exact: int | None = None
         texts = index.texts.get(tool)
         if texts is not None:
-            exact = self._first_written_alike(tool, texts, args_text)
+            if args_text is not None:
+                # The tool's first unconsumed `exact` entry, when its args' text is the
+                # call's: then it is the first unconsumed entry of the call's form.
+                position = self._front.get(tool, 0)
+                while position < len(texts) and texts[position][0] in self._consumed:
+                    position += 1
+                self._front[tool] = position
+                if position < len(texts) and texts[position][1] == args_text:
+                    exact = texts[position][0]
             if exact is None:
                 form = canonical_form(args)
                 # Args JCS cannot write equal no indexed entry's (`canonical_form`), only
@@ -251,21 +259,6 @@ class FixtureCursor:
             if position not in self._consumed and args_match(index.entries[position], args):
                 return position
         return exact
-
-    def _first_written_alike(
-        self, tool: str, texts: tuple[tuple[int, bytes | None], ...], args_text: bytes | None
-    ) -> int | None:
-        """The tool's first unconsumed `exact` entry when its args' text is `args_text`
-        (then it is the first unconsumed entry of the call's form); None otherwise."""
-        if args_text is None:
-            return None
-        position = self._front.get(tool, 0)
-        while position < len(texts) and texts[position][0] in self._consumed:
-            position += 1
-        self._front[tool] = position
-        if position < len(texts) and texts[position][1] == args_text:
-            return texts[position][0]
-        return None
 
     def reset(self) -> None:
         """Start a new trial: every entry is unconsumed again and no miss is counted."""

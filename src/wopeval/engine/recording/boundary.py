@@ -139,7 +139,8 @@ class FixtureServer:
         outcome = self._cursor.serve(call.tool, call.args, call.args_text)
         if isinstance(outcome, evals.Served):
             entry = outcome.entry
-            if entry.is_error:
+            # An entry with an answer's text answers with it: only one without may be an error.
+            if outcome.answer_text is None and entry.is_error:
                 failed = _failed(ToolFailure.from_error(_as_error(entry.response)), "fixture", 0)
                 return failed._replace(args_hash=outcome.args_hash)
             # The recorded response is the host's own, never changed: served as it is, and

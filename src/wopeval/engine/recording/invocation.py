@@ -296,7 +296,7 @@ class Invocation:
         )
         if miss is not None:
             self.shared.fixture_misses += 1
-        if not result.ok:
+        if result.status != "ok":
             error = result.error or {}
             raise ToolCallError(str(error.get("code")), str(error.get("message")), error)
         # The agent's own copy: what it does with the answer leaves the record (and a

@@ -116,7 +116,9 @@ class Redactor:
 
         Only known values: an answer is data the agent works with, and a string that merely
         looks like a credential (`Bearer …` in a how-to) is left as it is."""
-        known = self._known(also)
+        # Nothing besides the configured secrets (every call's args, before the invocation
+        # handed its token out): those alone, without a list made of them and nothing.
+        known = self._known(also) if also else self._configured.now()
         if not known:
             return value
         redacted: JsonValue = _each_string(value, lambda text: _cut(text, known))

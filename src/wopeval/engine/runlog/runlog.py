@@ -15,7 +15,7 @@ not end until it is resumed.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from wopeval import evals
 from wopeval.engine.runlog.fence import Fence
@@ -24,6 +24,7 @@ from wopeval.engine.runlog.steps import (
     NO_UPDATE,
     RUNNING,
     WHILE_ACTIVE,
+    Emit,
     RunClosed,
     RunUpdate,
     Staged,
@@ -192,18 +193,25 @@ class Journal:
     an error, an agent's code that swallows the exception), and no later live call runs.
     """
 
+    emit: Emit
+    """`Step.emit` of the step being staged."""
+    record_call: Callable[[Staged, ToolCallRow], None]
+    """`Step.record_call` of the step being staged."""
+
     def __init__(self, log: RunLog, behind: Handing | None = None) -> None:
         self.log = log
-        self._step = Step()
+        self._stage(Step())
         self._lost = False
         self._behind = behind
         """The worker's step in flight, which must land before anything of this unit."""
 
-    def emit(self, payload: events.Payload | events.Built, *, node_id: str | None = None) -> Staged:
-        return self._step.emit(payload, node_id=node_id)
-
-    def record_call(self, called: Staged, row: ToolCallRow) -> None:
-        self._step.record_call(called, row)
+    def _stage(self, step: Step) -> None:
+        """Stage what comes next in `step`. Its `emit` and `record_call` are bound here, once
+        a step, not called through a method of the journal's on every event and record
+        (three a tool call)."""
+        self._step = step
+        self.emit = step.emit
+        self.record_call = step.record_call
 
     def complete_call(self, called: Staged, outcome: ToolCallOutcome) -> None:
         self._step.complete_call(called, outcome)
@@ -233,7 +241,8 @@ class Journal:
         try:
             if self._behind is not None:
                 await self._behind.landed()
-            step, self._step = self._step, Step()
+            step = self._step
+            self._stage(Step())
             await self.log.commit(step)
         except StepNotLanded:
             self._lost = True
@@ -242,7 +251,8 @@ class Journal:
     def take(self) -> Step:
         """What is staged and not landed yet, for the caller to land with its own step."""
         self._whole()
-        step, self._step = self._step, Step()
+        step = self._step
+        self._stage(Step())
         return step
 
     @property

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from wopeval.store import (
     InvocationRow,
@@ -117,6 +117,14 @@ class Staged:
     sequence: int | None = None
 
 
+class Emit(Protocol):
+    """`Step.emit`'s signature, for a step's bound `emit` handed on (`Journal.emit`)."""
+
+    def __call__(
+        self, payload: events.Payload | events.Built, *, node_id: str | None = None
+    ) -> Staged: ...
+
+
 @dataclass
 class Step:
     """What lands together: events, the tool records keyed to them, outcomes of earlier
@@ -132,7 +140,9 @@ class Step:
     listings: list[ListingRow] = field(default_factory=list)
 
     def emit(self, payload: events.Payload | events.Built, *, node_id: str | None = None) -> Staged:
-        staged = Staged(payload.TYPE, payload.to_wire(), event_time(), node_id)
+        # A `Built`'s wire is its field: read, not asked of it (two events a tool call).
+        wire = payload.wire if type(payload) is events.Built else payload.to_wire()
+        staged = Staged(payload.TYPE, wire, event_time(), node_id)
         self.staged.append(staged)
         return staged
 
