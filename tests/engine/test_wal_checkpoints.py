@@ -89,3 +89,32 @@ def test_a_checkpoint_that_does_not_end_never_holds_the_store_open(
         released.set()
     (warning,) = [r for r in caplog.records if "did not stop" in r.getMessage()]
     assert "stuck" in warning.getMessage()
+
+
+class _StopAsTheWaitTimesOut(threading.Event):
+    """The checkpointer's stop flag, whose first timed wait times out just as a `stop()`
+    lands: the flag set and the thread woken, before the thread clears its wake-up."""
+
+    def __init__(self, checkpointer: _checkpoints.WalCheckpointer) -> None:
+        super().__init__()
+        self._checkpointer = checkpointer
+        self._landed = False
+
+    def wait(self, timeout: float | None = None) -> bool:
+        stopped = super().wait(timeout)
+        if not stopped and not self._landed:
+            self._landed = True
+            self.set()
+            self._checkpointer._written.set()
+        return stopped
+
+
+def test_a_stop_that_lands_as_the_thread_wakes_still_ends_it(tmp_path: Path) -> None:
+    database = tmp_path / "wopeval.db"
+    sqlite3.connect(database).close()
+    checkpointer = _checkpoints.WalCheckpointer(str(database))
+    # The thread waits for a write before it reads its stop flag: this one is read.
+    checkpointer._stop = _StopAsTheWaitTimesOut(checkpointer)
+    checkpointer.written()
+    checkpointer._thread.join(_checkpoints.STOP_WAIT_SECONDS)
+    assert not checkpointer._thread.is_alive(), "the thread waits past its stop"

@@ -61,7 +61,9 @@ class WalCheckpointer:
         # and the next write asks again.
         connection = sqlite3.connect(self._database, timeout=0)
         try:
-            while True:
+            # Asked again each time round: a stop that lands after the wait below timed out
+            # and before the clear has its wake-up cleared, and must not be waited past.
+            while not self._stop.is_set():
                 self._written.wait()
                 # Let the writes of the next moment join this checkpoint.
                 if self._stop.wait(CHECKPOINT_EVERY_SECONDS):
