@@ -289,6 +289,8 @@ def decode_cursor(cursor: str) -> int:
 
 
 _INSERT = runs.insert()
+_INSERT_PLAN = run_plans.insert()
+_PLAN_COLUMNS = ("run_id", "plan")
 
 
 class RunsRepo:
@@ -300,8 +302,10 @@ class RunsRepo:
         # run, each a walk of SQLAlchemy's cache key before its compiled form was found.
         await self._connection.execute(_INSERT, record.to_row())
         if record.plan is not None:
-            await self._connection.execute(
-                run_plans.insert().values(run_id=record.run_id, plan=record.plan.to_stored())
+            # Its text written here, as the column's codec would (`StoredPlan.written`).
+            row = (record.run_id, record.plan.written())
+            await _driver.insert_many(
+                self._connection, _INSERT_PLAN, _PLAN_COLUMNS, [row], written=True
             )
 
     async def get(self, tenant: str, run_id: str) -> OwnedRun | None:

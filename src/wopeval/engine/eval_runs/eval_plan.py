@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from wopeval import evals
 from wopeval.agents import AgentSpec
@@ -113,7 +114,7 @@ class EvalPlan:
     """`fail`: a task whose MCP tools changed since its source fails closed, unrun."""
     judge: JudgePlan | None = None
     """The judge of the suite's rubric tasks (None: the suite has none)."""
-    suite_text: bytes | None = None
+    suite_text: str | None = None
     """`suite_document`'s JSON text as it was stored, when this host wrote it
     (`KeptSuite.text`): the run's plan embeds it rather than writing the suite again."""
 
@@ -261,10 +262,12 @@ async def resolve_eval(
     _gate(request, features)
     kept, document = await _suite(request.evalSuiteRef or "", tenant, catalog, uow)
     suite = kept.suite
+    made = _made_for(kept)
     agent = _agent(request.agentId or "", suite, catalog)
-    _check_suite(suite, features)
+    made.check(features)
     # A suite pushed while the project had a grader may outlive it: refuse, naming the field.
-    evals.check_known_graders(suite, catalog.graders)
+    if not made.graders <= catalog.graders.keys():
+        evals.check_known_graders(suite, catalog.graders)
     modes = evals.resolve_eval_modes(request.evalModes, suite.modes, features.modes, features.modes)
     evals.check_baseline_fields(modes, request.baselineRunId)
     evals.check_fixture_runs_fields(request.fixtureRuns, suite, modes)
@@ -289,19 +292,31 @@ async def resolve_eval(
         uow, tenant, source_runs, agent, catalog.tools, live_tools=live_tools
     )
     judge = await _judge_plan(
-        request, suite, tenant, catalog, uow, live=live_tools and not features.model_replay
+        request,
+        suite,
+        made.rubric,
+        tenant,
+        catalog,
+        uow,
+        live=live_tools and not features.model_replay,
     )
+    if derived:
+        tasks = _task_plans(suite, modes, derived, answers, contracts, kept.fixture_indexes)
+    else:
+        # With no fixture source there are no answers or contracts either (both are read
+        # from the sources): the plans depend on the version and the modes alone.
+        tasks = made.task_plans(modes)
     return EvalPlan(
         suite=suite,
         suite_document=document,
         suite_text=kept.text,
         agent=agent,
         modes=modes,
-        tasks=_task_plans(suite, modes, derived, answers, contracts, kept.fixture_indexes),
+        tasks=tasks,
         baseline_run_id=request.baselineRunId,
         baseline_summary=baseline,
         fixture_runs=dict(request.fixtureRuns) if request.fixtureRuns is not None else None,
-        graders={name: catalog.graders[name] for name in evals.graders_named(suite)},
+        graders={name: catalog.graders[name] for name in made.graders},
         alpha=features.alpha,
         regression_verdict=features.regression_verdict,
         model_replay=model_replay,
@@ -313,6 +328,7 @@ async def resolve_eval(
 async def _judge_plan(
     request: CreateRunRequest,
     suite: Suite,
+    rubric: tuple[int, ...],
     tenant: str,
     catalog: Catalog,
     uow: UnitOfWork,
@@ -325,7 +341,6 @@ async def _judge_plan(
     is read through one refusal path: the same answer for another tenant's run and for
     none at all. The baseline has passed its own checks already.
     """
-    rubric = [i for i, task in enumerate(suite.tasks) if task.expected.kind == "rubric"]
     named = _judge_source(request)
     if not rubric:
         if named is not None:
@@ -511,6 +526,68 @@ def _agent(agent_id: str, suite: Suite, catalog: Catalog) -> AgentSpec:
     if suite.targetAgentId is not None and suite.targetAgentId != agent_id:
         raise errors.ValidationFailed("agentId differs from the suite's targetAgentId.")
     return agent
+
+
+_CheckedUnder = tuple[int, bool, bool, bool]
+"""What of the host's features `_check_suite` reads: the task limit, whether rubric tasks
+are graded, whether tool errors are replayed, whether fixtures are matched by args."""
+
+
+@dataclass(eq=False)
+class _VersionMade:
+    """What resolving a run of one kept suite version makes the same for every run of it:
+    a version never changes, so it is made at its first run and read by the later ones."""
+
+    suite: Suite
+    indexes: Mapping[str, evals.FixtureIndex]
+    graders: frozenset[str]
+    """The custom graders its tasks name."""
+    rubric: tuple[int, ...]
+    """The indexes of its rubric tasks."""
+    passed: set[_CheckedUnder] = field(default_factory=set)
+    """The features it passed `_check_suite` under (a refusal is not kept: it is raised again)."""
+    plans: dict[bool, tuple[TaskPlan, ...]] = field(default_factory=dict)
+    """Its task plans for a run with no fixture source, by whether the run is live-shadow
+    (the one thing of the request they depend on then). A plan is immutable and holds
+    nothing of a run: each trial's state is its own cursor's."""
+
+    @classmethod
+    def of(cls, kept: KeptSuite) -> _VersionMade:
+        suite = kept.suite
+        rubric = tuple(i for i, task in enumerate(suite.tasks) if task.expected.kind == "rubric")
+        return cls(suite, kept.fixture_indexes, evals.graders_named(suite), rubric)
+
+    def check(self, features: EvalFeatures) -> None:
+        under = (
+            features.max_tasks_per_suite,
+            "rubric" in features.modes,
+            features.fixture_errors,
+            features.fixture_matching,
+        )
+        if under not in self.passed:
+            _check_suite(self.suite, features)
+            self.passed.add(under)
+
+    def task_plans(self, modes: tuple[EvalMode, ...]) -> tuple[TaskPlan, ...]:
+        live_shadow = "live-shadow" in modes
+        plans = self.plans.get(live_shadow)
+        if plans is None:
+            plans = self.plans[live_shadow] = _task_plans(
+                self.suite, modes, {}, {}, {}, self.indexes
+            )
+        return plans
+
+
+_MADE: WeakKeyDictionary[KeptSuite, _VersionMade] = WeakKeyDictionary()
+"""By kept version (the object the catalog keeps, whose key is its owner's, tenant or host,
+its suiteId and its version): it goes when the catalog lets the version go."""
+
+
+def _made_for(kept: KeptSuite) -> _VersionMade:
+    made = _MADE.get(kept)
+    if made is None:
+        made = _MADE[kept] = _VersionMade.of(kept)
+    return made
 
 
 def _check_suite(suite: Suite, features: EvalFeatures) -> None:
