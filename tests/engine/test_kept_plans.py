@@ -7,7 +7,9 @@ run with no fixture source reads no recorded tool listing."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import re
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +18,10 @@ import pytest
 from _backends import Backend
 from _hosts import TENANT, running_host
 from _statements import statements_matching
+from wopeval.engine.catalog.catalog import ParsedSuites
 from wopeval.engine.catalog.graders import CustomGrader
-from wopeval.engine.eval_runs.eval_plan import EvalPlan, resolve_eval
+from wopeval.engine.eval_runs import eval_plan
+from wopeval.engine.eval_runs.eval_plan import EvalPlan, prepare_version, resolve_eval
 from wopeval.hosting.host import Host
 from wopeval.settings import EvalFeatures
 from wopeval.wire import errors
@@ -160,3 +164,15 @@ def test_an_eval_run_with_no_fixture_source_reads_no_recorded_tool_listing(
             assert reads == []
 
     asyncio.run(scenario())
+
+
+def test_what_is_made_of_a_version_goes_when_the_catalog_lets_the_version_go() -> None:
+    """Kept by the kept version, not beside it: bounded by the catalog's limit."""
+    parsed = ParsedSuites(limit=1)
+    first = parsed.get(TENANT, _document("1.0.0", "one"))
+    prepare_version(first, EvalFeatures())
+    made = weakref.ref(eval_plan._MADE[first])
+    del first
+    parsed.get(TENANT, _document("1.0.1", "two"))  # the catalog lets 1.0.0 go
+    gc.collect()
+    assert made() is None

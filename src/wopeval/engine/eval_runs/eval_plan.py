@@ -7,8 +7,10 @@ The order follows docs/design.md §2: gates and field rules first, the run looku
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import suppress
 from dataclasses import dataclass, field
 from functools import cached_property
+from types import MappingProxyType
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -93,6 +95,38 @@ class TaskPlan:
         return None if fixtures is None else evals.FixtureIndex(fixtures, self.on_miss)
 
 
+class TaskPlans(tuple[TaskPlan, ...]):
+    """A run's task plans in the suite's order, with what the run reads across them all made
+    at its first read: a version's plans for runs without a fixture source are one object
+    shared by every such run of it (`_VersionMade`), so each is made once for all of them.
+    Only read: a plan holds nothing of a run."""
+
+    @cached_property
+    def pairs(self) -> tuple[tuple[str, int], ...]:
+        """Every `(task_id, trial)` a run of them executes, task by task."""
+        return tuple((plan.task.taskId, trial) for plan in self for trial in range(plan.trials))
+
+    @cached_property
+    def trial_count(self) -> int:
+        return sum(plan.trials for plan in self)
+
+    @cached_property
+    def by_task(self) -> Mapping[str, TaskPlan]:
+        return MappingProxyType({plan.task.taskId: plan for plan in self})
+
+    @cached_property
+    def contracts(self) -> Mapping[str, ToolContract]:
+        """The tool contracts of the tasks that have one, by task id."""
+        return MappingProxyType(
+            {plan.task.taskId: plan.tools for plan in self if plan.tools != NO_CONTRACT}
+        )
+
+    @cached_property
+    def sourced(self) -> tuple[TaskPlan, ...]:
+        """The plans of the tasks whose fixtures come from a source run."""
+        return tuple(plan for plan in self if plan.source_run_id is not None)
+
+
 @dataclass(frozen=True)
 class EvalPlan:
     suite: Suite
@@ -100,7 +134,7 @@ class EvalPlan:
     """The document as stored: the run keeps it as it ran, without a re-serialisation."""
     agent: AgentSpec
     modes: tuple[EvalMode, ...]
-    tasks: tuple[TaskPlan, ...]
+    tasks: TaskPlans
     baseline_run_id: str | None = None
     baseline_summary: EvalSummary | None = None
     fixture_runs: dict[str, str] | None = None
@@ -139,9 +173,7 @@ class EvalPlan:
             modelReplay=self.model_replay,
             toolsChangedPolicy=self.tools_changed_policy,
             toolContracts={
-                plan.task.taskId: plan.tools.stored()
-                for plan in self.tasks
-                if plan.tools != NO_CONTRACT
+                task_id: tools.stored() for task_id, tools in self.tasks.contracts.items()
             },
             judgeId=None if self.judge is None else self.judge.judge.judge_id,
             judgeSourceRunId=None if self.judge is None else self.judge.source_run_id,
@@ -149,20 +181,16 @@ class EvalPlan:
             judgeAdvisory=None if self.judge is None else self.judge.advisory,
         ).with_suite_text(self.suite_text)
 
-    def pairs(self) -> list[tuple[str, int]]:
+    def pairs(self) -> tuple[tuple[str, int], ...]:
         """Every `(task_id, trial)` the run executes, task by task."""
-        return [(plan.task.taskId, trial) for plan in self.tasks for trial in range(plan.trials)]
+        return self.tasks.pairs
 
-    @cached_property
+    @property
     def trial_count(self) -> int:
-        return sum(plan.trials for plan in self.tasks)
-
-    @cached_property
-    def _by_task(self) -> dict[str, TaskPlan]:
-        return {plan.task.taskId: plan for plan in self.tasks}
+        return self.tasks.trial_count
 
     def task(self, task_id: str) -> TaskPlan:
-        return self._by_task[task_id]
+        return self.tasks.by_task[task_id]
 
     async def keep_copies(self, uow: UnitOfWork, tenant: str, eval_run_id: str) -> None:
         """Store the derived entries with the eval run, in the transaction that creates it.
@@ -173,10 +201,11 @@ class EvalPlan:
         uniform answer) instead of leaving a copy that the erasure missed, and one that
         comes later waits for this transaction and then erases the copy with its source.
         """
-        sources = {plan.source_run_id for plan in self.tasks if plan.source_run_id is not None}
+        sourced = self.tasks.sourced
+        sources = {plan.source_run_id for plan in sourced if plan.source_run_id is not None}
         replayed = {
             plan.source_run_id
-            for plan in self.tasks
+            for plan in sourced
             if plan.source_run_id is not None and plan.model_fixtures is not None
         }
         judged = self._judge_copied()
@@ -232,7 +261,7 @@ class EvalPlan:
                 if plan.model_fixtures is None
                 else [fixture.to_json() for fixture in plan.model_fixtures],
             }
-            for plan in self.tasks
+            for plan in self.tasks.sourced
             if plan.source_run_id is not None and plan.derived_documents is not None
         ]
 
@@ -305,7 +334,7 @@ async def resolve_eval(
     else:
         # With no fixture source there are no answers or contracts either (both are read
         # from the sources): the plans depend on the version and the modes alone.
-        tasks = made.task_plans(modes)
+        tasks = made.task_plans(live_shadow="live-shadow" in modes)
     return EvalPlan(
         suite=suite,
         suite_document=document,
@@ -546,7 +575,7 @@ class _VersionMade:
     """The indexes of its rubric tasks."""
     passed: set[_CheckedUnder] = field(default_factory=set)
     """The features it passed `_check_suite` under (a refusal is not kept: it is raised again)."""
-    plans: dict[bool, tuple[TaskPlan, ...]] = field(default_factory=dict)
+    plans: dict[bool, TaskPlans] = field(default_factory=dict)
     """Its task plans for a run with no fixture source, by whether the run is live-shadow
     (the one thing of the request they depend on then). A plan is immutable and holds
     nothing of a run: each trial's state is its own cursor's."""
@@ -568,10 +597,10 @@ class _VersionMade:
             _check_suite(self.suite, features)
             self.passed.add(under)
 
-    def task_plans(self, modes: tuple[EvalMode, ...]) -> tuple[TaskPlan, ...]:
-        live_shadow = "live-shadow" in modes
+    def task_plans(self, *, live_shadow: bool) -> TaskPlans:
         plans = self.plans.get(live_shadow)
         if plans is None:
+            modes: tuple[EvalMode, ...] = ("live-shadow",) if live_shadow else ()
             plans = self.plans[live_shadow] = _task_plans(
                 self.suite, modes, {}, {}, {}, self.indexes
             )
@@ -581,6 +610,16 @@ class _VersionMade:
 _MADE: WeakKeyDictionary[KeptSuite, _VersionMade] = WeakKeyDictionary()
 """By kept version (the object the catalog keeps, whose key is its owner's, tenant or host,
 its suiteId and its version): it goes when the catalog lets the version go."""
+
+
+def prepare_version(kept: KeptSuite, features: EvalFeatures) -> None:
+    """Make what the runs of a version just published read, with the version (as its
+    fixture indexes are): its task plans for runs that are not live-shadow, and the host's
+    checks of it when it passes them (a refusal is its runs' to give)."""
+    made = _made_for(kept)
+    made.task_plans(live_shadow=False)
+    with suppress(errors.ValidationFailed):
+        made.check(features)
 
 
 def _made_for(kept: KeptSuite) -> _VersionMade:
@@ -623,10 +662,10 @@ def _task_plans(
     answers: Mapping[str, tuple[evals.ModelFixture, ...]],
     contracts: Mapping[str, ToolContract],
     indexes: Mapping[str, evals.FixtureIndex] | None = None,
-) -> tuple[TaskPlan, ...]:
+) -> TaskPlans:
     """Each suite task's plan; `answers`, `contracts` and the fixture indexes of the
     version as kept (`KeptSuite.fixture_indexes`) by task id, where a task has them."""
-    return tuple(
+    return TaskPlans(
         _task_plan(
             suite,
             task,
