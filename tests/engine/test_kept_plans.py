@@ -93,7 +93,12 @@ def test_a_kept_version_s_task_plans_are_made_once_and_are_its_own_tenant_s_and_
         async with running_host(backend, tmp_path / "data") as host:
             ours, theirs = Principal(TENANT, "key-test"), Principal(OTHER_TENANT, "key-other")
             await host.engine.publish_suite(ours, _document("1.0.0", "one"))
+            # Made with the version, at its publish (as its fixture indexes are).
+            kept = host.catalog.parsed_suites.get(TENANT, _document("1.0.0", "one"))
+            published = eval_plan._MADE[kept].plans[False]
+            assert published.pairs == (("a", 0),)
             first = await _resolve(host, _request("1.0.0"))
+            assert first.tasks is published
             assert _tag(first) == ("one", ["one"])
             again = await _resolve(host, _request("1.0.0"))
             assert again.tasks is first.tasks  # made once, for every run of the version

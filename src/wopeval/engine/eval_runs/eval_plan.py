@@ -617,7 +617,8 @@ def prepare_version(kept: KeptSuite, features: EvalFeatures) -> None:
     fixture indexes are): its task plans for runs that are not live-shadow, and the host's
     checks of it when it passes them (a refusal is its runs' to give)."""
     made = _made_for(kept)
-    made.task_plans(live_shadow=False)
+    plans = made.task_plans(live_shadow=False)
+    _ = plans.pairs, plans.trial_count, plans.by_task, plans.contracts, plans.sourced
     with suppress(errors.ValidationFailed):
         made.check(features)
 
