@@ -11,7 +11,7 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 from weakref import WeakKeyDictionary
 
 from wopeval import evals
@@ -557,15 +557,30 @@ def _agent(agent_id: str, suite: Suite, catalog: Catalog) -> AgentSpec:
     return agent
 
 
-_CheckedUnder = tuple[int, bool, bool, bool]
-"""What of the host's features `_check_suite` reads: the task limit, whether rubric tasks
-are graded, whether tool errors are replayed, whether fixtures are matched by args."""
+class _SuiteRules(NamedTuple):
+    """What of the host's features `_check_suite` applies to a suite: all it is given, so
+    a version that passed under these rules is known to pass under them again."""
+
+    max_tasks: int
+    grades_rubric: bool
+    fixture_errors: bool
+    fixture_matching: bool
+
+    @classmethod
+    def of(cls, features: EvalFeatures) -> _SuiteRules:
+        return cls(
+            features.max_tasks_per_suite,
+            "rubric" in features.modes,
+            features.fixture_errors,
+            features.fixture_matching,
+        )
 
 
 @dataclass(eq=False)
 class _VersionMade:
     """What resolving a run of one kept suite version makes the same for every run of it:
-    a version never changes, so it is made at its first run and read by the later ones."""
+    a version never changes, so it is made once, when the version is published here
+    (`prepare_version`) or else at its first run, and read by every later run."""
 
     suite: Suite
     indexes: Mapping[str, evals.FixtureIndex]
@@ -573,8 +588,8 @@ class _VersionMade:
     """The custom graders its tasks name."""
     rubric: tuple[int, ...]
     """The indexes of its rubric tasks."""
-    passed: set[_CheckedUnder] = field(default_factory=set)
-    """The features it passed `_check_suite` under (a refusal is not kept: it is raised again)."""
+    passed: set[_SuiteRules] = field(default_factory=set)
+    """The rules it passed `_check_suite` under (a refusal is not kept: it is raised again)."""
     plans: dict[bool, TaskPlans] = field(default_factory=dict)
     """Its task plans for a run with no fixture source, by whether the run is live-shadow
     (the one thing of the request they depend on then). A plan is immutable and holds
@@ -587,15 +602,10 @@ class _VersionMade:
         return cls(suite, kept.fixture_indexes, evals.graders_named(suite), rubric)
 
     def check(self, features: EvalFeatures) -> None:
-        under = (
-            features.max_tasks_per_suite,
-            "rubric" in features.modes,
-            features.fixture_errors,
-            features.fixture_matching,
-        )
-        if under not in self.passed:
-            _check_suite(self.suite, features)
-            self.passed.add(under)
+        rules = _SuiteRules.of(features)
+        if rules not in self.passed:
+            _check_suite(self.suite, rules)
+            self.passed.add(rules)
 
     def task_plans(self, *, live_shadow: bool) -> TaskPlans:
         plans = self.plans.get(live_shadow)
@@ -630,25 +640,25 @@ def _made_for(kept: KeptSuite) -> _VersionMade:
     return made
 
 
-def _check_suite(suite: Suite, features: EvalFeatures) -> None:
-    if len(suite.tasks) > features.max_tasks_per_suite:
+def _check_suite(suite: Suite, rules: _SuiteRules) -> None:
+    if len(suite.tasks) > rules.max_tasks:
         raise errors.ValidationFailed(
             f"The suite has {len(suite.tasks)} tasks; this host runs at most "
-            f"{features.max_tasks_per_suite} (maxTasksPerSuite)."
+            f"{rules.max_tasks} (maxTasksPerSuite)."
         )
     for index, task in enumerate(suite.tasks):
         # RFC 0081 §D: a host grades rubric tasks only while it advertises the mode.
-        if task.expected.kind == "rubric" and "rubric" not in features.modes:
+        if task.expected.kind == "rubric" and not rules.grades_rubric:
             raise errors.ValidationFailed(
                 f"tasks[{index}].expected.kind: this host grades golden and trajectory tasks only."
             )
         fixtures = task.fixtures
         entries = (fixtures.toolResponses or []) if fixtures else []
-        if not features.fixture_errors and any(e.is_error for e in entries):
+        if not rules.fixture_errors and any(e.is_error for e in entries):
             raise errors.ValidationFailed(
                 f"tasks[{index}].fixtures: this host does not replay tool errors (isError)."
             )
-        if not features.fixture_matching and (
+        if not rules.fixture_matching and (
             any(e.has_args or e.argsMatch for e in entries) or (fixtures and fixtures.onMiss)
         ):
             raise errors.ValidationFailed(
