@@ -306,9 +306,9 @@ class RunsRepo:
         await _driver.insert_many(self._connection, _INSERT, _RUN_COLUMNS, [values])
         if record.plan is not None:
             # Its text written here, as the column's codec would (`StoredPlan.written`).
-            row = (record.run_id, record.plan.written())
+            plan = (record.run_id, record.plan.written())
             await _driver.insert_many(
-                self._connection, _INSERT_PLAN, _PLAN_COLUMNS, [row], written=True
+                self._connection, _INSERT_PLAN, _PLAN_COLUMNS, [plan], written=True
             )
 
     async def get(self, tenant: str, run_id: str) -> OwnedRun | None:
