@@ -147,8 +147,14 @@ class Engine:
     async def publish_suite(
         self, principal: Principal, document: dict[str, Any]
     ) -> tuple[dict[str, Any], bool]:
-        """Publish a suite version for the caller's tenant (catalog/suites.py)."""
-        return await publish_suite(self.store, self.catalog, principal, document)
+        """Publish a suite version for the caller's tenant (catalog/suites.py), and make
+        what its eval runs will read of it alone (eval_plan.py `prepare_version`)."""
+        from wopeval.engine.eval_runs.eval_plan import prepare_version  # as create_eval_run
+
+        stored, created = await publish_suite(self.store, self.catalog, principal, document)
+        kept = self.catalog.parsed_suites.get(principal.tenant, stored)
+        prepare_version(kept, self.settings.eval)
+        return stored, created
 
     async def annotate(
         self,

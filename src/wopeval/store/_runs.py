@@ -289,6 +289,9 @@ def decode_cursor(cursor: str) -> int:
 
 
 _INSERT = runs.insert()
+_RUN_COLUMNS = tuple(column.name for column in runs.columns)
+_INSERT_PLAN = run_plans.insert()
+_PLAN_COLUMNS = ("run_id", "plan")
 
 
 class RunsRepo:
@@ -296,12 +299,16 @@ class RunsRepo:
         self._connection = connection
 
     async def insert(self, record: RunRecord) -> None:
-        # One statement, the row its parameters: `.values(**row)` built a new statement per
-        # run, each a walk of SQLAlchemy's cache key before its compiled form was found.
-        await self._connection.execute(_INSERT, record.to_row())
+        # One statement made once a process (`insert_many`'s), the row its values in the
+        # table's order: SQLAlchemy's own compiled form is made once an engine (a host).
+        row = record.to_row()
+        values = tuple(row[name] for name in _RUN_COLUMNS)
+        await _driver.insert_many(self._connection, _INSERT, _RUN_COLUMNS, [values])
         if record.plan is not None:
-            await self._connection.execute(
-                run_plans.insert().values(run_id=record.run_id, plan=record.plan.to_stored())
+            # Its text written here, as the column's codec would (`StoredPlan.written`).
+            plan = (record.run_id, record.plan.written())
+            await _driver.insert_many(
+                self._connection, _INSERT_PLAN, _PLAN_COLUMNS, [plan], written=True
             )
 
     async def get(self, tenant: str, run_id: str) -> OwnedRun | None:

@@ -6,6 +6,7 @@ from typing import Any
 
 from wopeval import evals
 from wopeval.store import StoredPlan
+from wopeval.wire import json_text
 
 SUMMARY = {
     "suiteId": "unit.evals.plan",
@@ -69,3 +70,16 @@ def test_a_plan_stored_before_the_later_members_reads_as_it_ran() -> None:
 
 def test_the_digests_a_plan_serves_are_every_tasks() -> None:
     assert StoredPlan.model_validate(CURRENT).served_digests() == {"sha256:x"}
+
+
+def test_a_plan_s_text_is_the_codec_s_text_of_it_with_or_without_its_suite_s_text() -> None:
+    """`written` joins the suite's kept text in rather than writing it: the same characters
+    as the column's codec writes of the plan (`json_text.compact`), non-ASCII too."""
+    suite = {**CURRENT["suite"], "description": "é ✓ \U0001f600", "x": [1.5, None, {"a": 2**40}]}
+    plan = StoredPlan.model_validate({**CURRENT, "suite": suite})
+    expected = json_text.compact({**CURRENT, "suite": suite})
+    assert plan.written() == expected
+    kept = json_text.written(suite)
+    assert kept is not None
+    assert plan.with_suite_text(kept.decode()).written() == expected
+    assert json_text.compact(plan.to_stored()) == expected

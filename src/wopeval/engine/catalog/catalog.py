@@ -35,19 +35,23 @@ class GlobalSuite:
         return str(self.document["version"])
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class KeptSuite:
-    """A suite version parsed here, with what every eval run of it needs made once."""
+    """A suite version parsed here, with what every eval run of it needs made once.
+
+    Compared and hashed as itself (`eq=False`): what the eval plans make of a version once
+    is kept by this object (eval_plan.py `_MADE`), so it goes with it."""
 
     suite: Suite
     document: JsonObject
     """The document as stored."""
-    text: bytes | None
+    text: str | None
     """The JSON text the document was stored as, when this host wrote it (publishing it):
-    an eval run's plan embeds the suite as that text (`StoredPlan.to_stored`) instead of
+    an eval run's plan embeds the suite as that text (`StoredPlan.written`) instead of
     writing the whole suite again. A published version never changes, so the text is the
     document's however it was read since. None for a version only read back from the
-    store: its plan writes it as before."""
+    store: its plan writes it as before. Kept decoded (the plan's column binds text):
+    decoding ~2 MB cost every create ~1 ms."""
     fixture_indexes: Mapping[str, evals.FixtureIndex]
     """By task id: the fixture index of each task that has fixtures. A version never
     changes, so its indexes are written once, here, and read by every trial of every run
@@ -66,7 +70,7 @@ class KeptSuite:
             # Dumped now, with the version (`Task.expected_document` keeps it): every trial
             # of every run of it holds that one document rather than dumping it again.
             _ = task.expected_document
-        return cls(suite, document, text, indexes)
+        return cls(suite, document, None if text is None else text.decode(), indexes)
 
 
 class ParsedSuites:

@@ -7,9 +7,12 @@ The order follows docs/design.md §2: gates and field rules first, the run looku
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import suppress
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
+from weakref import WeakKeyDictionary
 
 from wopeval import evals
 from wopeval.agents import AgentSpec
@@ -92,6 +95,38 @@ class TaskPlan:
         return None if fixtures is None else evals.FixtureIndex(fixtures, self.on_miss)
 
 
+class TaskPlans(tuple[TaskPlan, ...]):
+    """A run's task plans in the suite's order, with what the run reads across them all made
+    at its first read: a version's plans for runs without a fixture source are one object
+    shared by every such run of it (`_VersionMade`), so each is made once for all of them.
+    Only read: a plan holds nothing of a run."""
+
+    @cached_property
+    def pairs(self) -> tuple[tuple[str, int], ...]:
+        """Every `(task_id, trial)` a run of them executes, task by task."""
+        return tuple((plan.task.taskId, trial) for plan in self for trial in range(plan.trials))
+
+    @cached_property
+    def trial_count(self) -> int:
+        return sum(plan.trials for plan in self)
+
+    @cached_property
+    def by_task(self) -> Mapping[str, TaskPlan]:
+        return MappingProxyType({plan.task.taskId: plan for plan in self})
+
+    @cached_property
+    def contracts(self) -> Mapping[str, ToolContract]:
+        """The tool contracts of the tasks that have one, by task id."""
+        return MappingProxyType(
+            {plan.task.taskId: plan.tools for plan in self if plan.tools != NO_CONTRACT}
+        )
+
+    @cached_property
+    def sourced(self) -> tuple[TaskPlan, ...]:
+        """The plans of the tasks whose fixtures come from a source run."""
+        return tuple(plan for plan in self if plan.source_run_id is not None)
+
+
 @dataclass(frozen=True)
 class EvalPlan:
     suite: Suite
@@ -99,7 +134,7 @@ class EvalPlan:
     """The document as stored: the run keeps it as it ran, without a re-serialisation."""
     agent: AgentSpec
     modes: tuple[EvalMode, ...]
-    tasks: tuple[TaskPlan, ...]
+    tasks: TaskPlans
     baseline_run_id: str | None = None
     baseline_summary: EvalSummary | None = None
     fixture_runs: dict[str, str] | None = None
@@ -113,7 +148,7 @@ class EvalPlan:
     """`fail`: a task whose MCP tools changed since its source fails closed, unrun."""
     judge: JudgePlan | None = None
     """The judge of the suite's rubric tasks (None: the suite has none)."""
-    suite_text: bytes | None = None
+    suite_text: str | None = None
     """`suite_document`'s JSON text as it was stored, when this host wrote it
     (`KeptSuite.text`): the run's plan embeds it rather than writing the suite again."""
 
@@ -138,9 +173,7 @@ class EvalPlan:
             modelReplay=self.model_replay,
             toolsChangedPolicy=self.tools_changed_policy,
             toolContracts={
-                plan.task.taskId: plan.tools.stored()
-                for plan in self.tasks
-                if plan.tools != NO_CONTRACT
+                task_id: tools.stored() for task_id, tools in self.tasks.contracts.items()
             },
             judgeId=None if self.judge is None else self.judge.judge.judge_id,
             judgeSourceRunId=None if self.judge is None else self.judge.source_run_id,
@@ -148,20 +181,16 @@ class EvalPlan:
             judgeAdvisory=None if self.judge is None else self.judge.advisory,
         ).with_suite_text(self.suite_text)
 
-    def pairs(self) -> list[tuple[str, int]]:
+    def pairs(self) -> tuple[tuple[str, int], ...]:
         """Every `(task_id, trial)` the run executes, task by task."""
-        return [(plan.task.taskId, trial) for plan in self.tasks for trial in range(plan.trials)]
+        return self.tasks.pairs
 
-    @cached_property
+    @property
     def trial_count(self) -> int:
-        return sum(plan.trials for plan in self.tasks)
-
-    @cached_property
-    def _by_task(self) -> dict[str, TaskPlan]:
-        return {plan.task.taskId: plan for plan in self.tasks}
+        return self.tasks.trial_count
 
     def task(self, task_id: str) -> TaskPlan:
-        return self._by_task[task_id]
+        return self.tasks.by_task[task_id]
 
     async def keep_copies(self, uow: UnitOfWork, tenant: str, eval_run_id: str) -> None:
         """Store the derived entries with the eval run, in the transaction that creates it.
@@ -172,10 +201,11 @@ class EvalPlan:
         uniform answer) instead of leaving a copy that the erasure missed, and one that
         comes later waits for this transaction and then erases the copy with its source.
         """
-        sources = {plan.source_run_id for plan in self.tasks if plan.source_run_id is not None}
+        sourced = self.tasks.sourced
+        sources = {plan.source_run_id for plan in sourced if plan.source_run_id is not None}
         replayed = {
             plan.source_run_id
-            for plan in self.tasks
+            for plan in sourced
             if plan.source_run_id is not None and plan.model_fixtures is not None
         }
         judged = self._judge_copied()
@@ -231,7 +261,7 @@ class EvalPlan:
                 if plan.model_fixtures is None
                 else [fixture.to_json() for fixture in plan.model_fixtures],
             }
-            for plan in self.tasks
+            for plan in self.tasks.sourced
             if plan.source_run_id is not None and plan.derived_documents is not None
         ]
 
@@ -261,10 +291,12 @@ async def resolve_eval(
     _gate(request, features)
     kept, document = await _suite(request.evalSuiteRef or "", tenant, catalog, uow)
     suite = kept.suite
+    made = _made_for(kept)
     agent = _agent(request.agentId or "", suite, catalog)
-    _check_suite(suite, features)
+    made.check(features)
     # A suite pushed while the project had a grader may outlive it: refuse, naming the field.
-    evals.check_known_graders(suite, catalog.graders)
+    if not made.graders <= catalog.graders.keys():
+        evals.check_known_graders(suite, catalog.graders)
     modes = evals.resolve_eval_modes(request.evalModes, suite.modes, features.modes, features.modes)
     evals.check_baseline_fields(modes, request.baselineRunId)
     evals.check_fixture_runs_fields(request.fixtureRuns, suite, modes)
@@ -289,19 +321,31 @@ async def resolve_eval(
         uow, tenant, source_runs, agent, catalog.tools, live_tools=live_tools
     )
     judge = await _judge_plan(
-        request, suite, tenant, catalog, uow, live=live_tools and not features.model_replay
+        request,
+        suite,
+        made.rubric,
+        tenant,
+        catalog,
+        uow,
+        live=live_tools and not features.model_replay,
     )
+    if derived:
+        tasks = _task_plans(suite, modes, derived, answers, contracts, kept.fixture_indexes)
+    else:
+        # With no fixture source there are no answers or contracts either (both are read
+        # from the sources): the plans depend on the version and the modes alone.
+        tasks = made.task_plans(live_shadow="live-shadow" in modes)
     return EvalPlan(
         suite=suite,
         suite_document=document,
         suite_text=kept.text,
         agent=agent,
         modes=modes,
-        tasks=_task_plans(suite, modes, derived, answers, contracts, kept.fixture_indexes),
+        tasks=tasks,
         baseline_run_id=request.baselineRunId,
         baseline_summary=baseline,
         fixture_runs=dict(request.fixtureRuns) if request.fixtureRuns is not None else None,
-        graders={name: catalog.graders[name] for name in evals.graders_named(suite)},
+        graders={name: catalog.graders[name] for name in made.graders},
         alpha=features.alpha,
         regression_verdict=features.regression_verdict,
         model_replay=model_replay,
@@ -313,6 +357,7 @@ async def resolve_eval(
 async def _judge_plan(
     request: CreateRunRequest,
     suite: Suite,
+    rubric: tuple[int, ...],
     tenant: str,
     catalog: Catalog,
     uow: UnitOfWork,
@@ -325,7 +370,6 @@ async def _judge_plan(
     is read through one refusal path: the same answer for another tenant's run and for
     none at all. The baseline has passed its own checks already.
     """
-    rubric = [i for i, task in enumerate(suite.tasks) if task.expected.kind == "rubric"]
     named = _judge_source(request)
     if not rubric:
         if named is not None:
@@ -513,25 +557,108 @@ def _agent(agent_id: str, suite: Suite, catalog: Catalog) -> AgentSpec:
     return agent
 
 
-def _check_suite(suite: Suite, features: EvalFeatures) -> None:
-    if len(suite.tasks) > features.max_tasks_per_suite:
+class _SuiteRules(NamedTuple):
+    """What of the host's features `_check_suite` applies to a suite: all it is given, so
+    a version that passed under these rules is known to pass under them again."""
+
+    max_tasks: int
+    grades_rubric: bool
+    fixture_errors: bool
+    fixture_matching: bool
+
+    @classmethod
+    def of(cls, features: EvalFeatures) -> _SuiteRules:
+        return cls(
+            features.max_tasks_per_suite,
+            "rubric" in features.modes,
+            features.fixture_errors,
+            features.fixture_matching,
+        )
+
+
+@dataclass(eq=False)
+class _VersionMade:
+    """What resolving a run of one kept suite version makes the same for every run of it:
+    a version never changes, so it is made once, when the version is published here
+    (`prepare_version`) or else at its first run, and read by every later run."""
+
+    suite: Suite
+    indexes: Mapping[str, evals.FixtureIndex]
+    graders: frozenset[str]
+    """The custom graders its tasks name."""
+    rubric: tuple[int, ...]
+    """The indexes of its rubric tasks."""
+    passed: set[_SuiteRules] = field(default_factory=set)
+    """The rules it passed `_check_suite` under (a refusal is not kept: it is raised again)."""
+    plans: dict[bool, TaskPlans] = field(default_factory=dict)
+    """Its task plans for a run with no fixture source, by whether the run is live-shadow
+    (the one thing of the request they depend on then). A plan is immutable and holds
+    nothing of a run: each trial's state is its own cursor's."""
+
+    @classmethod
+    def of(cls, kept: KeptSuite) -> _VersionMade:
+        suite = kept.suite
+        rubric = tuple(i for i, task in enumerate(suite.tasks) if task.expected.kind == "rubric")
+        return cls(suite, kept.fixture_indexes, evals.graders_named(suite), rubric)
+
+    def check(self, features: EvalFeatures) -> None:
+        rules = _SuiteRules.of(features)
+        if rules not in self.passed:
+            _check_suite(self.suite, rules)
+            self.passed.add(rules)
+
+    def task_plans(self, *, live_shadow: bool) -> TaskPlans:
+        plans = self.plans.get(live_shadow)
+        if plans is None:
+            modes: tuple[EvalMode, ...] = ("live-shadow",) if live_shadow else ()
+            plans = self.plans[live_shadow] = _task_plans(
+                self.suite, modes, {}, {}, {}, self.indexes
+            )
+        return plans
+
+
+_MADE: WeakKeyDictionary[KeptSuite, _VersionMade] = WeakKeyDictionary()
+"""By kept version (the object the catalog keeps, whose key is its owner's, tenant or host,
+its suiteId and its version): it goes when the catalog lets the version go."""
+
+
+def prepare_version(kept: KeptSuite, features: EvalFeatures) -> None:
+    """Make what the runs of a version just published read, with the version (as its
+    fixture indexes are): its task plans for runs that are not live-shadow, and the host's
+    checks of it when it passes them (a refusal is its runs' to give)."""
+    made = _made_for(kept)
+    plans = made.task_plans(live_shadow=False)
+    _ = plans.pairs, plans.trial_count, plans.by_task, plans.contracts, plans.sourced
+    with suppress(errors.ValidationFailed):
+        made.check(features)
+
+
+def _made_for(kept: KeptSuite) -> _VersionMade:
+    made = _MADE.get(kept)
+    if made is None:
+        made = _MADE[kept] = _VersionMade.of(kept)
+    return made
+
+
+def _check_suite(suite: Suite, rules: _SuiteRules) -> None:
+    if len(suite.tasks) > rules.max_tasks:
         raise errors.ValidationFailed(
             f"The suite has {len(suite.tasks)} tasks; this host runs at most "
-            f"{features.max_tasks_per_suite} (maxTasksPerSuite)."
+            f"{rules.max_tasks} (maxTasksPerSuite)."
         )
     for index, task in enumerate(suite.tasks):
         # RFC 0081 §D: a host grades rubric tasks only while it advertises the mode.
-        if task.expected.kind == "rubric" and "rubric" not in features.modes:
+        if task.expected.kind == "rubric" and not rules.grades_rubric:
             raise errors.ValidationFailed(
                 f"tasks[{index}].expected.kind: this host grades golden and trajectory tasks only."
             )
         fixtures = task.fixtures
         entries = (fixtures.toolResponses or []) if fixtures else []
-        if not features.fixture_errors and any(e.is_error for e in entries):
+        if not rules.fixture_errors and any(e.is_error for e in entries):
             raise errors.ValidationFailed(
                 f"tasks[{index}].fixtures: this host does not replay tool errors (isError)."
             )
-        if not features.fixture_matching and (
+        if not rules.fixture_matching and (
             any(e.has_args or e.argsMatch for e in entries) or (fixtures and fixtures.onMiss)
         ):
             raise errors.ValidationFailed(
@@ -546,10 +673,10 @@ def _task_plans(
     answers: Mapping[str, tuple[evals.ModelFixture, ...]],
     contracts: Mapping[str, ToolContract],
     indexes: Mapping[str, evals.FixtureIndex] | None = None,
-) -> tuple[TaskPlan, ...]:
+) -> TaskPlans:
     """Each suite task's plan; `answers`, `contracts` and the fixture indexes of the
     version as kept (`KeptSuite.fixture_indexes`) by task id, where a task has them."""
-    return tuple(
+    return TaskPlans(
         _task_plan(
             suite,
             task,
