@@ -136,9 +136,8 @@ def copy_with_text(value: JsonValue) -> tuple[JsonValue, bytes | None]:
     """`copy(value)` and the text it was copied through, `written(value)`'s (None when the
     standard library wrote it): a value the host both keeps and stores is written once.
     The text is the copy's as well (orjson reads back what it wrote, and writes it so)."""
-    try:
-        text = orjson.dumps(value)
-    except orjson.JSONEncodeError:
+    text = written(value)
+    if text is None:
         copied: JsonValue = json.loads(json.dumps(value))
         return copied, None
     return orjson.loads(text), text

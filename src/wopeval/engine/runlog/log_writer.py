@@ -38,8 +38,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import orjson
-
 from wopeval.engine.live.notifier import Notifier
 from wopeval.engine.runlog.fence import Fence, Locked
 from wopeval.engine.runlog.steps import (
@@ -614,9 +612,4 @@ def render(run_id: str, staged: Staged) -> str:
     }
     if staged.node_id is not None:
         doc["nodeId"] = staged.node_id
-    try:
-        # orjson's own call, not `compact`'s around it, on every event: `compact` only for
-        # what orjson refuses (a payload's integer beyond 64 bits).
-        return orjson.dumps(doc).decode("utf-8")
-    except orjson.JSONEncodeError:
-        return json_text.compact(doc)
+    return json_text.compact(doc)
