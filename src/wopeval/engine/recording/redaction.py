@@ -116,9 +116,7 @@ class Redactor:
 
         Only known values: an answer is data the agent works with, and a string that merely
         looks like a credential (`Bearer …` in a how-to) is left as it is."""
-        # Nothing besides the configured secrets (every call's args, before the invocation
-        # handed its token out): those alone, without a list made of them and nothing.
-        known = self._known(also) if also else self._configured.now()
+        known = self._known(also)
         if not known:
             return value
         redacted: JsonValue = _each_string(value, lambda text: _cut(text, known))
@@ -128,6 +126,10 @@ class Redactor:
         """The configured secrets' values and `also`, long enough to search for, longest first
         (a secret that contains another is cut whole)."""
         configured = self._configured.now()
+        if not also:
+            # Nothing besides the configured secrets (every call's args, before the
+            # invocation handed its token out): those, without a tuple made of nothing.
+            return configured
         extra = tuple(also)
         return _searched([*configured, *extra]) if extra else configured
 
