@@ -58,6 +58,9 @@ class _Compiled:
     inserts: tuple[tuple[int, str], ...] = ()
     """On SQLite, an INSERT's `sql` for many rows at once (`insert_many`): by rows, the
     most first, each half the one before, down to one row (`sql` itself)."""
+    unnest: Unnest | None = None
+    """On PostgreSQL, an INSERT's rows bound a column at a time (`insert_many` in a
+    pipelined transaction, `BATCH_COLUMNS_FROM_ROWS`)."""
     takes_written: bool = False
     """Whether a row whose JSON columns hold their text already and whose booleans are bools
     binds as it is (`insert_many`'s `written`): every processed column is JSON written by the
@@ -121,12 +124,14 @@ def _compile(
     sqlite = dialect.name == "sqlite"
     names = tuple(compiled.positiontup or ()) if sqlite else tuple(compiled.binds)
     positional = ""
+    unnest = None
     if columns is not None:
         if names != columns:
             # Rows are given as their values in `columns` order, bound as they come.
             raise ValueError(f"rows of the columns {columns} for a statement of {names}")
         if not sqlite:
             positional = _positional(compiled.string, names)
+            unnest = _unnest(statement, dialect, names)
     kinds = [compiled.binds[name].type for name in names]
     processors = (_processor(kind, dialect) for kind in kinds)
     processed = tuple(
@@ -145,6 +150,7 @@ def _compile(
         sqlite,
         positional,
         inserts,
+        unnest,
         takes_written,
     )
     _compiled[key] = (statement, made)
@@ -252,8 +258,8 @@ async def insert_many(
         _sqlite_insert(driver.sqlite, compiled.inserts, processed)
         return
     batch = _batches.get(id(driver))
-    if batch is not None and len(rows) >= BATCH_COLUMNS_FROM_ROWS:
-        batch.hold_columns(_unnest(connection, statement, compiled), processed)
+    if batch is not None and compiled.unnest is not None and len(rows) >= BATCH_COLUMNS_FROM_ROWS:
+        batch.hold_columns(compiled.unnest, processed)
         return
     if batch is not None:
         # One INSERT of every row: the server parses and plans a batch's statements
@@ -315,31 +321,21 @@ def _copy_sql(connection: AsyncConnection, statement: ClauseElement, compiled: _
     return f"COPY {preparer.format_table(cast(Insert, statement).table)} ({columns}) FROM STDIN"
 
 
-def _unnest(connection: AsyncConnection, statement: ClauseElement, compiled: _Compiled) -> Unnest:
-    """`statement`'s INSERT of `compiled`'s columns from one parameter a column. Made once a
-    statement and its columns (`_compile` keeps `compiled`)."""
-    made = _unnests.get(id(compiled))
-    if made is not None:
-        return made
-    dialect = connection.dialect
+def _unnest(statement: ClauseElement, dialect: Dialect, names: tuple[str, ...]) -> Unnest:
+    """`statement`'s INSERT of the columns `names` from one parameter a column."""
     table = cast(Insert, statement).table
     preparer = dialect.identifier_preparer
     head = (
         f"INSERT INTO {preparer.format_table(table)}"
-        f" ({', '.join(preparer.quote(name) for name in compiled.names)}) SELECT * FROM unnest"
+        f" ({', '.join(preparer.quote(name) for name in names)}) SELECT * FROM unnest"
     )
-    types = [f"{table.c[name].type.compile(dialect)}[]" for name in compiled.names]
+    types = [f"{table.c[name].type.compile(dialect)}[]" for name in names]
     split = f"E'\\x{ord(VALUE_SEPARATOR):02x}', E'\\x{ord(NULL_MARK):02x}'"
     joined = ", ".join(
         f"string_to_array(${index}::text, {split})::{kind}" for index, kind in enumerate(types, 1)
     )
     arrays = ", ".join(f"${index}::{kind}" for index, kind in enumerate(types, 1))
-    made = _unnests[id(compiled)] = Unnest(f"{head}({joined})", f"{head}({arrays})")
-    return made
-
-
-_unnests: dict[int, Unnest] = {}
-"""`_unnest`'s, by the id of the `_Compiled` (kept for good in `_compiled`)."""
+    return Unnest(f"{head}({joined})", f"{head}({arrays})")
 
 
 async def execute_many(
