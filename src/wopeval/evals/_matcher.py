@@ -184,17 +184,7 @@ class FixtureCursor:
     one is always the one served), so a form's consumed entries are counted, not searched.
     """
 
-    def __init__(self, entries: Sequence[ToolResponse], on_miss: OnMiss) -> None:
-        self._start(FixtureIndex(entries, on_miss))
-
-    @classmethod
-    def over(cls, index: FixtureIndex) -> FixtureCursor:
-        """A cursor reading an index made before (and shared with other cursors)."""
-        cursor = cls.__new__(cls)
-        cursor._start(index)
-        return cursor
-
-    def _start(self, index: FixtureIndex) -> None:
+    def __init__(self, index: FixtureIndex) -> None:
         self._index = index
         self._consumed: set[int] = set()
         self.miss_count = 0
@@ -204,6 +194,11 @@ class FixtureCursor:
         self._front: dict[str, int] = {}
         """By tool: where in its `texts` its first unconsumed `exact` entry may be (every
         one before is consumed)."""
+
+    @classmethod
+    def of(cls, entries: Sequence[ToolResponse], on_miss: OnMiss) -> FixtureCursor:
+        """A cursor over an index of its own, made of `entries`."""
+        return cls(FixtureIndex(entries, on_miss))
 
     def serve(
         self, tool: str, args: JsonValue, args_text: bytes | None = None

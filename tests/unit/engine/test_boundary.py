@@ -102,7 +102,7 @@ async def test_a_fixture_answer_runs_nothing_and_lands_with_its_unit(tmp_path: P
             return None
 
         entries = (ToolResponse(tool="t:effect", args={"x": 1}, response={"served": True}),)
-        fixtures = FixtureServer(evals.FixtureCursor(entries, "fail"))
+        fixtures = FixtureServer(evals.FixtureCursor.of(entries, "fail"))
         invocation = _invocation(log, Boundary(_live(PythonTool("t:effect", effect)), fixtures))
         assert await invocation.call_tool("t:effect", {"x": 1}) == {"served": True}
         assert await sequences(store, log.run_id) == [(0, "run.started")]
@@ -116,13 +116,15 @@ async def test_a_fixture_answer_runs_nothing_and_lands_with_its_unit(tmp_path: P
 
 
 def test_an_unmatched_call_under_on_miss_live_is_left_to_the_live_tools() -> None:
-    fixtures = FixtureServer(evals.FixtureCursor((), "live"))
+    fixtures = FixtureServer(evals.FixtureCursor.of((), "live"))
     assert fixtures.serve(ToolCall("t:any", {}, "c")) is None
 
 
 def test_an_is_error_entry_is_served_as_the_tools_error() -> None:
     entry = ToolResponse(tool="t:any", response={"code": "quota", "message": "no"}, isError=True)
-    served = FixtureServer(evals.FixtureCursor((entry,), "fail")).serve(ToolCall("t:any", {}, "c"))
+    served = FixtureServer(evals.FixtureCursor.of((entry,), "fail")).serve(
+        ToolCall("t:any", {}, "c")
+    )
     assert served is not None
     assert (served.status, served.error, served.served_by) == (
         "error",
@@ -206,7 +208,7 @@ async def test_what_the_agent_changes_after_a_served_call_leaves_the_call_as_it_
             ToolResponse(tool="t:look", args={"q": 1}, response={"found": ["one"]}),
             ToolResponse(tool="t:look", args={"q": 2}, response={"found": ["two"]}),
         )
-        fixtures = FixtureServer(evals.FixtureCursor(entries, "fail"))
+        fixtures = FixtureServer(evals.FixtureCursor.of(entries, "fail"))
         invocation = _invocation(log, Boundary(_live(), fixtures))
         args: dict[str, JsonValue] = {"q": 1}
         answer = await invocation.call_tool("t:look", args)

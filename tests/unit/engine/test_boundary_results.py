@@ -143,7 +143,7 @@ async def test_a_failing_tool_is_the_agents_tool_error(
 
 def _serve(response: JsonValue, *, is_error: bool = False) -> ToolResult | None:
     entry = ToolResponse(tool="t:any", response=response, isError=is_error)
-    return FixtureServer(evals.FixtureCursor((entry,), "fail")).serve(ToolCall("t:any", {}, "c"))
+    return FixtureServer(evals.FixtureCursor.of((entry,), "fail")).serve(ToolCall("t:any", {}, "c"))
 
 
 def test_a_fixture_answer_takes_no_time() -> None:
@@ -152,7 +152,7 @@ def test_a_fixture_answer_takes_no_time() -> None:
     failed = _serve({"code": "quota", "message": "no"}, is_error=True)
     assert failed is not None
     assert failed.duration_ms == 0
-    missed = FixtureServer(evals.FixtureCursor((), "fail")).serve(ToolCall("t:any", {}, "c"))
+    missed = FixtureServer(evals.FixtureCursor.of((), "fail")).serve(ToolCall("t:any", {}, "c"))
     assert missed is not None
     assert (missed.duration_ms, missed.fixture_miss) == (0, True)
 

@@ -130,7 +130,7 @@ async def test_a_served_answer_is_the_agent_s_own_copy_and_stored_as_written(
 ) -> None:
     response: JsonValue = {"found": ["one", 2.5], "more": {"k": None}}
     entry = ToolResponse(tool="t:look", args={"q": 1}, response=response)
-    fixtures = FixtureServer(evals.FixtureCursor((entry,), "fail"))
+    fixtures = FixtureServer(evals.FixtureCursor.of((entry,), "fail"))
     async with open_store(tmp_path) as store:
         log = await open_run(writer_for(store))
         invocation = _invocation(log, Boundary(_live(), fixtures))

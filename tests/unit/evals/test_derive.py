@@ -81,7 +81,7 @@ def test_derived_entries_replay_through_the_cursor() -> None:
         recorded(2, inputs={"op": "read", "key": "k"}, result={"key": "k", "count": 1}),
     ]
     entries: list[ToolResponse] = evals.derive_fixtures(source, AGENT)
-    replay = evals.FixtureCursor(entries, on_miss="fail")
+    replay = evals.FixtureCursor.of(entries, on_miss="fail")
     served = [
         replay.serve("conformance.eval:counter", {"key": "k", "op": "inc"}),
         replay.serve("conformance.eval:counter", {"op": "read", "key": "k"}),

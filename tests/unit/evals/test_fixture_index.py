@@ -39,27 +39,27 @@ def served(cursor: evals.FixtureCursor, args: JsonValue, tool: str = "a:t") -> i
 
 
 def test_numbers_jcs_writes_alike_match_and_a_boolean_is_no_number() -> None:
-    cursor = evals.FixtureCursor([entry({"n": 1}), entry({"n": 2.5})], "fail")
+    cursor = evals.FixtureCursor.of([entry({"n": 1}), entry({"n": 2.5})], "fail")
     assert served(cursor, {"n": True}) is None
     assert served(cursor, {"n": 1.0}) == 0
     assert served(cursor, {"n": 2.50}) == 1
 
 
 def test_key_order_does_not_matter_and_a_missing_member_does() -> None:
-    cursor = evals.FixtureCursor([entry({"a": 1, "b": [1, {"y": 2, "x": 1}]})], "fail")
+    cursor = evals.FixtureCursor.of([entry({"a": 1, "b": [1, {"y": 2, "x": 1}]})], "fail")
     assert served(cursor, {"b": [1, {"x": 1, "y": 2}]}) is None
     assert served(cursor, {"b": [1, {"x": 1, "y": 2}], "a": 1}) == 0
 
 
 def test_args_whose_python_hashes_collide_are_told_apart() -> None:
     # hash(-1) == hash(-2) in CPython: the index keys on the whole canonical form.
-    cursor = evals.FixtureCursor([entry({"n": -1}, "one"), entry({"n": -2}, "two")], "fail")
+    cursor = evals.FixtureCursor.of([entry({"n": -1}, "one"), entry({"n": -2}, "two")], "fail")
     assert served(cursor, {"n": -2}) == 1
     assert served(cursor, {"n": -1}) == 0
 
 
 def test_equal_entries_serve_in_list_order_until_used_up() -> None:
-    cursor = evals.FixtureCursor([entry({"k": 1}), entry({"k": 2}), entry({"k": 1.0})], "fail")
+    cursor = evals.FixtureCursor.of([entry({"k": 1}), entry({"k": 2}), entry({"k": 1.0})], "fail")
     assert [served(cursor, {"k": 1}) for _ in range(3)] == [0, 2, None]
     assert cursor.miss_count == 1
     assert cursor.consumed == frozenset({0, 2})
@@ -67,14 +67,14 @@ def test_equal_entries_serve_in_list_order_until_used_up() -> None:
 
 def test_an_earlier_pattern_entry_comes_before_an_exact_one() -> None:
     entries = [entry({"k": 1}, argsMatch="subset"), entry({"k": 1, "j": 0})]
-    cursor = evals.FixtureCursor(entries, "fail")
+    cursor = evals.FixtureCursor.of(entries, "fail")
     assert served(cursor, {"j": 0, "k": 1}) == 0
     assert served(cursor, {"j": 0, "k": 1}) == 1
     assert served(cursor, {"j": 0, "k": 1}) is None
 
 
 def test_a_later_pattern_entry_waits_for_the_exact_one() -> None:
-    cursor = evals.FixtureCursor([entry({"k": 1}), entry(None, argsMatch="ignore")], "fail")
+    cursor = evals.FixtureCursor.of([entry({"k": 1}), entry(None, argsMatch="ignore")], "fail")
     assert served(cursor, {"k": 1}) == 0
     assert served(cursor, {"k": 1}) == 1
 
@@ -82,7 +82,7 @@ def test_a_later_pattern_entry_waits_for_the_exact_one() -> None:
 def test_args_jcs_cannot_write_match_by_equality_and_nothing_else() -> None:
     # 2**60 is beyond the integers JCS holds: no canonical form, so no index key.
     entries = [entry({"id": 2**60}), entry({"id": 2.0**60}), entry({"id": 1})]
-    cursor = evals.FixtureCursor(entries, "fail")
+    cursor = evals.FixtureCursor.of(entries, "fail")
     assert served(cursor, {"id": 2**60 + 1}) is None
     assert served(cursor, {"id": 2**60}) == 0
     assert served(cursor, {"id": 2.0**60}) == 1
@@ -91,7 +91,7 @@ def test_args_jcs_cannot_write_match_by_equality_and_nothing_else() -> None:
 
 
 def test_a_miss_fails_closed_and_a_reset_serves_every_entry_again() -> None:
-    cursor = evals.FixtureCursor([entry({"k": 1}), entry({"k": 1})], "fail")
+    cursor = evals.FixtureCursor.of([entry({"k": 1}), entry({"k": 1})], "fail")
     assert [served(cursor, {"k": 1}) for _ in range(2)] == [0, 1]
     missed = cursor.serve("a:t", {"k": 1})
     assert isinstance(missed, evals.Missed)
@@ -104,7 +104,7 @@ def test_a_miss_fails_closed_and_a_reset_serves_every_entry_again() -> None:
 
 
 def test_a_call_served_by_its_form_carries_its_args_hash() -> None:
-    cursor = evals.FixtureCursor([entry({"n": 1}), entry(None, argsMatch="ignore")], "fail")
+    cursor = evals.FixtureCursor.of([entry({"n": 1}), entry(None, argsMatch="ignore")], "fail")
     by_form = cursor.serve("a:t", {"n": 1.0})
     by_pattern = cursor.serve("a:t", {"n": 3.0})
     assert isinstance(by_form, evals.Served)
@@ -144,7 +144,7 @@ def test_the_index_chooses_as_select_entry_does(
     with_texts: bool,
 ) -> None:
     # With the calls' texts (as the boundary hands them) and without (the forms only).
-    cursor = evals.FixtureCursor(entries, "fail")
+    cursor = evals.FixtureCursor.of(entries, "fail")
     for _ in range(trials):
         cursor.reset()
         consumed: set[int] = set()
@@ -177,7 +177,7 @@ def test_a_value_has_no_canonical_form_wherever_jcs_refuses_it() -> None:
 
 def test_the_boundary_hands_the_matcher_s_args_hash_on() -> None:
     entries = [entry({"n": 1}), entry({"n": 2}, {"code": "boom"}, isError=True)]
-    server = FixtureServer(evals.FixtureCursor(entries, "fail"))
+    server = FixtureServer(evals.FixtureCursor.of(entries, "fail"))
     ok = server.serve(ToolCall("a:t", {"n": 1.0}, "c1"))
     failed = server.serve(ToolCall("a:t", {"n": 2}, "c2"))
     missed = server.serve(ToolCall("a:t", {"n": 1}, "c3"))
@@ -196,7 +196,7 @@ def test_calls_in_the_entries_order_are_served_without_writing_a_form(
     # The entries' forms and hashes are written with the index (once a suite version);
     # a call written as its entry was is served by its text, its form not written.
     entries = [entry({"n": 1, "q": "a"}), entry({"n": 1, "q": "a"}), entry({"n": 2})]
-    cursor = evals.FixtureCursor(entries, "fail")
+    cursor = evals.FixtureCursor.of(entries, "fail")
     written: list[JsonValue] = []
 
     def counted(value: JsonValue) -> bytes | None:
@@ -217,7 +217,7 @@ def test_calls_in_the_entries_order_are_served_without_writing_a_form(
 
 def test_a_call_out_of_the_entries_order_or_written_otherwise_is_served_by_its_form() -> None:
     entries = [entry({"a": 1, "b": 2}), entry({"n": 1}), entry({"n": 1.0})]
-    cursor = evals.FixtureCursor(entries, "fail")
+    cursor = evals.FixtureCursor.of(entries, "fail")
     # Another key order: another text, the same value.
     swapped: JsonValue = {"b": 2, "a": 1}
     assert served(cursor, {"n": 1}) == 1
@@ -231,7 +231,7 @@ def test_cursors_over_one_index_each_consume_their_own_entries() -> None:
     # One index serves every trial of every run of a suite version at once
     # (`KeptSuite.fixture_indexes`): what a trial consumed is its cursor's alone.
     index = evals.FixtureIndex([entry({"k": 1}), entry({"k": 1}), entry({"k": 2})], "fail")
-    one, two = evals.FixtureCursor.over(index), evals.FixtureCursor.over(index)
+    one, two = evals.FixtureCursor(index), evals.FixtureCursor(index)
     assert served(one, {"k": 1}) == 0
     assert served(two, {"k": 1}) == 0
     assert served(two, {"k": 2}) == 2

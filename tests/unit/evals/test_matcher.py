@@ -120,7 +120,7 @@ class TestSelectEntry:
 
 class TestFixtureCursor:
     def test_each_entry_serves_once(self) -> None:
-        cursor = evals.FixtureCursor([entry("a:y", 1)], on_miss="fail")
+        cursor = evals.FixtureCursor.of([entry("a:y", 1)], on_miss="fail")
         first = cursor.serve("a:y", {})
         assert isinstance(first, evals.Served)
         assert first.entry.response == 1
@@ -128,7 +128,7 @@ class TestFixtureCursor:
         assert cursor.miss_count == 1
 
     def test_reset_starts_a_new_trial(self) -> None:
-        cursor = evals.FixtureCursor([entry("a:y", 1)], on_miss="fail")
+        cursor = evals.FixtureCursor.of([entry("a:y", 1)], on_miss="fail")
         cursor.serve("a:y", {})
         cursor.serve("a:y", {})
         cursor.reset()
@@ -137,12 +137,14 @@ class TestFixtureCursor:
         assert isinstance(cursor.serve("a:y", {}), evals.Served)
 
     def test_live_miss_goes_live_uncounted(self) -> None:
-        cursor = evals.FixtureCursor([], on_miss="live")
+        cursor = evals.FixtureCursor.of([], on_miss="live")
         assert isinstance(cursor.serve("a:y", {}), evals.GoLive)
         assert cursor.miss_count == 0
 
     def test_error_entries_are_served_as_entries(self) -> None:
-        cursor = evals.FixtureCursor([entry("a:y", {"code": "boom"}, isError=True)], on_miss="fail")
+        cursor = evals.FixtureCursor.of(
+            [entry("a:y", {"code": "boom"}, isError=True)], on_miss="fail"
+        )
         served = cursor.serve("a:y", {})
         assert isinstance(served, evals.Served)
         assert served.entry.is_error
@@ -152,7 +154,7 @@ class TestFixtureCursor:
             entry("c:counter", {"count": 1}, args={"op": "inc", "key": "k"}),
             entry("c:counter", {"count": 1}, args={"op": "read", "key": "k"}),
         ]
-        cursor = evals.FixtureCursor(recorded, on_miss="fail")
+        cursor = evals.FixtureCursor.of(recorded, on_miss="fail")
         missed = cursor.serve("c:counter", {"op": "inc", "key": "k-drift"})
         assert isinstance(missed, evals.Missed)
         # The miss names the entry the call drifted from, the changed path and the recorded value.
@@ -180,7 +182,7 @@ _calls = st.lists(st.tuples(_tools, _args), max_size=12)
 def _run(
     entries: list[ToolResponse], calls: list[tuple[str, JsonValue]], on_miss: OnMiss
 ) -> list[evals.Served | evals.Missed | evals.GoLive]:
-    cursor = evals.FixtureCursor(entries, on_miss)
+    cursor = evals.FixtureCursor.of(entries, on_miss)
     return [cursor.serve(tool, args) for tool, args in calls]
 
 
@@ -196,7 +198,7 @@ def test_a_consumed_entry_never_serves_twice(
 def test_each_call_gets_the_first_unconsumed_match(
     entries: list[ToolResponse], calls: list[tuple[str, JsonValue]]
 ) -> None:
-    cursor = evals.FixtureCursor(entries, "fail")
+    cursor = evals.FixtureCursor.of(entries, "fail")
     for tool, args in calls:
         before = cursor.consumed
         outcome = cursor.serve(tool, args)
@@ -223,7 +225,7 @@ def test_equal_entries_serve_in_list_order(count: int, tool: str, args: JsonValu
 def test_a_miss_under_fail_never_goes_live(
     entries: list[ToolResponse], calls: list[tuple[str, JsonValue]]
 ) -> None:
-    cursor = evals.FixtureCursor(entries, "fail")
+    cursor = evals.FixtureCursor.of(entries, "fail")
     outcomes = [cursor.serve(tool, args) for tool, args in calls]
     assert not any(isinstance(o, evals.GoLive) for o in outcomes)
     assert cursor.miss_count == sum(isinstance(o, evals.Missed) for o in outcomes)
@@ -233,7 +235,7 @@ def test_a_miss_under_fail_never_goes_live(
 def test_reset_replays_a_trial_identically(
     entries: list[ToolResponse], calls: list[tuple[str, JsonValue]]
 ) -> None:
-    cursor = evals.FixtureCursor(entries, "fail")
+    cursor = evals.FixtureCursor.of(entries, "fail")
     first = [cursor.serve(tool, args) for tool, args in calls]
     cursor.reset()
     assert [cursor.serve(tool, args) for tool, args in calls] == first

@@ -101,14 +101,14 @@ def test_to_json_is_what_a_task_detail_records() -> None:
 
 
 def test_the_cursor_reports_the_detail_with_its_own_consumption() -> None:
-    cursor = evals.FixtureCursor(RECORDED, "fail")
+    cursor = evals.FixtureCursor.of(RECORDED, "fail")
     assert isinstance(cursor.serve("crm:refund", {"customer": "c-1", "amount": 5}), evals.Served)
     missed = cursor.serve("crm:refund", {"customer": "c-1", "amount": 5})
     assert isinstance(missed, evals.Missed)
     # The entry the first call consumed is not offered; the other refund is the closest left.
     assert missed.detail.closest_index == 2
     assert missed.detail.consumed_for_tool == 1
-    live = evals.FixtureCursor(RECORDED, "live").serve("crm:lookup", {"customer": "c-2"})
+    live = evals.FixtureCursor.of(RECORDED, "live").serve("crm:lookup", {"customer": "c-2"})
     assert isinstance(live, evals.GoLive)
     assert live.detail.closest_index == 0
 

@@ -90,7 +90,7 @@ Cursors = tuple[evals.FixtureCursor | None, evals.ModelReplayCursor | None]
 def task_cursors(task_plan: TaskPlan) -> Cursors:
     """Fresh cursors for a task's trials (each trial resets them, RFC 0244 §D)."""
     index = task_plan.fixture_index
-    cursor = None if index is None else evals.FixtureCursor.over(index)
+    cursor = None if index is None else evals.FixtureCursor(index)
     models = None
     if task_plan.model_fixtures is not None:
         models = evals.ModelReplayCursor(task_plan.model_fixtures)
